@@ -1,0 +1,233 @@
+"""Assertions that the notebooks' test cells use.
+
+Every check is strict about types first (``type(x) is int``, never ``isinstance``), then compares
+plain data (ints, floats, strings, lists, dicts, tensors moved to the CPU). An object that
+pretends to be a right answer through a rigged ``__eq__`` or ``__bool__`` therefore fails at the
+type check, before any comparison runs.
+
+Messages say what was called and what was wrong. Visible tests may show the expected value;
+hidden tests pass ``reveal=False`` so that a message never gives away a hidden case's answer.
+
+Used in every notebook's test cells.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+_PLAIN_SCALARS = (bool, int, float, str, type(None))
+
+
+def _names(expected_type: type | tuple[type, ...]) -> str:
+    types = expected_type if isinstance(expected_type, tuple) else (expected_type,)
+    return " or ".join("None" if t is type(None) else t.__name__ for t in types)
+
+
+def check_type(value: Any, expected_type: type | tuple[type, ...], call: str) -> None:
+    """Fail unless ``type(value)`` is exactly ``expected_type`` (or one of a tuple of types).
+
+    Subclasses do not count: ``True`` is not an ``int`` here, and a subclass of ``str`` with a
+    rigged ``__eq__`` is not a ``str``.
+
+    Raises:
+        AssertionError: naming ``call``, the type returned and the type expected.
+    """
+    types = expected_type if isinstance(expected_type, tuple) else (expected_type,)
+    if not any(type(value) is t for t in types):
+        raise AssertionError(
+            f"{call} returned a value of type {type(value).__name__}; "
+            f"expected exactly {_names(expected_type)}"
+        )
+
+
+def assert_plain_equal(
+    actual: Any,
+    expected: Any,
+    call: str,
+    rel_tol: float = 1e-9,
+    abs_tol: float = 1e-12,
+    reveal: bool = True,
+) -> None:
+    """Fail unless ``actual`` equals ``expected``, with exactly the same types at every level.
+
+    ``expected`` must be plain data: None, bool, int, float, str, or lists, tuples and dicts of
+    those. Floats compare with ``rel_tol``/``abs_tol`` (NaN equals NaN); everything else compares
+    exactly. Dicts must have the same keys; their order does not matter.
+
+    Raises:
+        AssertionError: naming ``call`` and the first place where ``actual`` differs.
+        TypeError: when ``expected`` is not plain data (a mistake in the test, not the answer).
+    """
+    _compare(actual, expected, call, "", rel_tol, abs_tol, reveal)
+
+
+def _compare(actual: Any, expected: Any, call: str, where: str, rel_tol: float, abs_tol: float,
+             reveal: bool) -> None:
+    place = f" at {where}" if where else ""
+    check_type(actual, type(expected), call + place)
+    if isinstance(expected, dict):
+        actual_keys, expected_keys = set(actual), set(expected)
+        if actual_keys != expected_keys:
+            missing = sorted(map(repr, expected_keys - actual_keys))
+            extra = sorted(map(repr, actual_keys - expected_keys))
+            detail = f"missing keys {missing}, unexpected keys {extra}" if reveal else "wrong set of keys"
+            raise AssertionError(f"{call} returned a dict{place} with {detail}")
+        for key in expected:
+            _compare(actual[key], expected[key], call, f"{where}[{key!r}]", rel_tol, abs_tol, reveal)
+        return
+    if isinstance(expected, (list, tuple)):
+        if len(actual) != len(expected):
+            detail = f"{len(actual)} items; expected {len(expected)}" if reveal else f"{len(actual)} items, which is wrong"
+            raise AssertionError(f"{call} returned{place} {detail}")
+        for index, (a, e) in enumerate(zip(actual, expected)):
+            _compare(a, e, call, f"{where}[{index}]", rel_tol, abs_tol, reveal)
+        return
+    if not isinstance(expected, _PLAIN_SCALARS):
+        raise TypeError(f"assert_plain_equal: expected value of type {type(expected).__name__} is not plain data")
+    if type(expected) is float:
+        same = (math.isnan(actual) and math.isnan(expected)) or (
+            actual == expected or abs(actual - expected) <= max(abs_tol, rel_tol * max(abs(actual), abs(expected)))
+        )
+    else:
+        same = actual == expected
+    if not same:
+        detail = f"{actual!r}; expected {expected!r}" if reveal else f"{actual!r}, which is wrong"
+        raise AssertionError(f"{call} returned{place} {detail}")
+
+
+def assert_same_tensor(
+    actual: Any,
+    expected: torch.Tensor,
+    call: str,
+    atol: float = 0.0,
+    rtol: float = 0.0,
+    reveal: bool = True,
+) -> None:
+    """Fail unless ``actual`` is a ``torch.Tensor`` like ``expected``: type, dtype, shape, device, values.
+
+    The type must be exactly ``torch.Tensor`` (no subclass). Values compare exactly when
+    ``atol`` and ``rtol`` are 0, otherwise like ``torch.allclose``; NaNs must sit in the same places.
+
+    Raises:
+        AssertionError: naming ``call`` and the first property that differs.
+    """
+    if type(expected) is not torch.Tensor:
+        raise TypeError("assert_same_tensor: expected must be a torch.Tensor")
+    check_type(actual, torch.Tensor, call)
+    for name in ("dtype", "shape", "device"):
+        got, want = getattr(actual, name), getattr(expected, name)
+        if got != want:
+            detail = f"{got}; expected {want}"
+            raise AssertionError(f"{call} returned a tensor with {name} {detail}")
+    got = actual.detach().cpu()
+    want = expected.detach().cpu()
+    if got.is_floating_point():
+        nan_got, nan_want = torch.isnan(got), torch.isnan(want)
+        if not torch.equal(nan_got, nan_want):
+            raise AssertionError(f"{call} returned a tensor with NaN in the wrong places")
+        got, want = got[~nan_got], want[~nan_want]
+        close = torch.equal(got, want) if atol == 0 and rtol == 0 else bool(
+            torch.all(torch.abs(got - want) <= atol + rtol * torch.abs(want)))
+    else:
+        close = torch.equal(got, want)
+    if not close:
+        if reveal:
+            detail = f"{actual.detach().cpu().tolist()}; expected {expected.detach().cpu().tolist()}"
+        else:
+            worst = int(torch.argmax((got.double() - want.double()).abs().flatten())) if got.numel() else 0
+            detail = f"wrong values (first large difference at flat index {worst})"
+        raise AssertionError(f"{call} returned a tensor with {detail}")
+
+
+def assert_raises(exception: type[BaseException], call: str, function: Any, *args: Any, **kwargs: Any) -> None:
+    """Fail unless ``function(*args, **kwargs)`` raises ``exception`` (or a subclass of it).
+
+    Raises:
+        AssertionError: naming ``call``, when nothing or another exception was raised.
+    """
+    try:
+        function(*args, **kwargs)
+    except NotImplementedError:
+        # A stub that is still to be written must not pass a test that expects a RuntimeError.
+        if exception is NotImplementedError:
+            return
+        raise AssertionError(f"{call} raised NotImplementedError: the function is not written yet") from None
+    except exception:
+        return
+    except Exception as error:  # noqa: BLE001 - the wrong exception is reported, not hidden.
+        raise AssertionError(
+            f"{call} raised {type(error).__name__}({error}); expected {exception.__name__}"
+        ) from None
+    raise AssertionError(f"{call} raised nothing; expected {exception.__name__}")
+
+
+class _CountingTensor(torch.Tensor):
+    """A tensor that counts every torch operation applied to it (see `count_torch_calls`)."""
+
+    calls = 0
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):  # type: ignore[override]
+        _CountingTensor.calls += 1
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def _wrap(value: Any) -> Any:
+    if type(value) is torch.Tensor:
+        return value.as_subclass(_CountingTensor)
+    if isinstance(value, list):
+        return [_wrap(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_wrap(item) for item in value)
+    return value
+
+
+def _unwrap(value: Any) -> Any:
+    if isinstance(value, _CountingTensor):
+        return value.as_subclass(torch.Tensor)
+    if isinstance(value, list):
+        return [_unwrap(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_unwrap(item) for item in value)
+    return value
+
+
+def count_torch_calls(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, int]:
+    """Call ``function`` and count the torch operations it applies to its tensor arguments.
+
+    Tensor arguments (also inside lists and tuples) are passed as a counting subclass of
+    ``torch.Tensor``; tensors in the result are turned back into plain tensors. A vectorized
+    function makes a handful of operations whatever the size of its input; a Python loop over the
+    entries makes at least one per entry.
+
+    Returns:
+        ``(result, number_of_torch_operations)``.
+    """
+    wrapped_args = [_wrap(arg) for arg in args]
+    wrapped_kwargs = {name: _wrap(arg) for name, arg in kwargs.items()}
+    _CountingTensor.calls = 0
+    result = function(*wrapped_args, **wrapped_kwargs)
+    return _unwrap(result), _CountingTensor.calls
+
+
+def assert_no_python_loop(function: Any, small_args: tuple, large_args: tuple, call: str,
+                          slack: int = 8) -> None:
+    """Fail when ``function`` makes many more torch operations on large inputs than on small ones.
+
+    ``small_args`` and ``large_args`` hold the same kind of input at two sizes (for example 8 and
+    4,096 entries). A vectorized function makes about the same number of operations on both;
+    a Python loop over entries makes thousands more on the large one. Nothing is timed.
+
+    Raises:
+        AssertionError: naming ``call`` and both operation counts.
+    """
+    _, small = count_torch_calls(function, *small_args)
+    _, large = count_torch_calls(function, *large_args)
+    if large > small + slack:
+        raise AssertionError(
+            f"{call} made {large} torch operations on the large input and {small} on the small "
+            f"one: it loops over entries in Python; use whole-tensor operations instead"
+        )

@@ -1,0 +1,28 @@
+"""Settings that the instructor's tooling and the notebooks share, each in one place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# The public repository the badges and the setup cells point at ("owner/name" on GitHub).
+REPOSITORY = "kvcache-course/kv-cache-eviction"
+BRANCH = "main"
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Every assignment in course order. Each has source/<id>/<id>.ipynb.
+ASSIGNMENTS = [path.name for path in sorted((ROOT / "source").glob("[0-9][0-9]_*")) if path.is_dir()]
+
+# Student ids of the bundled sample submissions that the main job grades.
+SAMPLE_STUDENTS = ("reference_solution", "unchanged_release", "typical_mistakes")
+
+
+def colab_url(assignment: str) -> str:
+    """Return the Open-in-Colab address of an assignment's release notebook."""
+    return (f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/"
+            f"release/{assignment}/{assignment}.ipynb")
+
+
+def install_spec() -> str:
+    """Return the pip requirement that installs the helper package from the public repository."""
+    return f"kv-cache-course @ git+https://github.com/{REPOSITORY}@{BRANCH}"

@@ -1,0 +1,166 @@
+"""The instructor's grading command: grade a folder of submissions, export grades, print a table.
+
+    python -m grading.grade FOLDER [--assignment ID ...] [--cell-timeout S] [--student-timeout S]
+                                   [--csv grades.csv]
+
+FOLDER may use nbgrader's layout (``FOLDER/<student>/<assignment>/<file>.ipynb``), or hold one
+folder per student (``FOLDER/<student>/<file>.ipynb``), or be flat with the student id before the
+assignment id in each file name (``FOLDER/alice_01_eviction_as_ranking.ipynb``). File names as
+Colab and LMSs save them ("Copy of 01_eviction_as_ranking.ipynb", "01_eviction_as_ranking (1).ipynb")
+are recognized. Every submission is copied to ``submitted/<student>/<assignment>/<assignment>.ipynb``
+and graded by nbgrader in its own process with a wall-clock limit; one that fails or runs too long
+is reported and the others are still graded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from grading.build import build
+from grading.config import ASSIGNMENTS, ROOT
+from grading.nbgrader_cli import nbgrader
+from grading.report import Scores, format_table, read_scores
+
+_STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass
+class Submission:
+    """One notebook found in the folder, and what the collector made of it."""
+
+    student: str
+    assignment: str
+    path: Path
+    notes: list[str]
+
+
+def _assignment_in(name: str, assignments: list[str]) -> tuple[str | None, str]:
+    """Find the assignment id in a file name; return it and the text before it."""
+    stem = name[:-len(".ipynb")] if name.endswith(".ipynb") else name
+    stem = re.sub(r"^(Copy of |副本\s*)+", "", stem).strip()
+    stem = re.sub(r"(\s*\(\d+\)|\s*-\s*Copy|_copy)+$", "", stem).strip()
+    for assignment in sorted(assignments, key=len, reverse=True):
+        position = stem.find(assignment)
+        if position >= 0:
+            return assignment, stem[:position].rstrip("_- ")
+    return None, stem
+
+
+def collect(folder: Path, assignments: list[str]) -> tuple[list[Submission], list[str]]:
+    """Find the submissions in ``folder``; return them and the problems found (one line each)."""
+    found: dict[tuple[str, str], Submission] = {}
+    problems: list[str] = []
+    for path in sorted(folder.rglob("*.ipynb")):
+        if ".ipynb_checkpoints" in path.parts:
+            continue
+        parts = path.relative_to(folder).parts
+        assignment, prefix = _assignment_in(path.name, assignments)
+        if len(parts) >= 3 and parts[-2] in assignments:
+            assignment = parts[-2]
+        if assignment is None:
+            problems.append(f"{path}: no assignment id ({', '.join(assignments)}) in its name or folder; needs a manual look")
+            continue
+        student = parts[0] if len(parts) >= 2 else prefix
+        if not student or not _STUDENT_ID.match(student):
+            problems.append(f"{path}: cannot tell a valid student id (letters, digits, '_', '.', '-'); needs a manual look")
+            continue
+        notes = []
+        if path.name != f"{assignment}.ipynb":
+            notes.append(f"renamed '{path.name}' to '{assignment}.ipynb'")
+        key = (student, assignment)
+        if key in found:
+            older, newer = sorted([found[key], Submission(student, assignment, path, notes)],
+                                  key=lambda s: s.path.stat().st_mtime)
+            newer.notes.append(f"kept the newest of two files; ignored '{older.path.name}'")
+            found[key] = newer
+        else:
+            found[key] = Submission(student, assignment, path, notes)
+    return list(found.values()), problems
+
+
+def place(submissions: list[Submission], root: Path) -> None:
+    """Copy each submission to ``root/submitted/<student>/<assignment>/<assignment>.ipynb``."""
+    staged = [(s, s.path.read_bytes()) for s in submissions]
+    for submission, content in staged:
+        target_dir = root / "submitted" / submission.student / submission.assignment
+        if target_dir.exists():
+            shutil.rmtree(target_dir)
+        target_dir.mkdir(parents=True)
+        (target_dir / f"{submission.assignment}.ipynb").write_bytes(content)
+
+
+def autograde(root: Path, submission: Submission, cell_timeout: int | None, student_timeout: float) -> str:
+    """Autograde one submission in its own nbgrader process; return its status."""
+    args = ["autograde", submission.assignment, "--student", submission.student, "--force"]
+    if cell_timeout is not None:
+        args.append(f"--Execute.timeout={cell_timeout}")
+    run = nbgrader(args, root, timeout=student_timeout, autograding=True)
+    if run.timed_out:
+        return f"timed out after {student_timeout:g} s (0 points; needs a manual look)"
+    if run.returncode != 0:
+        if "CellTimeoutError" in run.output:
+            return "timed out: a cell ignored the interrupt (0 points; needs a manual look)"
+        last = run.output.strip().splitlines()[-1] if run.output.strip() else ""
+        return f"grading failed (needs a manual look): {last}"
+    status = "graded"
+    if "Timeout waiting for execute reply" in run.output:
+        status = "graded (a cell ran past the time limit and was interrupted)"
+    if submission.notes:
+        status += "; " + "; ".join(submission.notes)
+    return status
+
+
+def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None = None,
+                 cell_timeout: int | None = None, student_timeout: float = 1200.0,
+                 csv_path: Path | None = None, log=print) -> list[tuple[Scores, str]]:
+    """Grade every submission in ``folder``; export grades to CSV; return (scores, status) rows."""
+    assignments = assignments or ASSIGNMENTS
+    submissions, problems = collect(folder, assignments)
+    for problem in problems:
+        log(f"skipped: {problem}")
+    for submission in submissions:
+        for note in submission.notes:
+            log(f"{submission.student}/{submission.assignment}: {note}")
+    build(root, sorted({s.assignment for s in submissions}))
+    place(submissions, root)
+    rows = []
+    for submission in sorted(submissions, key=lambda s: (s.assignment, s.student)):
+        status = autograde(root, submission, cell_timeout, student_timeout)
+        try:
+            scores = read_scores(root, submission.assignment, submission.student)
+        except LookupError:
+            scores = Scores(submission.student, submission.assignment)
+        rows.append((scores, status))
+        log(f"{submission.student}/{submission.assignment}: {status}, {scores.total:g}/{scores.max_total:g}")
+    csv_path = csv_path or root / "grades.csv"
+    run = nbgrader(["export", f"--to={csv_path}"], root)
+    if run.returncode != 0:
+        raise RuntimeError(f"nbgrader export failed:\n{run.output}")
+    log(f"grades exported to {csv_path}")
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grading.grade", description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path, help="folder of submissions")
+    parser.add_argument("--assignment", action="append", choices=ASSIGNMENTS, help="grade only these (repeatable)")
+    parser.add_argument("--cell-timeout", type=int, default=None, help="seconds per cell (default: nbgrader_config.py)")
+    parser.add_argument("--student-timeout", type=float, default=1200.0, help="seconds per student and assignment")
+    parser.add_argument("--csv", type=Path, default=None, help="where to export grades (default: grades.csv)")
+    args = parser.parse_args(argv)
+    if not args.folder.is_dir():
+        parser.error(f"{args.folder} is not a folder")
+    rows = grade_folder(args.folder.resolve(), ROOT, args.assignment, args.cell_timeout, args.student_timeout,
+                        args.csv)
+    print()
+    print(format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,83 @@
+"""Reads scores from nbgrader's gradebook and prints them as a per-task table."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbgrader.api import Gradebook, MissingEntry
+
+_TASK = re.compile(r"^test_task(\d+)_(\d+)_")
+
+
+@dataclass
+class Scores:
+    """One student's scores on one assignment, task by task (task label -> (score, max_score))."""
+
+    student: str
+    assignment: str
+    tasks: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        return sum(score for score, _ in self.tasks.values())
+
+    @property
+    def max_total(self) -> float:
+        return sum(maximum for _, maximum in self.tasks.values())
+
+
+def task_label(grade_id: str) -> str:
+    """Turn ``test_task1_3_quotas`` into ``1.3``; other grade ids stay as they are."""
+    match = _TASK.match(grade_id)
+    return f"{match.group(1)}.{match.group(2)}" if match else grade_id
+
+
+def read_scores(root: Path, assignment: str, student: str) -> Scores:
+    """Return a student's autograded scores on an assignment from ``root/gradebook.db``.
+
+    Raises:
+        LookupError: when the gradebook has no such submission.
+    """
+    scores = Scores(student, assignment)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        try:
+            submission = gradebook.find_submission(assignment, student)
+        except MissingEntry:
+            raise LookupError(f"no graded submission of {assignment} by {student}") from None
+        for notebook in submission.notebooks:
+            for grade in sorted(notebook.grades, key=lambda g: _sort_key(g.name)):
+                score = grade.score if grade.score is not None else 0.0
+                scores.tasks[task_label(grade.name)] = (float(score), float(grade.max_score))
+    return scores
+
+
+def _sort_key(grade_id: str) -> tuple:
+    match = _TASK.match(grade_id)
+    return (int(match.group(1)), int(match.group(2))) if match else (10**9, grade_id)
+
+
+def format_table(rows: list[tuple[Scores, str]]) -> str:
+    """Format (scores, status) rows as a fixed-width table, one row per student and assignment."""
+    labels: list[str] = []
+    for scores, _ in rows:
+        labels += [label for label in scores.tasks if label not in labels]
+    labels.sort(key=lambda label: tuple(int(part) for part in label.split(".")) if re.fullmatch(r"\d+\.\d+", label) else (10**9,))
+    width_student = max([len("student")] + [len(s.student) for s, _ in rows])
+    width_assignment = max([len("assignment")] + [len(s.assignment) for s, _ in rows])
+    header = (f"{'student':<{width_student}}  {'assignment':<{width_assignment}}  "
+              + "  ".join(f"{label:>5}" for label in labels) + f"  {'total':>11}  status")
+    lines = [header, "-" * len(header)]
+    for scores, status in rows:
+        cells = []
+        for label in labels:
+            if label in scores.tasks:
+                score, _ = scores.tasks[label]
+                cells.append(f"{score:>5g}")
+            else:
+                cells.append(f"{'':>5}")
+        total = f"{scores.total:g}/{scores.max_total:g}"
+        lines.append(f"{scores.student:<{width_student}}  {scores.assignment:<{width_assignment}}  "
+                     + "  ".join(cells) + f"  {total:>11}  {status}")
+    return "\n".join(lines)

@@ -1,0 +1,36 @@
+"""nbgrader settings of the course. The repository root is nbgrader's course directory.
+
+Each hardened setting below is proven by a test in tests/test_grading_hardening.py that autogrades a
+crafted submission.
+"""
+
+import secrets
+
+from nbgrader.preprocessors import ClearMarkScheme, ClearOutput, IncludeHeaderFooter, LockCells
+
+c = get_config()  # noqa: F821 - nbgrader provides get_config when it loads this file.
+
+c.CourseDirectory.course_id = "kv-cache-eviction"
+c.CourseDirectory.solution_directory = "solutions"
+
+# The reference solutions are generated without running them: fast, and the same on every machine.
+# Self-learners run them; the tests run every source notebook headless.
+c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme]
+
+# A cell that runs longer than this is interrupted; grading goes on with the next cell, so an
+# infinite loop costs the student the tests that depend on it and nothing else. The grading command
+# also puts a wall-clock limit on each student's whole run.
+c.Execute.timeout = 60
+c.Execute.interrupt_on_timeout = True
+
+# nbgrader skips cells tagged with this value. The default, "skip-execution", is a tag any student
+# can add to a test cell; a fresh random tag on every run cannot be guessed.
+c.Execute.skip_cells_with_tag = "never-skip-" + secrets.token_hex(16)
+
+# nbgrader gives 0 points to a test cell with any output on stderr. Warnings and progress bars
+# write there, so stderr is dropped; a failing test still fails, because it raises an error.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = r"[\s\S]"
+
+# A test cell that a student deleted is put back from the gradebook and graded.
+c.OverwriteCells.add_missing_cells = True

@@ -1,0 +1,100 @@
+"""Each hardened grading setting, proven by autograding a crafted submission through the command.
+
+One batch grades them all: a correct answer that writes to stderr; a test cell tagged
+skip-execution; a deleted test cell; an infinite loop (interrupted by the cell timeout); a loop
+that ignores interrupts (killed by the per-student limit, while the others are still graded); and a
+file saved as "Copy of 01_eviction_as_ranking.ipynb".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grading.grade import grade_folder
+from grading.samples import fill, load_mutants, solution_code
+
+ASSIGNMENT = "01_eviction_as_ranking"
+FILE = f"{ASSIGNMENT}.ipynb"
+
+
+def _cell(notebook, grade_id):
+    return next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+@pytest.fixture(scope="module")
+def graded(built_course, tmp_path_factory):
+    source = nbformat.read(built_course / "source" / ASSIGNMENT / FILE, as_version=4)
+    release = nbformat.read(built_course / "release" / ASSIGNMENT / FILE, as_version=4)
+    answers = solution_code(source)
+    wrong_1_1 = next(iter(load_mutants(ASSIGNMENT, built_course).WRONG["task1_1_select_victim"].values()))
+    folder = tmp_path_factory.mktemp("crafted")
+
+    def save(student: str, notebook, name: str = FILE) -> None:
+        (folder / student).mkdir()
+        nbformat.write(notebook, folder / student / name)
+
+    noisy = dict(answers)
+    noisy["task1_1_select_victim"] = (
+        "import sys, warnings\nprint('note: this goes to stderr', file=sys.stderr)\n"
+        + answers["task1_1_select_victim"].replace(
+            '    if not values:', '    warnings.warn("select_victim was called", UserWarning)\n'
+            '    print("progress 50%", file=sys.stderr)\n    if not values:', 1))
+    save("warns_on_stderr", fill(release, noisy))
+
+    tagged = fill(release, {**answers, "task1_1_select_victim": wrong_1_1})
+    _cell(tagged, "test_task1_1_select_victim").metadata["tags"] = ["skip-execution"]
+    save("skip_tag", tagged)
+
+    deleted = fill(release, answers)
+    deleted.cells.remove(_cell(deleted, "test_task1_3_quotas"))
+    save("deleted_test_cell", deleted)
+
+    save("infinite_loop", fill(release, {**answers, "task1_1_select_victim": "while True:\n    pass"}))
+
+    stubborn = "import time\nwhile True:\n    try:\n        time.sleep(0.1)\n    except KeyboardInterrupt:\n        pass"
+    save("ignores_interrupts", fill(release, {**answers, "task1_2_eviction_order": stubborn}))
+
+    save("copy_of_name", fill(release, answers), name=f"Copy of {FILE}")
+
+    rows = grade_folder(folder, built_course, [ASSIGNMENT], cell_timeout=10, student_timeout=45,
+                        log=lambda line: None)
+    return {scores.student: (scores, status) for scores, status in rows}
+
+
+def test_stderr_output_keeps_the_points(graded):
+    scores, status = graded["warns_on_stderr"]
+    assert scores.total == scores.max_total == 22, (scores.tasks, status)
+
+
+def test_skip_execution_tag_does_not_skip_a_test(graded):
+    scores, _ = graded["skip_tag"]
+    assert scores.tasks["1.1"] == (0.0, 2.0), "a tagged test cell was skipped and gave a wrong answer its points"
+    assert scores.total == 20
+
+
+def test_deleted_test_cell_is_restored_and_graded(graded, built_course):
+    scores, _ = graded["deleted_test_cell"]
+    assert scores.tasks["1.3"] == (3.0, 3.0) and scores.total == 22
+    autograded = nbformat.read(built_course / "autograded" / "deleted_test_cell" / ASSIGNMENT / FILE, as_version=4)
+    assert _cell(autograded, "test_task1_3_quotas").source.startswith("# This cell")
+
+
+def test_infinite_loop_is_interrupted_and_the_rest_graded(graded):
+    scores, status = graded["infinite_loop"]
+    assert scores.tasks["1.1"][0] == 0 and scores.total == 20, (scores.tasks, status)
+
+
+def test_loop_that_ignores_interrupts_times_out_without_stopping_the_batch(graded):
+    scores, status = graded["ignores_interrupts"]
+    assert status.startswith("timed out"), status
+    assert scores.total == 0
+    assert len(graded) == 6, "every other submission was graded"
+
+
+def test_copy_of_file_name_is_graded(graded):
+    scores, status = graded["copy_of_name"]
+    assert scores.total == 22, status
+    assert "renamed 'Copy of 01_eviction_as_ranking.ipynb'" in status
