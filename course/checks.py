@@ -71,9 +71,9 @@ def _compare(actual: Any, expected: Any, call: str, where: str, rel_tol: float, 
     if isinstance(expected, dict):
         actual_keys, expected_keys = set(actual), set(expected)
         if actual_keys != expected_keys:
-            missing = sorted(map(repr, expected_keys - actual_keys))
-            extra = sorted(map(repr, actual_keys - expected_keys))
-            detail = f"missing keys {missing}, unexpected keys {extra}" if reveal else "wrong set of keys"
+            missing = ", ".join(sorted(map(repr, expected_keys - actual_keys))) or "none"
+            extra = ", ".join(sorted(map(repr, actual_keys - expected_keys))) or "none"
+            detail = f"missing keys [{missing}], unexpected keys [{extra}]" if reveal else "a wrong set of keys"
             raise AssertionError(f"{call} returned a dict{place} with {detail}")
         for key in expected:
             _compare(actual[key], expected[key], call, f"{where}[{key!r}]", rel_tol, abs_tol, reveal)

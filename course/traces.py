@@ -66,12 +66,14 @@ class Request:
         # A list is accepted for convenience and stored as a tuple, so that requests stay hashable.
         if not isinstance(self.hash_ids, tuple):
             if isinstance(self.hash_ids, (str, bytes)) or not isinstance(self.hash_ids, Iterable):
-                raise TypeError(
-                    f"Request.hash_ids must be a sequence of ints, got {type(self.hash_ids).__name__}"
-                )
+                kind = type(self.hash_ids).__name__
+                raise TypeError(f"Request.hash_ids must be a sequence of ints, got {kind}")
             object.__setattr__(self, "hash_ids", tuple(self.hash_ids))
-        if not all(_is_int(h) for h in self.hash_ids):
-            raise TypeError("Request.hash_ids must contain only ints")
+        if not all(type(h) is int for h in self.hash_ids):
+            if not all(_is_int(h) for h in self.hash_ids):
+                raise TypeError("Request.hash_ids must contain only ints")
+            # numpy integers become Python ints, which the replay loops handle fastest.
+            object.__setattr__(self, "hash_ids", tuple(int(h) for h in self.hash_ids))
         if not isinstance(self.tenant, str):
             raise TypeError(f"Request.tenant must be a str, got {type(self.tenant).__name__}")
         for name in ("input_length", "output_length"):
@@ -193,7 +195,7 @@ def zipf_documents(
 
 
 def loop(num_requests: int, loop_blocks: int, blocks_per_request: int, seed: int) -> list[Request]:
-    """Generate a cyclic scan over ``loop_blocks`` blocks: LRU's worst case once it exceeds the cache.
+    """Generate a cyclic scan over ``loop_blocks`` blocks: LRU's worst case when it exceeds the cache.
 
     Request ``i`` references the next ``blocks_per_request`` blocks of the cycle, continuing where
     request ``i - 1`` stopped. The seed only picks a random relabelling of the block ids; the access
@@ -234,7 +236,7 @@ def chat_sessions(
     prompt_of = rng.integers(0, system_prompts, size=num_sessions).tolist()
     order = np.repeat(np.arange(num_sessions), turns)
     rng.shuffle(order)
-    # Ids 0 .. system_prompts * system_prompt_blocks - 1 are the system prompts; the turns come after.
+    # Ids below system_prompts * system_prompt_blocks are the system prompts; turns come after.
     first_turn_id = system_prompts * system_prompt_blocks
     history: list[list[int]] = [
         list(range(p * system_prompt_blocks, (p + 1) * system_prompt_blocks)) for p in prompt_of
@@ -287,7 +289,9 @@ def multi_tenant(
         elif isinstance(spec, Sequence) and all(isinstance(r, Request) for r in spec):
             trace = list(spec)
         else:
-            raise TypeError(f"tenant {name!r}: expected a list of Requests or a generator spec dict")
+            raise TypeError(
+                f"tenant {name!r}: expected a list of Requests or a generator spec dict"
+            )
         traces.append((name, trace))
 
     # Shift each tenant's ids past the largest id used so far, so no block is shared by two tenants.
@@ -327,7 +331,9 @@ def _read_lines(path_or_url: str, timeout: float) -> Iterable[str]:
             with urllib.request.urlopen(path_or_url, timeout=timeout) as response:
                 data = response.read()
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise ConnectionError(f"could not download the trace from {path_or_url}: {exc}") from exc
+            raise ConnectionError(
+                f"could not download the trace from {path_or_url}: {exc}"
+            ) from exc
         return data.decode("utf-8").splitlines()
     with open(path_or_url, encoding="utf-8") as handle:
         return handle.read().splitlines()

@@ -1,0 +1,135 @@
+"""Unit tests of course.checks: strict types first, clear messages, no leaks in hidden mode."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from course.checks import (
+    assert_no_python_loop,
+    assert_plain_equal,
+    assert_raises,
+    assert_same_tensor,
+    check_type,
+    count_torch_calls,
+)
+
+plain = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=3), children, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(plain)
+def test_plain_value_equals_itself(value):
+    assert_plain_equal(value, value, "f()")
+
+
+@given(st.integers())
+def test_int_is_not_float_or_bool(value):
+    with pytest.raises(AssertionError, match="type float"):
+        assert_plain_equal(float(value), value, "f()")
+    with pytest.raises(AssertionError, match="type bool"):
+        assert_plain_equal(True, 1, "f()")
+
+
+def test_rigged_objects_fail_at_the_type_check():
+    class AlwaysEqual(str):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = str.__hash__
+
+    with pytest.raises(AssertionError, match="type AlwaysEqual; expected exactly str"):
+        assert_plain_equal(AlwaysEqual("x"), "y", "select_victim({...})")
+
+    class Truthy:
+        def __bool__(self):
+            return True
+
+    with pytest.raises(AssertionError, match="expected exactly int"):
+        check_type(Truthy(), int, "argmin_victim(t)")
+
+
+def test_messages_name_the_call_and_hide_hidden_answers():
+    with pytest.raises(AssertionError) as visible:
+        assert_plain_equal({"a": 1.5}, {"a": 2.5}, "quotas({'a': 1}, 4)")
+    assert "quotas({'a': 1}, 4)" in str(visible.value) and "expected 2.5" in str(visible.value)
+    with pytest.raises(AssertionError) as hidden:
+        assert_plain_equal([1, 2], [1, 3], "f(case 7)", reveal=False)
+    assert "f(case 7)" in str(hidden.value) and "3" not in str(hidden.value).replace("f(case 7)", "")
+
+
+def test_float_tolerance_and_nan():
+    assert_plain_equal(0.1 + 0.2, 0.3, "f()")
+    assert_plain_equal(math.nan, math.nan, "f()")
+    with pytest.raises(AssertionError):
+        assert_plain_equal(1.0 + 1e-6, 1.0, "f()")
+
+
+def test_dict_keys_must_match():
+    with pytest.raises(AssertionError, match="missing keys \\['b'\\]"):
+        assert_plain_equal({"a": 1}, {"a": 1, "b": 2}, "f()")
+
+
+def test_assert_same_tensor_checks_each_property():
+    expected = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    assert_same_tensor(expected.clone(), expected, "f()")
+    with pytest.raises(AssertionError, match="dtype"):
+        assert_same_tensor(expected.float(), expected, "f()")
+    with pytest.raises(AssertionError, match="shape"):
+        assert_same_tensor(expected[:1], expected, "f()")
+    with pytest.raises(AssertionError, match="values|tensor with"):
+        assert_same_tensor(expected + 1, expected, "f()")
+    assert_same_tensor(expected + 1e-12, expected, "f()", atol=1e-9)
+    with pytest.raises(AssertionError, match="type list"):
+        assert_same_tensor([1.0, 2.0], expected, "f()")
+
+    class Sneaky(torch.Tensor):
+        pass
+
+    with pytest.raises(AssertionError, match="type Sneaky"):
+        assert_same_tensor(expected.as_subclass(Sneaky), expected, "f()")
+
+
+def test_assert_same_tensor_compares_nan_positions():
+    expected = torch.tensor([float("nan"), 1.0])
+    assert_same_tensor(expected.clone(), expected, "f()")
+    with pytest.raises(AssertionError, match="NaN"):
+        assert_same_tensor(torch.tensor([1.0, float("nan")]), expected, "f()")
+
+
+def test_assert_raises():
+    assert_raises(ValueError, "int('x')", int, "x")
+    with pytest.raises(AssertionError, match="raised nothing"):
+        assert_raises(ValueError, "int('1')", int, "1")
+    with pytest.raises(AssertionError, match="raised TypeError"):
+        assert_raises(ValueError, "int(None)", int, None)
+
+
+def test_a_stub_does_not_pass_for_a_runtime_error():
+    def stub():
+        raise NotImplementedError()
+
+    with pytest.raises(AssertionError, match="not written yet"):
+        assert_raises(RuntimeError, "allocate_n(99)", stub)
+
+
+def test_torch_call_counting_tells_loops_from_vectorized_code():
+    def vectorized(values):
+        return int(torch.argmin(values))
+
+    def looped(values):
+        return min(range(len(values)), key=lambda i: float(values[i]))
+
+    result, calls = count_torch_calls(vectorized, torch.tensor([3.0, 1.0]))
+    assert result == 1 and 0 < calls < 10
+    small, large = (torch.rand(8),), (torch.rand(2048),)
+    assert_no_python_loop(vectorized, small, large, "vectorized")
+    with pytest.raises(AssertionError, match="loops over entries"):
+        assert_no_python_loop(looped, small, large, "looped")

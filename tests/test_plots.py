@@ -1,0 +1,53 @@
+"""Tests of course.plots."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from course.plots import gap_closed, plot_hit_ratio_curves  # noqa: E402
+
+
+def test_plot_draws_one_line_per_policy_and_labels_belady() -> None:
+    ax = plot_hit_ratio_curves(
+        {"LRU": {10: 0.2, 20: 0.4}, "LFU": {20: 0.45, 10: 0.25}},
+        belady={10: 0.5, 20: 0.7},
+        title="Mooncake",
+    )
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels[:2] == ["LRU", "LFU"] and "Belady" in labels[2]
+    assert ax.get_lines()[2].get_linestyle() == "--"
+    assert list(ax.get_lines()[1].get_xdata()) == [10, 20]
+    assert ax.get_title() == "Mooncake"
+    assert "blocks" in ax.get_xlabel() and "%" in ax.get_ylabel()
+    assert ax.get_legend() is not None
+    plt.close(ax.figure)
+
+
+def test_plot_uses_given_axes_and_rejects_bad_curves() -> None:
+    fig, ax = plt.subplots()
+    assert plot_hit_ratio_curves({"LRU": {1: 0.5}}, None, "t", ax=ax) is ax
+    with pytest.raises(ValueError, match="not in"):
+        plot_hit_ratio_curves({"LRU": {1: 1.5}}, None, "t", ax=ax)
+    with pytest.raises(TypeError):
+        plot_hit_ratio_curves({"LRU": [0.5]}, None, "t", ax=ax)  # type: ignore[dict-item]
+    plt.close(fig)
+
+
+def test_gap_closed() -> None:
+    assert gap_closed(0.3, 0.2, 0.4) == pytest.approx(0.5)
+    assert gap_closed(0.2, 0.2, 0.4) == 0.0
+    assert gap_closed(0.4, 0.2, 0.4) == 1.0
+    assert gap_closed(0.1, 0.2, 0.4) == pytest.approx(-0.5)
+    assert gap_closed(0.3, 0.3, 0.3) == 1.0
+    assert gap_closed(0.2, 0.3, 0.3) == -math.inf
+    with pytest.raises(ValueError, match="below lru_ratio"):
+        gap_closed(0.3, 0.5, 0.4)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        gap_closed(30.0, 0.2, 0.4)

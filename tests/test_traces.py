@@ -1,0 +1,157 @@
+"""Tests of course.traces: generators, the Mooncake loader and flatten."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from course import traces
+from course.traces import Request
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_TRACE = REPO.parent / "shared" / "traces" / "mooncake_synthetic_trace.jsonl"
+
+
+def write_jsonl(path: Path, lines: list[str]) -> str:
+    """Write raw lines to ``path`` and return it as a str."""
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def good_line(hash_ids: list[int], timestamp: int = 0) -> str:
+    """Return one well-formed Mooncake JSONL line."""
+    return json.dumps({"timestamp": timestamp, "input_length": 512 * len(hash_ids),
+                       "output_length": 3, "hash_ids": hash_ids})
+
+
+def test_request_converts_list_and_rejects_bad_fields() -> None:
+    assert Request([1, 2]).hash_ids == (1, 2)
+    with pytest.raises(TypeError):
+        Request("abc")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Request((1.5,))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="input_length"):
+        Request((1,), input_length=-1)
+
+
+@pytest.mark.parametrize("make", [
+    lambda s: traces.zipf_documents(50, 10, 4, 3, 1.0, s),
+    lambda s: traces.loop(20, 30, 7, s),
+    lambda s: traces.chat_sessions(6, 3, 2, 4, 2, s),
+])
+def test_generators_are_seeded_and_deterministic(make) -> None:
+    assert make(1) == make(1)
+    assert all(isinstance(r, Request) for r in make(1))
+
+
+def test_zipf_documents_shape_and_popularity() -> None:
+    trace = traces.zipf_documents(2000, 20, 5, 3, 1.2, seed=0)
+    assert len(trace) == 2000
+    for request in trace:
+        assert request.hash_ids[:3] == (0, 1, 2)
+        assert len(request.hash_ids) == 8
+        first = request.hash_ids[3]
+        assert (first - 3) % 5 == 0 and request.hash_ids[3:] == tuple(range(first, first + 5))
+    counts = np.bincount([(r.hash_ids[3] - 3) // 5 for r in trace], minlength=20)
+    assert counts[0] > counts[5] > counts[19]
+
+
+def test_loop_is_a_cycle() -> None:
+    flat = traces.flatten(traces.loop(10, 7, 3, seed=4))
+    assert len(set(flat.tolist())) == 7
+    assert np.array_equal(flat[7:], flat[:-7])
+
+
+def test_chat_sessions_grow_by_one_turn() -> None:
+    trace = traces.chat_sessions(num_sessions=5, turns=4, system_prompts=2,
+                                 system_prompt_blocks=3, blocks_per_turn=2, seed=7)
+    assert len(trace) == 20
+    by_session: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+    for request in trace:
+        # The first new turn's ids identify the session.
+        by_session.setdefault(request.hash_ids[3:5], []).append(request.hash_ids)
+    assert len(by_session) == 5
+    for turns in by_session.values():
+        assert [len(t) for t in turns] == [5, 7, 9, 11]
+        for earlier, later in zip(turns, turns[1:]):
+            assert later[: len(earlier)] == earlier
+        assert turns[0][:3] in ((0, 1, 2), (3, 4, 5))
+
+
+def test_multi_tenant_tags_and_never_shares_blocks() -> None:
+    docs = traces.zipf_documents(30, 5, 3, 2, 1.0, seed=1)
+    merged = traces.multi_tenant(
+        {"a": docs, "b": {"kind": "loop", "num_requests": 20, "loop_blocks": 9,
+                          "blocks_per_request": 2}},
+        seed=3,
+    )
+    assert len(merged) == 50
+    assert merged == traces.multi_tenant(
+        {"a": docs, "b": {"kind": "loop", "num_requests": 20, "loop_blocks": 9,
+                          "blocks_per_request": 2}}, seed=3)
+    blocks = {t: {h for r in merged if r.tenant == t for h in r.hash_ids} for t in ("a", "b")}
+    assert blocks["a"] and blocks["b"] and not blocks["a"] & blocks["b"]
+    # Each tenant keeps its own request order and prefix structure.
+    assert [r.hash_ids for r in merged if r.tenant == "a"] == [r.hash_ids for r in docs]
+    with pytest.raises(ValueError, match="kind"):
+        traces.multi_tenant({"a": {"kind": "nope"}}, seed=0)
+    with pytest.raises(ValueError, match=">= 0"):
+        traces.multi_tenant({"a": [Request((-1,))]}, seed=0)
+
+
+def test_flatten_accepts_requests_and_plain_lists() -> None:
+    flat = traces.flatten([Request((3, 4)), [5], (), np.array([6, 7])])
+    assert flat.dtype == np.int64 and flat.tolist() == [3, 4, 5, 6, 7]
+    assert traces.flatten([]).shape == (0,)
+    with pytest.raises(TypeError):
+        traces.flatten([["a"]])  # type: ignore[list-item]
+
+
+def test_load_mooncake_reads_lines_and_limit(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "t.jsonl", [good_line([0, 1, 2]), "", good_line([0, 1, 7], 5)])
+    trace = traces.load_mooncake(path)
+    assert [r.hash_ids for r in trace] == [(0, 1, 2), (0, 1, 7)]
+    assert trace[1].timestamp == 5.0 and trace[1].input_length == 1536
+    assert trace[0].output_length == 3
+    assert len(traces.load_mooncake(path, limit=1)) == 1
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "JSON object"),
+    (json.dumps({"timestamp": 0, "input_length": 1, "output_length": 1}), "missing key"),
+    (json.dumps({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1, "x"]}),
+     "hash_ids"),
+    (json.dumps({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": 3}),
+     "hash_ids"),
+    (json.dumps({"timestamp": 0, "input_length": -1, "output_length": 1, "hash_ids": []}),
+     "input_length"),
+    (json.dumps({"timestamp": "x", "input_length": 1, "output_length": 1, "hash_ids": []}),
+     "timestamp"),
+])
+def test_load_mooncake_names_the_bad_line(tmp_path: Path, bad: str, message: str) -> None:
+    path = write_jsonl(tmp_path / "bad.jsonl", [good_line([1]), good_line([2]), bad])
+    with pytest.raises(ValueError, match=f"line 3: .*{message}"):
+        traces.load_mooncake(path)
+
+
+def test_load_mooncake_download_failure_is_clear() -> None:
+    with pytest.raises(ConnectionError, match="could not download"):
+        traces.load_mooncake("http://127.0.0.1:9/trace.jsonl", timeout=2)
+
+
+def test_mooncake_or_synthetic_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(traces, "MOONCAKE_TRACE_URL", "http://127.0.0.1:9/none.jsonl")
+    trace, description = traces.mooncake_or_synthetic(limit=100, timeout=2)
+    assert len(trace) == 100 and "SYNTHETIC" in description
+    assert 15 <= np.mean([len(r.hash_ids) for r in trace]) <= 40
+
+
+@pytest.mark.skipif(not SHARED_TRACE.exists(), reason="shared Mooncake trace not present")
+def test_real_mooncake_file() -> None:
+    trace = traces.load_mooncake(str(SHARED_TRACE))
+    assert len(trace) == 3993
+    assert trace[0].hash_ids[:3] == (0, 1, 2) and trace[0].input_length == 40160
