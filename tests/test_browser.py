@@ -1,0 +1,171 @@
+"""The solution notebooks in a real browser: JupyterLab, headless Chromium, driven by Playwright.
+
+For each notebook: open it, run all cells, save, and check that no cell raised, every plot
+rendered as an image, every ipywidgets control rendered, and that changing the first control
+changes what the notebook shows. A screenshot per notebook goes to build/screenshots/ for review.
+Chromium comes from Debian's package (`.ci/run` installs it); Playwright's own browser download is
+not used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grading.config import ASSIGNMENTS, ROOT
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = ROOT / "build" / "screenshots"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+if not CHROMIUM.exists():
+    if os.environ.get("CI"):
+        raise RuntimeError("CI must install Debian's chromium package for the browser tests (see .ci/run)")
+    pytest.skip("Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True)
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on a scratch copy of solutions/; yields (base_url, token, root)."""
+    root = tmp_path_factory.mktemp("lab")
+    for assignment in ASSIGNMENTS:
+        if (ROOT / "solutions" / assignment).exists():  # A missing one fails test_pipeline.
+            shutil.copytree(ROOT / "solutions" / assignment, root / assignment)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    env.pop("COURSE_AUTOGRADE", None)
+    settings = root / ".settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    # Render every cell (no windowing), so that every output is in the page to be checked.
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(root / ".settings")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", "--allow-root",
+         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True",
+         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+            break
+        except OSError:
+            if time.time() > deadline or server.poll() is not None:
+                server.kill()
+                raise RuntimeError("JupyterLab did not start within 90 s")
+            time.sleep(0.5)
+    yield base, token, root
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as driver:
+        chromium = driver.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _widget_state(page) -> str:
+    """Everything a widget change can alter: HTML widgets' text, output areas' text, image sources."""
+    return page.evaluate("""() => {
+        const texts = [...document.querySelectorAll('.widget-html, .widget-label, .jupyter-widgets-output-area')]
+            .map(e => e.innerText);
+        const images = [...document.querySelectorAll('.jupyter-widgets-output-area img')].map(i => i.src.length + ':' + i.src.slice(-64));
+        return JSON.stringify([texts, images]);
+    }""")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_notebook_runs_and_renders_in_jupyterlab(lab, browser, assignment):
+    base, token, root = lab
+    path = root / assignment / f"{assignment}.ipynb"
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    page.goto(f"{base}/lab/tree/{assignment}/{assignment}.ipynb?token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+
+    page.click("li.lm-MenuBar-item:has-text('Run')")
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    # The kernel works through the queued cells and goes idle when the last one is done.
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='busy']", timeout=30_000)
+    deadline, idle_since = time.time() + 240, None
+    while idle_since is None or time.time() - idle_since < 3:
+        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
+        idle_since = (idle_since or time.time()) if idle else None
+        assert time.time() < deadline, f"{assignment}: the notebook did not finish running in 240 s"
+        page.wait_for_timeout(500)
+
+    # Plots render as images, and every widget view renders (no "Error displaying widget").
+    page.wait_for_timeout(1500)
+    assert "Error displaying widget" not in page.inner_text(".jp-Notebook")
+    rendered_images = page.locator(".jp-Notebook .jp-RenderedImage img, .jp-Notebook .jupyter-widgets-output-area img").count()
+
+    # The first control responds: a slider moved by the keyboard, or a dropdown set to another option.
+    before = _widget_state(page)
+    sliders = page.locator(".widget-slider .noUi-handle, .widget-hslider .noUi-handle")
+    dropdowns = page.locator(".widget-dropdown select")
+    controls = sliders.count() + dropdowns.count()
+    if sliders.count():
+        handle = sliders.first
+        handle.scroll_into_view_if_needed()
+        handle.focus()
+        for _ in range(5):
+            page.keyboard.press("ArrowRight")
+    elif dropdowns.count():
+        select = dropdowns.first
+        select.scroll_into_view_if_needed()
+        options = select.locator("option").all_inner_texts()
+        select.select_option(label=options[-1] if len(options) > 1 else options[0])
+    if controls:
+        deadline = time.time() + 60
+        while _widget_state(page) == before:
+            assert time.time() < deadline, f"{assignment}: changing a widget control changed nothing on the page"
+            page.wait_for_timeout(500)
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{assignment}.png"), full_page=False)
+
+    page.keyboard.press("Control+s")
+    page.wait_for_timeout(1500)
+    page.close()
+
+    saved = nbformat.read(path, as_version=4)
+    not_run = [i for i, c in enumerate(saved.cells) if c.cell_type == "code" and c.source.strip() and not c.execution_count]
+    assert not not_run, f"{assignment}: cells {not_run} did not run"
+    errors = [f"cell {i}: {o.get('ename')}: {o.get('evalue')}" for i, c in enumerate(saved.cells)
+              for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors, f"{assignment}: {errors}"
+    plots = sum("image/png" in o.get("data", {}) for c in saved.cells for o in c.get("outputs", []))
+    widgets = sum("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                  for c in saved.cells for o in c.get("outputs", []))
+    assert plots + widgets > 0, f"{assignment}: no plot and no widget was displayed"
+    assert rendered_images >= plots, f"{assignment}: {plots} plots in the outputs but {rendered_images} rendered"
+    assert controls > 0 or widgets == 0, f"{assignment}: widgets displayed but no control found"
+    print(json.dumps({"assignment": assignment, "plots": plots, "widget_views": widgets, "controls": controls}))
