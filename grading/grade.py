@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import argparse
 import re
+import secrets
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import nbformat
 
 from grading.build import build
 from grading.config import ASSIGNMENTS, ROOT
@@ -83,20 +86,54 @@ def collect(folder: Path, assignments: list[str]) -> tuple[list[Submission], lis
     return list(found.values()), problems
 
 
-def place(submissions: list[Submission], root: Path) -> None:
-    """Copy each submission to ``root/submitted/<student>/<assignment>/<assignment>.ipynb``."""
+def mark_experiments(notebook: nbformat.NotebookNode, tag: str) -> int:
+    """Tag the plain code cells after the last graded cell with ``tag``; return how many.
+
+    Those cells are the experiments: no test depends on them, so grading skips them (faster, and
+    a student's experiment cannot crash or slow the grading). Cells a student added between tasks
+    still run, since a solution may use what they define.
+    """
+    graded = [i for i, cell in enumerate(notebook.cells) if cell.metadata.get("nbgrader", {}).get("grade_id")]
+    marked = 0
+    for cell in notebook.cells[(max(graded) + 1 if graded else len(notebook.cells)):]:
+        if cell.cell_type == "code" and not cell.metadata.get("nbgrader"):
+            cell.metadata["tags"] = [*cell.metadata.get("tags", []), tag]
+            marked += 1
+    return marked
+
+
+def place(submissions: list[Submission], root: Path, skip_tag: str | None = None) -> None:
+    """Copy each submission to ``root/submitted/<student>/<assignment>/<assignment>.ipynb``.
+
+    With ``skip_tag``, the experiment cells are tagged with it (see `mark_experiments`).
+    """
     staged = [(s, s.path.read_bytes()) for s in submissions]
     for submission, content in staged:
         target_dir = root / "submitted" / submission.student / submission.assignment
         if target_dir.exists():
             shutil.rmtree(target_dir)
         target_dir.mkdir(parents=True)
-        (target_dir / f"{submission.assignment}.ipynb").write_bytes(content)
+        target = target_dir / f"{submission.assignment}.ipynb"
+        target.write_bytes(content)
+        if skip_tag:
+            try:
+                notebook = nbformat.reads(content.decode("utf-8"), as_version=4)
+            except Exception:  # noqa: BLE001 - nbgrader reports an unreadable notebook itself.
+                continue
+            if mark_experiments(notebook, skip_tag):
+                nbformat.write(notebook, target)
 
 
-def autograde(root: Path, submission: Submission, cell_timeout: int | None, student_timeout: float) -> str:
-    """Autograde one submission in its own nbgrader process; return its status."""
+def autograde(root: Path, submission: Submission, cell_timeout: int | None, student_timeout: float,
+              skip_tag: str | None = None) -> str:
+    """Autograde one submission in its own nbgrader process; return its status.
+
+    ``skip_tag`` is the tag of the cells nbgrader skips (see `place`); when None, the random tag
+    of nbgrader_config.py applies and no cell is skipped.
+    """
     args = ["autograde", submission.assignment, "--student", submission.student, "--force"]
+    if skip_tag:
+        args.append(f"--Execute.skip_cells_with_tag={skip_tag}")
     if cell_timeout is not None:
         args.append(f"--Execute.timeout={cell_timeout}")
     run = nbgrader(args, root, timeout=student_timeout, autograding=True)
@@ -127,10 +164,12 @@ def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None 
         for note in submission.notes:
             log(f"{submission.student}/{submission.assignment}: {note}")
     build(root, sorted({s.assignment for s in submissions}))
-    place(submissions, root)
+    # A fresh random tag for this run: students cannot put it on a test cell in advance.
+    skip_tag = "experiment-" + secrets.token_hex(16)
+    place(submissions, root, skip_tag)
     rows = []
     for submission in sorted(submissions, key=lambda s: (s.assignment, s.student)):
-        status = autograde(root, submission, cell_timeout, student_timeout)
+        status = autograde(root, submission, cell_timeout, student_timeout, skip_tag)
         try:
             scores = read_scores(root, submission.assignment, submission.student)
         except LookupError:

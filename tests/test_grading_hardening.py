@@ -3,7 +3,8 @@
 One batch grades them all: a correct answer that writes to stderr; a test cell tagged
 skip-execution; a deleted test cell; an infinite loop (interrupted by the cell timeout); a loop
 that ignores interrupts (killed by the per-student limit, while the others are still graded); and a
-file saved as "Copy of 01_eviction_as_ranking.ipynb".
+file saved as "Copy of 01_eviction_as_ranking.ipynb"; and a student's own cell between tasks (it
+runs) followed by a broken experiment cell after the last test (skipped).
 """
 
 from __future__ import annotations
@@ -59,6 +60,14 @@ def graded(built_course, tmp_path_factory):
 
     save("copy_of_name", fill(release, answers), name=f"Copy of {FILE}")
 
+    helper_first = fill(release, {**answers, "task1_1_select_victim": answers["task1_1_select_victim"].replace(
+        "return min(values, key=lambda seq_id: (values[seq_id], seq_id))", "return my_helper(values)")})
+    position = helper_first.cells.index(_cell(helper_first, "task1_1_select_victim"))
+    helper_first.cells.insert(position, nbformat.v4.new_code_cell(
+        "def my_helper(values):\n    return min(values, key=lambda seq_id: (values[seq_id], seq_id))"))
+    helper_first.cells.append(nbformat.v4.new_code_cell("raise RuntimeError('my experiment is broken')"))
+    save("helper_cell_and_broken_experiment", helper_first)
+
     rows = grade_folder(folder, built_course, [ASSIGNMENT], cell_timeout=10, student_timeout=45,
                         log=lambda line: None)
     return {scores.student: (scores, status) for scores, status in rows}
@@ -91,7 +100,15 @@ def test_loop_that_ignores_interrupts_times_out_without_stopping_the_batch(grade
     scores, status = graded["ignores_interrupts"]
     assert status.startswith("timed out"), status
     assert scores.total == 0
-    assert len(graded) == 6, "every other submission was graded"
+    assert len(graded) == 7, "every other submission was graded"
+
+
+def test_cells_added_between_tasks_run_and_experiments_are_skipped(graded, built_course):
+    scores, status = graded["helper_cell_and_broken_experiment"]
+    assert scores.total == 22, (scores.tasks, status)
+    autograded = nbformat.read(built_course / "autograded" / "helper_cell_and_broken_experiment" / ASSIGNMENT / FILE,
+                               as_version=4)
+    assert not autograded.cells[-1].get("outputs"), "the experiment cell after the last test was skipped"
 
 
 def test_copy_of_file_name_is_graded(graded):
