@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 # nbgrader runs alembic as a program, so the environment's bin/ must come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all main test venv clean
+.PHONY: all main test venv clean bench
 
 all: main
 
@@ -27,3 +27,10 @@ test: venv
 
 clean:
 	rm -rf $(VENV) gradebook.db submitted autograded/*/ feedback build
+
+# Benchmarks (not tests): each prints ratios measured in one run.
+bench: venv
+	$(BIN)/python bench/bench_victim.py
+	$(BIN)/python bench/bench_replay.py
+	$(BIN)/python bench/bench_scheduler.py
+	$(BIN)/python bench/bench_autograde.py --runs 5

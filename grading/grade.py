@@ -1,11 +1,12 @@
 """The instructor's grading command: grade a folder of submissions, export grades, print a table.
 
     python -m grading.grade FOLDER [--assignment ID ...] [--cell-timeout S] [--student-timeout S]
-                                   [--csv grades.csv]
+                                   [--csv grades.csv] [--students mapping.csv] [--memory-limit-gb G]
 
 FOLDER may use nbgrader's layout (``FOLDER/<student>/<assignment>/<file>.ipynb``), or hold one
 folder per student (``FOLDER/<student>/<file>.ipynb``), or be flat with the student id before the
-assignment id in each file name (``FOLDER/alice_01_eviction_as_ranking.ipynb``). File names as
+assignment id in each file name (``FOLDER/alice_01_eviction_as_ranking.ipynb``) or given by a
+``--students`` CSV of ``file,student_id`` rows. File names as
 Colab and LMSs save them ("Copy of 01_eviction_as_ranking.ipynb", "01_eviction_as_ranking (1).ipynb")
 are recognized. Every submission is copied to ``submitted/<student>/<assignment>/<assignment>.ipynb``
 and graded by nbgrader in its own process with a wall-clock limit; one that fails or runs too long
@@ -15,6 +16,7 @@ is reported and the others are still graded.
 from __future__ import annotations
 
 import argparse
+import csv
 import re
 import secrets
 import shutil
@@ -54,8 +56,30 @@ def _assignment_in(name: str, assignments: list[str]) -> tuple[str | None, str]:
     return None, stem
 
 
-def collect(folder: Path, assignments: list[str]) -> tuple[list[Submission], list[str]]:
-    """Find the submissions in ``folder``; return them and the problems found (one line each)."""
+def read_mapping(path: Path) -> dict[str, str]:
+    """Read a CSV of ``file,student_id`` rows (a header row is allowed) into a dict.
+
+    Raises:
+        ValueError: naming the line, for a row without two fields or with an invalid student id.
+    """
+    mapping = {}
+    for number, row in enumerate(csv.reader(path.read_text(encoding="utf-8").splitlines()), start=1):
+        if not row or (number == 1 and [cell.strip().lower() for cell in row[:2]] == ["file", "student_id"]):
+            continue
+        if len(row) < 2 or not row[0].strip() or not _STUDENT_ID.match(row[1].strip()):
+            raise ValueError(f"{path}, line {number}: expected 'file name,student id' with a valid student id, got {row}")
+        mapping[row[0].strip()] = row[1].strip()
+    return mapping
+
+
+def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None = None
+            ) -> tuple[list[Submission], list[str]]:
+    """Find the submissions in ``folder``; return them and the problems found (one line each).
+
+    ``mapping`` gives the student id of files by their name (or path relative to ``folder``);
+    it wins over the id taken from the folder or the file name.
+    """
+    mapping = mapping or {}
     found: dict[tuple[str, str], Submission] = {}
     problems: list[str] = []
     for path in sorted(folder.rglob("*.ipynb")):
@@ -68,7 +92,8 @@ def collect(folder: Path, assignments: list[str]) -> tuple[list[Submission], lis
         if assignment is None:
             problems.append(f"{path}: no assignment id ({', '.join(assignments)}) in its name or folder; needs a manual look")
             continue
-        student = parts[0] if len(parts) >= 2 else prefix
+        relative = "/".join(parts)
+        student = mapping.get(relative) or mapping.get(path.name) or (parts[0] if len(parts) >= 2 else prefix)
         if not student or not _STUDENT_ID.match(student):
             problems.append(f"{path}: cannot tell a valid student id (letters, digits, '_', '.', '-'); needs a manual look")
             continue
@@ -125,18 +150,19 @@ def place(submissions: list[Submission], root: Path, skip_tag: str | None = None
 
 
 def autograde(root: Path, submission: Submission, cell_timeout: int | None, student_timeout: float,
-              skip_tag: str | None = None) -> str:
+              skip_tag: str | None = None, memory_limit_gb: float | None = 8.0) -> str:
     """Autograde one submission in its own nbgrader process; return its status.
 
     ``skip_tag`` is the tag of the cells nbgrader skips (see `place`); when None, the random tag
-    of nbgrader_config.py applies and no cell is skipped.
+    of nbgrader_config.py applies and no cell is skipped. ``memory_limit_gb`` caps the memory of
+    nbgrader and of the student's kernel.
     """
     args = ["autograde", submission.assignment, "--student", submission.student, "--force"]
     if skip_tag:
         args.append(f"--Execute.skip_cells_with_tag={skip_tag}")
     if cell_timeout is not None:
         args.append(f"--Execute.timeout={cell_timeout}")
-    run = nbgrader(args, root, timeout=student_timeout, autograding=True)
+    run = nbgrader(args, root, timeout=student_timeout, autograding=True, memory_limit_gb=memory_limit_gb)
     if run.timed_out:
         return f"timed out after {student_timeout:g} s (0 points; needs a manual look)"
     if run.returncode != 0:
@@ -154,10 +180,11 @@ def autograde(root: Path, submission: Submission, cell_timeout: int | None, stud
 
 def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None = None,
                  cell_timeout: int | None = None, student_timeout: float = 1200.0,
-                 csv_path: Path | None = None, log=print) -> list[tuple[Scores, str]]:
+                 csv_path: Path | None = None, log=print, mapping: dict[str, str] | None = None,
+                 memory_limit_gb: float | None = 8.0) -> list[tuple[Scores, str]]:
     """Grade every submission in ``folder``; export grades to CSV; return (scores, status) rows."""
     assignments = assignments or ASSIGNMENTS
-    submissions, problems = collect(folder, assignments)
+    submissions, problems = collect(folder, assignments, mapping)
     for problem in problems:
         log(f"skipped: {problem}")
     for submission in submissions:
@@ -169,7 +196,7 @@ def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None 
     place(submissions, root, skip_tag)
     rows = []
     for submission in sorted(submissions, key=lambda s: (s.assignment, s.student)):
-        status = autograde(root, submission, cell_timeout, student_timeout, skip_tag)
+        status = autograde(root, submission, cell_timeout, student_timeout, skip_tag, memory_limit_gb)
         try:
             scores = read_scores(root, submission.assignment, submission.student)
         except LookupError:
@@ -191,11 +218,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cell-timeout", type=int, default=None, help="seconds per cell (default: nbgrader_config.py)")
     parser.add_argument("--student-timeout", type=float, default=1200.0, help="seconds per student and assignment")
     parser.add_argument("--csv", type=Path, default=None, help="where to export grades (default: grades.csv)")
+    parser.add_argument("--students", type=Path, default=None,
+                        help="CSV of 'file,student_id' rows naming the student of each file (flat folders)")
+    parser.add_argument("--memory-limit-gb", type=float, default=8.0, help="memory per grading process (0: no limit)")
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         parser.error(f"{args.folder} is not a folder")
+    try:
+        mapping = read_mapping(args.students) if args.students else None
+    except (OSError, ValueError) as error:
+        parser.error(str(error))
     rows = grade_folder(args.folder.resolve(), ROOT, args.assignment, args.cell_timeout, args.student_timeout,
-                        args.csv)
+                        args.csv, mapping=mapping, memory_limit_gb=args.memory_limit_gb or None)
     print()
     print(format_table(rows))
     return 0

@@ -2,7 +2,7 @@
 
 For each notebook: open it, run all cells, save, and check that no cell raised, every plot
 rendered as an image, every ipywidgets control rendered, and that changing the first control
-changes what the notebook shows. A screenshot per notebook goes to build/screenshots/ for review.
+changes what the notebook shows (the first dropdown, or else the first slider). A screenshot per notebook goes to build/screenshots/ for review.
 Chromium comes from Debian's package (`.ci/run` installs it); Playwright's own browser download is
 not used.
 """
@@ -59,6 +59,7 @@ def lab(tmp_path_factory):
     # Render every cell (no windowing), so that every output is in the page to be checked.
     (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     env["JUPYTERLAB_SETTINGS_DIR"] = str(root / ".settings")
+    env["JUPYTERLAB_WORKSPACES_DIR"] = str(root / ".workspaces")
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", "--allow-root",
          f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True",
@@ -94,9 +95,9 @@ def browser():
 def _widget_state(page) -> str:
     """Everything a widget change can alter: HTML widgets' text, output areas' text, image sources."""
     return page.evaluate("""() => {
-        const texts = [...document.querySelectorAll('.widget-html, .widget-label, .jupyter-widgets-output-area')]
+        const texts = [...document.querySelectorAll('.widget-html, .widget-label, .widget-output')]
             .map(e => e.innerText);
-        const images = [...document.querySelectorAll('.jupyter-widgets-output-area img')].map(i => i.src.length + ':' + i.src.slice(-64));
+        const images = [...document.querySelectorAll('.widget-output img')].map(i => i.src.length + ':' + i.src.slice(-64));
         return JSON.stringify([texts, images]);
     }""")
 
@@ -107,8 +108,9 @@ def test_notebook_runs_and_renders_in_jupyterlab(lab, browser, assignment):
     path = root / assignment / f"{assignment}.ipynb"
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(60_000)
-    page.goto(f"{base}/lab/tree/{assignment}/{assignment}.ipynb?token={token}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    # A workspace of its own, reset, so that only this notebook is open in the page.
+    page.goto(f"{base}/lab/workspaces/test-{assignment}/tree/{assignment}/{assignment}.ipynb?reset&token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", state="attached", timeout=90_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
 
     page.click("li.lm-MenuBar-item:has-text('Run')")
@@ -117,7 +119,9 @@ def test_notebook_runs_and_renders_in_jupyterlab(lab, browser, assignment):
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='busy']", timeout=30_000)
     deadline, idle_since = time.time() + 240, None
     while idle_since is None or time.time() - idle_since < 3:
-        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
+        queued = page.evaluate("""() => [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')]
+            .some(p => p.innerText.includes('*'))""")
+        idle = not queued and page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
         idle_since = (idle_since or time.time()) if idle else None
         assert time.time() < deadline, f"{assignment}: the notebook did not finish running in 240 s"
         page.wait_for_timeout(500)
@@ -125,30 +129,35 @@ def test_notebook_runs_and_renders_in_jupyterlab(lab, browser, assignment):
     # Plots render as images, and every widget view renders (no "Error displaying widget").
     page.wait_for_timeout(1500)
     assert "Error displaying widget" not in page.inner_text(".jp-Notebook")
-    rendered_images = page.locator(".jp-Notebook .jp-RenderedImage img, .jp-Notebook .jupyter-widgets-output-area img").count()
 
-    # The first control responds: a slider moved by the keyboard, or a dropdown set to another option.
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{assignment}-after-run.png"), full_page=False)
+    # A control responds: the first dropdown set to another option, or else the first slider moved.
     before = _widget_state(page)
     sliders = page.locator(".widget-slider .noUi-handle, .widget-hslider .noUi-handle")
     dropdowns = page.locator(".widget-dropdown select")
     controls = sliders.count() + dropdowns.count()
-    if sliders.count():
+    if dropdowns.count():
+        select = dropdowns.first
+        select.scroll_into_view_if_needed()
+        current = select.input_value()
+        values = select.locator("option").evaluate_all("options => options.map(o => o.value)")
+        select.select_option(value=next(v for v in values if v != current) if len(values) > 1 else current)
+    elif sliders.count():
         handle = sliders.first
         handle.scroll_into_view_if_needed()
         handle.focus()
         for _ in range(5):
             page.keyboard.press("ArrowRight")
-    elif dropdowns.count():
-        select = dropdowns.first
-        select.scroll_into_view_if_needed()
-        options = select.locator("option").all_inner_texts()
-        select.select_option(label=options[-1] if len(options) > 1 else options[0])
+        page.keyboard.press("Tab")  # Sliders that update only on release commit their value here.
     if controls:
         deadline = time.time() + 60
         while _widget_state(page) == before:
             assert time.time() < deadline, f"{assignment}: changing a widget control changed nothing on the page"
             page.wait_for_timeout(500)
 
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+    rendered_images = page.locator(".jp-Notebook .jp-RenderedImage img").count()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{assignment}.png"), full_page=False)
 

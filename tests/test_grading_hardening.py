@@ -4,7 +4,8 @@ One batch grades them all: a correct answer that writes to stderr; a test cell t
 skip-execution; a deleted test cell; an infinite loop (interrupted by the cell timeout); a loop
 that ignores interrupts (killed by the per-student limit, while the others are still graded); and a
 file saved as "Copy of 01_eviction_as_ranking.ipynb"; and a student's own cell between tasks (it
-runs) followed by a broken experiment cell after the last test (skipped).
+runs) followed by a broken experiment cell after the last test (skipped); a 64 GiB allocation
+under a 4 GiB memory limit; 200,000 printed lines; sys.exit() and os._exit() in a solution cell.
 """
 
 from __future__ import annotations
@@ -68,8 +69,17 @@ def graded(built_course, tmp_path_factory):
     helper_first.cells.append(nbformat.v4.new_code_cell("raise RuntimeError('my experiment is broken')"))
     save("helper_cell_and_broken_experiment", helper_first)
 
+    huge = "blob = bytearray(64 * 2**30)\n" + answers["task1_2_eviction_order"]
+    save("huge_allocation", fill(release, {**answers, "task1_2_eviction_order": huge}))
+
+    flood = "for _line in range(200_000):\n    print('spam', _line)\n" + answers["task1_1_select_victim"]
+    save("output_flood", fill(release, {**answers, "task1_1_select_victim": flood}))
+
+    save("sys_exit", fill(release, {**answers, "task1_2_eviction_order": "import sys\nsys.exit(0)"}))
+    save("os_exit", fill(release, {**answers, "task1_2_eviction_order": "import os\nos._exit(0)"}))
+
     rows = grade_folder(folder, built_course, [ASSIGNMENT], cell_timeout=10, student_timeout=45,
-                        log=lambda line: None)
+                        log=lambda line: None, memory_limit_gb=4)
     return {scores.student: (scores, status) for scores, status in rows}
 
 
@@ -100,7 +110,7 @@ def test_loop_that_ignores_interrupts_times_out_without_stopping_the_batch(grade
     scores, status = graded["ignores_interrupts"]
     assert status.startswith("timed out"), status
     assert scores.total == 0
-    assert len(graded) == 7, "every other submission was graded"
+    assert len(graded) == 11, "every other submission was graded"
 
 
 def test_cells_added_between_tasks_run_and_experiments_are_skipped(graded, built_course):
@@ -109,6 +119,26 @@ def test_cells_added_between_tasks_run_and_experiments_are_skipped(graded, built
     autograded = nbformat.read(built_course / "autograded" / "helper_cell_and_broken_experiment" / ASSIGNMENT / FILE,
                                as_version=4)
     assert not autograded.cells[-1].get("outputs"), "the experiment cell after the last test was skipped"
+
+
+def test_huge_allocation_fails_in_its_cell_only(graded):
+    scores, status = graded["huge_allocation"]
+    assert scores.tasks["1.2"][0] == 0 and scores.total == 20, (scores.tasks, status)
+
+
+def test_output_flood_keeps_the_points_it_earned(graded):
+    scores, status = graded["output_flood"]
+    assert scores.total == 22, (scores.tasks, status)
+
+
+def test_sys_exit_costs_only_its_task(graded):
+    scores, status = graded["sys_exit"]
+    assert scores.tasks["1.2"][0] == 0 and scores.total == 20, (scores.tasks, status)
+
+
+def test_os_exit_kills_the_kernel_and_earns_nothing(graded):
+    scores, status = graded["os_exit"]
+    assert scores.total == 0 and "manual look" in status, (scores.tasks, status)
 
 
 def test_copy_of_file_name_is_graded(graded):

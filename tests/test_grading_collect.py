@@ -1,0 +1,68 @@
+"""The grading command finds every submission in the layouts and file names instructors receive."""
+
+from __future__ import annotations
+
+import pytest
+
+from grading.grade import collect, read_mapping
+
+ASSIGNMENTS = ["01_eviction_as_ranking", "03_lru_lfu"]
+
+
+def _touch(folder, relative):
+    path = folder / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+    return path
+
+
+def _found(folder, mapping=None):
+    submissions, problems = collect(folder, ASSIGNMENTS, mapping)
+    return {(s.student, s.assignment): s for s in submissions}, problems
+
+
+def test_nbgrader_layout_and_student_folders(tmp_path):
+    _touch(tmp_path, "alice/01_eviction_as_ranking/01_eviction_as_ranking.ipynb")
+    _touch(tmp_path, "bob/Copy of 03_lru_lfu.ipynb")
+    _touch(tmp_path, "carol/03_lru_lfu (1).ipynb")
+    found, problems = _found(tmp_path)
+    assert set(found) == {("alice", "01_eviction_as_ranking"), ("bob", "03_lru_lfu"), ("carol", "03_lru_lfu")}
+    assert found[("bob", "03_lru_lfu")].notes == ["renamed 'Copy of 03_lru_lfu.ipynb' to '03_lru_lfu.ipynb'"]
+    assert not found[("alice", "01_eviction_as_ranking")].notes and not problems
+
+
+def test_flat_folder_with_student_prefix_and_mapping(tmp_path):
+    _touch(tmp_path, "alice_01_eviction_as_ranking.ipynb")
+    _touch(tmp_path, "dave-03_lru_lfu (2).ipynb")
+    _touch(tmp_path, "Copy of 01_eviction_as_ranking.ipynb")
+    found, problems = _found(tmp_path)
+    assert ("alice", "01_eviction_as_ranking") in found and ("dave", "03_lru_lfu") in found
+    assert len(problems) == 1 and "student id" in problems[0] and "manual look" in problems[0]
+    mapping_file = tmp_path / "students.csv"
+    mapping_file.write_text("file,student_id\nCopy of 01_eviction_as_ranking.ipynb,erin\n")
+    found, problems = _found(tmp_path, read_mapping(mapping_file))
+    assert ("erin", "01_eviction_as_ranking") in found and not problems
+
+
+def test_unknown_assignment_is_reported(tmp_path):
+    _touch(tmp_path, "alice/homework.ipynb")
+    found, problems = _found(tmp_path)
+    assert not found and "no assignment id" in problems[0]
+
+
+def test_two_files_of_one_student_keep_the_newest(tmp_path):
+    import os
+    old = _touch(tmp_path, "alice/03_lru_lfu.ipynb")
+    new = _touch(tmp_path, "alice/Copy of 03_lru_lfu.ipynb")
+    os.utime(old, (1, 1))
+    found, _ = _found(tmp_path)
+    kept = found[("alice", "03_lru_lfu")]
+    assert kept.path == new and any("ignored '03_lru_lfu.ipynb'" in note for note in kept.notes)
+
+
+@pytest.mark.parametrize("content", ["file,student_id\nx.ipynb\n", "a.ipynb,bad id!\n"])
+def test_bad_mapping_rows_name_the_line(tmp_path, content):
+    path = tmp_path / "m.csv"
+    path.write_text(content)
+    with pytest.raises(ValueError, match="line"):
+        read_mapping(path)
