@@ -29,6 +29,7 @@ import nbformat
 from grading.build import build
 from grading.config import ASSIGNMENTS, ROOT
 from grading.nbgrader_cli import nbgrader
+from grading.repair import repair
 from grading.report import Scores, format_table, read_scores
 
 _STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -42,6 +43,8 @@ class Submission:
     assignment: str
     path: Path
     notes: list[str]
+    repaired: bool = False
+    needs_manual_look: bool = False
 
 
 def _assignment_in(name: str, assignments: list[str]) -> tuple[str | None, str]:
@@ -130,7 +133,9 @@ def mark_experiments(notebook: nbformat.NotebookNode, tag: str) -> int:
 def place(submissions: list[Submission], root: Path, skip_tag: str | None = None) -> None:
     """Copy each submission to ``root/submitted/<student>/<assignment>/<assignment>.ipynb``.
 
-    With ``skip_tag``, the experiment cells are tagged with it (see `mark_experiments`).
+    A submission whose graded cells lost their metadata or were moved, copied or deleted is
+    rebuilt on the release notebook first (grading.repair). With ``skip_tag``, the experiment cells
+    are tagged with it (see `mark_experiments`).
     """
     staged = [(s, s.path.read_bytes()) for s in submissions]
     for submission, content in staged:
@@ -139,14 +144,24 @@ def place(submissions: list[Submission], root: Path, skip_tag: str | None = None
             shutil.rmtree(target_dir)
         target_dir.mkdir(parents=True)
         target = target_dir / f"{submission.assignment}.ipynb"
-        target.write_bytes(content)
+        try:
+            notebook = nbformat.reads(content.decode("utf-8"), as_version=4)
+        except Exception as error:  # noqa: BLE001 - nbgrader reports an unreadable notebook itself.
+            submission.notes.append(f"not a readable notebook ({type(error).__name__})")
+            submission.needs_manual_look = True
+            target.write_bytes(content)
+            continue
+        release = root / "release" / submission.assignment / f"{submission.assignment}.ipynb"
+        if release.exists():
+            fixed = repair(notebook, nbformat.read(release, as_version=4))
+            if fixed.changed:
+                notebook = fixed.notebook
+                submission.repaired = True
+                submission.needs_manual_look |= fixed.needs_manual_look
+                submission.notes.extend(fixed.notes)
         if skip_tag:
-            try:
-                notebook = nbformat.reads(content.decode("utf-8"), as_version=4)
-            except Exception:  # noqa: BLE001 - nbgrader reports an unreadable notebook itself.
-                continue
-            if mark_experiments(notebook, skip_tag):
-                nbformat.write(notebook, target)
+            mark_experiments(notebook, skip_tag)
+        nbformat.write(notebook, target)
 
 
 def autograde(root: Path, submission: Submission, cell_timeout: int | None, student_timeout: float,
@@ -169,13 +184,12 @@ def autograde(root: Path, submission: Submission, cell_timeout: int | None, stud
         if "CellTimeoutError" in run.output:
             return "timed out: a cell ignored the interrupt (0 points; needs a manual look)"
         last = run.output.strip().splitlines()[-1] if run.output.strip() else ""
-        return f"grading failed (needs a manual look): {last}"
-    status = "graded"
+        return f"needs a manual look: grading failed: {last}"
+    status = "needs a manual look" if submission.needs_manual_look else "repaired" if submission.repaired else "graded"
+    details = list(submission.notes)
     if "Timeout waiting for execute reply" in run.output:
-        status = "graded (a cell ran past the time limit and was interrupted)"
-    if submission.notes:
-        status += "; " + "; ".join(submission.notes)
-    return status
+        details.insert(0, "a cell ran past the time limit and was interrupted")
+    return status + ("; " + "; ".join(details) if details else "")
 
 
 def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None = None,

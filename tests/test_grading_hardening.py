@@ -5,7 +5,7 @@ skip-execution; a deleted test cell; an infinite loop (interrupted by the cell t
 that ignores interrupts (killed by the per-student limit, while the others are still graded); and a
 file saved as "Copy of 01_eviction_as_ranking.ipynb"; and a student's own cell between tasks (it
 runs) followed by a broken experiment cell after the last test (skipped); a 64 GiB allocation
-under a 4 GiB memory limit; 200,000 printed lines; sys.exit() and os._exit() in a solution cell.
+under a 4 GiB memory limit; a notebook whose metadata was lost and whose cells were moved; 200,000 printed lines; sys.exit() and os._exit() in a solution cell.
 """
 
 from __future__ import annotations
@@ -78,6 +78,12 @@ def graded(built_course, tmp_path_factory):
     save("sys_exit", fill(release, {**answers, "task1_2_eviction_order": "import sys\nsys.exit(0)"}))
     save("os_exit", fill(release, {**answers, "task1_2_eviction_order": "import os\nos._exit(0)"}))
 
+    vscode = fill(release, answers)
+    for cell in vscode.cells:
+        cell.metadata = {}
+    vscode.cells.append(vscode.cells.pop(next(i for i, c in enumerate(vscode.cells) if "def quotas(" in c.source)))
+    save("metadata_lost_and_reordered", vscode)
+
     rows = grade_folder(folder, built_course, [ASSIGNMENT], cell_timeout=10, student_timeout=45,
                         log=lambda line: None, memory_limit_gb=4)
     return {scores.student: (scores, status) for scores, status in rows}
@@ -110,7 +116,7 @@ def test_loop_that_ignores_interrupts_times_out_without_stopping_the_batch(grade
     scores, status = graded["ignores_interrupts"]
     assert status.startswith("timed out"), status
     assert scores.total == 0
-    assert len(graded) == 11, "every other submission was graded"
+    assert len(graded) == 12, "every other submission was graded"
 
 
 def test_cells_added_between_tasks_run_and_experiments_are_skipped(graded, built_course):
@@ -139,6 +145,12 @@ def test_sys_exit_costs_only_its_task(graded):
 def test_os_exit_kills_the_kernel_and_earns_nothing(graded):
     scores, status = graded["os_exit"]
     assert scores.total == 0 and "manual look" in status, (scores.tasks, status)
+
+
+def test_lost_metadata_and_moved_cells_are_repaired(graded):
+    scores, status = graded["metadata_lost_and_reordered"]
+    assert scores.total == 22, (scores.tasks, status)
+    assert status.startswith("repaired") and "out of order" in status, status
 
 
 def test_copy_of_file_name_is_graded(graded):

@@ -1,0 +1,134 @@
+"""Repairs submissions whose cells lost their nbgrader metadata or were moved, copied or deleted.
+
+Colab, VS Code and copy-paste into a fresh notebook do this. nbgrader grades a cell by its
+metadata, so such a submission would lose points it earned. `repair` rebuilds the submission on
+the release notebook: every release cell in its place, each solution cell holding the student's
+code (found by its grade_id, or else by the function or class it defines), and the student's own
+extra code cells kept just before the task they came before. What it cannot match is reported, so
+that the instructor knows which student needs a manual look.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass, field
+
+import nbformat
+from nbformat.notebooknode import NotebookNode
+
+STUB = "raise NotImplementedError()"
+
+
+@dataclass
+class Repair:
+    """The outcome of `repair`: the notebook to grade and what was done to it."""
+
+    notebook: NotebookNode
+    notes: list[str] = field(default_factory=list)
+    needs_manual_look: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.notes)
+
+
+def _grade_id(cell: NotebookNode) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def _defined_names(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
+
+
+def _is_stub(source: str) -> bool:
+    return STUB in source
+
+
+def needs_repair(submission: NotebookNode, release: NotebookNode) -> bool:
+    """True when the solution cells are not the release's, once each and in order, or an id repeats.
+
+    A deleted or edited test cell alone needs no repair: nbgrader puts test and read-only cells
+    back itself (OverwriteCells).
+    """
+    def solution_ids(notebook):
+        return [_grade_id(c) for c in notebook.cells if c.metadata.get("nbgrader", {}).get("solution")]
+
+    every_id = [_grade_id(c) for c in submission.cells if _grade_id(c)]
+    return solution_ids(submission) != solution_ids(release) or len(every_id) != len(set(every_id))
+
+
+def repair(submission: NotebookNode, release: NotebookNode) -> Repair:
+    """Rebuild ``submission`` on ``release``; see the module's docstring."""
+    if not needs_repair(submission, release):
+        return Repair(submission)
+    notes: list[str] = []
+    release_sources = {c.source.strip() for c in release.cells}
+    solutions = [c for c in release.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    names = {_grade_id(c): _defined_names(c.source) for c in solutions}
+
+    # Which submission cell answers which task: its grade_id, or else the names it defines.
+    chosen: dict[str, int] = {}
+    candidates: dict[str, list[int]] = {_grade_id(c): [] for c in solutions}
+    for index, cell in enumerate(submission.cells):
+        if cell.cell_type != "code":
+            continue
+        grade_id = _grade_id(cell)
+        if grade_id in candidates:
+            candidates[grade_id].append(index)
+            continue
+        defined = _defined_names(cell.source)
+        for task, task_names in names.items():
+            if defined and task_names and task_names <= defined and not (grade_id and grade_id != task):
+                candidates[task].append(index)
+    for task, indices in candidates.items():
+        if not indices:
+            continue
+        written = [i for i in indices if not _is_stub(submission.cells[i].source)]
+        pick = (written or indices)[-1]
+        chosen[task] = pick
+        if len(indices) > 1:
+            notes.append(f"{task}: {len(indices)} cells define it; graded the last one written")
+        elif not _grade_id(submission.cells[pick]):
+            notes.append(f"{task}: restored the cell's lost grading metadata")
+    used = set(chosen.values())
+
+    # The student's extra code cells, each kept before the first task it came before (a task is
+    # where any of its candidate cells stood).
+    owner = {index: task for task, indices in candidates.items() for index in indices}
+    extras: dict[str | None, list[NotebookNode]] = {}
+    for index, cell in enumerate(submission.cells):
+        if index in used or cell.cell_type != "code" or not cell.source.strip():
+            continue
+        if _grade_id(cell) or cell.source.strip() in release_sources:
+            continue
+        following = next((owner[i] for i in sorted(owner) if i > index), None)
+        extras.setdefault(following, []).append(copy.deepcopy(cell))
+
+    repaired_cells = []
+    for cell in release.cells:
+        grade_id = _grade_id(cell)
+        new = copy.deepcopy(cell)
+        if grade_id in names:
+            repaired_cells.extend(extras.pop(grade_id, []))
+            if grade_id in chosen:
+                new.source = submission.cells[chosen[grade_id]].source
+            else:
+                notes.append(f"{grade_id}: no cell defines {', '.join(sorted(names[grade_id]))}; graded as not written")
+        repaired_cells.append(new)
+    repaired_cells.extend(extras.pop(None, []))
+
+    positions = [chosen[t] for t in (_grade_id(c) for c in solutions) if t in chosen]
+    if positions != sorted(positions):
+        notes.append("tasks were out of order; put back in the release order")
+    if not notes:
+        notes.append("cells were moved or copied; rebuilt on the release notebook")
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata = copy.deepcopy(release.metadata)
+    notebook.cells = repaired_cells
+    missing = any(_grade_id(c) not in chosen for c in solutions)
+    return Repair(notebook, notes, needs_manual_look=missing)
