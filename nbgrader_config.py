@@ -4,9 +4,15 @@ Each hardened setting below is proven by a test in tests/test_grading_hardening.
 crafted submission.
 """
 
+import os
 import secrets
+import sys
 
-from nbgrader.preprocessors import ClearMarkScheme, ClearOutput, IncludeHeaderFooter, LockCells
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import ClearMarkScheme, ClearOutput, GetGrades, IncludeHeaderFooter, LockCells
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from grading.feedback import HideHiddenTests  # noqa: E402 - needs the course directory on sys.path.
 
 c = get_config()  # noqa: F821 - nbgrader provides get_config when it loads this file.
 
@@ -34,3 +40,6 @@ c.IgnorePattern.pattern = r"[\s\S]"
 
 # A test cell that a student deleted is put back from the gradebook and graded.
 c.OverwriteCells.add_missing_cells = True
+
+# Feedback shows scores, visible tests and error messages, never the hidden tests' code.
+c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]

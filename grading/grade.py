@@ -195,8 +195,12 @@ def autograde(root: Path, submission: Submission, cell_timeout: int | None, stud
 def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None = None,
                  cell_timeout: int | None = None, student_timeout: float = 1200.0,
                  csv_path: Path | None = None, log=print, mapping: dict[str, str] | None = None,
-                 memory_limit_gb: float | None = 8.0) -> list[tuple[Scores, str]]:
-    """Grade every submission in ``folder``; export grades to CSV; return (scores, status) rows."""
+                 memory_limit_gb: float | None = 8.0, feedback: bool = True) -> list[tuple[Scores, str]]:
+    """Grade every submission in ``folder``; export grades to CSV; return (scores, status) rows.
+
+    With ``feedback``, each graded student also gets ``feedback/<student>/<assignment>/*.html``:
+    scores, visible tests and error messages, without the hidden tests' code (grading.feedback).
+    """
     assignments = assignments or ASSIGNMENTS
     submissions, problems = collect(folder, assignments, mapping)
     for problem in problems:
@@ -217,6 +221,11 @@ def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None 
             scores = Scores(submission.student, submission.assignment)
         rows.append((scores, status))
         log(f"{submission.student}/{submission.assignment}: {status}, {scores.total:g}/{scores.max_total:g}")
+        if feedback and scores.tasks:
+            run = nbgrader(["generate_feedback", submission.assignment, "--student", submission.student, "--force"],
+                           root, timeout=300)
+            if run.returncode != 0:
+                log(f"{submission.student}/{submission.assignment}: feedback failed: {run.output.strip()[-300:]}")
     csv_path = csv_path or root / "grades.csv"
     run = nbgrader(["export", f"--to={csv_path}"], root)
     if run.returncode != 0:
@@ -235,6 +244,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--students", type=Path, default=None,
                         help="CSV of 'file,student_id' rows naming the student of each file (flat folders)")
     parser.add_argument("--memory-limit-gb", type=float, default=8.0, help="memory per grading process (0: no limit)")
+    parser.add_argument("--no-feedback", action="store_true", help="do not write feedback/ for the students")
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         parser.error(f"{args.folder} is not a folder")
@@ -243,7 +253,8 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError) as error:
         parser.error(str(error))
     rows = grade_folder(args.folder.resolve(), ROOT, args.assignment, args.cell_timeout, args.student_timeout,
-                        args.csv, mapping=mapping, memory_limit_gb=args.memory_limit_gb or None)
+                        args.csv, mapping=mapping, memory_limit_gb=args.memory_limit_gb or None,
+                        feedback=not args.no_feedback)
     print()
     print(format_table(rows))
     return 0

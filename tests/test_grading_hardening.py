@@ -5,7 +5,7 @@ skip-execution; a deleted test cell; an infinite loop (interrupted by the cell t
 that ignores interrupts (killed by the per-student limit, while the others are still graded); and a
 file saved as "Copy of 01_eviction_as_ranking.ipynb"; and a student's own cell between tasks (it
 runs) followed by a broken experiment cell after the last test (skipped); a 64 GiB allocation
-under a 4 GiB memory limit; a notebook whose metadata was lost and whose cells were moved; 200,000 printed lines; sys.exit() and os._exit() in a solution cell.
+under a 4 GiB memory limit; a notebook whose metadata was lost and whose cells were moved; a test cell edited to `pass`; 200,000 printed lines; sys.exit() and os._exit() in a solution cell.
 """
 
 from __future__ import annotations
@@ -84,6 +84,10 @@ def graded(built_course, tmp_path_factory):
     vscode.cells.append(vscode.cells.pop(next(i for i, c in enumerate(vscode.cells) if "def quotas(" in c.source)))
     save("metadata_lost_and_reordered", vscode)
 
+    edited = fill(release, {**answers, "task1_1_select_victim": wrong_1_1})
+    _cell(edited, "test_task1_1_select_victim").source = "pass"
+    save("edited_test_cell", edited)
+
     rows = grade_folder(folder, built_course, [ASSIGNMENT], cell_timeout=10, student_timeout=45,
                         log=lambda line: None, memory_limit_gb=4)
     return {scores.student: (scores, status) for scores, status in rows}
@@ -116,7 +120,7 @@ def test_loop_that_ignores_interrupts_times_out_without_stopping_the_batch(grade
     scores, status = graded["ignores_interrupts"]
     assert status.startswith("timed out"), status
     assert scores.total == 0
-    assert len(graded) == 12, "every other submission was graded"
+    assert len(graded) == 13, "every other submission was graded"
 
 
 def test_cells_added_between_tasks_run_and_experiments_are_skipped(graded, built_course):
@@ -151,6 +155,20 @@ def test_lost_metadata_and_moved_cells_are_repaired(graded):
     scores, status = graded["metadata_lost_and_reordered"]
     assert scores.total == 22, (scores.tasks, status)
     assert status.startswith("repaired") and "out of order" in status, status
+
+
+def test_feedback_shows_scores_but_no_hidden_test_code(graded, built_course):
+    html = (built_course / "feedback" / "skip_tag" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "(hidden tests ran here; their code is not shown)" in html
+    assert "select_victim({&#39;y&#39;: 5, &#39;x&#39;: 5})" in html or "select_victim({'y': 5, 'x': 5})" in html
+    for secret in ("BEGIN HIDDEN TESTS", "_oracle", "_rng", "random.Random("):
+        assert secret not in html, f"feedback reveals {secret!r}"
+    assert "20.0" in html or "20 /" in html or "Score: 20" in html
+
+
+def test_edited_test_cell_is_put_back(graded):
+    scores, status = graded["edited_test_cell"]
+    assert scores.tasks["1.1"] == (0.0, 2.0) and scores.total == 20, (scores.tasks, status)
 
 
 def test_copy_of_file_name_is_graded(graded):

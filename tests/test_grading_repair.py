@@ -84,3 +84,10 @@ def test_a_deleted_solution_cell_needs_a_manual_look(notebooks):
     assert result.needs_manual_look
     assert any("task1_5_victim_tenant: no cell defines victim_tenant" in note for note in result.notes)
     assert "raise NotImplementedError()" in _answers(result.notebook)["task1_5_victim_tenant"]
+
+
+def test_feedback_cuts_hidden_tests():
+    from grading.feedback import PLACEHOLDER, without_hidden_tests
+
+    source = 'assert f(1) == 2\n### BEGIN HIDDEN TESTS\n_secret = 42\nassert f(_secret) == 43\n### END HIDDEN TESTS\nprint("ok")'
+    assert without_hidden_tests(source) == f'assert f(1) == 2\n{PLACEHOLDER}\nprint("ok")'
