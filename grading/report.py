@@ -59,7 +59,13 @@ def _sort_key(grade_id: str) -> tuple:
 
 
 def format_table(rows: list[tuple[Scores, str]]) -> str:
-    """Format (scores, status) rows as a fixed-width table, one row per student and assignment."""
+    """Format (scores, status) rows as fixed-width tables, one per assignment, one row per student."""
+    assignments = list(dict.fromkeys(scores.assignment for scores, _ in rows))
+    return "\n\n".join(_format_one([row for row in rows if row[0].assignment == assignment])
+                       for assignment in assignments)
+
+
+def _format_one(rows: list[tuple[Scores, str]]) -> str:
     labels: list[str] = []
     for scores, _ in rows:
         labels += [label for label in scores.tasks if label not in labels]

@@ -66,3 +66,16 @@ def test_bad_mapping_rows_name_the_line(tmp_path, content):
     path.write_text(content)
     with pytest.raises(ValueError, match="line"):
         read_mapping(path)
+
+
+def test_score_table_has_one_block_per_assignment():
+    from grading.report import Scores, format_table, task_label
+
+    assert task_label("test_task2_10_paged_attention") == "2.10"
+    rows = [(Scores("alice", "01_a", {"1.1": (2.0, 2.0), "1.2": (0.0, 2.0)}), "graded"),
+            (Scores("bob", "01_a", {"1.1": (1.0, 2.0), "1.2": (2.0, 2.0)}), "repaired"),
+            (Scores("alice", "02_b", {"2.1": (3.0, 3.0)}), "timed out")]
+    blocks = format_table(rows).split("\n\n")
+    assert len(blocks) == 2
+    assert "1.1" in blocks[0] and "2.1" not in blocks[0] and "2/4" in blocks[0] and "3/4" in blocks[0]
+    assert "2.1" in blocks[1] and "timed out" in blocks[1]
