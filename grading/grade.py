@@ -114,20 +114,17 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
     return list(found.values()), problems
 
 
-def mark_experiments(notebook: nbformat.NotebookNode, tag: str) -> int:
-    """Tag the plain code cells after the last graded cell with ``tag``; return how many.
+def mark_experiments(notebook: nbformat.NotebookNode, tag: str) -> None:
+    """Tag the plain code cells after the last graded cell with ``tag``.
 
     Those cells are the experiments: no test depends on them, so grading skips them (faster, and
     a student's experiment cannot crash or slow the grading). Cells a student added between tasks
     still run, since a solution may use what they define.
     """
     graded = [i for i, cell in enumerate(notebook.cells) if cell.metadata.get("nbgrader", {}).get("grade_id")]
-    marked = 0
     for cell in notebook.cells[(max(graded) + 1 if graded else len(notebook.cells)):]:
         if cell.cell_type == "code" and not cell.metadata.get("nbgrader"):
             cell.metadata["tags"] = [*cell.metadata.get("tags", []), tag]
-            marked += 1
-    return marked
 
 
 def place(submissions: list[Submission], root: Path, skip_tag: str | None = None) -> None:
@@ -138,6 +135,7 @@ def place(submissions: list[Submission], root: Path, skip_tag: str | None = None
     are tagged with it (see `mark_experiments`).
     """
     staged = [(s, s.path.read_bytes()) for s in submissions]
+    releases: dict[str, nbformat.NotebookNode | None] = {}  # Each release notebook is read once.
     for submission, content in staged:
         target_dir = root / "submitted" / submission.student / submission.assignment
         if target_dir.exists():
@@ -151,9 +149,12 @@ def place(submissions: list[Submission], root: Path, skip_tag: str | None = None
             submission.needs_manual_look = True
             target.write_bytes(content)
             continue
-        release = root / "release" / submission.assignment / f"{submission.assignment}.ipynb"
-        if release.exists():
-            fixed = repair(notebook, nbformat.read(release, as_version=4))
+        if submission.assignment not in releases:
+            path = root / "release" / submission.assignment / f"{submission.assignment}.ipynb"
+            releases[submission.assignment] = nbformat.read(path, as_version=4) if path.exists() else None
+        release = releases[submission.assignment]
+        if release is not None:
+            fixed = repair(notebook, release)
             if fixed.changed:
                 notebook = fixed.notebook
                 submission.repaired = True

@@ -47,15 +47,16 @@ def read_scores(root: Path, assignment: str, student: str) -> Scores:
         except MissingEntry:
             raise LookupError(f"no graded submission of {assignment} by {student}") from None
         for notebook in submission.notebooks:
-            for grade in sorted(notebook.grades, key=lambda g: _sort_key(g.name)):
+            for grade in sorted(notebook.grades, key=lambda g: _label_key(task_label(g.name))):
                 score = grade.score if grade.score is not None else 0.0
                 scores.tasks[task_label(grade.name)] = (float(score), float(grade.max_score))
     return scores
 
 
-def _sort_key(grade_id: str) -> tuple:
-    match = _TASK.match(grade_id)
-    return (int(match.group(1)), int(match.group(2))) if match else (10**9, grade_id)
+def _label_key(label: str) -> tuple[int, int, str]:
+    """Order task labels numerically ("1.2" before "1.10"); other labels go last, by name."""
+    match = re.fullmatch(r"(\d+)\.(\d+)", label)
+    return (int(match.group(1)), int(match.group(2)), "") if match else (10**9, 0, label)
 
 
 def format_table(rows: list[tuple[Scores, str]]) -> str:
@@ -69,7 +70,7 @@ def _format_one(rows: list[tuple[Scores, str]]) -> str:
     labels: list[str] = []
     for scores, _ in rows:
         labels += [label for label in scores.tasks if label not in labels]
-    labels.sort(key=lambda label: tuple(int(part) for part in label.split(".")) if re.fullmatch(r"\d+\.\d+", label) else (10**9,))
+    labels.sort(key=_label_key)
     width_student = max([len("student")] + [len(s.student) for s, _ in rows])
     width_assignment = max([len("assignment")] + [len(s.assignment) for s, _ in rows])
     header = (f"{'student':<{width_student}}  {'assignment':<{width_assignment}}  "
