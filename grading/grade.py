@@ -2,6 +2,7 @@
 
     python -m grading.grade FOLDER [--assignment ID ...] [--cell-timeout S] [--student-timeout S]
                                    [--csv grades.csv] [--students mapping.csv] [--memory-limit-gb G]
+                                   [--sandbox auto|on|off]
 
 FOLDER may use nbgrader's layout (``FOLDER/<student>/<assignment>/<file>.ipynb``), or hold one
 folder per student (``FOLDER/<student>/<file>.ipynb``), or be flat with the student id before the
@@ -11,26 +12,36 @@ Colab and LMSs save them ("Copy of 01_eviction_as_ranking.ipynb", "01_eviction_a
 are recognized. Every submission is copied to ``submitted/<student>/<assignment>/<assignment>.ipynb``
 and graded by nbgrader in its own process with a wall-clock limit; one that fails or runs too long
 is reported and the others are still graded.
+
+Run as root (in a container, say), each student's kernel runs in a sandbox (grading/sandbox.py):
+another user, which cannot see the course directory, the submissions or the grader's files. Test
+cells earn points only when their last line runs with the test helpers intact (grading/guard.py),
+and code that tampers with grading is flagged for a manual look (grading/scan.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import re
 import secrets
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
+from grading import sandbox
 from grading.build import build
 from grading.config import ASSIGNMENTS, ROOT
+from grading.guard import PLAN_VARIABLE
 from grading.nbgrader_cli import nbgrader
 from grading.repair import repair
 from grading.report import Scores, format_table, read_scores
+from grading.scan import scan
 
 _STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -131,8 +142,9 @@ def place(submissions: list[Submission], root: Path, skip_tag: str | None = None
     """Copy each submission to ``root/submitted/<student>/<assignment>/<assignment>.ipynb``.
 
     A submission whose graded cells lost their metadata or were moved, copied or deleted is
-    rebuilt on the release notebook first (grading.repair). With ``skip_tag``, the experiment cells
-    are tagged with it (see `mark_experiments`).
+    rebuilt on the release notebook first (grading.repair). Code that tampers with grading is noted
+    and flagged for a manual look (grading.scan). With ``skip_tag``, the experiment cells are
+    tagged with it (see `mark_experiments`).
     """
     staged = [(s, s.path.read_bytes()) for s in submissions]
     releases: dict[str, nbformat.NotebookNode | None] = {}  # Each release notebook is read once.
@@ -160,25 +172,40 @@ def place(submissions: list[Submission], root: Path, skip_tag: str | None = None
                 submission.repaired = True
                 submission.needs_manual_look |= fixed.needs_manual_look
                 submission.notes.extend(fixed.notes)
+        suspicious = scan(notebook, release)
+        if suspicious:
+            submission.needs_manual_look = True
+            submission.notes.append("code that no task needs and that can tamper with grading: " + "; ".join(suspicious))
         if skip_tag:
             mark_experiments(notebook, skip_tag)
         nbformat.write(notebook, target)
 
 
 def autograde(root: Path, submission: Submission, cell_timeout: int | None, student_timeout: float,
-              skip_tag: str | None = None, memory_limit_gb: float | None = 8.0) -> str:
+              skip_tag: str | None = None, memory_limit_gb: float | None = 8.0, plan: Path | None = None,
+              guard: bool = True) -> str:
     """Autograde one submission in its own nbgrader process; return its status.
 
     ``skip_tag`` is the tag of the cells nbgrader skips (see `place`); when None, the random tag
     of nbgrader_config.py applies and no cell is skipped. ``memory_limit_gb`` caps the memory of
-    nbgrader and of the student's kernel.
+    nbgrader and of the student's kernel. With ``plan`` (a sandbox plan file), the kernel runs in
+    the sandbox and every process it leaves is killed afterwards. ``guard=False`` grades test cells
+    the way plain nbgrader does (only the tests that prove the guard's worth use it).
     """
     args = ["autograde", submission.assignment, "--student", submission.student, "--force"]
+    if not guard:
+        args.append("--GuardedExecute.guard=False")
     if skip_tag:
         args.append(f"--Execute.skip_cells_with_tag={skip_tag}")
     if cell_timeout is not None:
         args.append(f"--Execute.timeout={cell_timeout}")
-    run = nbgrader(args, root, timeout=student_timeout, autograding=True, memory_limit_gb=memory_limit_gb)
+    environment = {PLAN_VARIABLE: str(plan)} if plan else {}
+    try:
+        run = nbgrader(args, root, timeout=student_timeout, autograding=True, memory_limit_gb=memory_limit_gb,
+                       environment=environment)
+    finally:
+        if plan:
+            sandbox.kill_sandbox_processes(json.loads(plan.read_text())["uid"])
     if run.timed_out:
         return f"timed out after {student_timeout:g} s (0 points; needs a manual look)"
     if run.returncode != 0:
@@ -196,11 +223,14 @@ def autograde(root: Path, submission: Submission, cell_timeout: int | None, stud
 def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None = None,
                  cell_timeout: int | None = None, student_timeout: float = 1200.0,
                  csv_path: Path | None = None, log=print, mapping: dict[str, str] | None = None,
-                 memory_limit_gb: float | None = 8.0, feedback: bool = True) -> list[tuple[Scores, str]]:
+                 memory_limit_gb: float | None = 8.0, feedback: bool = True, isolation: str = "auto",
+                 guard: bool = True) -> list[tuple[Scores, str]]:
     """Grade every submission in ``folder``; export grades to CSV; return (scores, status) rows.
 
     With ``feedback``, each graded student also gets ``feedback/<student>/<assignment>/*.html``:
     scores, visible tests and error messages, without the hidden tests' code (grading.feedback).
+    ``isolation`` is "on" (kernels run in the sandbox, or nothing is graded), "off", or "auto" (the
+    sandbox when it works here, with a warning when it does not).
     """
     assignments = assignments or ASSIGNMENTS
     submissions, problems = collect(folder, assignments, mapping)
@@ -213,26 +243,60 @@ def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None 
     # A fresh random tag for this run: students cannot put it on a test cell in advance.
     skip_tag = "experiment-" + secrets.token_hex(16)
     place(submissions, root, skip_tag)
+    plan_file = _sandbox_plan(root, folder, isolation, log)
     rows = []
-    for submission in sorted(submissions, key=lambda s: (s.assignment, s.student)):
-        status = autograde(root, submission, cell_timeout, student_timeout, skip_tag, memory_limit_gb)
-        try:
-            scores = read_scores(root, submission.assignment, submission.student)
-        except LookupError:
-            scores = Scores(submission.student, submission.assignment)
-        rows.append((scores, status))
-        log(f"{submission.student}/{submission.assignment}: {status}, {scores.total:g}/{scores.max_total:g}")
-        if feedback and scores.tasks:
-            run = nbgrader(["generate_feedback", submission.assignment, "--student", submission.student, "--force"],
-                           root, timeout=300)
-            if run.returncode != 0:
-                log(f"{submission.student}/{submission.assignment}: feedback failed: {run.output.strip()[-300:]}")
+    try:
+        for submission in sorted(submissions, key=lambda s: (s.assignment, s.student)):
+            rows.append(_grade_one(root, submission, cell_timeout, student_timeout, skip_tag, memory_limit_gb,
+                                   plan_file, guard, feedback, log))
+    finally:
+        if plan_file:
+            plan_file.unlink()
     csv_path = csv_path or root / "grades.csv"
     run = nbgrader(["export", f"--to={csv_path}"], root)
     if run.returncode != 0:
         raise RuntimeError(f"nbgrader export failed:\n{run.output}")
     log(f"grades exported to {csv_path}")
     return rows
+
+
+def _sandbox_plan(root: Path, folder: Path, isolation: str, log) -> Path | None:
+    """Check that the sandbox works here and write its plan to a file; None when grading without it."""
+    if isolation not in ("auto", "on", "off"):
+        raise ValueError(f"isolation must be 'auto', 'on' or 'off', not {isolation!r}")
+    if isolation == "off":
+        log("isolation: off (students' code runs as this user and can read and write what it can)")
+        return None
+    plan = sandbox.plan_for(root, folder)
+    problem = sandbox.probe(plan)
+    if problem:
+        if isolation == "on":
+            raise RuntimeError(f"the grading sandbox does not work here: {problem}")
+        log(f"WARNING: grading without isolation: {problem}. Students' code can read source/ and "
+            "solutions/ and write the gradebook; run the grading command as root (in a container) to isolate it.")
+        return None
+    with tempfile.NamedTemporaryFile("w", prefix="sandbox-plan-", suffix=".json", delete=False) as handle:
+        json.dump(plan, handle)
+    log(f"isolation: each kernel runs as uid {plan['uid']} and cannot see {', '.join(plan['hidden'])}")
+    return Path(handle.name)
+
+
+def _grade_one(root: Path, submission: Submission, cell_timeout: int | None, student_timeout: float,
+               skip_tag: str, memory_limit_gb: float | None, plan_file: Path | None, guard: bool,
+               feedback: bool, log) -> tuple[Scores, str]:
+    """Autograde one submission, read its scores and write its feedback."""
+    status = autograde(root, submission, cell_timeout, student_timeout, skip_tag, memory_limit_gb, plan_file, guard)
+    try:
+        scores = read_scores(root, submission.assignment, submission.student)
+    except LookupError:
+        scores = Scores(submission.student, submission.assignment)
+    log(f"{submission.student}/{submission.assignment}: {status}, {scores.total:g}/{scores.max_total:g}")
+    if feedback and scores.tasks:
+        run = nbgrader(["generate_feedback", submission.assignment, "--student", submission.student, "--force"],
+                       root, timeout=300)
+        if run.returncode != 0:
+            log(f"{submission.student}/{submission.assignment}: feedback failed: {run.output.strip()[-300:]}")
+    return scores, status
 
 
 def main(argv: list[str]) -> int:
@@ -246,6 +310,9 @@ def main(argv: list[str]) -> int:
                         help="CSV of 'file,student_id' rows naming the student of each file (flat folders)")
     parser.add_argument("--memory-limit-gb", type=float, default=8.0, help="memory per grading process (0: no limit)")
     parser.add_argument("--no-feedback", action="store_true", help="do not write feedback/ for the students")
+    parser.add_argument("--sandbox", choices=["auto", "on", "off"], default="auto",
+                        help="run each kernel as another user that cannot see the course's files (needs root); "
+                             "auto: when it works here, with a warning when it does not")
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         parser.error(f"{args.folder} is not a folder")
@@ -255,7 +322,7 @@ def main(argv: list[str]) -> int:
         parser.error(str(error))
     rows = grade_folder(args.folder.resolve(), ROOT, args.assignment, args.cell_timeout, args.student_timeout,
                         args.csv, mapping=mapping, memory_limit_gb=args.memory_limit_gb or None,
-                        feedback=not args.no_feedback)
+                        feedback=not args.no_feedback, isolation=args.sandbox)
     print()
     print(format_table(rows))
     return 0

@@ -7,6 +7,7 @@ import resource
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def _limit_memory(limit_bytes: int) -> None:
 
 
 def nbgrader(args: list[str], root: Path, timeout: float | None = None, autograding: bool = False,
-             memory_limit_gb: float | None = None) -> Run:
+             memory_limit_gb: float | None = None, environment: dict[str, str] | None = None) -> Run:
     """Run ``nbgrader <args>`` with ``root`` as the course directory.
 
     The environment's ``bin/`` goes first on PATH (nbgrader runs ``alembic``). With
@@ -35,20 +36,27 @@ def nbgrader(args: list[str], root: Path, timeout: float | None = None, autograd
     ``timeout`` seconds pass, the whole process group (nbgrader and its kernel) is killed. With
     ``memory_limit_gb`` each of those processes may use at most that much memory; a student's
     huge allocation then fails with MemoryError in its cell instead of exhausting the machine.
+    ``environment`` adds variables for nbgrader (grading.guard reads ``COURSE_SANDBOX_PLAN``).
     """
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env["PYTHONWARNINGS"] = "ignore"
     if autograding:
         env["COURSE_AUTOGRADE"] = "1"
-    process = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=root, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True,
-                               preexec_fn=(lambda: _limit_memory(int(memory_limit_gb * 2**30))) if memory_limit_gb else None)
-    try:
-        output, _ = process.communicate(timeout=timeout)
-        return Run(process.returncode, output, timed_out=False)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        return Run(-signal.SIGKILL, output, timed_out=True)
+    env.update(environment or {})
+    # Output goes to a file, not a pipe: a process that a kernel leaves behind may hold the pipe open
+    # for ever, and reading a pipe to its end would then wait for it.
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as output:
+        process = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=root, env=env,
+                                   stdout=output, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                                   preexec_fn=(lambda: _limit_memory(int(memory_limit_gb * 2**30)))
+                                   if memory_limit_gb else None)
+        try:
+            process.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            timed_out = True
+        output.seek(0)
+        return Run(-signal.SIGKILL if timed_out else process.returncode, output.read(), timed_out=timed_out)

@@ -1,0 +1,116 @@
+"""The scan for tampering code flags every known trick and no honest answer of the course."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from grading.config import ASSIGNMENTS, ROOT
+from grading.guard import GUARD_ERROR, GuardedExecute
+from grading.samples import fill, load_mutants, solution_code
+from grading.scan import findings, imported_names, scan
+
+GIVEN = "import math\nimport numpy as np\nimport torch\nfrom course import checks\nfrom course.checks import check_type"
+
+TRICKS = {
+    "patch a library function": "math.isclose = lambda *a, **k: True",
+    "patch numpy.testing": "np.testing.assert_allclose = lambda *a, **k: None",
+    "patch torch.testing": "torch.testing.assert_close = lambda *a, **k: None",
+    "patch torch.equal": "torch.equal = lambda a, b: True",
+    "patch a test helper": "checks.assert_plain_equal = lambda *a, **k: None",
+    "patch a test helper by name": "import course.checks\ncourse.checks.check_type = print",
+    "patch a builtin": "import builtins\nbuiltins.isinstance = lambda *a: True",
+    "setattr on a module": "setattr(math, 'isclose', lambda *a, **k: True)",
+    "module dictionary": "vars(math)['isclose'] = lambda *a, **k: True",
+    "__dict__ write": "math.__dict__['isclose'] = max",
+    "rigged comparison on a class": "type(1.0).__eq__ = lambda a, b: True",
+    "code object swap": "check_type.__code__ = (lambda *a: None).__code__",
+    "sys.modules": "import sys\nsys.modules['course.checks'] = None",
+    "trace hook": "import sys\nsys.settrace(lambda *a: None)",
+    "frame walking": "import sys\nframe = sys._getframe(1)",
+    "IPython shell": "get_ipython().run_cell = None",
+    "input history": "source = In[-1]",
+    "exec of a string": "exec('x = 1')",
+    "dynamic import": "m = __import__('ma' + 'th')",
+    "reading a file": "data = open('/etc/hostname').read()",
+    "pathlib": "from pathlib import Path\nPath('x').read_text()",
+    "a subprocess": "import subprocess\nsubprocess.run(['ls'])",
+    "os.system": "import os\nos.system('ls')",
+    "os._exit": "import os\nos._exit(0)",
+    "ctypes": "import ctypes",
+    "gc": "import gc\ngc.get_objects()",
+    "sqlite": "import sqlite3",
+    "fork": "import os\nos.fork()",
+}
+
+
+@pytest.mark.parametrize("code", TRICKS.values(), ids=TRICKS.keys())
+def test_each_trick_is_flagged(code):
+    assert findings(code, imported_names([GIVEN, code])), f"not flagged: {code!r}"
+
+
+def test_flags_inside_functions_and_after_timing_magics():
+    code = "%%time\n%timeit x = 1\ndef quotas(weights, total_blocks):\n    math.isclose = None\n    return {}"
+    assert findings(code, {"math"}) == [(4, "assigns to math.isclose, part of an imported module or class")]
+
+
+@pytest.mark.parametrize("code", ["!cat /etc/hostname", "%run other.ipynb", "%reset -f"])
+def test_other_magics_and_shell_escapes_are_flagged(code):
+    assert findings(code, set()) == [(1, "uses get_ipython")]
+
+
+def test_honest_code_is_not_flagged():
+    honest = (
+        "import heapq, math, sys\nfrom dataclasses import dataclass, field\n"
+        "class Cache:\n    def __init__(self):\n        self.__hits = 0\n        setattr(self, 'misses', 0)\n"
+        "        self.items = []\n    def drop(self, key):\n        self.items.remove(key)\n"
+        "print('progress', file=sys.stderr)\nbest = min([3, 1], key=lambda v: v)\nlimit = sys.maxsize\n"
+    )
+    assert findings(honest, imported_names([honest])) == []
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_no_answer_of_the_course_is_flagged(assignment):
+    """The reference, the release and all 270 correct and wrong variants of the mutation suite."""
+    source = nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+    release = nbformat.read(ROOT / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+    answers = solution_code(source)
+    assert scan(release, release) == []
+    assert scan(fill(release, answers), release) == []
+    mutants = load_mutants(assignment)
+    for kind in ("ALTERNATIVES", "WRONG"):
+        for grade_id, variants in getattr(mutants, kind).items():
+            for name, code in variants.items():
+                assert scan(fill(release, {**answers, grade_id: code}), release) == [], (kind, grade_id, name)
+
+
+def test_scan_names_the_cell_and_line_and_skips_course_cells():
+    release = nbformat.read(ROOT / "release" / ASSIGNMENTS[0] / f"{ASSIGNMENTS[0]}.ipynb", as_version=4)
+    answers = solution_code(nbformat.read(ROOT / "source" / ASSIGNMENTS[0] / f"{ASSIGNMENTS[0]}.ipynb", as_version=4))
+    grade_id = next(iter(answers))
+    notebook = fill(release, {**answers, grade_id: answers[grade_id] + "\nimport ctypes"})
+    notebook.cells.append(nbformat.v4.new_code_cell("exec('1')"))
+    notes = scan(notebook, release)
+    assert any(note.startswith(f"{grade_id}, line ") and "imports ctypes" in note for note in notes), notes
+    assert "a cell you added, line 1: uses exec" in notes
+
+
+def _test_cell(outputs):
+    cell = nbformat.v4.new_code_cell("assert True")
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": "test", "points": 1}
+    cell.outputs = outputs
+    return cell
+
+
+def test_guard_takes_its_token_out_and_keeps_other_output():
+    cell = _test_cell([nbformat.v4.new_output("stream", name="stdout", text="checked 5 cases\ntok-1\n")])
+    GuardedExecute._settle(cell, "tok-1")
+    assert [output.text for output in cell.outputs] == ["checked 5 cases\n"]
+
+
+@pytest.mark.parametrize("outputs", [[], [nbformat.v4.new_output("stream", name="stdout", text="tok-2-but-not-this\n")]],
+                         ids=["no output", "another token"])
+def test_guard_fails_a_test_cell_without_its_token(outputs):
+    cell = _test_cell(outputs)
+    GuardedExecute._settle(cell, "tok-1")
+    assert cell.outputs[-1].output_type == "error" and cell.outputs[-1].ename == GUARD_ERROR
