@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 import nbformat  # noqa: E402
 
-from grading.config import BRANCH, REPOSITORY, colab_url, install_spec  # noqa: E402
+from grading.config import BRANCH, REPOSITORY, colab_url, install_spec, raw_url  # noqa: E402
 
 
 def write(assignment, notebook):
@@ -33,12 +33,16 @@ def header(assignment, title_en, title_zh, difficulty, minutes, gpu_line, points
     return f"""# {assignment[:2]}. {title_en} | {title_zh}
 
 [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(assignment)})
-[![ModelScope](https://img.shields.io/badge/ModelScope-Notebook-624aff)](https://modelscope.cn/my/mynotebook/preset)
+[![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)]({raw_url(assignment)})
 [![GitHub](https://img.shields.io/badge/GitHub-release%2F{assignment}-black)](https://github.com/{REPOSITORY}/blob/{BRANCH}/release/{assignment}/{assignment}.ipynb)
 
 **Difficulty:** {difficulty} · **Time:** about {minutes} minutes · **Points:** {points} · **GPU:** {gpu_line}
 
 **难度：** {difficulty} · **用时：** 约 {minutes} 分钟 · **总分：** {points} · **GPU：** 见上一行（没有 GPU 时一切都在 CPU 上运行）。
+
+**ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
+paste the ModelScope badge's link (this notebook's file in the course repository).
+在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
 
 How to work: run the setup cell, then fill in every `# YOUR CODE HERE` and run the test cell under it.
 Visible tests show what is expected; hidden tests check more cases when your notebook is graded.

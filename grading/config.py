@@ -23,6 +23,18 @@ def colab_url(assignment: str) -> str:
             f"release/{assignment}/{assignment}.ipynb")
 
 
+RAW_HOST = "https://raw.githubusercontent.com"
+
+
+def raw_url(assignment: str) -> str:
+    """Return the address of an assignment's release notebook file in the public repository.
+
+    The ModelScope badge carries it: ModelScope's notebooks are JupyterLab, whose
+    *File → Open from URL…* downloads and opens it.
+    """
+    return f"{RAW_HOST}/{REPOSITORY}/{BRANCH}/release/{assignment}/{assignment}.ipynb"
+
+
 def install_spec() -> str:
     """Return the pip requirement that installs the helper package from the public repository."""
     return f"kv-cache-course @ git+https://github.com/{REPOSITORY}@{BRANCH}"

@@ -9,7 +9,7 @@ import re
 import nbformat
 import pytest
 
-from grading.config import ASSIGNMENTS, ROOT, colab_url, install_spec
+from grading.config import ASSIGNMENTS, ROOT, colab_url, install_spec, raw_url
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 LATIN_WORD = re.compile(r"[A-Za-z]{3,}")
@@ -33,7 +33,9 @@ def test_header_and_setup_cell(assignment):
     assert cells[0].cell_type == "markdown"
     assert re.match(rf"^# {assignment[:2]}\. .+ \| .*{CJK.pattern}", title), "title must be '# NN. English | 中文'"
     assert colab_url(assignment) in title, "the Colab badge must point at this notebook's release path"
-    assert "ModelScope" in title and "Difficulty" in title and "Time" in title
+    assert f"[![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)]({raw_url(assignment)})" in title, \
+        "the ModelScope badge must carry this notebook's file address in the repository"
+    assert "Open from URL" in title and "Difficulty" in title and "Time" in title
     points = sum(_meta(c).get("points", 0) for c in cells if _meta(c).get("grade"))
     assert f"**Points:** {points}" in title, f"the header must state the points total ({points})"
     setup = cells[1]
