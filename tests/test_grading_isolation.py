@@ -20,10 +20,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grading import sandbox
 from grading.grade import grade_folder
 from grading.report import read_scores
 from grading.samples import fill, solution_code
+
+from conftest import sandbox_problem
 
 ASSIGNMENT = "01_eviction_as_ranking"
 FILE = f"{ASSIGNMENT}.ipynb"
@@ -125,16 +126,8 @@ def _grade(built_course: Path, tmp_path_factory, protected: bool) -> dict[str, t
     return results
 
 
-def _sandbox_problem() -> str | None:
-    if os.geteuid() != 0:
-        return "the sandbox needs root"
-    problem = sandbox.probe(sandbox.plan_for(Path.cwd()))
-    if problem and "Operation not permitted" in problem:
-        return f"this machine does not allow mount namespaces: {problem}"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_sandbox_problem() is not None, reason=str(_sandbox_problem()))
+_PROBLEM = sandbox_problem()
+pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=str(_PROBLEM))
 
 
 @pytest.fixture(scope="module")
