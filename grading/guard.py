@@ -6,9 +6,10 @@ transformer, patch ``course.checks`` or ``torch.equal`` so that assertions pass,
 ``run_cell`` report success. `GuardedExecute` therefore changes what "passed" means, only while
 grading and without changing the notebook it saves:
 
-1. Before any student code runs, a first cell (added, then removed again) records the objects that
-   tests rely on: the contents of ``builtins``, ``math``, ``random``, ``heapq``, ``operator``,
-   ``numpy``, ``numpy.testing``, ``torch``, ``torch.testing``, every ``course`` module, the
+1. Before any student code runs, a first cell (added, then removed again) imports every ``course``
+   module and records the objects that tests rely on: the contents of ``builtins``, ``math``,
+   ``random``, ``heapq``, ``operator``, ``numpy``, ``numpy.testing``, ``torch``,
+   ``torch.testing`` and every ``course`` module, the
    methods of ``torch.Tensor`` and ``random.Random``, the code of the ``course`` functions, the
    trace and profile hooks and IPython's cell transformers and runners.
 2. Each test cell gets one more line at its end. It checks that all of those are still the objects
@@ -40,12 +41,14 @@ PLAN_VARIABLE = "COURSE_SANDBOX_PLAN"
 # The checks use builtins taken now, so that patching a builtin later cannot blind them.
 _PRELUDE = '''
 def _grading_guard_factory():
-    import builtins, heapq, math, operator, random, sys
+    import builtins, heapq, importlib, math, operator, pkgutil, random, sys
     import numpy, numpy.testing, torch, torch.testing
     try:
-        import course.checks
+        import course
     except ImportError:
         raise RuntimeError("grading needs the course package installed in the kernel's environment")
+    for found in pkgutil.iter_modules(course.__path__):
+        importlib.import_module("course." + found.name)
     modules = {name: sys.modules[name] for name in ("builtins", "heapq", "math", "operator", "random", "numpy",
                                                      "numpy.testing", "torch", "torch.testing")}
     modules.update({name: module for name, module in sys.modules.items()

@@ -33,7 +33,7 @@ from pathlib import Path
 SANDBOX_USER = "course-sandbox"
 
 _CLONE_NEWNS = 0x00020000
-_MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
 _PR_SET_NO_NEW_PRIVS = 38
 
 # Variables the kernel may inherit; everything else (tokens, the grader's paths) is dropped.
@@ -98,7 +98,8 @@ def _inside(path: str, folder: str) -> bool:
 def enter(plan: dict) -> Path:
     """As root: hide the plan's folders in a new mount namespace; return the sandbox's home folder.
 
-    The folders to keep are opened before anything is covered and bound back through those handles.
+    The folders to keep are opened before anything is covered and bound back, read-only, through
+    those handles.
     """
     libc = _libc()
     _check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
@@ -112,6 +113,7 @@ def enter(plan: dict) -> Path:
     for path, handle in handles.items():
         os.makedirs(path, exist_ok=True)
         _mount(libc, f"/proc/self/fd/{handle}", path, None, _MS_BIND | _MS_REC)
+        _mount(libc, None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)  # Read-only as well.
         os.close(handle)
     home = Path("/tmp") / SANDBOX_USER
     home.mkdir(mode=0o700, exist_ok=True)
