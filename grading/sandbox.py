@@ -82,17 +82,17 @@ def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | Non
            f"mount {source} on {target}")
 
 
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 def _outermost(paths: list[str]) -> list[str]:
     """Drop every path that lies inside another path of the list."""
     kept: list[str] = []
     for path in sorted(set(paths), key=len):
-        if not any(path == other or path.startswith(other.rstrip("/") + "/") for other in kept):
+        if not any(_inside(path, other) for other in kept):
             kept.append(path)
     return kept
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def enter(plan: dict) -> Path:

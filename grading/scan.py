@@ -17,7 +17,7 @@ import nbformat
 
 _MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subprocess", "socket", "signal", "multiprocessing",
             "threading", "sqlite3", "shutil", "glob", "pickle", "marshal", "code", "codeop", "pty", "resource",
-            "mmap", "atexit", "pathlib", "tempfile", "_thread", "sys"}
+            "mmap", "atexit", "pathlib", "tempfile", "_thread"}
 _ALLOWED_SYS = {"maxsize", "float_info", "version_info", "getrecursionlimit", "setrecursionlimit", "stderr"}
 _ATTRIBUTES = {"__code__", "__globals__", "__builtins__", "__closure__", "__subclasses__", "__dict__", "__import__",
                "settrace", "setprofile", "_getframe", "f_back", "f_globals", "f_locals", "f_builtins",
@@ -37,12 +37,6 @@ def _root_name(node: ast.AST) -> str | None:
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 
-
-def _dotted(node: ast.AST) -> str:
-    try:
-        return ast.unparse(node)
-    except Exception:  # noqa: BLE001 - only used to name a place in a message.
-        return "?"
 
 
 _HARMLESS_MAGICS = re.compile(r"^(\s*)%{1,2}(time|timeit|matplotlib)\b(?!\s*-)(.*)$")
@@ -95,7 +89,7 @@ def findings(source: str, imported: set[str]) -> list[tuple[int, str]]:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for module in modules:
-                if module.split(".")[0] in _MODULES - {"sys"}:
+                if module.split(".")[0] in _MODULES:
                     found.append((line, f"imports {module}"))
         elif isinstance(node, ast.Attribute):
             if node.attr in _ATTRIBUTES:
@@ -109,7 +103,7 @@ def findings(source: str, imported: set[str]) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
             target = node.args[0] if node.args else None
             if not (isinstance(target, ast.Name) and target.id in ("self", "cls")):
-                found.append((line, f"calls {node.func.id} on {_dotted(target) if target else 'something'}"))
+                found.append((line, f"calls {node.func.id} on {ast.unparse(target) if target else 'something'}"))
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
@@ -119,7 +113,7 @@ def findings(source: str, imported: set[str]) -> list[tuple[int, str]]:
                     root = _root_name(part)
                     dunder = isinstance(part, ast.Attribute) and part.attr.startswith("__") and part.attr.endswith("__")
                     if root in imported or dunder:
-                        found.append((line, f"assigns to {_dotted(part)}"
+                        found.append((line, f"assigns to {ast.unparse(part)}"
                                       + (", part of an imported module or class" if root in imported else "")))
                         break
     return sorted(set(found))

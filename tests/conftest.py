@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
@@ -40,6 +41,7 @@ def built_course(tmp_path_factory) -> Path:
     return course
 
 
+@functools.cache
 def sandbox_problem() -> str | None:
     """Why the grading sandbox cannot run on this machine (not root, no mount namespaces), or None.
 
