@@ -1,114 +1,154 @@
-"""Builder of notebook 02 "Paged KV cache" (see authoring/common.py)."""
-from common import SETUP, header, write
-from grading.authoring import markdown, code, readonly_code, solution, tests, notebook
-import nbformat
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: nbgrader,given,tags,-all
+#     formats: source/02_paged_kv_cache//ipynb,authoring//py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
 
-A = "02_paged_kv_cache"
-cells = []
-add = cells.append
+# %% [markdown] given="header"
+# # 02. Paged KV cache | 分页 KV 缓存
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/kvcache-course/kv-cache-eviction/blob/main/release/02_paged_kv_cache/02_paged_kv_cache.ipynb)
+# [![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)](https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/02_paged_kv_cache/02_paged_kv_cache.ipynb)
+# [![GitHub](https://img.shields.io/badge/GitHub-release%2F02_paged_kv_cache-black)](https://github.com/kvcache-course/kv-cache-eviction/blob/main/release/02_paged_kv_cache/02_paged_kv_cache.ipynb)
+#
+# **Difficulty:** ★★☆ intermediate / 中级 · **Time:** about 120 minutes · **Points:** 38 · **GPU:** tasks 2.5–2.11 run on CUDA when a GPU is present; everything also runs on the CPU.
+#
+# **难度：** ★★☆ intermediate / 中级 · **用时：** 约 120 分钟 · **总分：** 38 · **GPU：** 见上一行（没有 GPU 时一切都在 CPU 上运行）。
+#
+# **ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
+# paste the ModelScope badge's link (this notebook's file in the course repository).
+# 在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
+#
+# How to work: run the setup cell, then fill in every `# YOUR CODE HERE` and run the test cell under it.
+# Visible tests show what is expected; hidden tests check more cases when your notebook is graded.
+#
+# 做法：先运行环境配置单元，然后补全每个 `# YOUR CODE HERE`，并运行其下方的测试单元。
+# 可见测试说明期望的结果；评分时隐藏测试会检查更多情况。
 
-POINTS = {"2.1": 2, "2.2": 4, "2.3": 2, "2.4": 8, "2.5": 2, "2.6": 3, "2.7": 2, "2.8": 3, "2.9": 2,
-          "2.10": 5, "2.11": 5}
-TOTAL = sum(POINTS.values())
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
+# Setup: install the course's helper package when it is missing (Colab, ModelScope),
+# then pick the device and seed every random generator.
+import importlib.util
+import os
+import subprocess
+import sys
 
-add(markdown(header(A, "Paged KV cache", "分页 KV 缓存", "★★☆ intermediate / 中级", 120,
-    "tasks 2.5–2.11 run on CUDA when a GPU is present; everything also runs on the CPU.", TOTAL)))
-add(readonly_code(SETUP, "setup"))
+if importlib.util.find_spec("course") is None:
+    # COURSE_INSTALL_SPEC may name a mirror or a local checkout instead of GitHub.
+    spec = os.environ.get("COURSE_INSTALL_SPEC", "kv-cache-course @ git+https://github.com/kvcache-course/kv-cache-eviction@main")
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", spec])
 
-add(markdown(r"""
-## Learning goals | 学习目标
+import torch
 
-After this notebook you can:
-1. explain why an LLM server pages its KV cache the way an operating system pages memory, and what a block table is;
-2. compute how many bytes one token of KV cache costs for a real model, and how much of a paged cache is wasted;
-3. build the block-level metadata that every eviction policy in this course ranks and frees: blocks, reference counts,
-   per-sequence `last_access_step` and `use_count`, fork with copy-on-write;
-4. store keys and values in a tensor pool on any device and run paged attention that equals dense attention, without a
-   Python loop over tokens or blocks.
+from course.env import pick_device, seed_everything, setup_summary
 
-完成本 notebook 后，你能够：
-1. 解释 LLM 推理服务为什么像操作系统管理内存那样对 KV 缓存分页，以及什么是块表（block table）；
-2. 计算真实模型中一个 token 的 KV 缓存占多少字节，以及分页缓存浪费了多少；
-3. 构建本课程中所有驱逐策略所排序、所释放的块级元数据：块、引用计数、每个序列的 `last_access_step` 与 `use_count`、
-   带写时复制（copy-on-write）的 fork；
-4. 把键和值存放在任意设备上的张量池中，实现与稠密注意力结果一致的分页注意力，且不对 token 或块写 Python 循环。
+DEVICE = pick_device()
+SEED = 0
+seed_everything(SEED)
+print(setup_summary(DEVICE, SEED))
 
-## Paging the KV cache | 对 KV 缓存分页
+# %% [markdown]
+# ## Learning goals | 学习目标
+#
+# After this notebook you can:
+# 1. explain why an LLM server pages its KV cache the way an operating system pages memory, and what a block table is;
+# 2. compute how many bytes one token of KV cache costs for a real model, and how much of a paged cache is wasted;
+# 3. build the block-level metadata that every eviction policy in this course ranks and frees: blocks, reference counts,
+#    per-sequence `last_access_step` and `use_count`, fork with copy-on-write;
+# 4. store keys and values in a tensor pool on any device and run paged attention that equals dense attention, without a
+#    Python loop over tokens or blocks.
+#
+# 完成本 notebook 后，你能够：
+# 1. 解释 LLM 推理服务为什么像操作系统管理内存那样对 KV 缓存分页，以及什么是块表（block table）；
+# 2. 计算真实模型中一个 token 的 KV 缓存占多少字节，以及分页缓存浪费了多少；
+# 3. 构建本课程中所有驱逐策略所排序、所释放的块级元数据：块、引用计数、每个序列的 `last_access_step` 与 `use_count`、
+#    带写时复制（copy-on-write）的 fork；
+# 4. 把键和值存放在任意设备上的张量池中，实现与稠密注意力结果一致的分页注意力，且不对 token 或块写 Python 循环。
+#
+# ## Paging the KV cache | 对 KV 缓存分页
+#
+# During decoding, every layer keeps the key and value vector of every earlier token of a sequence: the **KV cache**. Its
+# size grows by one token per step and nobody knows in advance where a sequence will stop. Reserving one contiguous
+# region of the maximum length per sequence wastes most of it. vLLM's PagedAttention (Kwon et al., SOSP 2023) borrows
+# the answer of operating systems: cut memory into fixed-size **blocks** (pages) of `block_size` tokens, give a sequence
+# blocks only as it grows, and keep a per-sequence **block table** (a page table) that maps logical block $j$ (tokens
+# $j \cdot B \ldots (j+1) B - 1$) to a physical block anywhere in the pool. Token position $p$ lives at
+#
+# $$\text{block} = \text{block\_table}[\lfloor p / B \rfloor], \qquad \text{offset} = p \bmod B, \qquad
+# \text{slot} = \text{block} \cdot B + \text{offset}.$$
+#
+# A sequence of $n$ tokens needs $\lceil n / B \rceil$ blocks. Only its last block can be partly empty, so the waste
+# is **internal fragmentation** of at most $B - 1$ slots per sequence:
+#
+# $$\text{fragmentation} = 1 - \frac{\text{tokens stored}}{\text{blocks used} \cdot B}.$$
+#
+# 解码时，每一层都保存序列中此前每个 token 的键向量和值向量，这就是 **KV 缓存**。它每步增长一个 token，而且事先没人知道序列
+# 何时结束。为每个序列预留一段最大长度的连续内存，大部分都会被浪费。vLLM 的 PagedAttention（Kwon 等，SOSP 2023）借用了操作系统
+# 的做法：把显存切成固定大小的**块**（页），每块容纳 `block_size` 个 token；序列增长时才分给它块；每个序列有一张**块表**
+# （相当于页表），把逻辑块 $j$（第 $j \cdot B$ 到 $(j+1)B-1$ 个 token）映射到池中任意位置的物理块。第 $p$ 个 token 所在的
+# 物理块、块内偏移与扁平槽位（slot）如上式。$n$ 个 token 的序列需要 $\lceil n / B \rceil$ 个块。只有最后一个块可能没填满，因此
+# 浪费只是**内部碎片**，每个序列至多 $B-1$ 个槽位；碎片率的定义见上式。
+#
+# ## Bytes per token | 每个 token 的字节数
+#
+# Each token stores one key and one value vector per layer and per KV head:
+#
+# $$\text{bytes per token} = 2 \cdot \text{layers} \cdot \text{kv\_heads} \cdot \text{head\_dim} \cdot \text{dtype bytes}.$$
+#
+# Llama-3-8B (32 layers, 8 KV heads, head_dim 128, fp16): $2 \cdot 32 \cdot 8 \cdot 128 \cdot 2 = 131072$ bytes
+# $= 128$ KiB per token, so a 16-token block costs 2 MiB and 40 GiB of cache hold about 327,000 tokens.
+#
+# 每个 token 在每一层、每个 KV 头上各存一个键向量和一个值向量，故每个 token 的字节数如上式。以 Llama-3-8B（32 层、8 个 KV 头、
+# head_dim 128、fp16）为例：每个 token 131072 字节，即 128 KiB；一个 16-token 的块占 2 MiB，40 GiB 的缓存约能容纳 32.7 万个 token。
+#
+# ## A logical clock, reference counts, copy-on-write | 逻辑时钟、引用计数与写时复制
+#
+# The manager keeps a **logical clock** `step` that grows by one at every access (allocate, append, fork, touch). A
+# sequence remembers `last_access_step`, the clock value of its latest access, and `use_count`, how many accesses it has
+# had. LRU evicts the smallest `last_access_step`; LFU the smallest `(use_count, last_access_step)`. A counter instead of
+# wall-clock time makes every replay deterministic: no two accesses tie by timer resolution, and the same trace always
+# gives the same victims.
+#
+# Parallel sampling and beam search **fork** a sequence: the child shares every block of its parent, and each shared
+# block's `ref_count` counts its owners. A block goes back to the pool only when its last owner releases it. When a
+# sequence is about to write into a last block that another sequence also uses, it first **copies** that block and writes
+# into its own copy (**copy-on-write**): the other sequence's history must never change under it.
+#
+# 管理器维护一个**逻辑时钟** `step`，每次访问（分配、追加、fork、touch）加一。每个序列记录 `last_access_step`（最近一次访问时
+# 的时钟值）和 `use_count`（被访问的次数）。LRU 驱逐 `last_access_step` 最小者；LFU 驱逐 `(use_count, last_access_step)` 最小者。
+# 用计数器而不是墙上时钟，能让每次重放都确定：不会因计时精度而出现平局，同一条访问轨迹总是选出同样的受害者。
+#
+# 并行采样和束搜索会 **fork** 一个序列：子序列共享父序列的全部块，每个共享块的 `ref_count` 记录它有几个所有者。只有当最后一个
+# 所有者释放它时，块才回到空闲池。当某个序列要写入一个仍被其他序列使用的最后一个块时，它先**复制**这个块，再写入自己的副本
+# （**写时复制**）：另一个序列的历史绝不能在它不知情时被改掉。
 
-During decoding, every layer keeps the key and value vector of every earlier token of a sequence: the **KV cache**. Its
-size grows by one token per step and nobody knows in advance where a sequence will stop. Reserving one contiguous
-region of the maximum length per sequence wastes most of it. vLLM's PagedAttention (Kwon et al., SOSP 2023) borrows
-the answer of operating systems: cut memory into fixed-size **blocks** (pages) of `block_size` tokens, give a sequence
-blocks only as it grows, and keep a per-sequence **block table** (a page table) that maps logical block $j$ (tokens
-$j \cdot B \ldots (j+1) B - 1$) to a physical block anywhere in the pool. Token position $p$ lives at
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task2_1_KVBlock_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 2.1: KVBlock (2 points)
+#
+# A physical block is a small record. Write the dataclass `KVBlock(block_id, capacity, filled=0, ref_count=0)` with two
+# read-only **properties**: `is_full` (a bool: every slot holds a token) and `free_slots` (an int: slots still empty).
+# Compute both from the fields each time they are read: the manager changes `filled` as tokens arrive.
+#
+# Hint: `@dataclass` from `dataclasses`, and `@property`.
+#
+# ## 任务 2.1：KVBlock（2 分）
+#
+# 物理块是一条小记录。编写数据类 `KVBlock(block_id, capacity, filled=0, ref_count=0)`，带两个只读**属性**（property）：
+# `is_full`（bool：每个槽位都有 token）和 `free_slots`（int：仍空着的槽位数）。每次读取时都由字段现算：token 到来时管理器会修改 `filled`。
+#
+# 提示：使用 `dataclasses` 中的 `@dataclass` 以及 `@property`。
 
-$$\text{block} = \text{block\_table}[\lfloor p / B \rfloor], \qquad \text{offset} = p \bmod B, \qquad
-\text{slot} = \text{block} \cdot B + \text{offset}.$$
-
-A sequence of $n$ tokens needs $\lceil n / B \rceil$ blocks. Only its last block can be partly empty, so the waste
-is **internal fragmentation** of at most $B - 1$ slots per sequence:
-
-$$\text{fragmentation} = 1 - \frac{\text{tokens stored}}{\text{blocks used} \cdot B}.$$
-
-解码时，每一层都保存序列中此前每个 token 的键向量和值向量，这就是 **KV 缓存**。它每步增长一个 token，而且事先没人知道序列
-何时结束。为每个序列预留一段最大长度的连续内存，大部分都会被浪费。vLLM 的 PagedAttention（Kwon 等，SOSP 2023）借用了操作系统
-的做法：把显存切成固定大小的**块**（页），每块容纳 `block_size` 个 token；序列增长时才分给它块；每个序列有一张**块表**
-（相当于页表），把逻辑块 $j$（第 $j \cdot B$ 到 $(j+1)B-1$ 个 token）映射到池中任意位置的物理块。第 $p$ 个 token 所在的
-物理块、块内偏移与扁平槽位（slot）如上式。$n$ 个 token 的序列需要 $\lceil n / B \rceil$ 个块。只有最后一个块可能没填满，因此
-浪费只是**内部碎片**，每个序列至多 $B-1$ 个槽位；碎片率的定义见上式。
-
-## Bytes per token | 每个 token 的字节数
-
-Each token stores one key and one value vector per layer and per KV head:
-
-$$\text{bytes per token} = 2 \cdot \text{layers} \cdot \text{kv\_heads} \cdot \text{head\_dim} \cdot \text{dtype bytes}.$$
-
-Llama-3-8B (32 layers, 8 KV heads, head_dim 128, fp16): $2 \cdot 32 \cdot 8 \cdot 128 \cdot 2 = 131072$ bytes
-$= 128$ KiB per token, so a 16-token block costs 2 MiB and 40 GiB of cache hold about 327,000 tokens.
-
-每个 token 在每一层、每个 KV 头上各存一个键向量和一个值向量，故每个 token 的字节数如上式。以 Llama-3-8B（32 层、8 个 KV 头、
-head_dim 128、fp16）为例：每个 token 131072 字节，即 128 KiB；一个 16-token 的块占 2 MiB，40 GiB 的缓存约能容纳 32.7 万个 token。
-
-## A logical clock, reference counts, copy-on-write | 逻辑时钟、引用计数与写时复制
-
-The manager keeps a **logical clock** `step` that grows by one at every access (allocate, append, fork, touch). A
-sequence remembers `last_access_step`, the clock value of its latest access, and `use_count`, how many accesses it has
-had. LRU evicts the smallest `last_access_step`; LFU the smallest `(use_count, last_access_step)`. A counter instead of
-wall-clock time makes every replay deterministic: no two accesses tie by timer resolution, and the same trace always
-gives the same victims.
-
-Parallel sampling and beam search **fork** a sequence: the child shares every block of its parent, and each shared
-block's `ref_count` counts its owners. A block goes back to the pool only when its last owner releases it. When a
-sequence is about to write into a last block that another sequence also uses, it first **copies** that block and writes
-into its own copy (**copy-on-write**): the other sequence's history must never change under it.
-
-管理器维护一个**逻辑时钟** `step`，每次访问（分配、追加、fork、touch）加一。每个序列记录 `last_access_step`（最近一次访问时
-的时钟值）和 `use_count`（被访问的次数）。LRU 驱逐 `last_access_step` 最小者；LFU 驱逐 `(use_count, last_access_step)` 最小者。
-用计数器而不是墙上时钟，能让每次重放都确定：不会因计时精度而出现平局，同一条访问轨迹总是选出同样的受害者。
-
-并行采样和束搜索会 **fork** 一个序列：子序列共享父序列的全部块，每个共享块的 `ref_count` 记录它有几个所有者。只有当最后一个
-所有者释放它时，块才回到空闲池。当某个序列要写入一个仍被其他序列使用的最后一个块时，它先**复制**这个块，再写入自己的副本
-（**写时复制**）：另一个序列的历史绝不能在它不知情时被改掉。
-"""))
-
-# ---------------------------------------------------------------- Task 2.1
-add(markdown(r"""
-## Task 2.1: KVBlock (2 points)
-
-A physical block is a small record. Write the dataclass `KVBlock(block_id, capacity, filled=0, ref_count=0)` with two
-read-only **properties**: `is_full` (a bool: every slot holds a token) and `free_slots` (an int: slots still empty).
-Compute both from the fields each time they are read: the manager changes `filled` as tokens arrive.
-
-Hint: `@dataclass` from `dataclasses`, and `@property`.
-
-## 任务 2.1：KVBlock（2 分）
-
-物理块是一条小记录。编写数据类 `KVBlock(block_id, capacity, filled=0, ref_count=0)`，带两个只读**属性**（property）：
-`is_full`（bool：每个槽位都有 token）和 `free_slots`（int：仍空着的槽位数）。每次读取时都由字段现算：token 到来时管理器会修改 `filled`。
-
-提示：使用 `dataclasses` 中的 `@dataclass` 以及 `@property`。
-""", "task2_1_KVBlock_description"))
-add(solution(r'''
+# %% nbgrader={"grade": false, "grade_id": "task2_1_KVBlock", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from dataclasses import dataclass
 
 
@@ -140,8 +180,9 @@ class KVBlock:
     def free_slots(self) -> int:
         return self.capacity - self.filled
     ### END SOLUTION
-''', "task2_1_KVBlock"))
-add(tests(r'''
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task2_1_KVBlock", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that KVBlock is a dataclass with the pinned fields and live is_full / free_slots properties."""
 import dataclasses
 
@@ -180,42 +221,40 @@ _default.filled = 1
 assert_plain_equal([_default.is_full, _default.free_slots], [True, 0], "KVBlock(7, 1) after filled = 1")
 assert_plain_equal(KVBlock(2, 8, 3, 1) == KVBlock(2, 8, 3, 1), True, "KVBlock(2, 8, 3, 1) == KVBlock(2, 8, 3, 1)")
 ### END HIDDEN TESTS
-''', "test_task2_1_KVBlock", POINTS["2.1"]))
 
-# ---------------------------------------------------------------- Task 2.2
-add(markdown(r"""
-## Task 2.2: BlockAllocator (4 points)
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task2_2_BlockAllocator_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 2.2: BlockAllocator (4 points)
+#
+# The allocator owns every block of the pool. It makes the `num_blocks` blocks once, `KVBlock(i, block_size)` for
+# $i = 0 \ldots$ `num_blocks`−1, and hands them out and takes them back:
+#
+# - `allocate()` gives the free block with the **lowest** `block_id` (a deterministic rule, like every tie-break in this
+#   course), now with `ref_count` 1 and `filled` 0; `None` when no block is free.
+# - `allocate_n(n)` is **all or nothing**: when fewer than `n` blocks are free, it raises `RuntimeError` (its message says
+#   how many were asked for and how many are free) and leaves every block as it was. A half-done allocation would leak
+#   blocks that no sequence owns.
+# - `free(block)` drops one reference; at 0 the block is free again (its `filled` back to 0). Freeing a free block is a
+#   bug in the caller: `ValueError`.
+# - `utilization()` $= \text{used} / \text{num\_blocks}$; `fragmentation()` $= 1 - \sum_{\text{used}} \text{filled} /
+#   (\text{used} \cdot \text{block\_size})$, and 0.0 when nothing is used.
+#
+# Hint: a heap (`heapq`) of free ids gives the lowest one in $O(\log n)$.
+#
+# ## 任务 2.2：BlockAllocator（4 分）
+#
+# 分配器拥有池中的所有块。它一次性创建 `num_blocks` 个块（$i = 0 \ldots$ `num_blocks`−1 时为 `KVBlock(i, block_size)`），
+# 并负责分出和收回：
+#
+# - `allocate()` 返回 `block_id` **最小**的空闲块（确定性的规则，与本课程中所有平局规则一样），此时其 `ref_count` 为 1、
+#   `filled` 为 0；没有空闲块时返回 `None`。
+# - `allocate_n(n)` **要么全部成功，要么什么都不做**：空闲块少于 `n` 个时抛出 `RuntimeError`（消息里写明请求了多少块、
+#   还有多少空闲块），且所有块保持原状。只做了一半的分配会泄漏不属于任何序列的块。
+# - `free(block)` 减少一个引用；减到 0 时块重新空闲（其 `filled` 归 0）。释放一个已空闲的块是调用方的错误：抛出 `ValueError`。
+# - `utilization()` 与 `fragmentation()` 的定义见上；没有块被使用时碎片率为 0.0。
+#
+# 提示：用堆（`heapq`）保存空闲块 id，可以在 $O(\log n)$ 时间内取得最小 id。
 
-The allocator owns every block of the pool. It makes the `num_blocks` blocks once, `KVBlock(i, block_size)` for
-$i = 0 \ldots$ `num_blocks`−1, and hands them out and takes them back:
-
-- `allocate()` gives the free block with the **lowest** `block_id` (a deterministic rule, like every tie-break in this
-  course), now with `ref_count` 1 and `filled` 0; `None` when no block is free.
-- `allocate_n(n)` is **all or nothing**: when fewer than `n` blocks are free, it raises `RuntimeError` (its message says
-  how many were asked for and how many are free) and leaves every block as it was. A half-done allocation would leak
-  blocks that no sequence owns.
-- `free(block)` drops one reference; at 0 the block is free again (its `filled` back to 0). Freeing a free block is a
-  bug in the caller: `ValueError`.
-- `utilization()` $= \text{used} / \text{num\_blocks}$; `fragmentation()` $= 1 - \sum_{\text{used}} \text{filled} /
-  (\text{used} \cdot \text{block\_size})$, and 0.0 when nothing is used.
-
-Hint: a heap (`heapq`) of free ids gives the lowest one in $O(\log n)$.
-
-## 任务 2.2：BlockAllocator（4 分）
-
-分配器拥有池中的所有块。它一次性创建 `num_blocks` 个块（$i = 0 \ldots$ `num_blocks`−1 时为 `KVBlock(i, block_size)`），
-并负责分出和收回：
-
-- `allocate()` 返回 `block_id` **最小**的空闲块（确定性的规则，与本课程中所有平局规则一样），此时其 `ref_count` 为 1、
-  `filled` 为 0；没有空闲块时返回 `None`。
-- `allocate_n(n)` **要么全部成功，要么什么都不做**：空闲块少于 `n` 个时抛出 `RuntimeError`（消息里写明请求了多少块、
-  还有多少空闲块），且所有块保持原状。只做了一半的分配会泄漏不属于任何序列的块。
-- `free(block)` 减少一个引用；减到 0 时块重新空闲（其 `filled` 归 0）。释放一个已空闲的块是调用方的错误：抛出 `ValueError`。
-- `utilization()` 与 `fragmentation()` 的定义见上；没有块被使用时碎片率为 0.0。
-
-提示：用堆（`heapq`）保存空闲块 id，可以在 $O(\log n)$ 时间内取得最小 id。
-""", "task2_2_BlockAllocator_description"))
-add(solution(r'''
+# %% nbgrader={"grade": false, "grade_id": "task2_2_BlockAllocator", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import heapq
 
 
@@ -322,8 +361,9 @@ class BlockAllocator:
             return 0.0
         return 1.0 - sum(block.filled for block in used) / (len(used) * self.block_size)
         ### END SOLUTION
-''', "task2_2_BlockAllocator"))
-add(tests(r'''
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task2_2_BlockAllocator", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 """Check that BlockAllocator hands out the lowest free id, allocates all or nothing, and counts references."""
 from course.checks import assert_plain_equal, assert_raises, check_type
 
@@ -428,28 +468,26 @@ for _case in range(40):
     for _i in sorted(_free):
         assert_raises(ValueError, f"free() of free block {_i} (case {_case})", _alloc.free, _alloc.get_block(_i))
 ### END HIDDEN TESTS
-''', "test_task2_2_BlockAllocator", POINTS["2.2"]))
 
-# ---------------------------------------------------------------- Task 2.3
-add(markdown(r"""
-## Task 2.3: SequenceKVCache (2 points)
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task2_3_SequenceKVCache_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 2.3: SequenceKVCache (2 points)
+#
+# Per-sequence metadata: `SequenceKVCache(seq_id, block_table=[], num_tokens=0, last_access_step=0, use_count=0)`, a
+# dataclass whose `block_table` is the list of its `KVBlock`s in logical order, and a method `num_blocks()` that returns
+# `len(block_table)`. Every instance needs **its own** list: a mutable default shared between instances would put one
+# sequence's blocks into another's table.
+#
+# Hint: `field(default_factory=list)`.
+#
+# ## 任务 2.3：SequenceKVCache（2 分）
+#
+# 每个序列的元数据：数据类 `SequenceKVCache(seq_id, block_table=[], num_tokens=0, last_access_step=0, use_count=0)`，其中
+# `block_table` 是它按逻辑顺序排列的 `KVBlock` 列表；方法 `num_blocks()` 返回 `len(block_table)`。每个实例都需要**自己的**列表：
+# 在实例之间共享的可变默认值会把一个序列的块放进另一个序列的块表。
+#
+# 提示：`field(default_factory=list)`。
 
-Per-sequence metadata: `SequenceKVCache(seq_id, block_table=[], num_tokens=0, last_access_step=0, use_count=0)`, a
-dataclass whose `block_table` is the list of its `KVBlock`s in logical order, and a method `num_blocks()` that returns
-`len(block_table)`. Every instance needs **its own** list: a mutable default shared between instances would put one
-sequence's blocks into another's table.
-
-Hint: `field(default_factory=list)`.
-
-## 任务 2.3：SequenceKVCache（2 分）
-
-每个序列的元数据：数据类 `SequenceKVCache(seq_id, block_table=[], num_tokens=0, last_access_step=0, use_count=0)`，其中
-`block_table` 是它按逻辑顺序排列的 `KVBlock` 列表；方法 `num_blocks()` 返回 `len(block_table)`。每个实例都需要**自己的**列表：
-在实例之间共享的可变默认值会把一个序列的块放进另一个序列的块表。
-
-提示：`field(default_factory=list)`。
-""", "task2_3_SequenceKVCache_description"))
-add(solution(r'''
+# %% nbgrader={"grade": false, "grade_id": "task2_3_SequenceKVCache", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from dataclasses import dataclass, field
 
 
@@ -478,8 +516,9 @@ class SequenceKVCache:
     def num_blocks(self) -> int:
         return len(self.block_table)
     ### END SOLUTION
-''', "task2_3_SequenceKVCache"))
-add(tests(r'''
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task2_3_SequenceKVCache", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that SequenceKVCache is a dataclass with the pinned fields, a fresh list per instance, and num_blocks()."""
 import dataclasses
 
@@ -518,55 +557,53 @@ _kw = SequenceKVCache(seq_id="y", num_tokens=40, use_count=3)
 assert_plain_equal([_kw.num_blocks(), _kw.last_access_step, _kw.use_count], [0, 0, 3],
                    "num_blocks() counts blocks, not tokens: SequenceKVCache(seq_id='y', num_tokens=40, use_count=3)")
 ### END HIDDEN TESTS
-''', "test_task2_3_SequenceKVCache", POINTS["2.3"]))
 
-# ---------------------------------------------------------------- Task 2.4
-add(markdown(r"""
-## Task 2.4: PagedKVCacheManager (8 points)
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task2_4_PagedKVCacheManager_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 2.4: PagedKVCacheManager (8 points)
+#
+# The manager ties it together: an allocator, the active sequences by id, and the logical clock `step` (read-only,
+# starts at 0). Every successful `allocate_for_sequence`, `append_tokens`, `fork` and `touch` is one access:
+#
+# $$\text{step} \leftarrow \text{step} + 1, \qquad \text{last\_access\_step}(s) \leftarrow \text{step}.$$
+#
+# | method | blocks | counters |
+# |---|---|---|
+# | `allocate_for_sequence(seq_id, num_tokens)` | $\lceil n / B \rceil$ new blocks, filled in order | `use_count = 1` |
+# | `append_tokens(seq, n)` | fill the last block's free slots, then new blocks; **copy-on-write** first if that last block is shared | `use_count += 1` |
+# | `fork(src, new_seq_id)` | the child shares every block of `src` (each `ref_count + 1`); `src` is unchanged | child: `use_count = 1` |
+# | `touch(seq)` | none (a read, e.g. a prefix hit) | `use_count += 1` |
+# | `release(seq)` | drop each reference; returns how many blocks went back to the pool | the clock does not move |
+#
+# **Copy-on-write.** When `append_tokens` is about to write into a last block with `ref_count > 1` (and free slots), it
+# allocates a new block, gives it the old block's `filled`, frees its reference to the old block and puts the copy in
+# its own block table; then it writes. Blocks come from the allocator, lowest free id first, in the order they are
+# needed: the copy first, then new blocks.
+#
+# **Nothing changes on failure.** When blocks run out, `allocate_for_sequence` and `append_tokens` raise `RuntimeError`
+# and change nothing: no tokens, no blocks, no counters, not even `step`. Count what you need **before** you take
+# anything (`allocate_n` is all or nothing). `ValueError` for a duplicate `seq_id`, a negative token count, or a `seq`
+# that is not one of the manager's active sequences. `summary()` returns a dict with `total_blocks`, `used_blocks`,
+# `free_blocks`, `utilization`, `fragmentation` and `active_sequences`.
+#
+# ## 任务 2.4：PagedKVCacheManager（8 分）
+#
+# 管理器把一切串起来：一个分配器、按 id 索引的活跃序列，以及逻辑时钟 `step`（只读，从 0 开始）。每次成功的
+# `allocate_for_sequence`、`append_tokens`、`fork` 和 `touch` 都是一次访问：`step` 加一，并把该序列的 `last_access_step`
+# 设为新的 `step`。各方法对块和计数器的影响见上表：分配时取 $\lceil n / B \rceil$ 个新块并依次填满，`use_count = 1`；
+# 追加时先填最后一个块的空槽，再用新块，若最后一个块被共享则先**写时复制**，`use_count += 1`；fork 时子序列共享 `src`
+# 的每个块（每块 `ref_count + 1`），`src` 不变，子序列 `use_count = 1`；`touch` 是一次读取（如前缀命中），只做 `use_count += 1`；
+# `release` 放弃每个引用，返回真正回到空闲池的块数，时钟不动。
+#
+# **写时复制。** 当 `append_tokens` 要写入一个 `ref_count > 1`（且有空槽）的最后一个块时，先分配一个新块，令其 `filled` 等于旧块，
+# 释放自己对旧块的引用，并把副本放进自己的块表；然后再写入。块都从分配器取得（空闲 id 最小者优先），按需要的先后顺序：先取副本块，
+# 再取新块。
+#
+# **失败时什么都不变。** 块不够时，`allocate_for_sequence` 与 `append_tokens` 抛出 `RuntimeError`，且什么都不改变：token、块、
+# 计数器都不变，连 `step` 也不变。在取用任何东西**之前**先算清需要多少（`allocate_n` 要么全成功要么什么都不做）。
+# `seq_id` 重复、token 数为负、或 `seq` 不是该管理器的活跃序列时抛出 `ValueError`。`summary()` 返回包含 `total_blocks`、
+# `used_blocks`、`free_blocks`、`utilization`、`fragmentation` 和 `active_sequences` 的字典。
 
-The manager ties it together: an allocator, the active sequences by id, and the logical clock `step` (read-only,
-starts at 0). Every successful `allocate_for_sequence`, `append_tokens`, `fork` and `touch` is one access:
-
-$$\text{step} \leftarrow \text{step} + 1, \qquad \text{last\_access\_step}(s) \leftarrow \text{step}.$$
-
-| method | blocks | counters |
-|---|---|---|
-| `allocate_for_sequence(seq_id, num_tokens)` | $\lceil n / B \rceil$ new blocks, filled in order | `use_count = 1` |
-| `append_tokens(seq, n)` | fill the last block's free slots, then new blocks; **copy-on-write** first if that last block is shared | `use_count += 1` |
-| `fork(src, new_seq_id)` | the child shares every block of `src` (each `ref_count + 1`); `src` is unchanged | child: `use_count = 1` |
-| `touch(seq)` | none (a read, e.g. a prefix hit) | `use_count += 1` |
-| `release(seq)` | drop each reference; returns how many blocks went back to the pool | the clock does not move |
-
-**Copy-on-write.** When `append_tokens` is about to write into a last block with `ref_count > 1` (and free slots), it
-allocates a new block, gives it the old block's `filled`, frees its reference to the old block and puts the copy in
-its own block table; then it writes. Blocks come from the allocator, lowest free id first, in the order they are
-needed: the copy first, then new blocks.
-
-**Nothing changes on failure.** When blocks run out, `allocate_for_sequence` and `append_tokens` raise `RuntimeError`
-and change nothing: no tokens, no blocks, no counters, not even `step`. Count what you need **before** you take
-anything (`allocate_n` is all or nothing). `ValueError` for a duplicate `seq_id`, a negative token count, or a `seq`
-that is not one of the manager's active sequences. `summary()` returns a dict with `total_blocks`, `used_blocks`,
-`free_blocks`, `utilization`, `fragmentation` and `active_sequences`.
-
-## 任务 2.4：PagedKVCacheManager（8 分）
-
-管理器把一切串起来：一个分配器、按 id 索引的活跃序列，以及逻辑时钟 `step`（只读，从 0 开始）。每次成功的
-`allocate_for_sequence`、`append_tokens`、`fork` 和 `touch` 都是一次访问：`step` 加一，并把该序列的 `last_access_step`
-设为新的 `step`。各方法对块和计数器的影响见上表：分配时取 $\lceil n / B \rceil$ 个新块并依次填满，`use_count = 1`；
-追加时先填最后一个块的空槽，再用新块，若最后一个块被共享则先**写时复制**，`use_count += 1`；fork 时子序列共享 `src`
-的每个块（每块 `ref_count + 1`），`src` 不变，子序列 `use_count = 1`；`touch` 是一次读取（如前缀命中），只做 `use_count += 1`；
-`release` 放弃每个引用，返回真正回到空闲池的块数，时钟不动。
-
-**写时复制。** 当 `append_tokens` 要写入一个 `ref_count > 1`（且有空槽）的最后一个块时，先分配一个新块，令其 `filled` 等于旧块，
-释放自己对旧块的引用，并把副本放进自己的块表；然后再写入。块都从分配器取得（空闲 id 最小者优先），按需要的先后顺序：先取副本块，
-再取新块。
-
-**失败时什么都不变。** 块不够时，`allocate_for_sequence` 与 `append_tokens` 抛出 `RuntimeError`，且什么都不改变：token、块、
-计数器都不变，连 `step` 也不变。在取用任何东西**之前**先算清需要多少（`allocate_n` 要么全成功要么什么都不做）。
-`seq_id` 重复、token 数为负、或 `seq` 不是该管理器的活跃序列时抛出 `ValueError`。`summary()` 返回包含 `total_blocks`、
-`used_blocks`、`free_blocks`、`utilization`、`fragmentation` 和 `active_sequences` 的字典。
-""", "task2_4_PagedKVCacheManager_description"))
-add(solution(r'''
+# %% nbgrader={"grade": false, "grade_id": "task2_4_PagedKVCacheManager", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class PagedKVCacheManager:
     """Block-level bookkeeping of a paged KV cache: who holds which blocks, and when each was used.
 
@@ -746,8 +783,9 @@ class PagedKVCacheManager:
             "active_sequences": len(self.sequences),
         }
         ### END SOLUTION
-''', "task2_4_PagedKVCacheManager"))
-add(tests(r'''
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task2_4_PagedKVCacheManager", "locked": true, "points": 8, "schema_version": 3, "solution": false, "task": false}
 """Check that PagedKVCacheManager allocates, appends with copy-on-write, forks, touches and releases exactly as specified."""
 from course.checks import assert_plain_equal, assert_raises, check_type
 
@@ -974,34 +1012,32 @@ for _case in range(50):
             assert_plain_equal(_mgr.release(_mgr.sequences[_sid]), _want, f"release({_sid!r}) {_where}", reveal=False)
         _compare(_mgr, _mod, _where)
 ### END HIDDEN TESTS
-''', "test_task2_4_PagedKVCacheManager", POINTS["2.4"]))
 
-# ---------------------------------------------------------------- Task 2.5
-add(markdown(r"""
-## Task 2.5: PagedKVPool (2 points)
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task2_5_PagedKVPool_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 2.5: PagedKVPool (2 points)
+#
+# Now the tensors. One layer's cache is two tensors, `k_cache` and `v_cache`, each of shape
+# `[num_blocks, block_size, num_heads, head_dim]`: row `i` is physical block `i` of the allocator. (A real server keeps
+# one such pair per layer; vLLM also splits the key dimension for faster loads. This notebook keeps one layer and the
+# plainest layout.) Write `PagedKVPool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32)`:
+# store the four sizes as attributes and make two **separate**, contiguous zero tensors with that dtype on that device
+# (`device=None` is PyTorch's default device, the CPU). `ValueError` when a size is < 1.
+#
+# Because the tensor is contiguous, `k_cache.view(-1, num_heads, head_dim)` is a view of the whole pool as
+# `num_blocks * block_size` token **slots**: slot $s$ is block $s // B$, offset $s \bmod B$.
+#
+# ## 任务 2.5：PagedKVPool（2 分）
+#
+# 现在轮到张量。一层的缓存是两个张量 `k_cache` 和 `v_cache`，形状都是 `[num_blocks, block_size, num_heads, head_dim]`：
+# 第 `i` 行就是分配器中的物理块 `i`。（真实的推理服务每层各有一对这样的张量；vLLM 还会拆分键的维度以加快读取。本 notebook
+# 只用一层和最朴素的布局。）编写 `PagedKVPool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32)`：
+# 把四个尺寸存为属性，并在指定设备上创建两个**彼此独立**、连续存储、指定 dtype 的全零张量（`device=None` 表示 PyTorch 的默认设备，
+# 即 CPU）。任一尺寸小于 1 时抛出 `ValueError`。
+#
+# 由于张量是连续的，`k_cache.view(-1, num_heads, head_dim)` 就是把整个池看作 `num_blocks * block_size` 个 token **槽位**的视图：
+# 槽位 $s$ 位于块 $s // B$、偏移 $s \bmod B$。
 
-Now the tensors. One layer's cache is two tensors, `k_cache` and `v_cache`, each of shape
-`[num_blocks, block_size, num_heads, head_dim]`: row `i` is physical block `i` of the allocator. (A real server keeps
-one such pair per layer; vLLM also splits the key dimension for faster loads. This notebook keeps one layer and the
-plainest layout.) Write `PagedKVPool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32)`:
-store the four sizes as attributes and make two **separate**, contiguous zero tensors with that dtype on that device
-(`device=None` is PyTorch's default device, the CPU). `ValueError` when a size is < 1.
-
-Because the tensor is contiguous, `k_cache.view(-1, num_heads, head_dim)` is a view of the whole pool as
-`num_blocks * block_size` token **slots**: slot $s$ is block $s // B$, offset $s \bmod B$.
-
-## 任务 2.5：PagedKVPool（2 分）
-
-现在轮到张量。一层的缓存是两个张量 `k_cache` 和 `v_cache`，形状都是 `[num_blocks, block_size, num_heads, head_dim]`：
-第 `i` 行就是分配器中的物理块 `i`。（真实的推理服务每层各有一对这样的张量；vLLM 还会拆分键的维度以加快读取。本 notebook
-只用一层和最朴素的布局。）编写 `PagedKVPool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32)`：
-把四个尺寸存为属性，并在指定设备上创建两个**彼此独立**、连续存储、指定 dtype 的全零张量（`device=None` 表示 PyTorch 的默认设备，
-即 CPU）。任一尺寸小于 1 时抛出 `ValueError`。
-
-由于张量是连续的，`k_cache.view(-1, num_heads, head_dim)` 就是把整个池看作 `num_blocks * block_size` 个 token **槽位**的视图：
-槽位 $s$ 位于块 $s // B$、偏移 $s \bmod B$。
-""", "task2_5_PagedKVPool_description"))
-add(solution(r'''
+# %% nbgrader={"grade": false, "grade_id": "task2_5_PagedKVPool", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class PagedKVPool:
     """The key and value tensors of one layer of a paged KV cache.
 
@@ -1033,8 +1069,9 @@ class PagedKVPool:
         self.k_cache = torch.zeros(shape, dtype=dtype, device=device)
         self.v_cache = torch.zeros(shape, dtype=dtype, device=device)
         ### END SOLUTION
-''', "task2_5_PagedKVPool"))
-add(tests(r'''
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task2_5_PagedKVPool", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that PagedKVPool makes two separate zero tensors of the pinned shape, dtype and device."""
 from course.checks import assert_plain_equal, assert_raises, assert_same_tensor
 from course.env import available_devices
@@ -1073,28 +1110,26 @@ _plain = PagedKVPool(2, 3, 1, 5)
 assert_same_tensor(_plain.k_cache, torch.zeros(2, 3, 1, 5), "PagedKVPool(2, 3, 1, 5).k_cache with the default device and dtype")
 assert_same_tensor(PagedKVPool(1, 2, 3, 4, device="cpu").v_cache, torch.zeros(1, 2, 3, 4), "PagedKVPool(1, 2, 3, 4, device='cpu').v_cache")
 ### END HIDDEN TESTS
-''', "test_task2_5_PagedKVPool", POINTS["2.5"]))
 
-# ---------------------------------------------------------------- Task 2.6
-add(markdown(r"""
-## Task 2.6: slot_mapping (3 points)
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task2_6_slot_mapping_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 2.6: slot_mapping (3 points)
+#
+# $$\text{slot}(p) = \text{block\_ids}[\lfloor p / B \rfloor] \cdot B + (p \bmod B)$$
+#
+# Write `slot_mapping(block_ids, start, count, block_size)`: the flat slots of token positions `start`, …,
+# `start + count − 1` of a sequence whose block table is the 1-D integer tensor `block_ids`. Return an **int64** tensor
+# of shape `[count]` on `block_ids`' device, even when `block_ids` is int32. `ValueError` when `start < 0`, `count < 0`,
+# `block_size < 1`, or a position falls beyond the block table (`start + count > len(block_ids) * block_size`).
+# No Python loop over positions: `torch.arange`, integer division and indexing do it in three lines.
+#
+# ## 任务 2.6：slot_mapping（3 分）
+#
+# 编写 `slot_mapping(block_ids, start, count, block_size)`：对块表为一维整数张量 `block_ids` 的序列，返回其第 `start` 到
+# `start + count − 1` 个 token 位置的扁平槽位。返回形状为 `[count]` 的 **int64** 张量，放在 `block_ids` 所在设备上（即使
+# `block_ids` 是 int32）。`start < 0`、`count < 0`、`block_size < 1`，或某个位置超出块表范围（`start + count > len(block_ids) * block_size`）
+# 时抛出 `ValueError`。不要对位置写 Python 循环：用 `torch.arange`、整数除法和索引，三行即可。
 
-$$\text{slot}(p) = \text{block\_ids}[\lfloor p / B \rfloor] \cdot B + (p \bmod B)$$
-
-Write `slot_mapping(block_ids, start, count, block_size)`: the flat slots of token positions `start`, …,
-`start + count − 1` of a sequence whose block table is the 1-D integer tensor `block_ids`. Return an **int64** tensor
-of shape `[count]` on `block_ids`' device, even when `block_ids` is int32. `ValueError` when `start < 0`, `count < 0`,
-`block_size < 1`, or a position falls beyond the block table (`start + count > len(block_ids) * block_size`).
-No Python loop over positions: `torch.arange`, integer division and indexing do it in three lines.
-
-## 任务 2.6：slot_mapping（3 分）
-
-编写 `slot_mapping(block_ids, start, count, block_size)`：对块表为一维整数张量 `block_ids` 的序列，返回其第 `start` 到
-`start + count − 1` 个 token 位置的扁平槽位。返回形状为 `[count]` 的 **int64** 张量，放在 `block_ids` 所在设备上（即使
-`block_ids` 是 int32）。`start < 0`、`count < 0`、`block_size < 1`，或某个位置超出块表范围（`start + count > len(block_ids) * block_size`）
-时抛出 `ValueError`。不要对位置写 Python 循环：用 `torch.arange`、整数除法和索引，三行即可。
-""", "task2_6_slot_mapping_description"))
-add(solution(r'''
+# %% nbgrader={"grade": false, "grade_id": "task2_6_slot_mapping", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def slot_mapping(block_ids, start, count, block_size):
     """Return the flat pool slots of token positions start .. start+count-1 of one sequence.
 
@@ -1122,8 +1157,9 @@ def slot_mapping(block_ids, start, count, block_size):
     positions = torch.arange(start, start + count, device=block_ids.device)
     return block_ids.long()[positions // block_size] * block_size + positions % block_size
     ### END SOLUTION
-''', "task2_6_slot_mapping"))
-add(tests(r'''
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task2_6_slot_mapping", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 """Check that slot_mapping maps positions through the block table to int64 slots, without a Python loop."""
 from course.checks import assert_no_python_loop, assert_raises, assert_same_tensor
 from course.env import available_devices
@@ -1164,30 +1200,28 @@ _small = (torch.randperm(8), 3, 20, 4)
 _large = (torch.randperm(4096), 3, 16000, 4)
 assert_no_python_loop(slot_mapping, _small, _large, "slot_mapping")
 ### END HIDDEN TESTS
-''', "test_task2_6_slot_mapping", POINTS["2.6"]))
 
-# ---------------------------------------------------------------- Task 2.7
-add(markdown(r"""
-## Task 2.7: write_kv (2 points)
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task2_7_write_kv_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 2.7: write_kv (2 points)
+#
+# Write `write_kv(pool, slots, k, v)`: store the keys and values of `count` new tokens, `k` and `v` of shape
+# `[count, num_heads, head_dim]`, into the given flat slots (distinct int64 slots, as `slot_mapping` returns them), in
+# place; nothing else in the pool may change. `ValueError` when `k` or `v` is not of shape `[len(slots), num_heads, head_dim]`.
+#
+# Careful: `pool.k_cache.view(-1, H, D)` is a **view**, so writing into it writes into the pool; but advanced indexing
+# **reads** a copy (`view[slots]` is a new tensor), and the out-of-place `index_copy` returns a new tensor too. Use an
+# indexed assignment or an in-place method (trailing underscore).
+#
+# ## 任务 2.7：write_kv（2 分）
+#
+# 编写 `write_kv(pool, slots, k, v)`：把 `count` 个新 token 的键和值（`k`、`v` 形状为 `[count, num_heads, head_dim]`）原地写入给定的
+# 扁平槽位（互不相同的 int64 槽位，与 `slot_mapping` 的返回值相同）；池中其他内容不得改变。`k` 或 `v` 的形状不是
+# `[len(slots), num_heads, head_dim]` 时抛出 `ValueError`。
+#
+# 注意：`pool.k_cache.view(-1, H, D)` 是**视图**，写入它就是写入池；但高级索引**读取**时得到的是副本（`view[slots]` 是新张量），
+# 非原地的 `index_copy` 也返回新张量。请使用带索引的赋值或原地方法（名字以下划线结尾）。
 
-Write `write_kv(pool, slots, k, v)`: store the keys and values of `count` new tokens, `k` and `v` of shape
-`[count, num_heads, head_dim]`, into the given flat slots (distinct int64 slots, as `slot_mapping` returns them), in
-place; nothing else in the pool may change. `ValueError` when `k` or `v` is not of shape `[len(slots), num_heads, head_dim]`.
-
-Careful: `pool.k_cache.view(-1, H, D)` is a **view**, so writing into it writes into the pool; but advanced indexing
-**reads** a copy (`view[slots]` is a new tensor), and the out-of-place `index_copy` returns a new tensor too. Use an
-indexed assignment or an in-place method (trailing underscore).
-
-## 任务 2.7：write_kv（2 分）
-
-编写 `write_kv(pool, slots, k, v)`：把 `count` 个新 token 的键和值（`k`、`v` 形状为 `[count, num_heads, head_dim]`）原地写入给定的
-扁平槽位（互不相同的 int64 槽位，与 `slot_mapping` 的返回值相同）；池中其他内容不得改变。`k` 或 `v` 的形状不是
-`[len(slots), num_heads, head_dim]` 时抛出 `ValueError`。
-
-注意：`pool.k_cache.view(-1, H, D)` 是**视图**，写入它就是写入池；但高级索引**读取**时得到的是副本（`view[slots]` 是新张量），
-非原地的 `index_copy` 也返回新张量。请使用带索引的赋值或原地方法（名字以下划线结尾）。
-""", "task2_7_write_kv_description"))
-add(solution(r'''
+# %% nbgrader={"grade": false, "grade_id": "task2_7_write_kv", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def write_kv(pool, slots, k, v):
     """Scatter the keys and values of ``count`` tokens into their slots of the pool, in place.
 
@@ -1214,8 +1248,9 @@ def write_kv(pool, slots, k, v):
     flat_k.index_copy_(0, slots, k.to(flat_k.dtype))
     flat_v.index_copy_(0, slots, v.to(flat_v.dtype))
     ### END SOLUTION
-''', "task2_7_write_kv"))
-add(tests(r'''
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task2_7_write_kv", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that write_kv writes each token's key and value into its slot, in place, and nothing else."""
 from types import SimpleNamespace
 
@@ -1277,30 +1312,28 @@ _small = (_small_pool, torch.randperm(16)[:8], torch.randn(8, 2, 4), torch.randn
 _large = (_large_pool, torch.randperm(8192)[:4096], torch.randn(4096, 2, 4), torch.randn(4096, 2, 4))
 assert_no_python_loop(write_kv, _small, _large, "write_kv")
 ### END HIDDEN TESTS
-''', "test_task2_7_write_kv", POINTS["2.7"]))
 
-# ---------------------------------------------------------------- Task 2.8
-add(markdown(r"""
-## Task 2.8: gather_kv (3 points)
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task2_8_gather_kv_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 2.8: gather_kv (3 points)
+#
+# Attention needs a sequence's keys and values **in token order**. Write `gather_kv(pool, block_ids, num_tokens)`:
+# return `(K, V)`, a tuple of two tensors of shape `[num_tokens, num_heads, head_dim]` (the pool's dtype and device), where
+# row `t` is token `t`. The block table decides the order, not the physical block ids: a sequence with table `[4, 1]`
+# starts in block 4. Slots after `num_tokens` in the last block hold stale data and must not appear. `ValueError` when
+# `num_tokens < 0` or `num_tokens > len(block_ids) * block_size`. No Python loop over tokens or blocks.
+#
+# Hint: index the pool with the whole block table at once, then merge the block and offset dimensions.
+#
+# ## 任务 2.8：gather_kv（3 分）
+#
+# 注意力计算需要序列的键和值**按 token 顺序**排列。编写 `gather_kv(pool, block_ids, num_tokens)`：返回 `(K, V)`，即两个形状为
+# `[num_tokens, num_heads, head_dim]` 的张量组成的元组（dtype 和设备与池相同），第 `t` 行是第 `t` 个 token。顺序由块表决定，而不是
+# 物理块 id：块表为 `[4, 1]` 的序列从块 4 开始。最后一个块中 `num_tokens` 之后的槽位存的是旧数据，不得出现在结果里。
+# `num_tokens < 0` 或 `num_tokens > len(block_ids) * block_size` 时抛出 `ValueError`。不要对 token 或块写 Python 循环。
+#
+# 提示：一次性用整个块表索引池，再合并块维度和偏移维度。
 
-Attention needs a sequence's keys and values **in token order**. Write `gather_kv(pool, block_ids, num_tokens)`:
-return `(K, V)`, a tuple of two tensors of shape `[num_tokens, num_heads, head_dim]` (the pool's dtype and device), where
-row `t` is token `t`. The block table decides the order, not the physical block ids: a sequence with table `[4, 1]`
-starts in block 4. Slots after `num_tokens` in the last block hold stale data and must not appear. `ValueError` when
-`num_tokens < 0` or `num_tokens > len(block_ids) * block_size`. No Python loop over tokens or blocks.
-
-Hint: index the pool with the whole block table at once, then merge the block and offset dimensions.
-
-## 任务 2.8：gather_kv（3 分）
-
-注意力计算需要序列的键和值**按 token 顺序**排列。编写 `gather_kv(pool, block_ids, num_tokens)`：返回 `(K, V)`，即两个形状为
-`[num_tokens, num_heads, head_dim]` 的张量组成的元组（dtype 和设备与池相同），第 `t` 行是第 `t` 个 token。顺序由块表决定，而不是
-物理块 id：块表为 `[4, 1]` 的序列从块 4 开始。最后一个块中 `num_tokens` 之后的槽位存的是旧数据，不得出现在结果里。
-`num_tokens < 0` 或 `num_tokens > len(block_ids) * block_size` 时抛出 `ValueError`。不要对 token 或块写 Python 循环。
-
-提示：一次性用整个块表索引池，再合并块维度和偏移维度。
-""", "task2_8_gather_kv_description"))
-add(solution(r'''
+# %% nbgrader={"grade": false, "grade_id": "task2_8_gather_kv", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def gather_kv(pool, block_ids, num_tokens):
     """Return a sequence's keys and values in token order.
 
@@ -1324,8 +1357,9 @@ def gather_kv(pool, block_ids, num_tokens):
     values = pool.v_cache[index].flatten(0, 1)[:num_tokens]
     return keys, values
     ### END SOLUTION
-''', "task2_8_gather_kv"))
-add(tests(r'''
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task2_8_gather_kv", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 """Check that gather_kv returns (K, V) in token order, cut at num_tokens, without a Python loop."""
 from types import SimpleNamespace
 
@@ -1386,22 +1420,20 @@ _small = (_small_pool, torch.randperm(8), 30)
 _large = (_large_pool, torch.randperm(1024), 4090)
 assert_no_python_loop(gather_kv, _small, _large, "gather_kv")
 ### END HIDDEN TESTS
-''', "test_task2_8_gather_kv", POINTS["2.8"]))
 
-# ---------------------------------------------------------------- Task 2.9
-add(markdown(r"""
-## Task 2.9: copy_block (2 points)
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task2_9_copy_block_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 2.9: copy_block (2 points)
+#
+# Copy-on-write needs one tensor operation: copy every key and value of physical block `src_block` into block
+# `dst_block` (all `block_size` slots, stale ones included), in place. Write `copy_block(pool, src_block, dst_block)`.
+# `ValueError` when either id is outside `[0, num_blocks)` (a negative index would silently wrap around).
+#
+# ## 任务 2.9：copy_block（2 分）
+#
+# 写时复制只需要一个张量操作：把物理块 `src_block` 的全部键和值（所有 `block_size` 个槽位，包括旧数据）原地复制到块 `dst_block`。
+# 编写 `copy_block(pool, src_block, dst_block)`。任一 id 不在 `[0, num_blocks)` 内时抛出 `ValueError`（负数下标会悄悄绕回到末尾）。
 
-Copy-on-write needs one tensor operation: copy every key and value of physical block `src_block` into block
-`dst_block` (all `block_size` slots, stale ones included), in place. Write `copy_block(pool, src_block, dst_block)`.
-`ValueError` when either id is outside `[0, num_blocks)` (a negative index would silently wrap around).
-
-## 任务 2.9：copy_block（2 分）
-
-写时复制只需要一个张量操作：把物理块 `src_block` 的全部键和值（所有 `block_size` 个槽位，包括旧数据）原地复制到块 `dst_block`。
-编写 `copy_block(pool, src_block, dst_block)`。任一 id 不在 `[0, num_blocks)` 内时抛出 `ValueError`（负数下标会悄悄绕回到末尾）。
-""", "task2_9_copy_block_description"))
-add(solution(r'''
+# %% nbgrader={"grade": false, "grade_id": "task2_9_copy_block", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def copy_block(pool, src_block, dst_block):
     """Copy the keys and values of block ``src_block`` into block ``dst_block`` of ``pool``, in place.
 
@@ -1422,8 +1454,9 @@ def copy_block(pool, src_block, dst_block):
     pool.k_cache[dst_block] = pool.k_cache[src_block]
     pool.v_cache[dst_block] = pool.v_cache[src_block]
     ### END SOLUTION
-''', "task2_9_copy_block"))
-add(tests(r'''
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task2_9_copy_block", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that copy_block copies one block's keys and values into another, in place, and nothing else."""
 from types import SimpleNamespace
 
@@ -1471,38 +1504,36 @@ for device in available_devices():
     for _args in ((-1, 0), (0, -1), (3, 0), (0, 3)):
         assert_raises(ValueError, f"copy_block(pool, *{_args}) with 3 blocks ({device})", copy_block, _pool, *_args)
 ### END HIDDEN TESTS
-''', "test_task2_9_copy_block", POINTS["2.9"]))
 
-# ---------------------------------------------------------------- Task 2.10
-add(markdown(r"""
-## Task 2.10: paged_attention (5 points)
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task2_10_paged_attention_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 2.10: paged_attention (5 points)
+#
+# At a decode step, each head $h$ of the new token's query $q_h$ attends over the sequence's $T$ cached tokens:
+#
+# $$\text{out}_h = \sum_{t=0}^{T-1} \operatorname{softmax}_t\!\left(s \cdot q_h \cdot K_{t,h}\right) V_{t,h}, \qquad
+# s = \frac{1}{\sqrt{\text{head\_dim}}} \text{ unless given}.$$
+#
+# Write `paged_attention(q, pool, block_ids, num_tokens, scale=None)` for `q` of shape `[num_heads, head_dim]`: return
+# `[num_heads, head_dim]` in `q`'s dtype on its device. It must equal
+# `torch.nn.functional.scaled_dot_product_attention` on the contiguous K and V (the test checks this in fp32 with a tight
+# tolerance, for random shapes, block sizes and scattered block tables). `ValueError` when `q` is not
+# `[num_heads, head_dim]` or when `num_tokens` is not in `[1, len(block_ids) * block_size]`. No Python loop over tokens
+# or blocks. (A real kernel such as vLLM's reads the blocks in place instead of gathering them first; the result is the same.)
+#
+# Hint: `torch.einsum("hd,thd->ht", ...)` gives every score at once; the softmax runs over the tokens.
+#
+# ## 任务 2.10：paged_attention（5 分）
+#
+# 在解码的每一步，新 token 的查询向量在每个头 $h$ 上的 $q_h$ 对序列中缓存的 $T$ 个 token 做注意力，公式见上；缩放系数 $s$ 未给定时取
+# $1/\sqrt{\text{head\_dim}}$。编写 `paged_attention(q, pool, block_ids, num_tokens, scale=None)`，其中 `q` 形状为
+# `[num_heads, head_dim]`：返回形状为 `[num_heads, head_dim]`、dtype 与设备同 `q` 的张量。它必须与在连续 K、V 上调用
+# `torch.nn.functional.scaled_dot_product_attention` 的结果一致（测试在 fp32 下以很小的容差检查，覆盖随机形状、块大小和分散的块表）。
+# `q` 的形状不是 `[num_heads, head_dim]`，或 `num_tokens` 不在 `[1, len(block_ids) * block_size]` 内时抛出 `ValueError`。
+# 不要对 token 或块写 Python 循环。（vLLM 等真实内核直接在块上读取而不先收集；结果相同。）
+#
+# 提示：`torch.einsum("hd,thd->ht", ...)` 一次算出所有分数；softmax 在 token 维度上进行。
 
-At a decode step, each head $h$ of the new token's query $q_h$ attends over the sequence's $T$ cached tokens:
-
-$$\text{out}_h = \sum_{t=0}^{T-1} \operatorname{softmax}_t\!\left(s \cdot q_h \cdot K_{t,h}\right) V_{t,h}, \qquad
-s = \frac{1}{\sqrt{\text{head\_dim}}} \text{ unless given}.$$
-
-Write `paged_attention(q, pool, block_ids, num_tokens, scale=None)` for `q` of shape `[num_heads, head_dim]`: return
-`[num_heads, head_dim]` in `q`'s dtype on its device. It must equal
-`torch.nn.functional.scaled_dot_product_attention` on the contiguous K and V (the test checks this in fp32 with a tight
-tolerance, for random shapes, block sizes and scattered block tables). `ValueError` when `q` is not
-`[num_heads, head_dim]` or when `num_tokens` is not in `[1, len(block_ids) * block_size]`. No Python loop over tokens
-or blocks. (A real kernel such as vLLM's reads the blocks in place instead of gathering them first; the result is the same.)
-
-Hint: `torch.einsum("hd,thd->ht", ...)` gives every score at once; the softmax runs over the tokens.
-
-## 任务 2.10：paged_attention（5 分）
-
-在解码的每一步，新 token 的查询向量在每个头 $h$ 上的 $q_h$ 对序列中缓存的 $T$ 个 token 做注意力，公式见上；缩放系数 $s$ 未给定时取
-$1/\sqrt{\text{head\_dim}}$。编写 `paged_attention(q, pool, block_ids, num_tokens, scale=None)`，其中 `q` 形状为
-`[num_heads, head_dim]`：返回形状为 `[num_heads, head_dim]`、dtype 与设备同 `q` 的张量。它必须与在连续 K、V 上调用
-`torch.nn.functional.scaled_dot_product_attention` 的结果一致（测试在 fp32 下以很小的容差检查，覆盖随机形状、块大小和分散的块表）。
-`q` 的形状不是 `[num_heads, head_dim]`，或 `num_tokens` 不在 `[1, len(block_ids) * block_size]` 内时抛出 `ValueError`。
-不要对 token 或块写 Python 循环。（vLLM 等真实内核直接在块上读取而不先收集；结果相同。）
-
-提示：`torch.einsum("hd,thd->ht", ...)` 一次算出所有分数；softmax 在 token 维度上进行。
-""", "task2_10_paged_attention_description"))
-add(solution(r'''
+# %% nbgrader={"grade": false, "grade_id": "task2_10_paged_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
 
 
@@ -1539,8 +1570,9 @@ def paged_attention(q, pool, block_ids, num_tokens, scale=None):
     weights = torch.softmax(scores, dim=-1)
     return torch.einsum("ht,thd->hd", weights, values)
     ### END SOLUTION
-''', "task2_10_paged_attention"))
-add(tests(r'''
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task2_10_paged_attention", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 """Check that paged_attention equals scaled_dot_product_attention on the contiguous K/V, without a Python loop."""
 from types import SimpleNamespace
 
@@ -1614,52 +1646,50 @@ _small = (torch.randn(2, 8), _small_pool, torch.randperm(8), 30)
 _large = (torch.randn(2, 8), _large_pool, torch.randperm(1024), 4090)
 assert_no_python_loop(paged_attention, _small, _large, "paged_attention")
 ### END HIDDEN TESTS
-''', "test_task2_10_paged_attention", POINTS["2.10"]))
 
-# ---------------------------------------------------------------- Task 2.11
-add(markdown(r"""
-## Task 2.11: TensorPagedKVCacheManager (5 points)
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task2_11_TensorPagedKVCacheManager_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 2.11: TensorPagedKVCacheManager (5 points)
+#
+# Put the metadata and the tensors together. `TensorPagedKVCacheManager(pool)` is a `PagedKVCacheManager` (Task 2.4)
+# whose allocator has the pool's `num_blocks` and `block_size`, so that block id $i$ **is** row $i$ of `pool.k_cache` and
+# `pool.v_cache`. Add:
+#
+# - `block_ids(seq)`: the block table as an int64 tensor on the pool's device;
+# - `prefill(seq_id, k, v)`: `allocate_for_sequence(seq_id, len(k))`, then write `k`, `v` (each `[count, num_heads, head_dim]`)
+#   as positions 0 … count−1; returns the new sequence;
+# - `append_tokens(seq, num_new_tokens)` (override): as before, and when copy-on-write gave `seq` a new last block, copy
+#   the old block's keys and values into it (`copy_block`) so that the tokens it already had are still there;
+# - `append_kv(seq, k, v)`: `append_tokens(seq, len(k))`, then write `k`, `v` at the positions that follow the old ones;
+# - `gather(seq)`: `gather_kv(pool, block_ids(seq), seq.num_tokens)`.
+#
+# `ValueError` from `prefill` and `append_kv` when `k` and `v` are not both `[count, num_heads, head_dim]`, checked
+# **before** anything changes; when blocks run out, the `RuntimeError` of the base class, with nothing changed. The test
+# forks a sequence, appends different tokens to parent and child, and checks that each one's gathered K/V equals its own
+# history. Use your functions from Tasks 2.6–2.9.
+#
+# Hint: remember `seq.block_table[-1]` before calling `super().append_tokens(...)`; if it is a different object after, a
+# copy happened.
+#
+# ## 任务 2.11：TensorPagedKVCacheManager（5 分）
+#
+# 把元数据和张量合在一起。`TensorPagedKVCacheManager(pool)` 是一个 `PagedKVCacheManager`（任务 2.4），其分配器的 `num_blocks`
+# 和 `block_size` 取自池，因此块 id $i$ **就是** `pool.k_cache` 和 `pool.v_cache` 的第 $i$ 行。新增：
+#
+# - `block_ids(seq)`：以 int64 张量（放在池所在设备上）返回块表；
+# - `prefill(seq_id, k, v)`：先 `allocate_for_sequence(seq_id, len(k))`，再把 `k`、`v`（形状均为 `[count, num_heads, head_dim]`）
+#   写入第 0 … count−1 个位置；返回新序列；
+# - `append_tokens(seq, num_new_tokens)`（重写）：行为同前；当写时复制给了 `seq` 一个新的最后一个块时，把旧块的键和值复制过去
+#   （`copy_block`），使它原有的 token 仍在；
+# - `append_kv(seq, k, v)`：先 `append_tokens(seq, len(k))`，再把 `k`、`v` 写在原有位置之后；
+# - `gather(seq)`：`gather_kv(pool, block_ids(seq), seq.num_tokens)`。
+#
+# `k` 与 `v` 不都是 `[count, num_heads, head_dim]` 时，`prefill` 和 `append_kv` 抛出 `ValueError`，且必须在任何改变**之前**检查；
+# 块不够时抛出基类的 `RuntimeError`，且什么都不改变。测试会 fork 一个序列，分别向父序列和子序列追加不同的 token，并检查各自收集到的
+# K/V 与各自的历史一致。请使用任务 2.6–2.9 中你写的函数。
+#
+# 提示：调用 `super().append_tokens(...)` 之前先记下 `seq.block_table[-1]`；调用之后若它换成了另一个对象，就说明发生了复制。
 
-Put the metadata and the tensors together. `TensorPagedKVCacheManager(pool)` is a `PagedKVCacheManager` (Task 2.4)
-whose allocator has the pool's `num_blocks` and `block_size`, so that block id $i$ **is** row $i$ of `pool.k_cache` and
-`pool.v_cache`. Add:
-
-- `block_ids(seq)`: the block table as an int64 tensor on the pool's device;
-- `prefill(seq_id, k, v)`: `allocate_for_sequence(seq_id, len(k))`, then write `k`, `v` (each `[count, num_heads, head_dim]`)
-  as positions 0 … count−1; returns the new sequence;
-- `append_tokens(seq, num_new_tokens)` (override): as before, and when copy-on-write gave `seq` a new last block, copy
-  the old block's keys and values into it (`copy_block`) so that the tokens it already had are still there;
-- `append_kv(seq, k, v)`: `append_tokens(seq, len(k))`, then write `k`, `v` at the positions that follow the old ones;
-- `gather(seq)`: `gather_kv(pool, block_ids(seq), seq.num_tokens)`.
-
-`ValueError` from `prefill` and `append_kv` when `k` and `v` are not both `[count, num_heads, head_dim]`, checked
-**before** anything changes; when blocks run out, the `RuntimeError` of the base class, with nothing changed. The test
-forks a sequence, appends different tokens to parent and child, and checks that each one's gathered K/V equals its own
-history. Use your functions from Tasks 2.6–2.9.
-
-Hint: remember `seq.block_table[-1]` before calling `super().append_tokens(...)`; if it is a different object after, a
-copy happened.
-
-## 任务 2.11：TensorPagedKVCacheManager（5 分）
-
-把元数据和张量合在一起。`TensorPagedKVCacheManager(pool)` 是一个 `PagedKVCacheManager`（任务 2.4），其分配器的 `num_blocks`
-和 `block_size` 取自池，因此块 id $i$ **就是** `pool.k_cache` 和 `pool.v_cache` 的第 $i$ 行。新增：
-
-- `block_ids(seq)`：以 int64 张量（放在池所在设备上）返回块表；
-- `prefill(seq_id, k, v)`：先 `allocate_for_sequence(seq_id, len(k))`，再把 `k`、`v`（形状均为 `[count, num_heads, head_dim]`）
-  写入第 0 … count−1 个位置；返回新序列；
-- `append_tokens(seq, num_new_tokens)`（重写）：行为同前；当写时复制给了 `seq` 一个新的最后一个块时，把旧块的键和值复制过去
-  （`copy_block`），使它原有的 token 仍在；
-- `append_kv(seq, k, v)`：先 `append_tokens(seq, len(k))`，再把 `k`、`v` 写在原有位置之后；
-- `gather(seq)`：`gather_kv(pool, block_ids(seq), seq.num_tokens)`。
-
-`k` 与 `v` 不都是 `[count, num_heads, head_dim]` 时，`prefill` 和 `append_kv` 抛出 `ValueError`，且必须在任何改变**之前**检查；
-块不够时抛出基类的 `RuntimeError`，且什么都不改变。测试会 fork 一个序列，分别向父序列和子序列追加不同的 token，并检查各自收集到的
-K/V 与各自的历史一致。请使用任务 2.6–2.9 中你写的函数。
-
-提示：调用 `super().append_tokens(...)` 之前先记下 `seq.block_table[-1]`；调用之后若它换成了另一个对象，就说明发生了复制。
-""", "task2_11_TensorPagedKVCacheManager_description"))
-add(solution(r'''
+# %% nbgrader={"grade": false, "grade_id": "task2_11_TensorPagedKVCacheManager", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class TensorPagedKVCacheManager(PagedKVCacheManager):
     """A PagedKVCacheManager that owns a PagedKVPool and keeps its tensor contents right.
 
@@ -1736,8 +1766,9 @@ class TensorPagedKVCacheManager(PagedKVCacheManager):
         ### BEGIN SOLUTION
         return gather_kv(self.pool, self.block_ids(seq), seq.num_tokens)
         ### END SOLUTION
-''', "task2_11_TensorPagedKVCacheManager"))
-add(tests(r'''
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task2_11_TensorPagedKVCacheManager", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 """Check that TensorPagedKVCacheManager keeps every sequence's K/V right through prefill, fork, copy-on-write and append."""
 from course.checks import assert_plain_equal, assert_raises, assert_same_tensor, check_type
 from course.env import available_devices
@@ -1862,25 +1893,23 @@ for device in available_devices():
     _mgr.append_kv(_seq, torch.zeros(0, 2, 3, device=device), torch.zeros(0, 2, 3, device=device))
     assert_plain_equal(_seq.num_tokens, 3, "num_tokens after append_kv of 0 tokens")
 ### END HIDDEN TESTS
-''', "test_task2_11_TensorPagedKVCacheManager", POINTS["2.11"]))
 
-# ---------------------------------------------------------------- Experiments
-add(markdown(r"""
-## Experiment 1: fragmentation vs block size | 实验 1：碎片率与块大小
+# %% [markdown]
+# ## Experiment 1: fragmentation vs block size | 实验 1：碎片率与块大小
+#
+# Four hundred sequences with lengths drawn from a log-normal distribution (median 300 tokens, a long tail, capped at
+# 2,048), as in a chat workload. For each block size the cell allocates all of them with your `PagedKVCacheManager` and
+# reads `summary()["fragmentation"]`. The dashed line is the estimate "half a block wasted per sequence",
+# $\frac{(B-1)/2}{\bar n + (B-1)/2}$; the red line is what reserving the maximum length (2,048 tokens) per sequence wastes,
+# as servers did before paging. Small blocks waste little memory but make block tables longer and kernels read more, smaller
+# pieces; vLLM's default of 16 tokens is a compromise.
+#
+# 四百个序列，长度取自对数正态分布（中位数 300 个 token，长尾，上限 2,048），类似聊天负载。对每种块大小，本单元用你的
+# `PagedKVCacheManager` 分配所有序列，并读取 `summary()["fragmentation"]`。虚线是"每个序列平均浪费半个块"的估计；红线是按最大长度
+# （2,048 个 token）为每个序列预留内存（分页出现之前推理服务的做法）所浪费的比例。块越小浪费越少，但块表越长，内核读取的数据块也越碎；
+# vLLM 默认的 16 个 token 是一种折中。
 
-Four hundred sequences with lengths drawn from a log-normal distribution (median 300 tokens, a long tail, capped at
-2,048), as in a chat workload. For each block size the cell allocates all of them with your `PagedKVCacheManager` and
-reads `summary()["fragmentation"]`. The dashed line is the estimate "half a block wasted per sequence",
-$\frac{(B-1)/2}{\bar n + (B-1)/2}$; the red line is what reserving the maximum length (2,048 tokens) per sequence wastes,
-as servers did before paging. Small blocks waste little memory but make block tables longer and kernels read more, smaller
-pieces; vLLM's default of 16 tokens is a compromise.
-
-四百个序列，长度取自对数正态分布（中位数 300 个 token，长尾，上限 2,048），类似聊天负载。对每种块大小，本单元用你的
-`PagedKVCacheManager` 分配所有序列，并读取 `summary()["fragmentation"]`。虚线是"每个序列平均浪费半个块"的估计；红线是按最大长度
-（2,048 个 token）为每个序列预留内存（分页出现之前推理服务的做法）所浪费的比例。块越小浪费越少，但块表越长，内核读取的数据块也越碎；
-vLLM 默认的 16 个 token 是一种折中。
-"""))
-add(code(r'''
+# %%
 import math
 import random
 
@@ -1915,21 +1944,20 @@ plt.tight_layout()
 plt.show()
 for block_size, fraction in zip(block_sizes, measured):
     print(f"block_size {block_size:4d}: {100 * fraction:5.2f} % wasted")
-'''))
 
-add(markdown(r"""
-## Experiment 2: KV bytes per token of real models | 实验 2：真实模型每个 token 的 KV 字节数
+# %% [markdown]
+# ## Experiment 2: KV bytes per token of real models | 实验 2：真实模型每个 token 的 KV 字节数
+#
+# $\text{bytes per token} = 2 \cdot \text{layers} \cdot \text{kv\_heads} \cdot \text{head\_dim} \cdot \text{dtype bytes}$,
+# with the shapes published in each model's configuration (model cards on Hugging Face and the papers in the references).
+# OPT-13B's 800 KB per token is the example of the vLLM paper; grouped-query attention (GQA: several query heads share one
+# KV head) is why Llama-3-8B needs a quarter of Llama-2-7B's cache per token. Move the sliders to size a cache of your own.
+#
+# 每个 token 的字节数按上式计算，模型形状取自各模型公开的配置（Hugging Face 上的模型卡以及参考文献中的论文）。OPT-13B 每个 token
+# 800 KB 是 vLLM 论文中的例子；分组查询注意力（GQA：多个查询头共享一个 KV 头）使 Llama-3-8B 每个 token 所需的缓存只有 Llama-2-7B 的四分之一。
+# 拖动滑块，估算你自己的缓存规模。
 
-$\text{bytes per token} = 2 \cdot \text{layers} \cdot \text{kv\_heads} \cdot \text{head\_dim} \cdot \text{dtype bytes}$,
-with the shapes published in each model's configuration (model cards on Hugging Face and the papers in the references).
-OPT-13B's 800 KB per token is the example of the vLLM paper; grouped-query attention (GQA: several query heads share one
-KV head) is why Llama-3-8B needs a quarter of Llama-2-7B's cache per token. Move the sliders to size a cache of your own.
-
-每个 token 的字节数按上式计算，模型形状取自各模型公开的配置（Hugging Face 上的模型卡以及参考文献中的论文）。OPT-13B 每个 token
-800 KB 是 vLLM 论文中的例子；分组查询注意力（GQA：多个查询头共享一个 KV 头）使 Llama-3-8B 每个 token 所需的缓存只有 Llama-2-7B 的四分之一。
-拖动滑块，估算你自己的缓存规模。
-"""))
-add(code(r'''
+# %%
 import ipywidgets as widgets
 from IPython.display import display
 
@@ -1987,21 +2015,20 @@ for w in sliders.values():
     w.observe(recompute, names="value")
 recompute()
 display(widgets.VBox([*sliders.values(), answer]))
-'''))
 
-add(markdown(r"""
-## Experiment 3: copy-on-write, drawn | 实验 3：画出写时复制
+# %% [markdown]
+# ## Experiment 3: copy-on-write, drawn | 实验 3：画出写时复制
+#
+# A parent of 10 tokens (blocks of 4) is forked; both block tables point at the same three physical blocks (orange: shared,
+# `ref_count` 2). Then the parent appends 3 tokens. Its last block is shared and has free slots, so the manager copies it
+# (block 2 → block 3) before writing, and the rest goes into a new block 4. The child still sees its own 10 tokens in block
+# 2; only the two full blocks stay shared. The width of the coloured bar is how full a block is.
+#
+# 一个 10 个 token 的父序列（块大小 4）被 fork；两张块表指向同样的三个物理块（橙色：共享，`ref_count` 为 2）。随后父序列追加 3 个 token。
+# 它的最后一个块被共享且有空槽，于是管理器在写入前先复制该块（块 2 → 块 3），余下的 token 写入新块 4。子序列在块 2 中看到的仍是它自己的
+# 10 个 token；只有两个满块继续共享。彩色条的宽度表示块的填充程度。
 
-A parent of 10 tokens (blocks of 4) is forked; both block tables point at the same three physical blocks (orange: shared,
-`ref_count` 2). Then the parent appends 3 tokens. Its last block is shared and has free slots, so the manager copies it
-(block 2 → block 3) before writing, and the rest goes into a new block 4. The child still sees its own 10 tokens in block
-2; only the two full blocks stay shared. The width of the coloured bar is how full a block is.
-
-一个 10 个 token 的父序列（块大小 4）被 fork；两张块表指向同样的三个物理块（橙色：共享，`ref_count` 为 2）。随后父序列追加 3 个 token。
-它的最后一个块被共享且有空槽，于是管理器在写入前先复制该块（块 2 → 块 3），余下的 token 写入新块 4。子序列在块 2 中看到的仍是它自己的
-10 个 token；只有两个满块继续共享。彩色条的宽度表示块的填充程度。
-"""))
-add(code(r'''
+# %%
 from matplotlib.patches import Patch, Rectangle
 
 COLORS = {0: "lightgrey", 1: "tab:blue", 2: "tab:orange"}
@@ -2046,19 +2073,18 @@ fig.legend(handles=[Patch(color=COLORS[0], label="free"), Patch(color=COLORS[1],
 plt.tight_layout(rect=(0, 0.08, 1, 1))
 plt.show()
 print("parent:", [b.block_id for b in parent.block_table], " child:", [b.block_id for b in child.block_table])
-'''))
 
-add(markdown(r"""
-## Experiment 4: paged equals dense | 实验 4：分页与稠密结果一致
+# %% [markdown]
+# ## Experiment 4: paged equals dense | 实验 4：分页与稠密结果一致
+#
+# The same decode step twice: once with your `paged_attention` over a fragmented block table, once with PyTorch's
+# `scaled_dot_product_attention` over the contiguous K/V that `gather` returns. The difference is at the level of float32
+# rounding, on whatever device the setup cell picked.
+#
+# 同一个解码步骤算两遍：一次用你的 `paged_attention` 在碎片化的块表上计算，一次用 PyTorch 的 `scaled_dot_product_attention` 在
+# `gather` 返回的连续 K/V 上计算。两者之差在 float32 舍入误差的量级，且在设置单元选定的设备上运行。
 
-The same decode step twice: once with your `paged_attention` over a fragmented block table, once with PyTorch's
-`scaled_dot_product_attention` over the contiguous K/V that `gather` returns. The difference is at the level of float32
-rounding, on whatever device the setup cell picked.
-
-同一个解码步骤算两遍：一次用你的 `paged_attention` 在碎片化的块表上计算，一次用 PyTorch 的 `scaled_dot_product_attention` 在
-`gather` 返回的连续 K/V 上计算。两者之差在 float32 舍入误差的量级，且在设置单元选定的设备上运行。
-"""))
-add(code(r'''
+# %%
 import torch.nn.functional as F
 
 pool = PagedKVPool(num_blocks=64, block_size=16, num_heads=8, head_dim=64, device=DEVICE)
@@ -2075,31 +2101,25 @@ keys, values = tensor_manager.gather(sample)
 dense = F.scaled_dot_product_attention(q[:, None], keys.transpose(0, 1), values.transpose(0, 1))[:, 0]
 print("sample's block table:", tensor_manager.block_ids(sample).tolist())
 print(f"max |paged - dense| = {float((paged - dense).abs().max()):.2e} on {DEVICE}")
-'''))
 
-add(markdown(r"""
-## Summary | 小结
-
-**Remember:** a paged KV cache is memory paging for attention: fixed-size blocks, a block table per sequence, reference
-counts for sharing and copy-on-write before any write into a shared block; the logical clock and use counts it keeps are
-exactly what LRU and LFU rank.
-
-**记住：** 分页 KV 缓存就是为注意力做的内存分页：固定大小的块、每个序列一张块表、用引用计数实现共享，并在写入共享块之前先复制；
-它维护的逻辑时钟和使用计数，正是 LRU 与 LFU 排序所依据的量。
-
-Next: [03. LRU and LFU](../03_lru_lfu/03_lru_lfu.ipynb), the policies that decide which of these sequences to release when
-blocks run out. | 下一节：[03. LRU 与 LFU](../03_lru_lfu/03_lru_lfu.ipynb)，在块用完时决定释放哪些序列的策略。
-
-## References | 参考文献
-
-- W. Kwon, Z. Li, S. Zhuang, Y. Sheng, L. Zheng, C. H. Yu, J. E. Gonzalez, H. Zhang, I. Stoica, "Efficient Memory Management for Large Language Model Serving with PagedAttention" (vLLM), SOSP 2023.
-- P. J. Denning, "Virtual Memory", *ACM Computing Surveys* 2(3), 1970 (paging, page tables).
-- J. Ainslie et al., "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head Checkpoints", EMNLP 2023.
-- Model shapes: S. Zhang et al., "OPT: Open Pre-trained Transformer Language Models", 2022; H. Touvron et al., "Llama 2", 2023; A. Grattafiori et al., "The Llama 3 Herd of Models", 2024, and the Meta-Llama-3-8B / 70B model cards; A. Q. Jiang et al., "Mistral 7B", 2023; A. Yang et al., "Qwen2 Technical Report", 2024, and the Qwen2-7B model card.
-- PyTorch, `torch.nn.functional.scaled_dot_product_attention` (the dense reference of Task 2.10).
-- Seed designs of this course: the "KV Eviction formula-to-code" walkthrough (LLM-REVIEW) and the "KV Cache Scheduling" chapter of Datawhale's llm-algo-leetcode (text CC BY 4.0, code Apache-2.0).
-"""))
-
-nb = notebook(cells)
-write(A, nb)
-print("wrote", A, len(cells), "cells,", TOTAL, "points")
+# %% [markdown]
+# ## Summary | 小结
+#
+# **Remember:** a paged KV cache is memory paging for attention: fixed-size blocks, a block table per sequence, reference
+# counts for sharing and copy-on-write before any write into a shared block; the logical clock and use counts it keeps are
+# exactly what LRU and LFU rank.
+#
+# **记住：** 分页 KV 缓存就是为注意力做的内存分页：固定大小的块、每个序列一张块表、用引用计数实现共享，并在写入共享块之前先复制；
+# 它维护的逻辑时钟和使用计数，正是 LRU 与 LFU 排序所依据的量。
+#
+# Next: [03. LRU and LFU](../03_lru_lfu/03_lru_lfu.ipynb), the policies that decide which of these sequences to release when
+# blocks run out. | 下一节：[03. LRU 与 LFU](../03_lru_lfu/03_lru_lfu.ipynb)，在块用完时决定释放哪些序列的策略。
+#
+# ## References | 参考文献
+#
+# - W. Kwon, Z. Li, S. Zhuang, Y. Sheng, L. Zheng, C. H. Yu, J. E. Gonzalez, H. Zhang, I. Stoica, "Efficient Memory Management for Large Language Model Serving with PagedAttention" (vLLM), SOSP 2023.
+# - P. J. Denning, "Virtual Memory", *ACM Computing Surveys* 2(3), 1970 (paging, page tables).
+# - J. Ainslie et al., "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head Checkpoints", EMNLP 2023.
+# - Model shapes: S. Zhang et al., "OPT: Open Pre-trained Transformer Language Models", 2022; H. Touvron et al., "Llama 2", 2023; A. Grattafiori et al., "The Llama 3 Herd of Models", 2024, and the Meta-Llama-3-8B / 70B model cards; A. Q. Jiang et al., "Mistral 7B", 2023; A. Yang et al., "Qwen2 Technical Report", 2024, and the Qwen2-7B model card.
+# - PyTorch, `torch.nn.functional.scaled_dot_product_attention` (the dense reference of Task 2.10).
+# - Seed designs of this course: the "KV Eviction formula-to-code" walkthrough (LLM-REVIEW) and the "KV Cache Scheduling" chapter of Datawhale's llm-algo-leetcode (text CC BY 4.0, code Apache-2.0).
