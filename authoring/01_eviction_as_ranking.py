@@ -140,44 +140,51 @@ def select_victim(values):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task1_1_select_victim", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that select_victim returns the key of the smallest value, ties to the smaller key."""
-from course.checks import assert_plain_equal, check_type
-
-assert_plain_equal(select_victim({"a": 3, "b": 1, "c": 2}), "b", "select_victim({'a': 3, 'b': 1, 'c': 2})")
-assert_plain_equal(select_victim({"y": 5, "x": 5}), "x", "select_victim({'y': 5, 'x': 5}) (a tie goes to the smaller key)")
-check_type(select_victim({}), type(None), "select_victim({})")
-assert_plain_equal(select_victim({"s1": (2, 7), "s2": (2, 3), "s3": (5, 0)}), "s2",
-                   "select_victim({'s1': (2, 7), 's2': (2, 3), 's3': (5, 0)}) (tuples compare lexicographically)")
-
-### BEGIN HIDDEN TESTS
-import random as _random
 
 
-def _oracle_victim(values):
-    best = None
-    for key in sorted(values):
-        if best is None or values[key] < values[best]:
-            best = key
-    return best
+def _check_task1_1_select_victim():
+    from course.checks import assert_plain_equal, check_type
+
+    assert_plain_equal(select_victim({"a": 3, "b": 1, "c": 2}), "b", "select_victim({'a': 3, 'b': 1, 'c': 2})")
+    assert_plain_equal(select_victim({"y": 5, "x": 5}), "x", "select_victim({'y': 5, 'x': 5}) (a tie goes to the smaller key)")
+    check_type(select_victim({}), type(None), "select_victim({})")
+    assert_plain_equal(select_victim({"s1": (2, 7), "s2": (2, 3), "s3": (5, 0)}), "s2",
+                       "select_victim({'s1': (2, 7), 's2': (2, 3), 's3': (5, 0)}) (tuples compare lexicographically)")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
 
 
-_rng = _random.Random(1101)
-for _case in range(400):
-    _keys = _rng.sample([f"seq{i:02d}" for i in range(60)], _rng.randint(1, 15))
-    _kind = _case % 3
-    if _kind == 0:
-        _values = {k: _rng.randint(-3, 3) for k in _keys}
-    elif _kind == 1:
-        _values = {k: _rng.choice([0.5, 1.25, -2.0, 7.0]) for k in _keys}
-    else:
-        _values = {k: (_rng.randint(0, 2), _rng.randint(0, 2), _rng.randint(0, 1)) for k in _keys}
-    _copy = dict(_values)
-    _result = select_victim(_values)
-    assert_plain_equal(_result, _oracle_victim(_copy), f"select_victim on random case {_case}", reveal=False)
-    assert _values == _copy, f"select_victim changed its input on random case {_case}"
-for _single in ({"only": 4}, {"z": (1,)}):
-    assert_plain_equal(select_victim(_single), next(iter(_single)), f"select_victim({_single})")
-check_type(select_victim(dict()), type(None), "select_victim(dict())")
-### END HIDDEN TESTS
+    def _oracle_victim(values):
+        best = None
+        for key in sorted(values):
+            if best is None or values[key] < values[best]:
+                best = key
+        return best
+
+
+    _rng = _random.Random(1101)
+    for _case in range(400):
+        _keys = _rng.sample([f"seq{i:02d}" for i in range(60)], _rng.randint(1, 15))
+        _kind = _case % 3
+        if _kind == 0:
+            _values = {k: _rng.randint(-3, 3) for k in _keys}
+        elif _kind == 1:
+            _values = {k: _rng.choice([0.5, 1.25, -2.0, 7.0]) for k in _keys}
+        else:
+            _values = {k: (_rng.randint(0, 2), _rng.randint(0, 2), _rng.randint(0, 1)) for k in _keys}
+        _copy = dict(_values)
+        _result = select_victim(_values)
+        assert_plain_equal(_result, _oracle_victim(_copy), f"select_victim on random case {_case}", reveal=False)
+        assert _values == _copy, f"select_victim changed its input on random case {_case}"
+    for _single in ({"only": 4}, {"z": (1,)}):
+        assert_plain_equal(select_victim(_single), next(iter(_single)), f"select_victim({_single})")
+    check_type(select_victim(dict()), type(None), "select_victim(dict())")
+    ### END HIDDEN TESTS
+
+
+_check_task1_1_select_victim()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task1_2_eviction_order_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 1.2: eviction_order (2 points)
@@ -212,35 +219,41 @@ def eviction_order(values):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task1_2_eviction_order", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that eviction_order lists every key by ascending value, ties by ascending key."""
-from course.checks import assert_plain_equal
-
-assert_plain_equal(eviction_order({"a": 3, "b": 1, "c": 2}), ["b", "c", "a"], "eviction_order({'a': 3, 'b': 1, 'c': 2})")
-assert_plain_equal(eviction_order({"d": 1, "c": 1, "b": 0}), ["b", "c", "d"],
-                   "eviction_order({'d': 1, 'c': 1, 'b': 0}) (ties go to the smaller key)")
-assert_plain_equal(eviction_order({}), [], "eviction_order({})")
-assert_plain_equal(eviction_order({"p": (1, 9), "q": (1, 2), "r": (0, 50)}), ["r", "q", "p"],
-                   "eviction_order({'p': (1, 9), 'q': (1, 2), 'r': (0, 50)})")
-
-### BEGIN HIDDEN TESTS
-import random as _random
 
 
-def _oracle_order(values):
-    by_key = sorted(values)
-    return sorted(by_key, key=lambda k: values[k])
+def _check_task1_2_eviction_order():
+    from course.checks import assert_plain_equal
+
+    assert_plain_equal(eviction_order({"a": 3, "b": 1, "c": 2}), ["b", "c", "a"], "eviction_order({'a': 3, 'b': 1, 'c': 2})")
+    assert_plain_equal(eviction_order({"d": 1, "c": 1, "b": 0}), ["b", "c", "d"],
+                       "eviction_order({'d': 1, 'c': 1, 'b': 0}) (ties go to the smaller key)")
+    assert_plain_equal(eviction_order({}), [], "eviction_order({})")
+    assert_plain_equal(eviction_order({"p": (1, 9), "q": (1, 2), "r": (0, 50)}), ["r", "q", "p"],
+                       "eviction_order({'p': (1, 9), 'q': (1, 2), 'r': (0, 50)})")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
 
 
-_rng = _random.Random(1202)
-for _case in range(300):
-    _keys = _rng.sample([f"s{i}" for i in range(80)], _rng.randint(0, 20))
-    if _case % 2:
-        _values = {k: _rng.randint(0, 4) for k in _keys}
-    else:
-        _values = {k: (_rng.randint(0, 1), _rng.uniform(0, 1) if _rng.random() < 0.3 else 0.5) for k in _keys}
-    _copy = dict(_values)
-    assert_plain_equal(eviction_order(_values), _oracle_order(_copy), f"eviction_order on random case {_case}", reveal=False)
-    assert _values == _copy, f"eviction_order changed its input on random case {_case}"
-### END HIDDEN TESTS
+    def _oracle_order(values):
+        by_key = sorted(values)
+        return sorted(by_key, key=lambda k: values[k])
+
+
+    _rng = _random.Random(1202)
+    for _case in range(300):
+        _keys = _rng.sample([f"s{i}" for i in range(80)], _rng.randint(0, 20))
+        if _case % 2:
+            _values = {k: _rng.randint(0, 4) for k in _keys}
+        else:
+            _values = {k: (_rng.randint(0, 1), _rng.uniform(0, 1) if _rng.random() < 0.3 else 0.5) for k in _keys}
+        _copy = dict(_values)
+        assert_plain_equal(eviction_order(_values), _oracle_order(_copy), f"eviction_order on random case {_case}", reveal=False)
+        assert _values == _copy, f"eviction_order changed its input on random case {_case}"
+    ### END HIDDEN TESTS
+
+
+_check_task1_2_eviction_order()
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task1_3_quotas_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 1.3: quotas (3 points)
@@ -295,40 +308,47 @@ def quotas(weights, total_blocks):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task1_3_quotas", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 """Check that quotas splits total_blocks in proportion to the weights and rejects bad input."""
-from course.checks import assert_plain_equal, assert_raises
-
-assert_plain_equal(quotas({"a": 1, "b": 3}, 100), {"a": 25.0, "b": 75.0}, "quotas({'a': 1, 'b': 3}, 100)")
-assert_plain_equal(quotas({"a": 2.0, "b": 2.0, "c": 0.0}, 512), {"a": 256.0, "b": 256.0, "c": 0.0},
-                   "quotas({'a': 2.0, 'b': 2.0, 'c': 0.0}, 512)")
-assert_raises(ValueError, "quotas({'a': -1, 'b': 2}, 10)", quotas, {"a": -1, "b": 2}, 10)
-assert_raises(ValueError, "quotas({'a': 0, 'b': 0}, 10)", quotas, {"a": 0, "b": 0}, 10)
-assert_raises(ValueError, "quotas({'a': 1}, -5)", quotas, {"a": 1}, -5)
-
-### BEGIN HIDDEN TESTS
-import math as _math
-import random as _random
 
 
-def _oracle_quotas(weights, total_blocks):
-    total = _math.fsum(weights.values())
-    return {t: float(w) / total * total_blocks for t, w in weights.items()}
+def _check_task1_3_quotas():
+    from course.checks import assert_plain_equal, assert_raises
+
+    assert_plain_equal(quotas({"a": 1, "b": 3}, 100), {"a": 25.0, "b": 75.0}, "quotas({'a': 1, 'b': 3}, 100)")
+    assert_plain_equal(quotas({"a": 2.0, "b": 2.0, "c": 0.0}, 512), {"a": 256.0, "b": 256.0, "c": 0.0},
+                       "quotas({'a': 2.0, 'b': 2.0, 'c': 0.0}, 512)")
+    assert_raises(ValueError, "quotas({'a': -1, 'b': 2}, 10)", quotas, {"a": -1, "b": 2}, 10)
+    assert_raises(ValueError, "quotas({'a': 0, 'b': 0}, 10)", quotas, {"a": 0, "b": 0}, 10)
+    assert_raises(ValueError, "quotas({'a': 1}, -5)", quotas, {"a": 1}, -5)
+
+    ### BEGIN HIDDEN TESTS
+    import math as _math
+    import random as _random
 
 
-_rng = _random.Random(1303)
-for _case in range(300):
-    _tenants = [f"tenant{i}" for i in range(_rng.randint(1, 8))]
-    _weights = {t: (_rng.randint(0, 9) if _case % 2 else _rng.uniform(0, 5)) for t in _tenants}
-    _weights[_tenants[0]] = _weights[_tenants[0]] or 1
-    _total = _rng.choice([0, 1, 7, 100, 512, 4096])
-    _copy = dict(_weights)
-    assert_plain_equal(quotas(_weights, _total), _oracle_quotas(_copy, _total),
-                       f"quotas on random case {_case}", rel_tol=1e-9, abs_tol=1e-9, reveal=False)
-    assert _weights == _copy, f"quotas changed its input on random case {_case}"
-for _bad in ({"a": float("nan"), "b": 1.0}, {"a": float("inf")}, {"a": 1.0, "b": -0.5}, {}, {"x": 0.0}):
-    assert_raises(ValueError, f"quotas({_bad}, 64)", quotas, _bad, 64)
-assert_raises(ValueError, "quotas({'a': 1.0}, -1)", quotas, {"a": 1.0}, -1)
-assert_plain_equal(quotas({"solo": 0.25}, 10), {"solo": 10.0}, "quotas({'solo': 0.25}, 10)")
-### END HIDDEN TESTS
+    def _oracle_quotas(weights, total_blocks):
+        total = _math.fsum(weights.values())
+        return {t: float(w) / total * total_blocks for t, w in weights.items()}
+
+
+    _rng = _random.Random(1303)
+    for _case in range(300):
+        _tenants = [f"tenant{i}" for i in range(_rng.randint(1, 8))]
+        _weights = {t: (_rng.randint(0, 9) if _case % 2 else _rng.uniform(0, 5)) for t in _tenants}
+        _weights[_tenants[0]] = _weights[_tenants[0]] or 1
+        _total = _rng.choice([0, 1, 7, 100, 512, 4096])
+        _copy = dict(_weights)
+        assert_plain_equal(quotas(_weights, _total), _oracle_quotas(_copy, _total),
+                           f"quotas on random case {_case}", rel_tol=1e-9, abs_tol=1e-9, reveal=False)
+        assert _weights == _copy, f"quotas changed its input on random case {_case}"
+    for _bad in ({"a": float("nan"), "b": 1.0}, {"a": float("inf")}, {"a": 1.0, "b": -0.5}, {}, {"x": 0.0}):
+        assert_raises(ValueError, f"quotas({_bad}, 64)", quotas, _bad, 64)
+    assert_raises(ValueError, "quotas({'a': 1.0}, -1)", quotas, {"a": 1.0}, -1)
+    assert_plain_equal(quotas({"solo": 0.25}, 10), {"solo": 10.0}, "quotas({'solo': 0.25}, 10)")
+    ### END HIDDEN TESTS
+
+
+_check_task1_3_quotas()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task1_4_overuse_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 1.4: overuse (2 points)
@@ -363,29 +383,36 @@ def overuse(usage, quota):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task1_4_overuse", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that overuse covers every tenant of both dicts and returns floats."""
-from course.checks import assert_plain_equal
 
-assert_plain_equal(overuse({"a": 30, "b": 10}, {"a": 25.0, "b": 25.0}), {"a": 5.0, "b": -15.0},
-                   "overuse({'a': 30, 'b': 10}, {'a': 25.0, 'b': 25.0})")
-assert_plain_equal(overuse({"a": 30, "new": 4}, {"a": 25.0, "idle": 50.0}), {"a": 5.0, "new": 4.0, "idle": -50.0},
-                   "overuse({'a': 30, 'new': 4}, {'a': 25.0, 'idle': 50.0}) (missing entries count as 0)")
-assert_plain_equal(overuse({}, {}), {}, "overuse({}, {})")
 
-### BEGIN HIDDEN TESTS
-import random as _random
+def _check_task1_4_overuse():
+    from course.checks import assert_plain_equal
 
-_rng = _random.Random(1404)
-for _case in range(300):
-    _names = [f"t{i}" for i in range(10)]
-    _usage = {t: _rng.randint(0, 100) for t in _rng.sample(_names, _rng.randint(0, 6))}
-    _quota = {t: _rng.choice([0.0, 12.5, 33.25, 50.0, float(_rng.randint(0, 80))]) for t in _rng.sample(_names, _rng.randint(0, 6))}
-    _expected = {}
-    for _t in list(_usage) + list(_quota):
-        _expected[_t] = float(_usage[_t] if _t in _usage else 0) - (_quota[_t] if _t in _quota else 0.0)
-    _u, _q = dict(_usage), dict(_quota)
-    assert_plain_equal(overuse(_usage, _quota), _expected, f"overuse on random case {_case}", reveal=False)
-    assert _usage == _u and _quota == _q, f"overuse changed its input on random case {_case}"
-### END HIDDEN TESTS
+    assert_plain_equal(overuse({"a": 30, "b": 10}, {"a": 25.0, "b": 25.0}), {"a": 5.0, "b": -15.0},
+                       "overuse({'a': 30, 'b': 10}, {'a': 25.0, 'b': 25.0})")
+    assert_plain_equal(overuse({"a": 30, "new": 4}, {"a": 25.0, "idle": 50.0}), {"a": 5.0, "new": 4.0, "idle": -50.0},
+                       "overuse({'a': 30, 'new': 4}, {'a': 25.0, 'idle': 50.0}) (missing entries count as 0)")
+    assert_plain_equal(overuse({}, {}), {}, "overuse({}, {})")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(1404)
+    for _case in range(300):
+        _names = [f"t{i}" for i in range(10)]
+        _usage = {t: _rng.randint(0, 100) for t in _rng.sample(_names, _rng.randint(0, 6))}
+        _quota = {t: _rng.choice([0.0, 12.5, 33.25, 50.0, float(_rng.randint(0, 80))]) for t in _rng.sample(_names, _rng.randint(0, 6))}
+        _expected = {}
+        for _t in list(_usage) + list(_quota):
+            _expected[_t] = float(_usage[_t] if _t in _usage else 0) - (_quota[_t] if _t in _quota else 0.0)
+        _u, _q = dict(_usage), dict(_quota)
+        assert_plain_equal(overuse(_usage, _quota), _expected, f"overuse on random case {_case}", reveal=False)
+        assert _usage == _u and _quota == _q, f"overuse changed its input on random case {_case}"
+    ### END HIDDEN TESTS
+
+
+_check_task1_4_overuse()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task1_5_victim_tenant_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 1.5: victim_tenant (3 points)
@@ -424,42 +451,49 @@ def victim_tenant(usage, quota):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task1_5_victim_tenant", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 """Check that victim_tenant picks the largest positive overuse, ties to the larger name."""
-from course.checks import assert_plain_equal, check_type
-
-assert_plain_equal(victim_tenant({"a": 30, "b": 10, "c": 60}, {"a": 25.0, "b": 25.0, "c": 50.0}), "c",
-                   "victim_tenant({'a': 30, 'b': 10, 'c': 60}, {'a': 25.0, 'b': 25.0, 'c': 50.0})")
-assert_plain_equal(victim_tenant({"a": 30, "b": 30}, {"a": 25.0, "b": 25.0}), "b",
-                   "victim_tenant({'a': 30, 'b': 30}, {'a': 25.0, 'b': 25.0}) (a tie goes to the larger name)")
-check_type(victim_tenant({"a": 25, "b": 5}, {"a": 25.0, "b": 25.0}), type(None),
-           "victim_tenant({'a': 25, 'b': 5}, {'a': 25.0, 'b': 25.0}) (exactly at quota is not over quota)")
-
-### BEGIN HIDDEN TESTS
-import random as _random
 
 
-def _oracle_tenant(usage, quota):
-    best, best_amount = None, 0.0
-    for t in sorted(set(usage) | set(quota)):
-        amount = float(usage.get(t, 0)) - float(quota.get(t, 0.0))
-        if amount > 0 and (best is None or amount >= best_amount):
-            best, best_amount = t, amount
-    return best
+def _check_task1_5_victim_tenant():
+    from course.checks import assert_plain_equal, check_type
+
+    assert_plain_equal(victim_tenant({"a": 30, "b": 10, "c": 60}, {"a": 25.0, "b": 25.0, "c": 50.0}), "c",
+                       "victim_tenant({'a': 30, 'b': 10, 'c': 60}, {'a': 25.0, 'b': 25.0, 'c': 50.0})")
+    assert_plain_equal(victim_tenant({"a": 30, "b": 30}, {"a": 25.0, "b": 25.0}), "b",
+                       "victim_tenant({'a': 30, 'b': 30}, {'a': 25.0, 'b': 25.0}) (a tie goes to the larger name)")
+    check_type(victim_tenant({"a": 25, "b": 5}, {"a": 25.0, "b": 25.0}), type(None),
+               "victim_tenant({'a': 25, 'b': 5}, {'a': 25.0, 'b': 25.0}) (exactly at quota is not over quota)")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
 
 
-_rng = _random.Random(1505)
-for _case in range(400):
-    _names = [f"t{i}" for i in range(8)]
-    _usage = {t: _rng.randint(0, 12) for t in _rng.sample(_names, _rng.randint(0, 6))}
-    _quota = {t: float(_rng.randint(0, 10)) for t in _rng.sample(_names, _rng.randint(0, 6))}
-    _expected = _oracle_tenant(_usage, _quota)
-    _result = victim_tenant(dict(_usage), dict(_quota))
-    if _expected is None:
-        check_type(_result, type(None), f"victim_tenant on random case {_case}")
-    else:
-        assert_plain_equal(_result, _expected, f"victim_tenant on random case {_case}", reveal=False)
-check_type(victim_tenant({}, {}), type(None), "victim_tenant({}, {})")
-assert_plain_equal(victim_tenant({"newcomer": 1}, {}), "newcomer", "victim_tenant({'newcomer': 1}, {})")
-### END HIDDEN TESTS
+    def _oracle_tenant(usage, quota):
+        best, best_amount = None, 0.0
+        for t in sorted(set(usage) | set(quota)):
+            amount = float(usage.get(t, 0)) - float(quota.get(t, 0.0))
+            if amount > 0 and (best is None or amount >= best_amount):
+                best, best_amount = t, amount
+        return best
+
+
+    _rng = _random.Random(1505)
+    for _case in range(400):
+        _names = [f"t{i}" for i in range(8)]
+        _usage = {t: _rng.randint(0, 12) for t in _rng.sample(_names, _rng.randint(0, 6))}
+        _quota = {t: float(_rng.randint(0, 10)) for t in _rng.sample(_names, _rng.randint(0, 6))}
+        _expected = _oracle_tenant(_usage, _quota)
+        _result = victim_tenant(dict(_usage), dict(_quota))
+        if _expected is None:
+            check_type(_result, type(None), f"victim_tenant on random case {_case}")
+        else:
+            assert_plain_equal(_result, _expected, f"victim_tenant on random case {_case}", reveal=False)
+    check_type(victim_tenant({}, {}), type(None), "victim_tenant({}, {})")
+    assert_plain_equal(victim_tenant({"newcomer": 1}, {}), "newcomer", "victim_tenant({'newcomer': 1}, {})")
+    ### END HIDDEN TESTS
+
+
+_check_task1_5_victim_tenant()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task1_6_argmin_victim_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 1.6: argmin_victim on tensors (3 points)
@@ -509,55 +543,62 @@ def argmin_victim(values, evictable=None):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task1_6_argmin_victim", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 """Check that argmin_victim finds the smallest evictable value, lowest index on ties, on every device."""
-from course.checks import assert_no_python_loop, assert_plain_equal
-from course.env import available_devices
-
-for device in available_devices():
-    values = torch.tensor([3.0, 1.0, 2.0, 1.0], device=device)
-    assert_plain_equal(argmin_victim(values), 1, f"argmin_victim([3., 1., 2., 1.]) on {device}")
-    mask = torch.tensor([True, False, True, True], device=device)
-    assert_plain_equal(argmin_victim(values, mask), 3, f"argmin_victim([3., 1., 2., 1.], mask [T, F, T, T]) on {device}")
-    none = torch.zeros(4, dtype=torch.bool, device=device)
-    assert_plain_equal(argmin_victim(values, none), -1, f"argmin_victim(values, all False) on {device}")
-    steps = torch.tensor([9, 4, 4, 7], dtype=torch.int64, device=device)
-    assert_plain_equal(argmin_victim(steps), 1, f"argmin_victim(int64 [9, 4, 4, 7]) on {device}")
-
-### BEGIN HIDDEN TESTS
-import random as _random
 
 
-def _oracle_argmin(values, mask):
-    best = -1
-    for i, (v, m) in enumerate(zip(values, mask)):
-        if m and (best < 0 or v < values[best]):
-            best = i
-    return best
+def _check_task1_6_argmin_victim():
+    from course.checks import assert_no_python_loop, assert_plain_equal
+    from course.env import available_devices
+
+    for device in available_devices():
+        values = torch.tensor([3.0, 1.0, 2.0, 1.0], device=device)
+        assert_plain_equal(argmin_victim(values), 1, f"argmin_victim([3., 1., 2., 1.]) on {device}")
+        mask = torch.tensor([True, False, True, True], device=device)
+        assert_plain_equal(argmin_victim(values, mask), 3, f"argmin_victim([3., 1., 2., 1.], mask [T, F, T, T]) on {device}")
+        none = torch.zeros(4, dtype=torch.bool, device=device)
+        assert_plain_equal(argmin_victim(values, none), -1, f"argmin_victim(values, all False) on {device}")
+        steps = torch.tensor([9, 4, 4, 7], dtype=torch.int64, device=device)
+        assert_plain_equal(argmin_victim(steps), 1, f"argmin_victim(int64 [9, 4, 4, 7]) on {device}")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
 
 
-_rng = _random.Random(1606)
-for device in available_devices():
-    for _case in range(150):
-        _n = _rng.randint(0, 40)
-        _vals = [_rng.randint(-3, 3) for _ in range(_n)]
-        _mask = [_rng.random() < 0.6 for _ in range(_n)]
-        _dtype = [torch.int64, torch.float32, torch.float64, torch.int32][_case % 4]
-        _t = torch.tensor(_vals, dtype=_dtype, device=device)
-        _m = torch.tensor(_mask, dtype=torch.bool, device=device)
-        assert_plain_equal(argmin_victim(_t, _m), _oracle_argmin(_vals, _mask),
-                           f"argmin_victim on random case {_case} ({_dtype}, {device})", reveal=False)
-        assert_plain_equal(argmin_victim(_t), _oracle_argmin(_vals, [True] * _n),
-                           f"argmin_victim without a mask on random case {_case} ({_dtype}, {device})", reveal=False)
-    _big = torch.tensor([2**62, 2**63 - 1, 2**63 - 1], dtype=torch.int64, device=device)
-    assert_plain_equal(argmin_victim(_big, torch.tensor([False, True, True], device=device)), 1,
-                       f"argmin_victim with int64 values at the top of the range on {device}")
-    _inf = torch.tensor([float("inf"), float("inf")], device=device)
-    assert_plain_equal(argmin_victim(_inf, torch.tensor([False, True], device=device)), 1,
-                       f"argmin_victim with an evictable value of +inf on {device}")
-    assert_plain_equal(argmin_victim(torch.tensor([], device=device)), -1, f"argmin_victim(empty tensor) on {device}")
-_small = (torch.arange(8.0).flip(0), torch.ones(8, dtype=torch.bool))
-_large = (torch.arange(4096.0).flip(0), torch.ones(4096, dtype=torch.bool))
-assert_no_python_loop(argmin_victim, _small, _large, "argmin_victim")
-### END HIDDEN TESTS
+    def _oracle_argmin(values, mask):
+        best = -1
+        for i, (v, m) in enumerate(zip(values, mask)):
+            if m and (best < 0 or v < values[best]):
+                best = i
+        return best
+
+
+    _rng = _random.Random(1606)
+    for device in available_devices():
+        for _case in range(150):
+            _n = _rng.randint(0, 40)
+            _vals = [_rng.randint(-3, 3) for _ in range(_n)]
+            _mask = [_rng.random() < 0.6 for _ in range(_n)]
+            _dtype = [torch.int64, torch.float32, torch.float64, torch.int32][_case % 4]
+            _t = torch.tensor(_vals, dtype=_dtype, device=device)
+            _m = torch.tensor(_mask, dtype=torch.bool, device=device)
+            assert_plain_equal(argmin_victim(_t, _m), _oracle_argmin(_vals, _mask),
+                               f"argmin_victim on random case {_case} ({_dtype}, {device})", reveal=False)
+            assert_plain_equal(argmin_victim(_t), _oracle_argmin(_vals, [True] * _n),
+                               f"argmin_victim without a mask on random case {_case} ({_dtype}, {device})", reveal=False)
+        _big = torch.tensor([2**62, 2**63 - 1, 2**63 - 1], dtype=torch.int64, device=device)
+        assert_plain_equal(argmin_victim(_big, torch.tensor([False, True, True], device=device)), 1,
+                           f"argmin_victim with int64 values at the top of the range on {device}")
+        _inf = torch.tensor([float("inf"), float("inf")], device=device)
+        assert_plain_equal(argmin_victim(_inf, torch.tensor([False, True], device=device)), 1,
+                           f"argmin_victim with an evictable value of +inf on {device}")
+        assert_plain_equal(argmin_victim(torch.tensor([], device=device)), -1, f"argmin_victim(empty tensor) on {device}")
+    _small = (torch.arange(8.0).flip(0), torch.ones(8, dtype=torch.bool))
+    _large = (torch.arange(4096.0).flip(0), torch.ones(4096, dtype=torch.bool))
+    assert_no_python_loop(argmin_victim, _small, _large, "argmin_victim")
+    ### END HIDDEN TESTS
+
+
+_check_task1_6_argmin_victim()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task1_7_lex_argmin_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 1.7: lex_argmin on tensors (4 points)
@@ -614,56 +655,63 @@ def lex_argmin(keys, evictable=None):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task1_7_lex_argmin", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 """Check that lex_argmin compares keys lexicographically, for any int64 values, on every device."""
-from course.checks import assert_no_python_loop, assert_plain_equal, assert_raises
-from course.env import available_devices
-
-for device in available_devices():
-    use_count = torch.tensor([2, 1, 1, 3], device=device)
-    last_access_step = torch.tensor([5, 9, 4, 1], device=device)
-    assert_plain_equal(lex_argmin([use_count, last_access_step]), 2,
-                       f"lex_argmin([use_count [2, 1, 1, 3], last_access_step [5, 9, 4, 1]]) on {device}")
-    mask = torch.tensor([True, True, False, True], device=device)
-    assert_plain_equal(lex_argmin([use_count, last_access_step], mask), 1,
-                       f"lex_argmin(same keys, mask [T, T, F, T]) on {device}")
-    huge = torch.tensor([2**62, -2**62, -2**62], device=device)
-    tie_break = torch.tensor([0, 2**63 - 1, -2**63], device=device)
-    assert_plain_equal(lex_argmin([huge, tie_break]), 2, f"lex_argmin with values near the int64 limits on {device}")
-    assert_plain_equal(lex_argmin([use_count], torch.zeros(4, dtype=torch.bool, device=device)), -1,
-                       f"lex_argmin(keys, all False) on {device}")
-assert_raises(ValueError, "lex_argmin([])", lex_argmin, [])
-
-### BEGIN HIDDEN TESTS
-import random as _random
 
 
-def _oracle_lex(columns, mask):
-    rows = [tuple(column[i] for column in columns) + (i,) for i in range(len(mask)) if mask[i]]
-    return min(rows)[-1] if rows else -1
+def _check_task1_7_lex_argmin():
+    from course.checks import assert_no_python_loop, assert_plain_equal, assert_raises
+    from course.env import available_devices
+
+    for device in available_devices():
+        use_count = torch.tensor([2, 1, 1, 3], device=device)
+        last_access_step = torch.tensor([5, 9, 4, 1], device=device)
+        assert_plain_equal(lex_argmin([use_count, last_access_step]), 2,
+                           f"lex_argmin([use_count [2, 1, 1, 3], last_access_step [5, 9, 4, 1]]) on {device}")
+        mask = torch.tensor([True, True, False, True], device=device)
+        assert_plain_equal(lex_argmin([use_count, last_access_step], mask), 1,
+                           f"lex_argmin(same keys, mask [T, T, F, T]) on {device}")
+        huge = torch.tensor([2**62, -2**62, -2**62], device=device)
+        tie_break = torch.tensor([0, 2**63 - 1, -2**63], device=device)
+        assert_plain_equal(lex_argmin([huge, tie_break]), 2, f"lex_argmin with values near the int64 limits on {device}")
+        assert_plain_equal(lex_argmin([use_count], torch.zeros(4, dtype=torch.bool, device=device)), -1,
+                           f"lex_argmin(keys, all False) on {device}")
+    assert_raises(ValueError, "lex_argmin([])", lex_argmin, [])
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
 
 
-_rng = _random.Random(1707)
-_extremes = [-2**63, -2**62, -1, 0, 1, 2**31, 2**32 + 1, 2**62, 2**63 - 1]
-for device in available_devices():
-    for _case in range(200):
-        _n = _rng.randint(1, 30)
-        _k = _rng.randint(1, 3)
-        if _case % 3 == 0:
-            _columns = [[_rng.choice(_extremes) for _ in range(_n)] for _ in range(_k)]
-        else:
-            _columns = [[_rng.randint(0, 3) for _ in range(_n)] for _ in range(_k)]
-        _mask = [_rng.random() < 0.7 for _ in range(_n)]
-        _tensors = [torch.tensor(c, dtype=torch.int64, device=device) for c in _columns]
-        _m = torch.tensor(_mask, device=device)
-        assert_plain_equal(lex_argmin(_tensors, _m), _oracle_lex(_columns, _mask),
-                           f"lex_argmin on random case {_case} ({_k} keys, {device})", reveal=False)
-        assert_plain_equal(lex_argmin(_tensors), _oracle_lex(_columns, [True] * _n),
-                           f"lex_argmin without a mask on random case {_case} ({device})", reveal=False)
-        assert all(torch.equal(t.cpu(), torch.tensor(c)) for t, c in zip(_tensors, _columns)), \
-            f"lex_argmin changed its key tensors on random case {_case}"
-_small = ([torch.arange(8).flip(0), torch.zeros(8, dtype=torch.int64)], torch.ones(8, dtype=torch.bool))
-_large = ([torch.arange(4096).flip(0), torch.zeros(4096, dtype=torch.int64)], torch.ones(4096, dtype=torch.bool))
-assert_no_python_loop(lex_argmin, _small, _large, "lex_argmin")
-### END HIDDEN TESTS
+    def _oracle_lex(columns, mask):
+        rows = [tuple(column[i] for column in columns) + (i,) for i in range(len(mask)) if mask[i]]
+        return min(rows)[-1] if rows else -1
+
+
+    _rng = _random.Random(1707)
+    _extremes = [-2**63, -2**62, -1, 0, 1, 2**31, 2**32 + 1, 2**62, 2**63 - 1]
+    for device in available_devices():
+        for _case in range(200):
+            _n = _rng.randint(1, 30)
+            _k = _rng.randint(1, 3)
+            if _case % 3 == 0:
+                _columns = [[_rng.choice(_extremes) for _ in range(_n)] for _ in range(_k)]
+            else:
+                _columns = [[_rng.randint(0, 3) for _ in range(_n)] for _ in range(_k)]
+            _mask = [_rng.random() < 0.7 for _ in range(_n)]
+            _tensors = [torch.tensor(c, dtype=torch.int64, device=device) for c in _columns]
+            _m = torch.tensor(_mask, device=device)
+            assert_plain_equal(lex_argmin(_tensors, _m), _oracle_lex(_columns, _mask),
+                               f"lex_argmin on random case {_case} ({_k} keys, {device})", reveal=False)
+            assert_plain_equal(lex_argmin(_tensors), _oracle_lex(_columns, [True] * _n),
+                               f"lex_argmin without a mask on random case {_case} ({device})", reveal=False)
+            assert all(torch.equal(t.cpu(), torch.tensor(c)) for t, c in zip(_tensors, _columns)), \
+                f"lex_argmin changed its key tensors on random case {_case}"
+    _small = ([torch.arange(8).flip(0), torch.zeros(8, dtype=torch.int64)], torch.ones(8, dtype=torch.bool))
+    _large = ([torch.arange(4096).flip(0), torch.zeros(4096, dtype=torch.int64)], torch.ones(4096, dtype=torch.bool))
+    assert_no_python_loop(lex_argmin, _small, _large, "lex_argmin")
+    ### END HIDDEN TESTS
+
+
+_check_task1_7_lex_argmin()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task1_8_quotas_tensor_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 1.8: quotas_tensor (3 points)
@@ -709,42 +757,48 @@ def quotas_tensor(weights, total_blocks):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task1_8_quotas_tensor", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 """Check that quotas_tensor returns float64 quotas on the weights' device and rejects bad input."""
-from course.checks import assert_raises, assert_same_tensor
-from course.env import available_devices
 
-for device in available_devices():
-    weights = torch.tensor([1.0, 3.0], device=device)
-    assert_same_tensor(quotas_tensor(weights, 100), torch.tensor([25.0, 75.0], dtype=torch.float64, device=device),
-                       f"quotas_tensor([1., 3.], 100) on {device}")
-    counts = torch.tensor([2, 2, 0], device=device)
-    assert_same_tensor(quotas_tensor(counts, 512), torch.tensor([256.0, 256.0, 0.0], dtype=torch.float64, device=device),
-                       f"quotas_tensor(int64 [2, 2, 0], 512) on {device}")
-    assert_raises(ValueError, f"quotas_tensor([-1., 2.], 10) on {device}", quotas_tensor,
-                  torch.tensor([-1.0, 2.0], device=device), 10)
-    assert_raises(ValueError, f"quotas_tensor([0., 0.], 10) on {device}", quotas_tensor,
-                  torch.tensor([0.0, 0.0], device=device), 10)
 
-### BEGIN HIDDEN TESTS
-import random as _random
+def _check_task1_8_quotas_tensor():
+    from course.checks import assert_raises, assert_same_tensor
+    from course.env import available_devices
 
-_rng = _random.Random(1808)
-for device in available_devices():
-    for _case in range(100):
-        _n = _rng.randint(1, 12)
-        _w = [(_rng.randint(0, 9) if _case % 2 else _rng.uniform(0, 3)) for _ in range(_n)]
-        _w[0] = _w[0] or 1
-        _total = _rng.choice([0, 1, 64, 512, 10000])
-        _dtype = [torch.float32, torch.float64, torch.int64][_case % 3]
-        _t = torch.tensor(_w, device=device).to(_dtype)
-        _w64 = _t.cpu().to(torch.float64)
-        _expected = (_w64 / _w64.sum() * _total).to(device)
-        assert_same_tensor(quotas_tensor(_t, _total), _expected, f"quotas_tensor on random case {_case} ({_dtype}, {device})",
-                           atol=1e-9, rtol=1e-12, reveal=False)
-    for _bad in ([float("nan"), 1.0], [float("inf")], [1.0, -0.5], [], [0.0]):
-        assert_raises(ValueError, f"quotas_tensor({_bad}, 64) on {device}", quotas_tensor,
-                      torch.tensor(_bad, dtype=torch.float64, device=device), 64)
-    assert_raises(ValueError, f"quotas_tensor([1.], -1) on {device}", quotas_tensor, torch.tensor([1.0], device=device), -1)
-### END HIDDEN TESTS
+    for device in available_devices():
+        weights = torch.tensor([1.0, 3.0], device=device)
+        assert_same_tensor(quotas_tensor(weights, 100), torch.tensor([25.0, 75.0], dtype=torch.float64, device=device),
+                           f"quotas_tensor([1., 3.], 100) on {device}")
+        counts = torch.tensor([2, 2, 0], device=device)
+        assert_same_tensor(quotas_tensor(counts, 512), torch.tensor([256.0, 256.0, 0.0], dtype=torch.float64, device=device),
+                           f"quotas_tensor(int64 [2, 2, 0], 512) on {device}")
+        assert_raises(ValueError, f"quotas_tensor([-1., 2.], 10) on {device}", quotas_tensor,
+                      torch.tensor([-1.0, 2.0], device=device), 10)
+        assert_raises(ValueError, f"quotas_tensor([0., 0.], 10) on {device}", quotas_tensor,
+                      torch.tensor([0.0, 0.0], device=device), 10)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(1808)
+    for device in available_devices():
+        for _case in range(100):
+            _n = _rng.randint(1, 12)
+            _w = [(_rng.randint(0, 9) if _case % 2 else _rng.uniform(0, 3)) for _ in range(_n)]
+            _w[0] = _w[0] or 1
+            _total = _rng.choice([0, 1, 64, 512, 10000])
+            _dtype = [torch.float32, torch.float64, torch.int64][_case % 3]
+            _t = torch.tensor(_w, device=device).to(_dtype)
+            _w64 = _t.cpu().to(torch.float64)
+            _expected = (_w64 / _w64.sum() * _total).to(device)
+            assert_same_tensor(quotas_tensor(_t, _total), _expected, f"quotas_tensor on random case {_case} ({_dtype}, {device})",
+                               atol=1e-9, rtol=1e-12, reveal=False)
+        for _bad in ([float("nan"), 1.0], [float("inf")], [1.0, -0.5], [], [0.0]):
+            assert_raises(ValueError, f"quotas_tensor({_bad}, 64) on {device}", quotas_tensor,
+                          torch.tensor(_bad, dtype=torch.float64, device=device), 64)
+        assert_raises(ValueError, f"quotas_tensor([1.], -1) on {device}", quotas_tensor, torch.tensor([1.0], device=device), -1)
+    ### END HIDDEN TESTS
+
+
+_check_task1_8_quotas_tensor()
 
 # %% [markdown]
 # ## Experiment 1: one ranking, drawn | 实验 1：画出一次排序

@@ -184,43 +184,49 @@ class KVBlock:
 
 # %% nbgrader={"grade": true, "grade_id": "test_task2_1_KVBlock", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that KVBlock is a dataclass with the pinned fields and live is_full / free_slots properties."""
-import dataclasses
 
-from course.checks import assert_plain_equal
 
-assert dataclasses.is_dataclass(KVBlock), "KVBlock must be a dataclass (decorate it with @dataclass)"
-assert_plain_equal([f.name for f in dataclasses.fields(KVBlock)], ["block_id", "capacity", "filled", "ref_count"],
-                   "the field names of KVBlock, in order")
-block = KVBlock(3, 16)
-assert_plain_equal([block.block_id, block.capacity, block.filled, block.ref_count], [3, 16, 0, 0],
-                   "[block_id, capacity, filled, ref_count] of KVBlock(3, 16)")
-assert_plain_equal(block.free_slots, 16, "KVBlock(3, 16).free_slots")
-assert_plain_equal(block.is_full, False, "KVBlock(3, 16).is_full")
-full = KVBlock(0, 4, filled=4, ref_count=2)
-assert_plain_equal([full.is_full, full.free_slots], [True, 0], "[is_full, free_slots] of KVBlock(0, 4, filled=4, ref_count=2)")
+def _check_task2_1_KVBlock():
+    import dataclasses
 
-### BEGIN HIDDEN TESTS
-import random as _random
+    from course.checks import assert_plain_equal
 
-for _name in ("is_full", "free_slots"):
-    assert isinstance(vars(KVBlock).get(_name), property), f"KVBlock.{_name} must be a property (use @property)"
-_rng = _random.Random(2101)
-for _case in range(200):
-    _capacity = _rng.randint(1, 40)
-    _filled = _rng.randint(0, _capacity)
-    _block = KVBlock(_case, _capacity, _filled, _rng.randint(0, 3))
-    assert_plain_equal([_block.is_full, _block.free_slots], [_filled == _capacity, _capacity - _filled],
-                       f"[is_full, free_slots] of KVBlock with capacity {_capacity}, filled {_filled}", reveal=False)
-    _block.filled = _rng.randint(0, _capacity)
-    assert_plain_equal([_block.is_full, _block.free_slots], [_block.filled == _capacity, _capacity - _block.filled],
-                       f"[is_full, free_slots] after changing filled (case {_case}): they must follow the field", reveal=False)
-_default = KVBlock(block_id=7, capacity=1)
-assert_plain_equal([_default.filled, _default.ref_count, _default.is_full, _default.free_slots], [0, 0, False, 1],
-                   "KVBlock(block_id=7, capacity=1)")
-_default.filled = 1
-assert_plain_equal([_default.is_full, _default.free_slots], [True, 0], "KVBlock(7, 1) after filled = 1")
-assert_plain_equal(KVBlock(2, 8, 3, 1) == KVBlock(2, 8, 3, 1), True, "KVBlock(2, 8, 3, 1) == KVBlock(2, 8, 3, 1)")
-### END HIDDEN TESTS
+    assert dataclasses.is_dataclass(KVBlock), "KVBlock must be a dataclass (decorate it with @dataclass)"
+    assert_plain_equal([f.name for f in dataclasses.fields(KVBlock)], ["block_id", "capacity", "filled", "ref_count"],
+                       "the field names of KVBlock, in order")
+    block = KVBlock(3, 16)
+    assert_plain_equal([block.block_id, block.capacity, block.filled, block.ref_count], [3, 16, 0, 0],
+                       "[block_id, capacity, filled, ref_count] of KVBlock(3, 16)")
+    assert_plain_equal(block.free_slots, 16, "KVBlock(3, 16).free_slots")
+    assert_plain_equal(block.is_full, False, "KVBlock(3, 16).is_full")
+    full = KVBlock(0, 4, filled=4, ref_count=2)
+    assert_plain_equal([full.is_full, full.free_slots], [True, 0], "[is_full, free_slots] of KVBlock(0, 4, filled=4, ref_count=2)")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    for _name in ("is_full", "free_slots"):
+        assert isinstance(vars(KVBlock).get(_name), property), f"KVBlock.{_name} must be a property (use @property)"
+    _rng = _random.Random(2101)
+    for _case in range(200):
+        _capacity = _rng.randint(1, 40)
+        _filled = _rng.randint(0, _capacity)
+        _block = KVBlock(_case, _capacity, _filled, _rng.randint(0, 3))
+        assert_plain_equal([_block.is_full, _block.free_slots], [_filled == _capacity, _capacity - _filled],
+                           f"[is_full, free_slots] of KVBlock with capacity {_capacity}, filled {_filled}", reveal=False)
+        _block.filled = _rng.randint(0, _capacity)
+        assert_plain_equal([_block.is_full, _block.free_slots], [_block.filled == _capacity, _capacity - _block.filled],
+                           f"[is_full, free_slots] after changing filled (case {_case}): they must follow the field", reveal=False)
+    _default = KVBlock(block_id=7, capacity=1)
+    assert_plain_equal([_default.filled, _default.ref_count, _default.is_full, _default.free_slots], [0, 0, False, 1],
+                       "KVBlock(block_id=7, capacity=1)")
+    _default.filled = 1
+    assert_plain_equal([_default.is_full, _default.free_slots], [True, 0], "KVBlock(7, 1) after filled = 1")
+    assert_plain_equal(KVBlock(2, 8, 3, 1) == KVBlock(2, 8, 3, 1), True, "KVBlock(2, 8, 3, 1) == KVBlock(2, 8, 3, 1)")
+    ### END HIDDEN TESTS
+
+
+_check_task2_1_KVBlock()
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task2_2_BlockAllocator_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 2.2: BlockAllocator (4 points)
@@ -365,109 +371,115 @@ class BlockAllocator:
 
 # %% nbgrader={"grade": true, "grade_id": "test_task2_2_BlockAllocator", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 """Check that BlockAllocator hands out the lowest free id, allocates all or nothing, and counts references."""
-from course.checks import assert_plain_equal, assert_raises, check_type
 
-allocator = BlockAllocator(4, 16)
-first = allocator.allocate()
-check_type(first, KVBlock, "BlockAllocator(4, 16).allocate()")
-assert_plain_equal([first.block_id, first.ref_count, first.filled], [0, 1, 0], "[block_id, ref_count, filled] of the first allocate()")
-assert_plain_equal([allocator.num_free, allocator.num_used], [3, 1], "[num_free, num_used] after one allocate()")
-pair = allocator.allocate_n(2)
-assert_plain_equal([b.block_id for b in pair], [1, 2], "block ids of allocate_n(2) after one allocate()")
-assert_raises(RuntimeError, "allocate_n(5) with 1 block free", allocator.allocate_n, 5)
-assert_plain_equal(allocator.num_free, 1, "num_free after a failed allocate_n(5): all or nothing, nothing may stay allocated")
-allocator.free(pair[0])
-assert_plain_equal(allocator.allocate().block_id, 1, "allocate() after free(block 1): the lowest free id")
-first.filled = 8
-assert_plain_equal(allocator.fragmentation(), 1 - 8 / (3 * 16), "fragmentation() with blocks 0, 1, 2 used, 8 tokens in all")
-assert_plain_equal(allocator.utilization(), 0.75, "utilization() with 3 of 4 blocks used")
-allocator.free(first)
-assert_raises(ValueError, "free() of a block that is already free", allocator.free, first)
-assert_raises(ValueError, "BlockAllocator(0, 16)", BlockAllocator, 0, 16)
 
-### BEGIN HIDDEN TESTS
-import random as _random
-import re as _re
+def _check_task2_2_BlockAllocator():
+    from course.checks import assert_plain_equal, assert_raises, check_type
 
-assert_raises(ValueError, "BlockAllocator(4, 0)", BlockAllocator, 4, 0)
-assert_raises(ValueError, "BlockAllocator(-1, 4)", BlockAllocator, -1, 4)
-_a = BlockAllocator(3, 2)
-assert_plain_equal([_a.utilization(), _a.fragmentation()], [0.0, 0.0], "[utilization(), fragmentation()] of a fresh allocator")
-assert all(_a.get_block(_i) is _a.get_block(_i) for _i in range(3)), "get_block(i) must return the same object every time"
-assert_raises(ValueError, "get_block(3) on 3 blocks", _a.get_block, 3)
-assert_raises(ValueError, "get_block(-1)", _a.get_block, -1)
-assert_raises(ValueError, "allocate_n(-1)", _a.allocate_n, -1)
-assert_plain_equal(_a.allocate_n(0), [], "allocate_n(0)")
-_got = _a.allocate_n(3)
-assert all(_b is _a.get_block(_b.block_id) for _b in _got), "allocate_n must hand out the allocator's own block objects"
-check_type(_a.allocate(), type(None), "allocate() with no free block")
-try:
-    _a.allocate_n(7)
-except RuntimeError as _error:
-    assert _re.search(r"\b7\b", str(_error)) and _re.search(r"\b0\b", str(_error)), (
-        f"the RuntimeError of allocate_n(7) with 0 free must state both numbers; it said {_error!r}")
-else:
-    raise AssertionError("allocate_n(7) with 0 free blocks raised nothing; expected RuntimeError")
-_a.get_block(1).ref_count += 1  # A second owner, as after a fork.
-_a.free(_a.get_block(1))
-assert_plain_equal([_a.num_free, _a.get_block(1).ref_count], [0, 1], "[num_free, ref_count] after freeing one of two references")
+    allocator = BlockAllocator(4, 16)
+    first = allocator.allocate()
+    check_type(first, KVBlock, "BlockAllocator(4, 16).allocate()")
+    assert_plain_equal([first.block_id, first.ref_count, first.filled], [0, 1, 0], "[block_id, ref_count, filled] of the first allocate()")
+    assert_plain_equal([allocator.num_free, allocator.num_used], [3, 1], "[num_free, num_used] after one allocate()")
+    pair = allocator.allocate_n(2)
+    assert_plain_equal([b.block_id for b in pair], [1, 2], "block ids of allocate_n(2) after one allocate()")
+    assert_raises(RuntimeError, "allocate_n(5) with 1 block free", allocator.allocate_n, 5)
+    assert_plain_equal(allocator.num_free, 1, "num_free after a failed allocate_n(5): all or nothing, nothing may stay allocated")
+    allocator.free(pair[0])
+    assert_plain_equal(allocator.allocate().block_id, 1, "allocate() after free(block 1): the lowest free id")
+    first.filled = 8
+    assert_plain_equal(allocator.fragmentation(), 1 - 8 / (3 * 16), "fragmentation() with blocks 0, 1, 2 used, 8 tokens in all")
+    assert_plain_equal(allocator.utilization(), 0.75, "utilization() with 3 of 4 blocks used")
+    allocator.free(first)
+    assert_raises(ValueError, "free() of a block that is already free", allocator.free, first)
+    assert_raises(ValueError, "BlockAllocator(0, 16)", BlockAllocator, 0, 16)
 
-_rng = _random.Random(2202)
-for _case in range(40):
-    _n, _size = _rng.randint(1, 12), _rng.randint(1, 6)
-    _alloc = BlockAllocator(_n, _size)
-    _free = set(range(_n))
-    _ref = {}
-    _fill = {}
-    for _op in range(60):
-        _kind = _rng.random()
-        if _kind < 0.3:
-            _b = _alloc.allocate()
-            if not _free:
-                check_type(_b, type(None), f"allocate() with no free block (case {_case})")
-            else:
-                _want = min(_free)
-                _free.discard(_want)
-                _ref[_want], _fill[_want] = 1, 0
-                assert_plain_equal([_b.block_id, _b.ref_count, _b.filled], [_want, 1, 0],
-                                   f"[block_id, ref_count, filled] of allocate() (case {_case}, op {_op})", reveal=False)
-        elif _kind < 0.5:
-            _k = _rng.randint(0, 4)
-            if _k > len(_free):
-                assert_raises(RuntimeError, f"allocate_n({_k}) with {len(_free)} free (case {_case})", _alloc.allocate_n, _k)
-            else:
-                _want = sorted(_free)[:_k]
-                _free -= set(_want)
-                for _i in _want:
-                    _ref[_i], _fill[_i] = 1, 0
-                assert_plain_equal([_b.block_id for _b in _alloc.allocate_n(_k)], _want,
-                                   f"block ids of allocate_n({_k}) (case {_case}, op {_op})", reveal=False)
-        elif _kind < 0.7 and _ref:
-            _i = _rng.choice(sorted(_ref))
-            _alloc.free(_alloc.get_block(_i))
-            _ref[_i] -= 1
-            if _ref[_i] == 0:
-                del _ref[_i], _fill[_i]
-                _free.add(_i)
-        elif _kind < 0.8 and _ref:
-            _i = _rng.choice(sorted(_ref))
-            _alloc.get_block(_i).ref_count += 1
-            _ref[_i] += 1
-        elif _ref:
-            _i = _rng.choice(sorted(_ref))
-            _fill[_i] = _rng.randint(0, _size)
-            _alloc.get_block(_i).filled = _fill[_i]
-        _used = len(_ref)
-        _expected = [len(_free), _used, _used / _n, (1.0 - sum(_fill.values()) / (_used * _size)) if _used else 0.0]
-        assert_plain_equal([_alloc.num_free, _alloc.num_used, _alloc.utilization(), _alloc.fragmentation()], _expected,
-                           f"[num_free, num_used, utilization(), fragmentation()] (case {_case}, op {_op})", reveal=False)
-        for _i in range(_n):
-            _blk = _alloc.get_block(_i)
-            assert_plain_equal([_blk.ref_count, _blk.filled], [_ref.get(_i, 0), _fill.get(_i, 0)],
-                               f"[ref_count, filled] of block {_i} (case {_case}, op {_op})", reveal=False)
-    for _i in sorted(_free):
-        assert_raises(ValueError, f"free() of free block {_i} (case {_case})", _alloc.free, _alloc.get_block(_i))
-### END HIDDEN TESTS
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+    import re as _re
+
+    assert_raises(ValueError, "BlockAllocator(4, 0)", BlockAllocator, 4, 0)
+    assert_raises(ValueError, "BlockAllocator(-1, 4)", BlockAllocator, -1, 4)
+    _a = BlockAllocator(3, 2)
+    assert_plain_equal([_a.utilization(), _a.fragmentation()], [0.0, 0.0], "[utilization(), fragmentation()] of a fresh allocator")
+    assert all(_a.get_block(_i) is _a.get_block(_i) for _i in range(3)), "get_block(i) must return the same object every time"
+    assert_raises(ValueError, "get_block(3) on 3 blocks", _a.get_block, 3)
+    assert_raises(ValueError, "get_block(-1)", _a.get_block, -1)
+    assert_raises(ValueError, "allocate_n(-1)", _a.allocate_n, -1)
+    assert_plain_equal(_a.allocate_n(0), [], "allocate_n(0)")
+    _got = _a.allocate_n(3)
+    assert all(_b is _a.get_block(_b.block_id) for _b in _got), "allocate_n must hand out the allocator's own block objects"
+    check_type(_a.allocate(), type(None), "allocate() with no free block")
+    try:
+        _a.allocate_n(7)
+    except RuntimeError as _error:
+        assert _re.search(r"\b7\b", str(_error)) and _re.search(r"\b0\b", str(_error)), (
+            f"the RuntimeError of allocate_n(7) with 0 free must state both numbers; it said {_error!r}")
+    else:
+        raise AssertionError("allocate_n(7) with 0 free blocks raised nothing; expected RuntimeError")
+    _a.get_block(1).ref_count += 1  # A second owner, as after a fork.
+    _a.free(_a.get_block(1))
+    assert_plain_equal([_a.num_free, _a.get_block(1).ref_count], [0, 1], "[num_free, ref_count] after freeing one of two references")
+
+    _rng = _random.Random(2202)
+    for _case in range(40):
+        _n, _size = _rng.randint(1, 12), _rng.randint(1, 6)
+        _alloc = BlockAllocator(_n, _size)
+        _free = set(range(_n))
+        _ref = {}
+        _fill = {}
+        for _op in range(60):
+            _kind = _rng.random()
+            if _kind < 0.3:
+                _b = _alloc.allocate()
+                if not _free:
+                    check_type(_b, type(None), f"allocate() with no free block (case {_case})")
+                else:
+                    _want = min(_free)
+                    _free.discard(_want)
+                    _ref[_want], _fill[_want] = 1, 0
+                    assert_plain_equal([_b.block_id, _b.ref_count, _b.filled], [_want, 1, 0],
+                                       f"[block_id, ref_count, filled] of allocate() (case {_case}, op {_op})", reveal=False)
+            elif _kind < 0.5:
+                _k = _rng.randint(0, 4)
+                if _k > len(_free):
+                    assert_raises(RuntimeError, f"allocate_n({_k}) with {len(_free)} free (case {_case})", _alloc.allocate_n, _k)
+                else:
+                    _want = sorted(_free)[:_k]
+                    _free -= set(_want)
+                    for _i in _want:
+                        _ref[_i], _fill[_i] = 1, 0
+                    assert_plain_equal([_b.block_id for _b in _alloc.allocate_n(_k)], _want,
+                                       f"block ids of allocate_n({_k}) (case {_case}, op {_op})", reveal=False)
+            elif _kind < 0.7 and _ref:
+                _i = _rng.choice(sorted(_ref))
+                _alloc.free(_alloc.get_block(_i))
+                _ref[_i] -= 1
+                if _ref[_i] == 0:
+                    del _ref[_i], _fill[_i]
+                    _free.add(_i)
+            elif _kind < 0.8 and _ref:
+                _i = _rng.choice(sorted(_ref))
+                _alloc.get_block(_i).ref_count += 1
+                _ref[_i] += 1
+            elif _ref:
+                _i = _rng.choice(sorted(_ref))
+                _fill[_i] = _rng.randint(0, _size)
+                _alloc.get_block(_i).filled = _fill[_i]
+            _used = len(_ref)
+            _expected = [len(_free), _used, _used / _n, (1.0 - sum(_fill.values()) / (_used * _size)) if _used else 0.0]
+            assert_plain_equal([_alloc.num_free, _alloc.num_used, _alloc.utilization(), _alloc.fragmentation()], _expected,
+                               f"[num_free, num_used, utilization(), fragmentation()] (case {_case}, op {_op})", reveal=False)
+            for _i in range(_n):
+                _blk = _alloc.get_block(_i)
+                assert_plain_equal([_blk.ref_count, _blk.filled], [_ref.get(_i, 0), _fill.get(_i, 0)],
+                                   f"[ref_count, filled] of block {_i} (case {_case}, op {_op})", reveal=False)
+        for _i in sorted(_free):
+            assert_raises(ValueError, f"free() of free block {_i} (case {_case})", _alloc.free, _alloc.get_block(_i))
+    ### END HIDDEN TESTS
+
+
+_check_task2_2_BlockAllocator()
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task2_3_SequenceKVCache_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 2.3: SequenceKVCache (2 points)
@@ -520,43 +532,50 @@ class SequenceKVCache:
 
 # %% nbgrader={"grade": true, "grade_id": "test_task2_3_SequenceKVCache", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that SequenceKVCache is a dataclass with the pinned fields, a fresh list per instance, and num_blocks()."""
-import dataclasses
 
-from course.checks import assert_plain_equal
 
-assert dataclasses.is_dataclass(SequenceKVCache), "SequenceKVCache must be a dataclass (decorate it with @dataclass)"
-assert_plain_equal([f.name for f in dataclasses.fields(SequenceKVCache)],
-                   ["seq_id", "block_table", "num_tokens", "last_access_step", "use_count"], "the field names of SequenceKVCache, in order")
-seq = SequenceKVCache("req-1")
-assert_plain_equal([seq.seq_id, seq.block_table, seq.num_tokens, seq.last_access_step, seq.use_count],
-                   ["req-1", [], 0, 0, 0], "the fields of SequenceKVCache('req-1')")
-assert_plain_equal(seq.num_blocks(), 0, "SequenceKVCache('req-1').num_blocks()")
-other = SequenceKVCache("req-2")
-other.block_table.append(KVBlock(0, 16))
-assert_plain_equal(seq.block_table, [], "seq.block_table after appending a block to ANOTHER sequence's table (the default list must not be shared)")
-assert_plain_equal(other.num_blocks(), 1, "num_blocks() after appending one block")
+def _check_task2_3_SequenceKVCache():
+    import dataclasses
 
-### BEGIN HIDDEN TESTS
-import random as _random
+    from course.checks import assert_plain_equal
 
-_rng = _random.Random(2303)
-_seqs = [SequenceKVCache(f"s{_i}") for _i in range(5)]
-for _s in _seqs:
-    for _ in range(_rng.randint(0, 6)):
-        _s.block_table.append(KVBlock(_rng.randint(0, 99), 8))
-_lengths = [len(_s.block_table) for _s in _seqs]
-assert len({id(_s.block_table) for _s in _seqs}) == 5, "every SequenceKVCache needs its own block_table list"
-for _i, _s in enumerate(_seqs):
-    assert_plain_equal(_s.num_blocks(), _lengths[_i], f"num_blocks() of sequence s{_i}", reveal=False)
-_table = [KVBlock(4, 2, 2, 1), KVBlock(9, 2, 1, 1)]
-_full = SequenceKVCache("x", _table, 3, 7, 2)
-assert_plain_equal([_full.num_tokens, _full.last_access_step, _full.use_count, _full.num_blocks()], [3, 7, 2, 2],
-                   "[num_tokens, last_access_step, use_count, num_blocks()] of SequenceKVCache('x', 2 blocks, 3, 7, 2)")
-assert _full.block_table[1] is _table[1], "SequenceKVCache must keep the KVBlock objects it was given"
-_kw = SequenceKVCache(seq_id="y", num_tokens=40, use_count=3)
-assert_plain_equal([_kw.num_blocks(), _kw.last_access_step, _kw.use_count], [0, 0, 3],
-                   "num_blocks() counts blocks, not tokens: SequenceKVCache(seq_id='y', num_tokens=40, use_count=3)")
-### END HIDDEN TESTS
+    assert dataclasses.is_dataclass(SequenceKVCache), "SequenceKVCache must be a dataclass (decorate it with @dataclass)"
+    assert_plain_equal([f.name for f in dataclasses.fields(SequenceKVCache)],
+                       ["seq_id", "block_table", "num_tokens", "last_access_step", "use_count"], "the field names of SequenceKVCache, in order")
+    seq = SequenceKVCache("req-1")
+    assert_plain_equal([seq.seq_id, seq.block_table, seq.num_tokens, seq.last_access_step, seq.use_count],
+                       ["req-1", [], 0, 0, 0], "the fields of SequenceKVCache('req-1')")
+    assert_plain_equal(seq.num_blocks(), 0, "SequenceKVCache('req-1').num_blocks()")
+    other = SequenceKVCache("req-2")
+    other.block_table.append(KVBlock(0, 16))
+    assert_plain_equal(seq.block_table, [], "seq.block_table after appending a block to ANOTHER sequence's table (the default list must not be shared)")
+    assert_plain_equal(other.num_blocks(), 1, "num_blocks() after appending one block")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(2303)
+    _seqs = [SequenceKVCache(f"s{_i}") for _i in range(5)]
+    for _s in _seqs:
+        for _ in range(_rng.randint(0, 6)):
+            _s.block_table.append(KVBlock(_rng.randint(0, 99), 8))
+    _lengths = [len(_s.block_table) for _s in _seqs]
+    assert len({id(_s.block_table) for _s in _seqs}) == 5, "every SequenceKVCache needs its own block_table list"
+    for _i, _s in enumerate(_seqs):
+        assert_plain_equal(_s.num_blocks(), _lengths[_i], f"num_blocks() of sequence s{_i}", reveal=False)
+    _table = [KVBlock(4, 2, 2, 1), KVBlock(9, 2, 1, 1)]
+    _full = SequenceKVCache("x", _table, 3, 7, 2)
+    assert_plain_equal([_full.num_tokens, _full.last_access_step, _full.use_count, _full.num_blocks()], [3, 7, 2, 2],
+                       "[num_tokens, last_access_step, use_count, num_blocks()] of SequenceKVCache('x', 2 blocks, 3, 7, 2)")
+    assert _full.block_table[1] is _table[1], "SequenceKVCache must keep the KVBlock objects it was given"
+    _kw = SequenceKVCache(seq_id="y", num_tokens=40, use_count=3)
+    assert_plain_equal([_kw.num_blocks(), _kw.last_access_step, _kw.use_count], [0, 0, 3],
+                       "num_blocks() counts blocks, not tokens: SequenceKVCache(seq_id='y', num_tokens=40, use_count=3)")
+    ### END HIDDEN TESTS
+
+
+_check_task2_3_SequenceKVCache()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task2_4_PagedKVCacheManager_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 2.4: PagedKVCacheManager (8 points)
@@ -787,231 +806,238 @@ class PagedKVCacheManager:
 
 # %% nbgrader={"grade": true, "grade_id": "test_task2_4_PagedKVCacheManager", "locked": true, "points": 8, "schema_version": 3, "solution": false, "task": false}
 """Check that PagedKVCacheManager allocates, appends with copy-on-write, forks, touches and releases exactly as specified."""
-from course.checks import assert_plain_equal, assert_raises, check_type
 
 
-def ids(seq):
-    return [block.block_id for block in seq.block_table]
+def _check_task2_4_PagedKVCacheManager():
+    from course.checks import assert_plain_equal, assert_raises, check_type
 
 
-manager = PagedKVCacheManager(num_blocks=8, block_size=4)
-a = manager.allocate_for_sequence("a", 10)
-check_type(a, SequenceKVCache, "allocate_for_sequence('a', 10)")
-assert_plain_equal([ids(a), [b.filled for b in a.block_table]], [[0, 1, 2], [4, 4, 2]],
-                   "[block ids, filled] of allocate_for_sequence('a', 10) with block_size 4")
-assert_plain_equal([a.num_tokens, a.last_access_step, a.use_count, manager.step], [10, 1, 1, 1],
-                   "[num_tokens, last_access_step, use_count, step] after allocate_for_sequence('a', 10)")
-b = manager.fork(a, "b")
-assert_plain_equal([ids(b), [blk.ref_count for blk in b.block_table], b.num_tokens, b.last_access_step, b.use_count],
-                   [[0, 1, 2], [2, 2, 2], 10, 2, 1], "[block ids, ref counts, num_tokens, last_access_step, use_count] of fork(a, 'b')")
-assert_plain_equal([a.last_access_step, a.use_count], [1, 1], "[last_access_step, use_count] of a after fork (the source is unchanged)")
-manager.append_tokens(a, 3)
-assert_plain_equal([ids(a), [blk.filled for blk in a.block_table]], [[0, 1, 3, 4], [4, 4, 4, 1]],
-                   "a's [block ids, filled] after append_tokens(a, 3): block 2 is shared, so a copies it into block 3 first")
-assert_plain_equal([ids(b), manager.allocator.get_block(2).filled, manager.allocator.get_block(2).ref_count], [[0, 1, 2], 2, 1],
-                   "[b's block ids, filled and ref_count of block 2] after a's copy-on-write (b must not see a's tokens)")
-assert_plain_equal([a.num_tokens, a.use_count, a.last_access_step, manager.step], [13, 2, 3, 3],
-                   "[num_tokens, use_count, last_access_step, step] of a after append_tokens(a, 3)")
-assert_raises(RuntimeError, "allocate_for_sequence('big', 100) with 3 blocks free", manager.allocate_for_sequence, "big", 100)
-assert_plain_equal([manager.step, "big" in manager.sequences], [3, False], "[step, 'big' in sequences] after the failed allocation (nothing may change)")
-manager.touch(b)
-assert_plain_equal([b.last_access_step, b.use_count, manager.step], [4, 2, 4], "[last_access_step, use_count, step] after touch(b)")
-assert_plain_equal(manager.release(b), 1, "release(b): only block 2 goes back; blocks 0 and 1 are still a's")
-assert_plain_equal(manager.summary(), {"total_blocks": 8, "used_blocks": 4, "free_blocks": 4, "utilization": 0.5,
-                                       "fragmentation": 1 - 13 / 16, "active_sequences": 1}, "summary() at the end")
-
-### BEGIN HIDDEN TESTS
-import random as _random
+    def ids(seq):
+        return [block.block_id for block in seq.block_table]
 
 
-class _Model:
-    """A second implementation of the contract: plain dicts of block ids, no KVBlock objects."""
+    manager = PagedKVCacheManager(num_blocks=8, block_size=4)
+    a = manager.allocate_for_sequence("a", 10)
+    check_type(a, SequenceKVCache, "allocate_for_sequence('a', 10)")
+    assert_plain_equal([ids(a), [b.filled for b in a.block_table]], [[0, 1, 2], [4, 4, 2]],
+                       "[block ids, filled] of allocate_for_sequence('a', 10) with block_size 4")
+    assert_plain_equal([a.num_tokens, a.last_access_step, a.use_count, manager.step], [10, 1, 1, 1],
+                       "[num_tokens, last_access_step, use_count, step] after allocate_for_sequence('a', 10)")
+    b = manager.fork(a, "b")
+    assert_plain_equal([ids(b), [blk.ref_count for blk in b.block_table], b.num_tokens, b.last_access_step, b.use_count],
+                       [[0, 1, 2], [2, 2, 2], 10, 2, 1], "[block ids, ref counts, num_tokens, last_access_step, use_count] of fork(a, 'b')")
+    assert_plain_equal([a.last_access_step, a.use_count], [1, 1], "[last_access_step, use_count] of a after fork (the source is unchanged)")
+    manager.append_tokens(a, 3)
+    assert_plain_equal([ids(a), [blk.filled for blk in a.block_table]], [[0, 1, 3, 4], [4, 4, 4, 1]],
+                       "a's [block ids, filled] after append_tokens(a, 3): block 2 is shared, so a copies it into block 3 first")
+    assert_plain_equal([ids(b), manager.allocator.get_block(2).filled, manager.allocator.get_block(2).ref_count], [[0, 1, 2], 2, 1],
+                       "[b's block ids, filled and ref_count of block 2] after a's copy-on-write (b must not see a's tokens)")
+    assert_plain_equal([a.num_tokens, a.use_count, a.last_access_step, manager.step], [13, 2, 3, 3],
+                       "[num_tokens, use_count, last_access_step, step] of a after append_tokens(a, 3)")
+    assert_raises(RuntimeError, "allocate_for_sequence('big', 100) with 3 blocks free", manager.allocate_for_sequence, "big", 100)
+    assert_plain_equal([manager.step, "big" in manager.sequences], [3, False], "[step, 'big' in sequences] after the failed allocation (nothing may change)")
+    manager.touch(b)
+    assert_plain_equal([b.last_access_step, b.use_count, manager.step], [4, 2, 4], "[last_access_step, use_count, step] after touch(b)")
+    assert_plain_equal(manager.release(b), 1, "release(b): only block 2 goes back; blocks 0 and 1 are still a's")
+    assert_plain_equal(manager.summary(), {"total_blocks": 8, "used_blocks": 4, "free_blocks": 4, "utilization": 0.5,
+                                           "fragmentation": 1 - 13 / 16, "active_sequences": 1}, "summary() at the end")
 
-    def __init__(self, num_blocks, size):
-        self.size, self.free, self.ref, self.fill = size, set(range(num_blocks)), {}, {}
-        self.table, self.tokens, self.last, self.uses, self.step = {}, {}, {}, {}, 0
-        self.num_blocks = num_blocks
-
-    def take(self, k):
-        if k > len(self.free):
-            return None
-        got = sorted(self.free)[:k]
-        for i in got:
-            self.free.remove(i)
-            self.ref[i], self.fill[i] = 1, 0
-        return got
-
-    def drop(self, i):
-        self.ref[i] -= 1
-        if self.ref[i] == 0:
-            del self.ref[i], self.fill[i]
-            self.free.add(i)
-            return 1
-        return 0
-
-    def allocate(self, sid, n):
-        got = self.take((n + self.size - 1) // self.size)
-        if got is None:
-            return False
-        for j, i in enumerate(got):
-            self.fill[i] = min(self.size, n - j * self.size)
-        self.step += 1
-        self.table[sid], self.tokens[sid], self.last[sid], self.uses[sid] = got, n, self.step, 1
-        return True
-
-    def append(self, sid, n):
-        table = self.table[sid]
-        room = self.size - self.fill[table[-1]] if table else 0
-        cow = n > 0 and room > 0 and self.ref[table[-1]] > 1
-        overflow = max(0, n - room)
-        got = self.take(int(cow) + (overflow + self.size - 1) // self.size)
-        if got is None:
-            return False
-        if cow:
-            new = got.pop(0)
-            self.fill[new] = self.fill[table[-1]]
-            self.drop(table[-1])
-            table[-1] = new
-        if table and room:
-            self.fill[table[-1]] += min(room, n)
-        rest = overflow
-        for i in got:
-            self.fill[i] = min(self.size, rest)
-            rest -= self.fill[i]
-            table.append(i)
-        self.tokens[sid] += n
-        self.step += 1
-        self.last[sid] = self.step
-        self.uses[sid] += 1
-        return True
-
-    def fork(self, sid, child):
-        for i in self.table[sid]:
-            self.ref[i] += 1
-        self.step += 1
-        self.table[child], self.tokens[child] = list(self.table[sid]), self.tokens[sid]
-        self.last[child], self.uses[child] = self.step, 1
-
-    def touch(self, sid):
-        self.step += 1
-        self.last[sid] = self.step
-        self.uses[sid] += 1
-
-    def release(self, sid):
-        freed = sum(self.drop(i) for i in self.table[sid])
-        for store in (self.table, self.tokens, self.last, self.uses):
-            del store[sid]
-        return freed
-
-    def summary(self):
-        used = self.num_blocks - len(self.free)
-        frag = 1.0 - sum(self.fill.values()) / (used * self.size) if used else 0.0
-        return {"total_blocks": self.num_blocks, "used_blocks": used, "free_blocks": len(self.free),
-                "utilization": used / self.num_blocks, "fragmentation": frag, "active_sequences": len(self.table)}
+    ### BEGIN HIDDEN TESTS
+    import random as _random
 
 
-def _compare(manager, model, where):
-    assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
-    assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
-    for sid in model.table:
-        seq = manager.sequences[sid]
-        got = [[blk.block_id for blk in seq.block_table], seq.num_tokens, seq.last_access_step, seq.use_count]
-        want = [model.table[sid], model.tokens[sid], model.last[sid], model.uses[sid]]
-        assert_plain_equal(got, want, f"[block ids, num_tokens, last_access_step, use_count] of {sid!r} {where}", reveal=False)
-        for blk in seq.block_table:
-            assert blk is manager.allocator.get_block(blk.block_id), f"{sid!r} holds a block object that is not the allocator's {where}"
-            assert_plain_equal([blk.filled, blk.ref_count], [model.fill[blk.block_id], model.ref[blk.block_id]],
-                               f"[filled, ref_count] of block {blk.block_id} {where}", reveal=False)
-    assert_plain_equal(manager.summary(), model.summary(), f"summary() {where}", reveal=False)
+    class _Model:
+        """A second implementation of the contract: plain dicts of block ids, no KVBlock objects."""
+
+        def __init__(self, num_blocks, size):
+            self.size, self.free, self.ref, self.fill = size, set(range(num_blocks)), {}, {}
+            self.table, self.tokens, self.last, self.uses, self.step = {}, {}, {}, {}, 0
+            self.num_blocks = num_blocks
+
+        def take(self, k):
+            if k > len(self.free):
+                return None
+            got = sorted(self.free)[:k]
+            for i in got:
+                self.free.remove(i)
+                self.ref[i], self.fill[i] = 1, 0
+            return got
+
+        def drop(self, i):
+            self.ref[i] -= 1
+            if self.ref[i] == 0:
+                del self.ref[i], self.fill[i]
+                self.free.add(i)
+                return 1
+            return 0
+
+        def allocate(self, sid, n):
+            got = self.take((n + self.size - 1) // self.size)
+            if got is None:
+                return False
+            for j, i in enumerate(got):
+                self.fill[i] = min(self.size, n - j * self.size)
+            self.step += 1
+            self.table[sid], self.tokens[sid], self.last[sid], self.uses[sid] = got, n, self.step, 1
+            return True
+
+        def append(self, sid, n):
+            table = self.table[sid]
+            room = self.size - self.fill[table[-1]] if table else 0
+            cow = n > 0 and room > 0 and self.ref[table[-1]] > 1
+            overflow = max(0, n - room)
+            got = self.take(int(cow) + (overflow + self.size - 1) // self.size)
+            if got is None:
+                return False
+            if cow:
+                new = got.pop(0)
+                self.fill[new] = self.fill[table[-1]]
+                self.drop(table[-1])
+                table[-1] = new
+            if table and room:
+                self.fill[table[-1]] += min(room, n)
+            rest = overflow
+            for i in got:
+                self.fill[i] = min(self.size, rest)
+                rest -= self.fill[i]
+                table.append(i)
+            self.tokens[sid] += n
+            self.step += 1
+            self.last[sid] = self.step
+            self.uses[sid] += 1
+            return True
+
+        def fork(self, sid, child):
+            for i in self.table[sid]:
+                self.ref[i] += 1
+            self.step += 1
+            self.table[child], self.tokens[child] = list(self.table[sid]), self.tokens[sid]
+            self.last[child], self.uses[child] = self.step, 1
+
+        def touch(self, sid):
+            self.step += 1
+            self.last[sid] = self.step
+            self.uses[sid] += 1
+
+        def release(self, sid):
+            freed = sum(self.drop(i) for i in self.table[sid])
+            for store in (self.table, self.tokens, self.last, self.uses):
+                del store[sid]
+            return freed
+
+        def summary(self):
+            used = self.num_blocks - len(self.free)
+            frag = 1.0 - sum(self.fill.values()) / (used * self.size) if used else 0.0
+            return {"total_blocks": self.num_blocks, "used_blocks": used, "free_blocks": len(self.free),
+                    "utilization": used / self.num_blocks, "fragmentation": frag, "active_sequences": len(self.table)}
 
 
-# Edge cases of the contract.
-_m = PagedKVCacheManager(num_blocks=6, block_size=4)
-assert_plain_equal([_m.step, _m.block_size, _m.sequences, _m.allocator.num_blocks], [0, 4, {}, 6], "a fresh PagedKVCacheManager(6, 4)")
-try:
-    _m.step = 5
-except AttributeError:
-    pass
-else:
-    raise AssertionError("setting manager.step raised nothing: step must be a read-only property")
-_default = PagedKVCacheManager()
-assert_plain_equal([_default.allocator.num_blocks, _default.block_size], [512, 16], "PagedKVCacheManager() defaults")
-_e = _m.allocate_for_sequence("empty", 0)
-assert_plain_equal([_e.num_blocks(), _m.step], [0, 1], "[num_blocks(), step] after allocate_for_sequence('empty', 0)")
-_x = _m.allocate_for_sequence("x", 8)
-assert_plain_equal([[blk.filled for blk in _x.block_table]], [[4, 4]], "filled of allocate_for_sequence('x', 8): exactly 2 blocks")
-assert_raises(ValueError, "allocate_for_sequence('x', 1) for an active id", _m.allocate_for_sequence, "x", 1)
-assert_raises(ValueError, "allocate_for_sequence('neg', -1)", _m.allocate_for_sequence, "neg", -1)
-assert_raises(ValueError, "append_tokens(x, -2)", _m.append_tokens, _x, -2)
-assert_raises(ValueError, "fork(x, 'empty') onto an active id", _m.fork, _x, "empty")
-_m.append_tokens(_e, 5)
-assert_plain_equal([[blk.block_id for blk in _e.block_table], [blk.filled for blk in _e.block_table]], [[2, 3], [4, 1]],
-                   "[block ids, filled] of an empty sequence after append_tokens(5)")
-_y = _m.fork(_e, "y")
-assert_raises(RuntimeError, "allocate_for_sequence('z', 9) with 2 free", _m.allocate_for_sequence, "z", 9)
-_m.allocate_for_sequence("z", 8)
-assert_plain_equal(_m.allocator.num_free, 0, "num_free after filling the pool")
-assert_raises(RuntimeError, "append_tokens(e, 1) into a shared block with no block free for the copy", _m.append_tokens, _e, 1)
-assert_plain_equal([[blk.block_id for blk in _e.block_table], _e.num_tokens, _e.use_count, _m.step,
-                    _m.allocator.get_block(3).ref_count, _m.allocator.get_block(3).filled], [[2, 3], 5, 2, 5, 2, 1],
-                   "[e's block ids, num_tokens, use_count, step, ref_count and filled of block 3] after the failed copy-on-write", reveal=False)
-assert_plain_equal(_m.release(_y), 0, "release(y) where every block is shared with e")
-assert_raises(ValueError, "release(y) a second time", _m.release, _y)
-assert_raises(ValueError, "touch(y) after release", _m.touch, _y)
-_m.append_tokens(_e, 3)
-assert_plain_equal([[blk.block_id for blk in _e.block_table], [blk.filled for blk in _e.block_table]], [[2, 3], [4, 4]],
-                   "e's table after append_tokens(3) into its last block, no longer shared (no copy needed)")
-_m.append_tokens(_e, 0)
-assert_plain_equal([_e.use_count, _e.last_access_step, _m.step], [4, 7, 7], "[use_count, last_access_step, step] after append_tokens(e, 0)")
-assert_plain_equal(_m.release(_x) + _m.release(_e), 4, "release(x) + release(e)")
+    def _compare(manager, model, where):
+        assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
+        assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
+        for sid in model.table:
+            seq = manager.sequences[sid]
+            got = [[blk.block_id for blk in seq.block_table], seq.num_tokens, seq.last_access_step, seq.use_count]
+            want = [model.table[sid], model.tokens[sid], model.last[sid], model.uses[sid]]
+            assert_plain_equal(got, want, f"[block ids, num_tokens, last_access_step, use_count] of {sid!r} {where}", reveal=False)
+            for blk in seq.block_table:
+                assert blk is manager.allocator.get_block(blk.block_id), f"{sid!r} holds a block object that is not the allocator's {where}"
+                assert_plain_equal([blk.filled, blk.ref_count], [model.fill[blk.block_id], model.ref[blk.block_id]],
+                                   f"[filled, ref_count] of block {blk.block_id} {where}", reveal=False)
+        assert_plain_equal(manager.summary(), model.summary(), f"summary() {where}", reveal=False)
 
-# Full blocks are shared without a copy: a sequence whose last block is full appends into new blocks.
-_f = PagedKVCacheManager(num_blocks=5, block_size=2)
-_p = _f.allocate_for_sequence("p", 4)
-_c = _f.fork(_p, "c")
-_f.append_tokens(_p, 1)
-assert_plain_equal([[blk.block_id for blk in _p.block_table], [blk.block_id for blk in _c.block_table]], [[0, 1, 2], [0, 1]],
-                   "[p's, c's block ids] after p appends past a full shared block (no copy needed)")
 
-# Random operation sequences against the model.
-_rng = _random.Random(2404)
-for _case in range(50):
-    _nb, _bs = _rng.randint(3, 12), _rng.choice([1, 2, 3, 4, 5])
-    _mgr, _mod = PagedKVCacheManager(_nb, _bs), _Model(_nb, _bs)
-    _next = 0
-    for _op in range(40):
-        _where = f"(case {_case}, op {_op}, {_nb} blocks of {_bs})"
-        _active = sorted(_mod.table)
-        _kind = _rng.random()
-        if _kind < 0.25 or not _active:
-            _sid, _next = f"s{_next}", _next + 1
-            _n = _rng.randint(0, 3 * _bs + 1)
-            if _mod.allocate(_sid, _n):
-                _mgr.allocate_for_sequence(_sid, _n)
+    # Edge cases of the contract.
+    _m = PagedKVCacheManager(num_blocks=6, block_size=4)
+    assert_plain_equal([_m.step, _m.block_size, _m.sequences, _m.allocator.num_blocks], [0, 4, {}, 6], "a fresh PagedKVCacheManager(6, 4)")
+    try:
+        _m.step = 5
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("setting manager.step raised nothing: step must be a read-only property")
+    _default = PagedKVCacheManager()
+    assert_plain_equal([_default.allocator.num_blocks, _default.block_size], [512, 16], "PagedKVCacheManager() defaults")
+    _e = _m.allocate_for_sequence("empty", 0)
+    assert_plain_equal([_e.num_blocks(), _m.step], [0, 1], "[num_blocks(), step] after allocate_for_sequence('empty', 0)")
+    _x = _m.allocate_for_sequence("x", 8)
+    assert_plain_equal([[blk.filled for blk in _x.block_table]], [[4, 4]], "filled of allocate_for_sequence('x', 8): exactly 2 blocks")
+    assert_raises(ValueError, "allocate_for_sequence('x', 1) for an active id", _m.allocate_for_sequence, "x", 1)
+    assert_raises(ValueError, "allocate_for_sequence('neg', -1)", _m.allocate_for_sequence, "neg", -1)
+    assert_raises(ValueError, "append_tokens(x, -2)", _m.append_tokens, _x, -2)
+    assert_raises(ValueError, "fork(x, 'empty') onto an active id", _m.fork, _x, "empty")
+    _m.append_tokens(_e, 5)
+    assert_plain_equal([[blk.block_id for blk in _e.block_table], [blk.filled for blk in _e.block_table]], [[2, 3], [4, 1]],
+                       "[block ids, filled] of an empty sequence after append_tokens(5)")
+    _y = _m.fork(_e, "y")
+    assert_raises(RuntimeError, "allocate_for_sequence('z', 9) with 2 free", _m.allocate_for_sequence, "z", 9)
+    _m.allocate_for_sequence("z", 8)
+    assert_plain_equal(_m.allocator.num_free, 0, "num_free after filling the pool")
+    assert_raises(RuntimeError, "append_tokens(e, 1) into a shared block with no block free for the copy", _m.append_tokens, _e, 1)
+    assert_plain_equal([[blk.block_id for blk in _e.block_table], _e.num_tokens, _e.use_count, _m.step,
+                        _m.allocator.get_block(3).ref_count, _m.allocator.get_block(3).filled], [[2, 3], 5, 2, 5, 2, 1],
+                       "[e's block ids, num_tokens, use_count, step, ref_count and filled of block 3] after the failed copy-on-write", reveal=False)
+    assert_plain_equal(_m.release(_y), 0, "release(y) where every block is shared with e")
+    assert_raises(ValueError, "release(y) a second time", _m.release, _y)
+    assert_raises(ValueError, "touch(y) after release", _m.touch, _y)
+    _m.append_tokens(_e, 3)
+    assert_plain_equal([[blk.block_id for blk in _e.block_table], [blk.filled for blk in _e.block_table]], [[2, 3], [4, 4]],
+                       "e's table after append_tokens(3) into its last block, no longer shared (no copy needed)")
+    _m.append_tokens(_e, 0)
+    assert_plain_equal([_e.use_count, _e.last_access_step, _m.step], [4, 7, 7], "[use_count, last_access_step, step] after append_tokens(e, 0)")
+    assert_plain_equal(_m.release(_x) + _m.release(_e), 4, "release(x) + release(e)")
+
+    # Full blocks are shared without a copy: a sequence whose last block is full appends into new blocks.
+    _f = PagedKVCacheManager(num_blocks=5, block_size=2)
+    _p = _f.allocate_for_sequence("p", 4)
+    _c = _f.fork(_p, "c")
+    _f.append_tokens(_p, 1)
+    assert_plain_equal([[blk.block_id for blk in _p.block_table], [blk.block_id for blk in _c.block_table]], [[0, 1, 2], [0, 1]],
+                       "[p's, c's block ids] after p appends past a full shared block (no copy needed)")
+
+    # Random operation sequences against the model.
+    _rng = _random.Random(2404)
+    for _case in range(50):
+        _nb, _bs = _rng.randint(3, 12), _rng.choice([1, 2, 3, 4, 5])
+        _mgr, _mod = PagedKVCacheManager(_nb, _bs), _Model(_nb, _bs)
+        _next = 0
+        for _op in range(40):
+            _where = f"(case {_case}, op {_op}, {_nb} blocks of {_bs})"
+            _active = sorted(_mod.table)
+            _kind = _rng.random()
+            if _kind < 0.25 or not _active:
+                _sid, _next = f"s{_next}", _next + 1
+                _n = _rng.randint(0, 3 * _bs + 1)
+                if _mod.allocate(_sid, _n):
+                    _mgr.allocate_for_sequence(_sid, _n)
+                else:
+                    assert_raises(RuntimeError, f"allocate_for_sequence({_sid!r}, {_n}) without enough blocks {_where}",
+                                  _mgr.allocate_for_sequence, _sid, _n)
+            elif _kind < 0.55:
+                _sid, _n = _rng.choice(_active), _rng.randint(0, 2 * _bs + 1)
+                if _mod.append(_sid, _n):
+                    _mgr.append_tokens(_mgr.sequences[_sid], _n)
+                else:
+                    assert_raises(RuntimeError, f"append_tokens({_sid!r}, {_n}) without enough blocks {_where}",
+                                  _mgr.append_tokens, _mgr.sequences[_sid], _n)
+            elif _kind < 0.75:
+                _sid, _child, _next = _rng.choice(_active), f"s{_next}", _next + 1
+                _mod.fork(_sid, _child)
+                check_type(_mgr.fork(_mgr.sequences[_sid], _child), SequenceKVCache, f"fork {_where}")
+            elif _kind < 0.85:
+                _sid = _rng.choice(_active)
+                _mod.touch(_sid)
+                _mgr.touch(_mgr.sequences[_sid])
             else:
-                assert_raises(RuntimeError, f"allocate_for_sequence({_sid!r}, {_n}) without enough blocks {_where}",
-                              _mgr.allocate_for_sequence, _sid, _n)
-        elif _kind < 0.55:
-            _sid, _n = _rng.choice(_active), _rng.randint(0, 2 * _bs + 1)
-            if _mod.append(_sid, _n):
-                _mgr.append_tokens(_mgr.sequences[_sid], _n)
-            else:
-                assert_raises(RuntimeError, f"append_tokens({_sid!r}, {_n}) without enough blocks {_where}",
-                              _mgr.append_tokens, _mgr.sequences[_sid], _n)
-        elif _kind < 0.75:
-            _sid, _child, _next = _rng.choice(_active), f"s{_next}", _next + 1
-            _mod.fork(_sid, _child)
-            check_type(_mgr.fork(_mgr.sequences[_sid], _child), SequenceKVCache, f"fork {_where}")
-        elif _kind < 0.85:
-            _sid = _rng.choice(_active)
-            _mod.touch(_sid)
-            _mgr.touch(_mgr.sequences[_sid])
-        else:
-            _sid = _rng.choice(_active)
-            _want = _mod.release(_sid)
-            assert_plain_equal(_mgr.release(_mgr.sequences[_sid]), _want, f"release({_sid!r}) {_where}", reveal=False)
-        _compare(_mgr, _mod, _where)
-### END HIDDEN TESTS
+                _sid = _rng.choice(_active)
+                _want = _mod.release(_sid)
+                assert_plain_equal(_mgr.release(_mgr.sequences[_sid]), _want, f"release({_sid!r}) {_where}", reveal=False)
+            _compare(_mgr, _mod, _where)
+    ### END HIDDEN TESTS
+
+
+_check_task2_4_PagedKVCacheManager()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task2_5_PagedKVPool_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 2.5: PagedKVPool (2 points)
@@ -1073,43 +1099,50 @@ class PagedKVPool:
 
 # %% nbgrader={"grade": true, "grade_id": "test_task2_5_PagedKVPool", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that PagedKVPool makes two separate zero tensors of the pinned shape, dtype and device."""
-from course.checks import assert_plain_equal, assert_raises, assert_same_tensor
-from course.env import available_devices
 
-for device in available_devices():
-    pool = PagedKVPool(6, 4, 2, 8, device=device)
-    assert_plain_equal([pool.num_blocks, pool.block_size, pool.num_heads, pool.head_dim], [6, 4, 2, 8],
-                       f"[num_blocks, block_size, num_heads, head_dim] of PagedKVPool(6, 4, 2, 8) on {device}")
-    for name in ("k_cache", "v_cache"):
-        assert_same_tensor(getattr(pool, name), torch.zeros(6, 4, 2, 8, device=device),
-                           f"PagedKVPool(6, 4, 2, 8, device={device}).{name}")
-    pool.k_cache[1, 2] = 1.0
-    assert float(pool.v_cache.abs().sum()) == 0.0, f"writing into k_cache changed v_cache on {device}: they must be two separate tensors"
-assert_raises(ValueError, "PagedKVPool(0, 4, 2, 8)", PagedKVPool, 0, 4, 2, 8)
 
-### BEGIN HIDDEN TESTS
-import random as _random
+def _check_task2_5_PagedKVPool():
+    from course.checks import assert_plain_equal, assert_raises, assert_same_tensor
+    from course.env import available_devices
 
-_rng = _random.Random(2505)
-for device in available_devices():
-    for _case in range(12):
-        _sizes = [_rng.randint(1, 6) for _ in range(4)]
-        _dtype = [torch.float32, torch.float16, torch.float64, torch.bfloat16][_case % 4]
-        _pool = PagedKVPool(*_sizes, device=device, dtype=_dtype)
-        for _name in ("k_cache", "v_cache"):
-            _t = getattr(_pool, _name)
-            assert_same_tensor(_t, torch.zeros(*_sizes, dtype=_dtype, device=device), f"PagedKVPool({_sizes}, {_dtype}).{_name} on {device}")
-            assert _t.is_contiguous(), f"PagedKVPool(...).{_name} must be contiguous"
-        _pool.v_cache.fill_(2.0)
-        assert float(_pool.k_cache.abs().sum()) == 0.0, "writing into v_cache changed k_cache: they must be two separate tensors"
-for _bad in range(4):
-    _sizes = [3, 3, 3, 3]
-    _sizes[_bad] = _rng.choice([0, -2])
-    assert_raises(ValueError, f"PagedKVPool(*{_sizes})", PagedKVPool, *_sizes)
-_plain = PagedKVPool(2, 3, 1, 5)
-assert_same_tensor(_plain.k_cache, torch.zeros(2, 3, 1, 5), "PagedKVPool(2, 3, 1, 5).k_cache with the default device and dtype")
-assert_same_tensor(PagedKVPool(1, 2, 3, 4, device="cpu").v_cache, torch.zeros(1, 2, 3, 4), "PagedKVPool(1, 2, 3, 4, device='cpu').v_cache")
-### END HIDDEN TESTS
+    for device in available_devices():
+        pool = PagedKVPool(6, 4, 2, 8, device=device)
+        assert_plain_equal([pool.num_blocks, pool.block_size, pool.num_heads, pool.head_dim], [6, 4, 2, 8],
+                           f"[num_blocks, block_size, num_heads, head_dim] of PagedKVPool(6, 4, 2, 8) on {device}")
+        for name in ("k_cache", "v_cache"):
+            assert_same_tensor(getattr(pool, name), torch.zeros(6, 4, 2, 8, device=device),
+                               f"PagedKVPool(6, 4, 2, 8, device={device}).{name}")
+        pool.k_cache[1, 2] = 1.0
+        assert float(pool.v_cache.abs().sum()) == 0.0, f"writing into k_cache changed v_cache on {device}: they must be two separate tensors"
+    assert_raises(ValueError, "PagedKVPool(0, 4, 2, 8)", PagedKVPool, 0, 4, 2, 8)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(2505)
+    for device in available_devices():
+        for _case in range(12):
+            _sizes = [_rng.randint(1, 6) for _ in range(4)]
+            _dtype = [torch.float32, torch.float16, torch.float64, torch.bfloat16][_case % 4]
+            _pool = PagedKVPool(*_sizes, device=device, dtype=_dtype)
+            for _name in ("k_cache", "v_cache"):
+                _t = getattr(_pool, _name)
+                assert_same_tensor(_t, torch.zeros(*_sizes, dtype=_dtype, device=device), f"PagedKVPool({_sizes}, {_dtype}).{_name} on {device}")
+                assert _t.is_contiguous(), f"PagedKVPool(...).{_name} must be contiguous"
+            _pool.v_cache.fill_(2.0)
+            assert float(_pool.k_cache.abs().sum()) == 0.0, "writing into v_cache changed k_cache: they must be two separate tensors"
+    for _bad in range(4):
+        _sizes = [3, 3, 3, 3]
+        _sizes[_bad] = _rng.choice([0, -2])
+        assert_raises(ValueError, f"PagedKVPool(*{_sizes})", PagedKVPool, *_sizes)
+    _plain = PagedKVPool(2, 3, 1, 5)
+    assert_same_tensor(_plain.k_cache, torch.zeros(2, 3, 1, 5), "PagedKVPool(2, 3, 1, 5).k_cache with the default device and dtype")
+    assert_same_tensor(PagedKVPool(1, 2, 3, 4, device="cpu").v_cache, torch.zeros(1, 2, 3, 4), "PagedKVPool(1, 2, 3, 4, device='cpu').v_cache")
+    ### END HIDDEN TESTS
+
+
+_check_task2_5_PagedKVPool()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task2_6_slot_mapping_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 2.6: slot_mapping (3 points)
@@ -1161,45 +1194,52 @@ def slot_mapping(block_ids, start, count, block_size):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task2_6_slot_mapping", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 """Check that slot_mapping maps positions through the block table to int64 slots, without a Python loop."""
-from course.checks import assert_no_python_loop, assert_raises, assert_same_tensor
-from course.env import available_devices
 
-for device in available_devices():
-    table = torch.tensor([7, 2, 5], device=device)
-    assert_same_tensor(slot_mapping(table, 0, 12, 4),
-                       torch.tensor([28, 29, 30, 31, 8, 9, 10, 11, 20, 21, 22, 23], device=device),
-                       f"slot_mapping(tensor([7, 2, 5]), start=0, count=12, block_size=4) on {device}")
-    assert_same_tensor(slot_mapping(table, 5, 4, 4), torch.tensor([9, 10, 11, 20], device=device),
-                       f"slot_mapping(tensor([7, 2, 5]), start=5, count=4, block_size=4) on {device}")
-    assert_same_tensor(slot_mapping(table.int(), 3, 2, 4), torch.tensor([31, 8], device=device),
-                       f"slot_mapping(int32 tensor([7, 2, 5]), 3, 2, 4) on {device} (int64 slots)")
-    assert_raises(ValueError, f"slot_mapping(tensor([7, 2, 5]), 10, 3, 4) on {device} (position 12 is past the table)",
-                  slot_mapping, table, 10, 3, 4)
 
-### BEGIN HIDDEN TESTS
-import random as _random
+def _check_task2_6_slot_mapping():
+    from course.checks import assert_no_python_loop, assert_raises, assert_same_tensor
+    from course.env import available_devices
 
-_rng = _random.Random(2606)
-for device in available_devices():
-    for _case in range(150):
-        _bs = _rng.randint(1, 8)
-        _nb = _rng.randint(0, 10)
-        _table = _rng.sample(range(64), _nb)
-        _start = _rng.randint(0, _nb * _bs)
-        _count = _rng.randint(0, _nb * _bs - _start)
-        _want = [_table[_p // _bs] * _bs + _p % _bs for _p in range(_start, _start + _count)]
-        _dtype = torch.int32 if _case % 3 == 0 else torch.int64
-        _t = torch.tensor(_table, dtype=_dtype, device=device)
-        assert_same_tensor(slot_mapping(_t, _start, _count, _bs), torch.tensor(_want, dtype=torch.int64, device=device),
-                           f"slot_mapping on random case {_case} ({_nb} blocks of {_bs}, {_dtype}, {device})", reveal=False)
-        assert_same_tensor(_t, torch.tensor(_table, dtype=_dtype, device=device), f"block_ids after slot_mapping (case {_case}): it must not change")
-    _t = torch.tensor([3, 0], device=device)
-    for _args in ((-1, 2, 4), (0, -1, 4), (0, 1, 0), (6, 3, 4), (0, 9, 4)):
-        assert_raises(ValueError, f"slot_mapping(tensor([3, 0]), *{_args}) on {device}", slot_mapping, _t, *_args)
-_small = (torch.randperm(8), 3, 20, 4)
-_large = (torch.randperm(4096), 3, 16000, 4)
-assert_no_python_loop(slot_mapping, _small, _large, "slot_mapping")
-### END HIDDEN TESTS
+    for device in available_devices():
+        table = torch.tensor([7, 2, 5], device=device)
+        assert_same_tensor(slot_mapping(table, 0, 12, 4),
+                           torch.tensor([28, 29, 30, 31, 8, 9, 10, 11, 20, 21, 22, 23], device=device),
+                           f"slot_mapping(tensor([7, 2, 5]), start=0, count=12, block_size=4) on {device}")
+        assert_same_tensor(slot_mapping(table, 5, 4, 4), torch.tensor([9, 10, 11, 20], device=device),
+                           f"slot_mapping(tensor([7, 2, 5]), start=5, count=4, block_size=4) on {device}")
+        assert_same_tensor(slot_mapping(table.int(), 3, 2, 4), torch.tensor([31, 8], device=device),
+                           f"slot_mapping(int32 tensor([7, 2, 5]), 3, 2, 4) on {device} (int64 slots)")
+        assert_raises(ValueError, f"slot_mapping(tensor([7, 2, 5]), 10, 3, 4) on {device} (position 12 is past the table)",
+                      slot_mapping, table, 10, 3, 4)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(2606)
+    for device in available_devices():
+        for _case in range(150):
+            _bs = _rng.randint(1, 8)
+            _nb = _rng.randint(0, 10)
+            _table = _rng.sample(range(64), _nb)
+            _start = _rng.randint(0, _nb * _bs)
+            _count = _rng.randint(0, _nb * _bs - _start)
+            _want = [_table[_p // _bs] * _bs + _p % _bs for _p in range(_start, _start + _count)]
+            _dtype = torch.int32 if _case % 3 == 0 else torch.int64
+            _t = torch.tensor(_table, dtype=_dtype, device=device)
+            assert_same_tensor(slot_mapping(_t, _start, _count, _bs), torch.tensor(_want, dtype=torch.int64, device=device),
+                               f"slot_mapping on random case {_case} ({_nb} blocks of {_bs}, {_dtype}, {device})", reveal=False)
+            assert_same_tensor(_t, torch.tensor(_table, dtype=_dtype, device=device), f"block_ids after slot_mapping (case {_case}): it must not change")
+        _t = torch.tensor([3, 0], device=device)
+        for _args in ((-1, 2, 4), (0, -1, 4), (0, 1, 0), (6, 3, 4), (0, 9, 4)):
+            assert_raises(ValueError, f"slot_mapping(tensor([3, 0]), *{_args}) on {device}", slot_mapping, _t, *_args)
+    _small = (torch.randperm(8), 3, 20, 4)
+    _large = (torch.randperm(4096), 3, 16000, 4)
+    assert_no_python_loop(slot_mapping, _small, _large, "slot_mapping")
+    ### END HIDDEN TESTS
+
+
+_check_task2_6_slot_mapping()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task2_7_write_kv_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 2.7: write_kv (2 points)
@@ -1252,66 +1292,73 @@ def write_kv(pool, slots, k, v):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task2_7_write_kv", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that write_kv writes each token's key and value into its slot, in place, and nothing else."""
-from types import SimpleNamespace
-
-from course.checks import assert_no_python_loop, assert_raises, assert_same_tensor, check_type
-from course.env import available_devices
 
 
-def stand_in_pool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
-    """Two zero tensors laid out like PagedKVPool's, so that this test does not depend on Task 2.5."""
-    shape = (num_blocks, block_size, num_heads, head_dim)
-    return SimpleNamespace(num_blocks=num_blocks, block_size=block_size, num_heads=num_heads, head_dim=head_dim,
-                           k_cache=torch.zeros(shape, dtype=dtype, device=device),
-                           v_cache=torch.zeros(shape, dtype=dtype, device=device))
+def _check_task2_7_write_kv():
+    from types import SimpleNamespace
+
+    from course.checks import assert_no_python_loop, assert_raises, assert_same_tensor, check_type
+    from course.env import available_devices
 
 
-for device in available_devices():
-    pool = stand_in_pool(4, 2, 1, 3, device=device)
-    k = torch.arange(1.0, 7.0, device=device).reshape(2, 1, 3)
-    v = -k
-    check_type(write_kv(pool, torch.tensor([5, 0], device=device), k, v), type(None), f"write_kv(pool, slots [5, 0], k, v) on {device}")
-    expected_k = torch.zeros(8, 1, 3, device=device)
-    expected_k[5], expected_k[0] = k[0], k[1]
-    assert_same_tensor(pool.k_cache.view(-1, 1, 3), expected_k, f"the pool's keys by slot after write_kv(slots [5, 0]) on {device}")
-    assert_same_tensor(pool.v_cache.view(-1, 1, 3), -expected_k, f"the pool's values by slot after write_kv(slots [5, 0]) on {device}")
-    assert_raises(ValueError, f"write_kv with k and v of shape [2, 3] instead of [2, 1, 3] on {device}",
-                  write_kv, pool, torch.tensor([1, 2], device=device), k.reshape(2, 3), v.reshape(2, 3))
+    def stand_in_pool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
+        """Two zero tensors laid out like PagedKVPool's, so that this test does not depend on Task 2.5."""
+        shape = (num_blocks, block_size, num_heads, head_dim)
+        return SimpleNamespace(num_blocks=num_blocks, block_size=block_size, num_heads=num_heads, head_dim=head_dim,
+                               k_cache=torch.zeros(shape, dtype=dtype, device=device),
+                               v_cache=torch.zeros(shape, dtype=dtype, device=device))
 
-### BEGIN HIDDEN TESTS
-import random as _random
 
-_rng = _random.Random(2707)
-for device in available_devices():
-    for _case in range(40):
-        _nb, _bs, _h, _d = _rng.randint(1, 6), _rng.randint(1, 5), _rng.randint(1, 3), _rng.randint(1, 6)
-        _pool = stand_in_pool(_nb, _bs, _h, _d, device=device)
-        _gen = torch.Generator().manual_seed(_case)
-        _pool.k_cache.copy_(torch.randn(_pool.k_cache.shape, generator=_gen))
-        _pool.v_cache.copy_(torch.randn(_pool.v_cache.shape, generator=_gen))
-        _count = _rng.randint(0, _nb * _bs)
-        _slots = _rng.sample(range(_nb * _bs), _count)
-        _k = torch.randn(_count, _h, _d, generator=_gen)
-        _v = torch.randn(_count, _h, _d, generator=_gen)
-        _want_k = _pool.k_cache.cpu().reshape(-1, _h, _d).clone()
-        _want_v = _pool.v_cache.cpu().reshape(-1, _h, _d).clone()
-        for _i, _s in enumerate(_slots):
-            _want_k[_s], _want_v[_s] = _k[_i], _v[_i]
-        write_kv(_pool, torch.tensor(_slots, dtype=torch.int64, device=device), _k.to(device), _v.to(device))
-        assert_same_tensor(_pool.k_cache, _want_k.reshape(_nb, _bs, _h, _d).to(device), f"k_cache after write_kv (case {_case}, {device})", reveal=False)
-        assert_same_tensor(_pool.v_cache, _want_v.reshape(_nb, _bs, _h, _d).to(device), f"v_cache after write_kv (case {_case}, {device})", reveal=False)
-    _pool = stand_in_pool(3, 2, 2, 2, device=device)
-    _s = torch.tensor([0, 4], device=device)
-    _ok = torch.ones(2, 2, 2, device=device)
-    for _bad_k, _bad_v in ((torch.ones(3, 2, 2, device=device), _ok), (_ok, torch.ones(2, 2, 3, device=device)),
-                           (torch.ones(2, 1, 2, device=device), _ok)):
-        assert_raises(ValueError, f"write_kv with k {list(_bad_k.shape)}, v {list(_bad_v.shape)} for 2 slots ({device})",
-                      write_kv, _pool, _s, _bad_k, _bad_v)
-_small_pool, _large_pool = stand_in_pool(4, 4, 2, 4), stand_in_pool(512, 16, 2, 4)
-_small = (_small_pool, torch.randperm(16)[:8], torch.randn(8, 2, 4), torch.randn(8, 2, 4))
-_large = (_large_pool, torch.randperm(8192)[:4096], torch.randn(4096, 2, 4), torch.randn(4096, 2, 4))
-assert_no_python_loop(write_kv, _small, _large, "write_kv")
-### END HIDDEN TESTS
+    for device in available_devices():
+        pool = stand_in_pool(4, 2, 1, 3, device=device)
+        k = torch.arange(1.0, 7.0, device=device).reshape(2, 1, 3)
+        v = -k
+        check_type(write_kv(pool, torch.tensor([5, 0], device=device), k, v), type(None), f"write_kv(pool, slots [5, 0], k, v) on {device}")
+        expected_k = torch.zeros(8, 1, 3, device=device)
+        expected_k[5], expected_k[0] = k[0], k[1]
+        assert_same_tensor(pool.k_cache.view(-1, 1, 3), expected_k, f"the pool's keys by slot after write_kv(slots [5, 0]) on {device}")
+        assert_same_tensor(pool.v_cache.view(-1, 1, 3), -expected_k, f"the pool's values by slot after write_kv(slots [5, 0]) on {device}")
+        assert_raises(ValueError, f"write_kv with k and v of shape [2, 3] instead of [2, 1, 3] on {device}",
+                      write_kv, pool, torch.tensor([1, 2], device=device), k.reshape(2, 3), v.reshape(2, 3))
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(2707)
+    for device in available_devices():
+        for _case in range(40):
+            _nb, _bs, _h, _d = _rng.randint(1, 6), _rng.randint(1, 5), _rng.randint(1, 3), _rng.randint(1, 6)
+            _pool = stand_in_pool(_nb, _bs, _h, _d, device=device)
+            _gen = torch.Generator().manual_seed(_case)
+            _pool.k_cache.copy_(torch.randn(_pool.k_cache.shape, generator=_gen))
+            _pool.v_cache.copy_(torch.randn(_pool.v_cache.shape, generator=_gen))
+            _count = _rng.randint(0, _nb * _bs)
+            _slots = _rng.sample(range(_nb * _bs), _count)
+            _k = torch.randn(_count, _h, _d, generator=_gen)
+            _v = torch.randn(_count, _h, _d, generator=_gen)
+            _want_k = _pool.k_cache.cpu().reshape(-1, _h, _d).clone()
+            _want_v = _pool.v_cache.cpu().reshape(-1, _h, _d).clone()
+            for _i, _s in enumerate(_slots):
+                _want_k[_s], _want_v[_s] = _k[_i], _v[_i]
+            write_kv(_pool, torch.tensor(_slots, dtype=torch.int64, device=device), _k.to(device), _v.to(device))
+            assert_same_tensor(_pool.k_cache, _want_k.reshape(_nb, _bs, _h, _d).to(device), f"k_cache after write_kv (case {_case}, {device})", reveal=False)
+            assert_same_tensor(_pool.v_cache, _want_v.reshape(_nb, _bs, _h, _d).to(device), f"v_cache after write_kv (case {_case}, {device})", reveal=False)
+        _pool = stand_in_pool(3, 2, 2, 2, device=device)
+        _s = torch.tensor([0, 4], device=device)
+        _ok = torch.ones(2, 2, 2, device=device)
+        for _bad_k, _bad_v in ((torch.ones(3, 2, 2, device=device), _ok), (_ok, torch.ones(2, 2, 3, device=device)),
+                               (torch.ones(2, 1, 2, device=device), _ok)):
+            assert_raises(ValueError, f"write_kv with k {list(_bad_k.shape)}, v {list(_bad_v.shape)} for 2 slots ({device})",
+                          write_kv, _pool, _s, _bad_k, _bad_v)
+    _small_pool, _large_pool = stand_in_pool(4, 4, 2, 4), stand_in_pool(512, 16, 2, 4)
+    _small = (_small_pool, torch.randperm(16)[:8], torch.randn(8, 2, 4), torch.randn(8, 2, 4))
+    _large = (_large_pool, torch.randperm(8192)[:4096], torch.randn(4096, 2, 4), torch.randn(4096, 2, 4))
+    assert_no_python_loop(write_kv, _small, _large, "write_kv")
+    ### END HIDDEN TESTS
+
+
+_check_task2_7_write_kv()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task2_8_gather_kv_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 2.8: gather_kv (3 points)
@@ -1361,65 +1408,72 @@ def gather_kv(pool, block_ids, num_tokens):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task2_8_gather_kv", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 """Check that gather_kv returns (K, V) in token order, cut at num_tokens, without a Python loop."""
-from types import SimpleNamespace
-
-from course.checks import assert_no_python_loop, assert_plain_equal, assert_raises, assert_same_tensor, check_type
-from course.env import available_devices
 
 
-def stand_in_pool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
-    """Two zero tensors laid out like PagedKVPool's, so that this test does not depend on Task 2.5."""
-    shape = (num_blocks, block_size, num_heads, head_dim)
-    return SimpleNamespace(num_blocks=num_blocks, block_size=block_size, num_heads=num_heads, head_dim=head_dim,
-                           k_cache=torch.zeros(shape, dtype=dtype, device=device),
-                           v_cache=torch.zeros(shape, dtype=dtype, device=device))
+def _check_task2_8_gather_kv():
+    from types import SimpleNamespace
+
+    from course.checks import assert_no_python_loop, assert_plain_equal, assert_raises, assert_same_tensor, check_type
+    from course.env import available_devices
 
 
-for device in available_devices():
-    pool = stand_in_pool(6, 2, 1, 1, device=device)
-    pool.k_cache.copy_(torch.arange(12.0, device=device).reshape(6, 2, 1, 1))  # The key of slot s is s.
-    pool.v_cache.copy_(100 + pool.k_cache)
-    result = gather_kv(pool, torch.tensor([4, 1, 3], device=device), 5)
-    check_type(result, tuple, f"gather_kv(pool, tensor([4, 1, 3]), 5) on {device}")
-    assert_plain_equal(len(result), 2, "len(gather_kv(...))")
-    keys, values = result
-    slots = torch.tensor([8.0, 9.0, 2.0, 3.0, 6.0], device=device).reshape(5, 1, 1)
-    assert_same_tensor(keys, slots, f"K of gather_kv(pool, tensor([4, 1, 3]), 5) on {device} (key of slot s is s)")
-    assert_same_tensor(values, 100 + slots, f"V of gather_kv(pool, tensor([4, 1, 3]), 5) on {device}")
-    assert_raises(ValueError, f"gather_kv(pool, tensor([4, 1, 3]), 7) on {device} (3 blocks of 2 hold 6 tokens)",
-                  gather_kv, pool, torch.tensor([4, 1, 3], device=device), 7)
+    def stand_in_pool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
+        """Two zero tensors laid out like PagedKVPool's, so that this test does not depend on Task 2.5."""
+        shape = (num_blocks, block_size, num_heads, head_dim)
+        return SimpleNamespace(num_blocks=num_blocks, block_size=block_size, num_heads=num_heads, head_dim=head_dim,
+                               k_cache=torch.zeros(shape, dtype=dtype, device=device),
+                               v_cache=torch.zeros(shape, dtype=dtype, device=device))
 
-### BEGIN HIDDEN TESTS
-import random as _random
 
-_rng = _random.Random(2808)
-for device in available_devices():
-    for _case in range(60):
-        _nb, _bs, _h, _d = _rng.randint(1, 10), _rng.randint(1, 6), _rng.randint(1, 3), _rng.randint(1, 5)
-        _dtype = torch.float64 if _case % 5 == 0 else torch.float32
-        _pool = stand_in_pool(_nb, _bs, _h, _d, device=device, dtype=_dtype)
-        _gen = torch.Generator().manual_seed(_case)
-        _pool.k_cache.copy_(torch.randn(_pool.k_cache.shape, generator=_gen))
-        _pool.v_cache.copy_(torch.randn(_pool.v_cache.shape, generator=_gen))
-        _table = _rng.sample(range(_nb), _rng.randint(0, _nb))
-        _n = _rng.randint(max(0, (len(_table) - 1) * _bs), len(_table) * _bs)
-        _kc, _vc = _pool.k_cache.cpu(), _pool.v_cache.cpu()
-        _want_k = torch.stack([_kc[_table[_t // _bs], _t % _bs] for _t in range(_n)]) if _n else torch.zeros(0, _h, _d, dtype=_dtype)
-        _want_v = torch.stack([_vc[_table[_t // _bs], _t % _bs] for _t in range(_n)]) if _n else torch.zeros(0, _h, _d, dtype=_dtype)
-        _ids = torch.tensor(_table, dtype=torch.int64 if _case % 2 else torch.int32, device=device)
-        _got = gather_kv(_pool, _ids, _n)
-        check_type(_got, tuple, f"gather_kv on random case {_case}")
-        assert_same_tensor(_got[0], _want_k.to(device), f"K of gather_kv on random case {_case} ({device})", reveal=False)
-        assert_same_tensor(_got[1], _want_v.to(device), f"V of gather_kv on random case {_case} ({device})", reveal=False)
-    _pool = stand_in_pool(3, 2, 1, 1, device=device)
-    assert_raises(ValueError, f"gather_kv(pool, tensor([0]), -1) on {device}", gather_kv, _pool, torch.tensor([0], device=device), -1)
-    assert_raises(ValueError, f"gather_kv(pool, tensor([], dtype=int64), 1) on {device}", gather_kv, _pool,
-                  torch.zeros(0, dtype=torch.int64, device=device), 1)
-_small_pool, _large_pool = stand_in_pool(8, 4, 2, 4), stand_in_pool(1024, 4, 2, 4)
-_small = (_small_pool, torch.randperm(8), 30)
-_large = (_large_pool, torch.randperm(1024), 4090)
-assert_no_python_loop(gather_kv, _small, _large, "gather_kv")
-### END HIDDEN TESTS
+    for device in available_devices():
+        pool = stand_in_pool(6, 2, 1, 1, device=device)
+        pool.k_cache.copy_(torch.arange(12.0, device=device).reshape(6, 2, 1, 1))  # The key of slot s is s.
+        pool.v_cache.copy_(100 + pool.k_cache)
+        result = gather_kv(pool, torch.tensor([4, 1, 3], device=device), 5)
+        check_type(result, tuple, f"gather_kv(pool, tensor([4, 1, 3]), 5) on {device}")
+        assert_plain_equal(len(result), 2, "len(gather_kv(...))")
+        keys, values = result
+        slots = torch.tensor([8.0, 9.0, 2.0, 3.0, 6.0], device=device).reshape(5, 1, 1)
+        assert_same_tensor(keys, slots, f"K of gather_kv(pool, tensor([4, 1, 3]), 5) on {device} (key of slot s is s)")
+        assert_same_tensor(values, 100 + slots, f"V of gather_kv(pool, tensor([4, 1, 3]), 5) on {device}")
+        assert_raises(ValueError, f"gather_kv(pool, tensor([4, 1, 3]), 7) on {device} (3 blocks of 2 hold 6 tokens)",
+                      gather_kv, pool, torch.tensor([4, 1, 3], device=device), 7)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(2808)
+    for device in available_devices():
+        for _case in range(60):
+            _nb, _bs, _h, _d = _rng.randint(1, 10), _rng.randint(1, 6), _rng.randint(1, 3), _rng.randint(1, 5)
+            _dtype = torch.float64 if _case % 5 == 0 else torch.float32
+            _pool = stand_in_pool(_nb, _bs, _h, _d, device=device, dtype=_dtype)
+            _gen = torch.Generator().manual_seed(_case)
+            _pool.k_cache.copy_(torch.randn(_pool.k_cache.shape, generator=_gen))
+            _pool.v_cache.copy_(torch.randn(_pool.v_cache.shape, generator=_gen))
+            _table = _rng.sample(range(_nb), _rng.randint(0, _nb))
+            _n = _rng.randint(max(0, (len(_table) - 1) * _bs), len(_table) * _bs)
+            _kc, _vc = _pool.k_cache.cpu(), _pool.v_cache.cpu()
+            _want_k = torch.stack([_kc[_table[_t // _bs], _t % _bs] for _t in range(_n)]) if _n else torch.zeros(0, _h, _d, dtype=_dtype)
+            _want_v = torch.stack([_vc[_table[_t // _bs], _t % _bs] for _t in range(_n)]) if _n else torch.zeros(0, _h, _d, dtype=_dtype)
+            _ids = torch.tensor(_table, dtype=torch.int64 if _case % 2 else torch.int32, device=device)
+            _got = gather_kv(_pool, _ids, _n)
+            check_type(_got, tuple, f"gather_kv on random case {_case}")
+            assert_same_tensor(_got[0], _want_k.to(device), f"K of gather_kv on random case {_case} ({device})", reveal=False)
+            assert_same_tensor(_got[1], _want_v.to(device), f"V of gather_kv on random case {_case} ({device})", reveal=False)
+        _pool = stand_in_pool(3, 2, 1, 1, device=device)
+        assert_raises(ValueError, f"gather_kv(pool, tensor([0]), -1) on {device}", gather_kv, _pool, torch.tensor([0], device=device), -1)
+        assert_raises(ValueError, f"gather_kv(pool, tensor([], dtype=int64), 1) on {device}", gather_kv, _pool,
+                      torch.zeros(0, dtype=torch.int64, device=device), 1)
+    _small_pool, _large_pool = stand_in_pool(8, 4, 2, 4), stand_in_pool(1024, 4, 2, 4)
+    _small = (_small_pool, torch.randperm(8), 30)
+    _large = (_large_pool, torch.randperm(1024), 4090)
+    assert_no_python_loop(gather_kv, _small, _large, "gather_kv")
+    ### END HIDDEN TESTS
+
+
+_check_task2_8_gather_kv()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task2_9_copy_block_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 2.9: copy_block (2 points)
@@ -1458,52 +1512,58 @@ def copy_block(pool, src_block, dst_block):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task2_9_copy_block", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 """Check that copy_block copies one block's keys and values into another, in place, and nothing else."""
-from types import SimpleNamespace
-
-from course.checks import assert_raises, assert_same_tensor, check_type
-from course.env import available_devices
 
 
-def stand_in_pool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
-    """Two zero tensors laid out like PagedKVPool's, so that this test does not depend on Task 2.5."""
-    shape = (num_blocks, block_size, num_heads, head_dim)
-    return SimpleNamespace(num_blocks=num_blocks, block_size=block_size, num_heads=num_heads, head_dim=head_dim,
-                           k_cache=torch.zeros(shape, dtype=dtype, device=device),
-                           v_cache=torch.zeros(shape, dtype=dtype, device=device))
+def _check_task2_9_copy_block():
+    from types import SimpleNamespace
+
+    from course.checks import assert_raises, assert_same_tensor, check_type
+    from course.env import available_devices
 
 
-for device in available_devices():
-    pool = stand_in_pool(5, 2, 2, 3, device=device)
-    pool.k_cache.copy_(torch.arange(60.0, device=device).reshape(5, 2, 2, 3))
-    pool.v_cache.copy_(-pool.k_cache)
-    before_k, before_v = pool.k_cache.clone(), pool.v_cache.clone()
-    check_type(copy_block(pool, 1, 3), type(None), f"copy_block(pool, 1, 3) on {device}")
-    before_k[3], before_v[3] = before_k[1], before_v[1]
-    assert_same_tensor(pool.k_cache, before_k, f"k_cache after copy_block(pool, 1, 3) on {device} (block 3 becomes block 1)")
-    assert_same_tensor(pool.v_cache, before_v, f"v_cache after copy_block(pool, 1, 3) on {device}")
-    assert_raises(ValueError, f"copy_block(pool, 1, 5) with 5 blocks on {device}", copy_block, pool, 1, 5)
+    def stand_in_pool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
+        """Two zero tensors laid out like PagedKVPool's, so that this test does not depend on Task 2.5."""
+        shape = (num_blocks, block_size, num_heads, head_dim)
+        return SimpleNamespace(num_blocks=num_blocks, block_size=block_size, num_heads=num_heads, head_dim=head_dim,
+                               k_cache=torch.zeros(shape, dtype=dtype, device=device),
+                               v_cache=torch.zeros(shape, dtype=dtype, device=device))
 
-### BEGIN HIDDEN TESTS
-import random as _random
 
-_rng = _random.Random(2909)
-for device in available_devices():
-    for _case in range(40):
-        _nb, _bs, _h, _d = _rng.randint(1, 8), _rng.randint(1, 4), _rng.randint(1, 3), _rng.randint(1, 4)
-        _pool = stand_in_pool(_nb, _bs, _h, _d, device=device)
-        _gen = torch.Generator().manual_seed(_case)
-        _pool.k_cache.copy_(torch.randn(_pool.k_cache.shape, generator=_gen))
-        _pool.v_cache.copy_(torch.randn(_pool.v_cache.shape, generator=_gen))
-        _src, _dst = _rng.randrange(_nb), _rng.randrange(_nb)
-        _want_k, _want_v = _pool.k_cache.cpu().clone(), _pool.v_cache.cpu().clone()
-        _want_k[_dst], _want_v[_dst] = _want_k[_src].clone(), _want_v[_src].clone()
-        copy_block(_pool, _src, _dst)
-        assert_same_tensor(_pool.k_cache, _want_k.to(device), f"k_cache after copy_block (case {_case}, {device})", reveal=False)
-        assert_same_tensor(_pool.v_cache, _want_v.to(device), f"v_cache after copy_block (case {_case}, {device})", reveal=False)
-    _pool = stand_in_pool(3, 2, 1, 1, device=device)
-    for _args in ((-1, 0), (0, -1), (3, 0), (0, 3)):
-        assert_raises(ValueError, f"copy_block(pool, *{_args}) with 3 blocks ({device})", copy_block, _pool, *_args)
-### END HIDDEN TESTS
+    for device in available_devices():
+        pool = stand_in_pool(5, 2, 2, 3, device=device)
+        pool.k_cache.copy_(torch.arange(60.0, device=device).reshape(5, 2, 2, 3))
+        pool.v_cache.copy_(-pool.k_cache)
+        before_k, before_v = pool.k_cache.clone(), pool.v_cache.clone()
+        check_type(copy_block(pool, 1, 3), type(None), f"copy_block(pool, 1, 3) on {device}")
+        before_k[3], before_v[3] = before_k[1], before_v[1]
+        assert_same_tensor(pool.k_cache, before_k, f"k_cache after copy_block(pool, 1, 3) on {device} (block 3 becomes block 1)")
+        assert_same_tensor(pool.v_cache, before_v, f"v_cache after copy_block(pool, 1, 3) on {device}")
+        assert_raises(ValueError, f"copy_block(pool, 1, 5) with 5 blocks on {device}", copy_block, pool, 1, 5)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(2909)
+    for device in available_devices():
+        for _case in range(40):
+            _nb, _bs, _h, _d = _rng.randint(1, 8), _rng.randint(1, 4), _rng.randint(1, 3), _rng.randint(1, 4)
+            _pool = stand_in_pool(_nb, _bs, _h, _d, device=device)
+            _gen = torch.Generator().manual_seed(_case)
+            _pool.k_cache.copy_(torch.randn(_pool.k_cache.shape, generator=_gen))
+            _pool.v_cache.copy_(torch.randn(_pool.v_cache.shape, generator=_gen))
+            _src, _dst = _rng.randrange(_nb), _rng.randrange(_nb)
+            _want_k, _want_v = _pool.k_cache.cpu().clone(), _pool.v_cache.cpu().clone()
+            _want_k[_dst], _want_v[_dst] = _want_k[_src].clone(), _want_v[_src].clone()
+            copy_block(_pool, _src, _dst)
+            assert_same_tensor(_pool.k_cache, _want_k.to(device), f"k_cache after copy_block (case {_case}, {device})", reveal=False)
+            assert_same_tensor(_pool.v_cache, _want_v.to(device), f"v_cache after copy_block (case {_case}, {device})", reveal=False)
+        _pool = stand_in_pool(3, 2, 1, 1, device=device)
+        for _args in ((-1, 0), (0, -1), (3, 0), (0, 3)):
+            assert_raises(ValueError, f"copy_block(pool, *{_args}) with 3 blocks ({device})", copy_block, _pool, *_args)
+    ### END HIDDEN TESTS
+
+
+_check_task2_9_copy_block()
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task2_10_paged_attention_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 2.10: paged_attention (5 points)
@@ -1574,78 +1634,85 @@ def paged_attention(q, pool, block_ids, num_tokens, scale=None):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task2_10_paged_attention", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 """Check that paged_attention equals scaled_dot_product_attention on the contiguous K/V, without a Python loop."""
-from types import SimpleNamespace
-
-import torch.nn.functional as F
-
-from course.checks import assert_no_python_loop, assert_raises, assert_same_tensor
-from course.env import available_devices
 
 
-def stand_in_pool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
-    """Two zero tensors laid out like PagedKVPool's, so that this test does not depend on Task 2.5."""
-    shape = (num_blocks, block_size, num_heads, head_dim)
-    return SimpleNamespace(num_blocks=num_blocks, block_size=block_size, num_heads=num_heads, head_dim=head_dim,
-                           k_cache=torch.zeros(shape, dtype=dtype, device=device),
-                           v_cache=torch.zeros(shape, dtype=dtype, device=device))
+def _check_task2_10_paged_attention():
+    from types import SimpleNamespace
+
+    import torch.nn.functional as F
+
+    from course.checks import assert_no_python_loop, assert_raises, assert_same_tensor
+    from course.env import available_devices
 
 
-for device in available_devices():
-    gen = torch.Generator().manual_seed(0)
-    pool = stand_in_pool(8, 4, 2, 16, device=device)
-    pool.k_cache.copy_(torch.randn(pool.k_cache.shape, generator=gen))  # Stale data everywhere.
-    pool.v_cache.copy_(torch.randn(pool.v_cache.shape, generator=gen))
-    table = torch.tensor([6, 1, 4], device=device)
-    keys = torch.randn(10, 2, 16, generator=gen).to(device)
-    values = torch.randn(10, 2, 16, generator=gen).to(device)
-    positions = torch.arange(10, device=device)
-    slots = table[positions // 4] * 4 + positions % 4
-    pool.k_cache.view(-1, 2, 16)[slots] = keys
-    pool.v_cache.view(-1, 2, 16)[slots] = values
-    q = torch.randn(2, 16, generator=gen).to(device)
-    dense = F.scaled_dot_product_attention(q[:, None, :], keys.transpose(0, 1), values.transpose(0, 1))[:, 0]
-    assert_same_tensor(paged_attention(q, pool, table, 10), dense,
-                       f"paged_attention(q, pool, tensor([6, 1, 4]), 10) vs scaled_dot_product_attention on {device}", atol=1e-5, rtol=1e-5)
-    dense_scaled = F.scaled_dot_product_attention(q[:, None, :], keys.transpose(0, 1), values.transpose(0, 1), scale=0.5)[:, 0]
-    assert_same_tensor(paged_attention(q, pool, table, 10, scale=0.5), dense_scaled,
-                       f"paged_attention(..., scale=0.5) on {device}", atol=1e-5, rtol=1e-5)
-    assert_raises(ValueError, f"paged_attention(q, pool, table, 0) on {device}", paged_attention, q, pool, table, 0)
+    def stand_in_pool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
+        """Two zero tensors laid out like PagedKVPool's, so that this test does not depend on Task 2.5."""
+        shape = (num_blocks, block_size, num_heads, head_dim)
+        return SimpleNamespace(num_blocks=num_blocks, block_size=block_size, num_heads=num_heads, head_dim=head_dim,
+                               k_cache=torch.zeros(shape, dtype=dtype, device=device),
+                               v_cache=torch.zeros(shape, dtype=dtype, device=device))
 
-### BEGIN HIDDEN TESTS
-import random as _random
 
-_rng = _random.Random(21010)
-for device in available_devices():
-    for _case in range(40):
-        _h, _d, _bs = _rng.randint(1, 4), _rng.choice([2, 4, 8, 16, 32, 64]), _rng.randint(1, 8)
-        _nb = _rng.randint(1, 7)
-        _pool = stand_in_pool(_nb + _rng.randint(0, 4), _bs, _h, _d, device=device)
-        _gen = torch.Generator().manual_seed(1000 + _case)
-        _pool.k_cache.copy_(torch.randn(_pool.k_cache.shape, generator=_gen))
-        _pool.v_cache.copy_(torch.randn(_pool.v_cache.shape, generator=_gen))
-        _table = _rng.sample(range(_pool.num_blocks), _nb)
-        _n = _rng.randint((_nb - 1) * _bs + 1, _nb * _bs)
-        _kc, _vc = _pool.k_cache.cpu(), _pool.v_cache.cpu()
-        _keys = torch.stack([_kc[_table[_t // _bs], _t % _bs] for _t in range(_n)])
-        _values = torch.stack([_vc[_table[_t // _bs], _t % _bs] for _t in range(_n)])
-        _q = torch.randn(_h, _d, generator=_gen)
-        _scale = None if _case % 3 else _rng.uniform(0.05, 1.0)
-        _dense = F.scaled_dot_product_attention(_q[:, None, :], _keys.transpose(0, 1), _values.transpose(0, 1), scale=_scale)[:, 0]
-        _ids = torch.tensor(_table, device=device)
-        _got = paged_attention(_q.to(device), _pool, _ids, _n) if _scale is None else paged_attention(_q.to(device), _pool, _ids, _n, scale=_scale)
-        assert_same_tensor(_got, _dense.to(device), f"paged_attention on random case {_case} ({_h} heads, head_dim {_d}, "
-                           f"block_size {_bs}, {_n} tokens, scale {_scale}, {device})", atol=1e-5, rtol=1e-5, reveal=False)
-    _pool = stand_in_pool(4, 2, 2, 4, device=device)
-    _ids = torch.tensor([2, 0], device=device)
-    _q = torch.zeros(2, 4, device=device)
-    assert_raises(ValueError, f"paged_attention with 5 tokens in 2 blocks of 2 ({device})", paged_attention, _q, _pool, _ids, 5)
-    assert_raises(ValueError, f"paged_attention with q of shape [1, 2, 4] ({device})", paged_attention, _q[None], _pool, _ids, 3)
-    assert_raises(ValueError, f"paged_attention with q of shape [2, 3] ({device})", paged_attention, _q[:, :3], _pool, _ids, 3)
-_small_pool, _large_pool = stand_in_pool(8, 4, 2, 8), stand_in_pool(1024, 4, 2, 8)
-_small = (torch.randn(2, 8), _small_pool, torch.randperm(8), 30)
-_large = (torch.randn(2, 8), _large_pool, torch.randperm(1024), 4090)
-assert_no_python_loop(paged_attention, _small, _large, "paged_attention")
-### END HIDDEN TESTS
+    for device in available_devices():
+        gen = torch.Generator().manual_seed(0)
+        pool = stand_in_pool(8, 4, 2, 16, device=device)
+        pool.k_cache.copy_(torch.randn(pool.k_cache.shape, generator=gen))  # Stale data everywhere.
+        pool.v_cache.copy_(torch.randn(pool.v_cache.shape, generator=gen))
+        table = torch.tensor([6, 1, 4], device=device)
+        keys = torch.randn(10, 2, 16, generator=gen).to(device)
+        values = torch.randn(10, 2, 16, generator=gen).to(device)
+        positions = torch.arange(10, device=device)
+        slots = table[positions // 4] * 4 + positions % 4
+        pool.k_cache.view(-1, 2, 16)[slots] = keys
+        pool.v_cache.view(-1, 2, 16)[slots] = values
+        q = torch.randn(2, 16, generator=gen).to(device)
+        dense = F.scaled_dot_product_attention(q[:, None, :], keys.transpose(0, 1), values.transpose(0, 1))[:, 0]
+        assert_same_tensor(paged_attention(q, pool, table, 10), dense,
+                           f"paged_attention(q, pool, tensor([6, 1, 4]), 10) vs scaled_dot_product_attention on {device}", atol=1e-5, rtol=1e-5)
+        dense_scaled = F.scaled_dot_product_attention(q[:, None, :], keys.transpose(0, 1), values.transpose(0, 1), scale=0.5)[:, 0]
+        assert_same_tensor(paged_attention(q, pool, table, 10, scale=0.5), dense_scaled,
+                           f"paged_attention(..., scale=0.5) on {device}", atol=1e-5, rtol=1e-5)
+        assert_raises(ValueError, f"paged_attention(q, pool, table, 0) on {device}", paged_attention, q, pool, table, 0)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(21010)
+    for device in available_devices():
+        for _case in range(40):
+            _h, _d, _bs = _rng.randint(1, 4), _rng.choice([2, 4, 8, 16, 32, 64]), _rng.randint(1, 8)
+            _nb = _rng.randint(1, 7)
+            _pool = stand_in_pool(_nb + _rng.randint(0, 4), _bs, _h, _d, device=device)
+            _gen = torch.Generator().manual_seed(1000 + _case)
+            _pool.k_cache.copy_(torch.randn(_pool.k_cache.shape, generator=_gen))
+            _pool.v_cache.copy_(torch.randn(_pool.v_cache.shape, generator=_gen))
+            _table = _rng.sample(range(_pool.num_blocks), _nb)
+            _n = _rng.randint((_nb - 1) * _bs + 1, _nb * _bs)
+            _kc, _vc = _pool.k_cache.cpu(), _pool.v_cache.cpu()
+            _keys = torch.stack([_kc[_table[_t // _bs], _t % _bs] for _t in range(_n)])
+            _values = torch.stack([_vc[_table[_t // _bs], _t % _bs] for _t in range(_n)])
+            _q = torch.randn(_h, _d, generator=_gen)
+            _scale = None if _case % 3 else _rng.uniform(0.05, 1.0)
+            _dense = F.scaled_dot_product_attention(_q[:, None, :], _keys.transpose(0, 1), _values.transpose(0, 1), scale=_scale)[:, 0]
+            _ids = torch.tensor(_table, device=device)
+            _got = paged_attention(_q.to(device), _pool, _ids, _n) if _scale is None else paged_attention(_q.to(device), _pool, _ids, _n, scale=_scale)
+            assert_same_tensor(_got, _dense.to(device), f"paged_attention on random case {_case} ({_h} heads, head_dim {_d}, "
+                               f"block_size {_bs}, {_n} tokens, scale {_scale}, {device})", atol=1e-5, rtol=1e-5, reveal=False)
+        _pool = stand_in_pool(4, 2, 2, 4, device=device)
+        _ids = torch.tensor([2, 0], device=device)
+        _q = torch.zeros(2, 4, device=device)
+        assert_raises(ValueError, f"paged_attention with 5 tokens in 2 blocks of 2 ({device})", paged_attention, _q, _pool, _ids, 5)
+        assert_raises(ValueError, f"paged_attention with q of shape [1, 2, 4] ({device})", paged_attention, _q[None], _pool, _ids, 3)
+        assert_raises(ValueError, f"paged_attention with q of shape [2, 3] ({device})", paged_attention, _q[:, :3], _pool, _ids, 3)
+    _small_pool, _large_pool = stand_in_pool(8, 4, 2, 8), stand_in_pool(1024, 4, 2, 8)
+    _small = (torch.randn(2, 8), _small_pool, torch.randperm(8), 30)
+    _large = (torch.randn(2, 8), _large_pool, torch.randperm(1024), 4090)
+    assert_no_python_loop(paged_attention, _small, _large, "paged_attention")
+    ### END HIDDEN TESTS
+
+
+_check_task2_10_paged_attention()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task2_11_TensorPagedKVCacheManager_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 2.11: TensorPagedKVCacheManager (5 points)
@@ -1770,129 +1837,135 @@ class TensorPagedKVCacheManager(PagedKVCacheManager):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task2_11_TensorPagedKVCacheManager", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 """Check that TensorPagedKVCacheManager keeps every sequence's K/V right through prefill, fork, copy-on-write and append."""
-from course.checks import assert_plain_equal, assert_raises, assert_same_tensor, check_type
-from course.env import available_devices
-
-for device in available_devices():
-    gen = torch.Generator().manual_seed(11)
-    pool = PagedKVPool(8, 4, 2, 8, device=device)
-    pool.k_cache.copy_(torch.randn(pool.k_cache.shape, generator=gen))  # Stale data everywhere.
-    pool.v_cache.copy_(torch.randn(pool.v_cache.shape, generator=gen))
-    manager = TensorPagedKVCacheManager(pool)
-    assert manager.pool is pool, "TensorPagedKVCacheManager(pool).pool must be the pool"
-    assert_plain_equal([manager.allocator.num_blocks, manager.block_size], [8, 4], "[allocator.num_blocks, block_size] of a manager over PagedKVPool(8, 4, ...)")
-    k0, v0 = torch.randn(6, 2, 8, generator=gen).to(device), torch.randn(6, 2, 8, generator=gen).to(device)
-    a = manager.prefill("a", k0, v0)
-    check_type(a, SequenceKVCache, f"prefill('a', k0, v0) on {device}")
-    assert_same_tensor(manager.block_ids(a), torch.tensor([0, 1], device=device), f"block_ids(a) after prefill of 6 tokens on {device}")
-    keys, values = manager.gather(a)
-    assert_same_tensor(keys, k0, f"K of gather(a) after prefill on {device}")
-    assert_same_tensor(values, v0, f"V of gather(a) after prefill on {device}")
-    b = manager.fork(a, "b")
-    k1, v1 = torch.randn(3, 2, 8, generator=gen).to(device), torch.randn(3, 2, 8, generator=gen).to(device)
-    k2, v2 = torch.randn(3, 2, 8, generator=gen).to(device), torch.randn(3, 2, 8, generator=gen).to(device)
-    manager.append_kv(a, k1, v1)  # Block 1 is shared and half full: copy-on-write.
-    manager.append_kv(b, k2, v2)
-    for seq, (k_new, v_new) in ((a, (k1, v1)), (b, (k2, v2))):
-        keys, values = manager.gather(seq)
-        assert_same_tensor(keys, torch.cat([k0, k_new]), f"K of gather({seq.seq_id}) after fork and different appends on {device}")
-        assert_same_tensor(values, torch.cat([v0, v_new]), f"V of gather({seq.seq_id}) after fork and different appends on {device}")
-    assert_raises(ValueError, f"prefill('c', k of shape [2, 8], v of shape [2, 8]) on {device}", manager.prefill, "c", k0[:, 0], v0[:, 0])
-    assert_plain_equal("c" in manager.sequences, False, "'c' in sequences after a prefill that raised ValueError")
-
-### BEGIN HIDDEN TESTS
-import random as _random
-
-_rng = _random.Random(21111)
 
 
-def _need(mgr, seq, n):
-    last = seq.block_table[-1] if seq.block_table else None
-    room = last.free_slots if last is not None else 0
-    copy = int(n > 0 and room > 0 and last.ref_count > 1)
-    return copy + -(-max(0, n - room) // mgr.block_size)
+def _check_task2_11_TensorPagedKVCacheManager():
+    from course.checks import assert_plain_equal, assert_raises, assert_same_tensor, check_type
+    from course.env import available_devices
+
+    for device in available_devices():
+        gen = torch.Generator().manual_seed(11)
+        pool = PagedKVPool(8, 4, 2, 8, device=device)
+        pool.k_cache.copy_(torch.randn(pool.k_cache.shape, generator=gen))  # Stale data everywhere.
+        pool.v_cache.copy_(torch.randn(pool.v_cache.shape, generator=gen))
+        manager = TensorPagedKVCacheManager(pool)
+        assert manager.pool is pool, "TensorPagedKVCacheManager(pool).pool must be the pool"
+        assert_plain_equal([manager.allocator.num_blocks, manager.block_size], [8, 4], "[allocator.num_blocks, block_size] of a manager over PagedKVPool(8, 4, ...)")
+        k0, v0 = torch.randn(6, 2, 8, generator=gen).to(device), torch.randn(6, 2, 8, generator=gen).to(device)
+        a = manager.prefill("a", k0, v0)
+        check_type(a, SequenceKVCache, f"prefill('a', k0, v0) on {device}")
+        assert_same_tensor(manager.block_ids(a), torch.tensor([0, 1], device=device), f"block_ids(a) after prefill of 6 tokens on {device}")
+        keys, values = manager.gather(a)
+        assert_same_tensor(keys, k0, f"K of gather(a) after prefill on {device}")
+        assert_same_tensor(values, v0, f"V of gather(a) after prefill on {device}")
+        b = manager.fork(a, "b")
+        k1, v1 = torch.randn(3, 2, 8, generator=gen).to(device), torch.randn(3, 2, 8, generator=gen).to(device)
+        k2, v2 = torch.randn(3, 2, 8, generator=gen).to(device), torch.randn(3, 2, 8, generator=gen).to(device)
+        manager.append_kv(a, k1, v1)  # Block 1 is shared and half full: copy-on-write.
+        manager.append_kv(b, k2, v2)
+        for seq, (k_new, v_new) in ((a, (k1, v1)), (b, (k2, v2))):
+            keys, values = manager.gather(seq)
+            assert_same_tensor(keys, torch.cat([k0, k_new]), f"K of gather({seq.seq_id}) after fork and different appends on {device}")
+            assert_same_tensor(values, torch.cat([v0, v_new]), f"V of gather({seq.seq_id}) after fork and different appends on {device}")
+        assert_raises(ValueError, f"prefill('c', k of shape [2, 8], v of shape [2, 8]) on {device}", manager.prefill, "c", k0[:, 0], v0[:, 0])
+        assert_plain_equal("c" in manager.sequences, False, "'c' in sequences after a prefill that raised ValueError")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(21111)
 
 
-def _check_all(mgr, hist, where):
-    for sid, (hk, hv) in hist.items():
-        seq = mgr.sequences[sid]
-        ids = mgr.block_ids(seq)
-        assert_same_tensor(ids, torch.tensor([blk.block_id for blk in seq.block_table], dtype=torch.int64, device=hk.device),
-                           f"block_ids({sid!r}) {where}", reveal=False)
-        keys, values = mgr.gather(seq)
-        known = ~torch.isnan(hk[:, 0, 0])
-        assert_plain_equal(list(keys.shape), list(hk.shape), f"the shape of K of gather({sid!r}) {where}", reveal=False)
-        assert_same_tensor(keys[known], hk[known], f"K of gather({sid!r}) {where}", reveal=False)
-        assert_same_tensor(values[known], hv[known], f"V of gather({sid!r}) {where}", reveal=False)
+    def _need(mgr, seq, n):
+        last = seq.block_table[-1] if seq.block_table else None
+        room = last.free_slots if last is not None else 0
+        copy = int(n > 0 and room > 0 and last.ref_count > 1)
+        return copy + -(-max(0, n - room) // mgr.block_size)
 
 
-for device in available_devices():
-    for _case in range(25):
-        _nb, _bs, _h, _d = _rng.randint(3, 10), _rng.randint(1, 4), _rng.randint(1, 2), _rng.randint(1, 4)
-        _pool = PagedKVPool(_nb, _bs, _h, _d, device=device)
-        _gen = torch.Generator().manual_seed(_case)
-        _pool.k_cache.copy_(torch.randn(_pool.k_cache.shape, generator=_gen))
-        _pool.v_cache.copy_(torch.randn(_pool.v_cache.shape, generator=_gen))
-        _mgr = TensorPagedKVCacheManager(_pool)
-        _hist = {}
-        _next = 0
-        for _op in range(30):
-            _where = f"(case {_case}, op {_op}, {_nb} blocks of {_bs}, {device})"
-            _active = sorted(_hist)
-            _kind = _rng.random()
-            if _kind < 0.25 or not _active:
-                _sid, _next = f"s{_next}", _next + 1
-                _n = _rng.randint(0, 2 * _bs + 1)
-                _k = torch.randn(_n, _h, _d, generator=_gen).to(device)
-                _v = torch.randn(_n, _h, _d, generator=_gen).to(device)
-                if -(-_n // _bs) > _mgr.allocator.num_free:
-                    assert_raises(RuntimeError, f"prefill({_sid!r}, {_n} tokens) without enough blocks {_where}", _mgr.prefill, _sid, _k, _v)
-                else:
-                    _mgr.prefill(_sid, _k, _v)
-                    _hist[_sid] = (_k, _v)
-            elif _kind < 0.65:
-                _sid = _rng.choice(_active)
-                _seq = _mgr.sequences[_sid]
-                _n = _rng.randint(0, 2 * _bs)
-                _k = torch.randn(_n, _h, _d, generator=_gen).to(device)
-                _v = torch.randn(_n, _h, _d, generator=_gen).to(device)
-                _direct = _rng.random() < 0.25
-                if _need(_mgr, _seq, _n) > _mgr.allocator.num_free:
-                    if _direct:
-                        assert_raises(RuntimeError, f"append_tokens({_sid!r}, {_n}) without enough blocks {_where}", _mgr.append_tokens, _seq, _n)
+    def _check_all(mgr, hist, where):
+        for sid, (hk, hv) in hist.items():
+            seq = mgr.sequences[sid]
+            ids = mgr.block_ids(seq)
+            assert_same_tensor(ids, torch.tensor([blk.block_id for blk in seq.block_table], dtype=torch.int64, device=hk.device),
+                               f"block_ids({sid!r}) {where}", reveal=False)
+            keys, values = mgr.gather(seq)
+            known = ~torch.isnan(hk[:, 0, 0])
+            assert_plain_equal(list(keys.shape), list(hk.shape), f"the shape of K of gather({sid!r}) {where}", reveal=False)
+            assert_same_tensor(keys[known], hk[known], f"K of gather({sid!r}) {where}", reveal=False)
+            assert_same_tensor(values[known], hv[known], f"V of gather({sid!r}) {where}", reveal=False)
+
+
+    for device in available_devices():
+        for _case in range(25):
+            _nb, _bs, _h, _d = _rng.randint(3, 10), _rng.randint(1, 4), _rng.randint(1, 2), _rng.randint(1, 4)
+            _pool = PagedKVPool(_nb, _bs, _h, _d, device=device)
+            _gen = torch.Generator().manual_seed(_case)
+            _pool.k_cache.copy_(torch.randn(_pool.k_cache.shape, generator=_gen))
+            _pool.v_cache.copy_(torch.randn(_pool.v_cache.shape, generator=_gen))
+            _mgr = TensorPagedKVCacheManager(_pool)
+            _hist = {}
+            _next = 0
+            for _op in range(30):
+                _where = f"(case {_case}, op {_op}, {_nb} blocks of {_bs}, {device})"
+                _active = sorted(_hist)
+                _kind = _rng.random()
+                if _kind < 0.25 or not _active:
+                    _sid, _next = f"s{_next}", _next + 1
+                    _n = _rng.randint(0, 2 * _bs + 1)
+                    _k = torch.randn(_n, _h, _d, generator=_gen).to(device)
+                    _v = torch.randn(_n, _h, _d, generator=_gen).to(device)
+                    if -(-_n // _bs) > _mgr.allocator.num_free:
+                        assert_raises(RuntimeError, f"prefill({_sid!r}, {_n} tokens) without enough blocks {_where}", _mgr.prefill, _sid, _k, _v)
                     else:
-                        assert_raises(RuntimeError, f"append_kv({_sid!r}, {_n} tokens) without enough blocks {_where}", _mgr.append_kv, _seq, _k, _v)
-                elif _direct:
-                    _mgr.append_tokens(_seq, _n)
-                    _nan = torch.full((_n, _h, _d), float("nan"), device=device)
-                    _hist[_sid] = (torch.cat([_hist[_sid][0], _nan]), torch.cat([_hist[_sid][1], _nan]))
+                        _mgr.prefill(_sid, _k, _v)
+                        _hist[_sid] = (_k, _v)
+                elif _kind < 0.65:
+                    _sid = _rng.choice(_active)
+                    _seq = _mgr.sequences[_sid]
+                    _n = _rng.randint(0, 2 * _bs)
+                    _k = torch.randn(_n, _h, _d, generator=_gen).to(device)
+                    _v = torch.randn(_n, _h, _d, generator=_gen).to(device)
+                    _direct = _rng.random() < 0.25
+                    if _need(_mgr, _seq, _n) > _mgr.allocator.num_free:
+                        if _direct:
+                            assert_raises(RuntimeError, f"append_tokens({_sid!r}, {_n}) without enough blocks {_where}", _mgr.append_tokens, _seq, _n)
+                        else:
+                            assert_raises(RuntimeError, f"append_kv({_sid!r}, {_n} tokens) without enough blocks {_where}", _mgr.append_kv, _seq, _k, _v)
+                    elif _direct:
+                        _mgr.append_tokens(_seq, _n)
+                        _nan = torch.full((_n, _h, _d), float("nan"), device=device)
+                        _hist[_sid] = (torch.cat([_hist[_sid][0], _nan]), torch.cat([_hist[_sid][1], _nan]))
+                    else:
+                        _mgr.append_kv(_seq, _k, _v)
+                        _hist[_sid] = (torch.cat([_hist[_sid][0], _k]), torch.cat([_hist[_sid][1], _v]))
+                elif _kind < 0.85:
+                    _sid, _child, _next = _rng.choice(_active), f"s{_next}", _next + 1
+                    _mgr.fork(_mgr.sequences[_sid], _child)
+                    _hist[_child] = _hist[_sid]
                 else:
-                    _mgr.append_kv(_seq, _k, _v)
-                    _hist[_sid] = (torch.cat([_hist[_sid][0], _k]), torch.cat([_hist[_sid][1], _v]))
-            elif _kind < 0.85:
-                _sid, _child, _next = _rng.choice(_active), f"s{_next}", _next + 1
-                _mgr.fork(_mgr.sequences[_sid], _child)
-                _hist[_child] = _hist[_sid]
-            else:
-                _sid = _rng.choice(_active)
-                _mgr.release(_mgr.sequences[_sid])
-                del _hist[_sid]
-            _check_all(_mgr, _hist, _where)
-    # Shape errors are caught before anything changes.
-    _pool = PagedKVPool(4, 2, 2, 3, device=device)
-    _mgr = TensorPagedKVCacheManager(_pool)
-    _seq = _mgr.prefill("p", torch.ones(3, 2, 3, device=device), torch.ones(3, 2, 3, device=device))
-    for _bad_k, _bad_v in ((torch.ones(2, 2, 3, device=device), torch.ones(1, 2, 3, device=device)),
-                           (torch.ones(2, 3, 3, device=device), torch.ones(2, 3, 3, device=device)),
-                           (torch.ones(2, 6, device=device), torch.ones(2, 6, device=device))):
-        _state = [_mgr.step, _seq.num_tokens, _seq.use_count, _mgr.allocator.num_free]
-        assert_raises(ValueError, f"append_kv(p, k {list(_bad_k.shape)}, v {list(_bad_v.shape)}) ({device})", _mgr.append_kv, _seq, _bad_k, _bad_v)
-        assert_raises(ValueError, f"prefill('q', k {list(_bad_k.shape)}, v {list(_bad_v.shape)}) ({device})", _mgr.prefill, "q", _bad_k, _bad_v)
-        assert_plain_equal([_mgr.step, _seq.num_tokens, _seq.use_count, _mgr.allocator.num_free, "q" in _mgr.sequences],
-                           _state + [False], f"[step, num_tokens, use_count, num_free, 'q' in sequences] after a shape error ({device})", reveal=False)
-    _mgr.append_kv(_seq, torch.zeros(0, 2, 3, device=device), torch.zeros(0, 2, 3, device=device))
-    assert_plain_equal(_seq.num_tokens, 3, "num_tokens after append_kv of 0 tokens")
-### END HIDDEN TESTS
+                    _sid = _rng.choice(_active)
+                    _mgr.release(_mgr.sequences[_sid])
+                    del _hist[_sid]
+                _check_all(_mgr, _hist, _where)
+        # Shape errors are caught before anything changes.
+        _pool = PagedKVPool(4, 2, 2, 3, device=device)
+        _mgr = TensorPagedKVCacheManager(_pool)
+        _seq = _mgr.prefill("p", torch.ones(3, 2, 3, device=device), torch.ones(3, 2, 3, device=device))
+        for _bad_k, _bad_v in ((torch.ones(2, 2, 3, device=device), torch.ones(1, 2, 3, device=device)),
+                               (torch.ones(2, 3, 3, device=device), torch.ones(2, 3, 3, device=device)),
+                               (torch.ones(2, 6, device=device), torch.ones(2, 6, device=device))):
+            _state = [_mgr.step, _seq.num_tokens, _seq.use_count, _mgr.allocator.num_free]
+            assert_raises(ValueError, f"append_kv(p, k {list(_bad_k.shape)}, v {list(_bad_v.shape)}) ({device})", _mgr.append_kv, _seq, _bad_k, _bad_v)
+            assert_raises(ValueError, f"prefill('q', k {list(_bad_k.shape)}, v {list(_bad_v.shape)}) ({device})", _mgr.prefill, "q", _bad_k, _bad_v)
+            assert_plain_equal([_mgr.step, _seq.num_tokens, _seq.use_count, _mgr.allocator.num_free, "q" in _mgr.sequences],
+                               _state + [False], f"[step, num_tokens, use_count, num_free, 'q' in sequences] after a shape error ({device})", reveal=False)
+        _mgr.append_kv(_seq, torch.zeros(0, 2, 3, device=device), torch.zeros(0, 2, 3, device=device))
+        assert_plain_equal(_seq.num_tokens, 3, "num_tokens after append_kv of 0 tokens")
+    ### END HIDDEN TESTS
+
+
+_check_task2_11_TensorPagedKVCacheManager()
 
 # %% [markdown]
 # ## Experiment 1: fragmentation vs block size | 实验 1：碎片率与块大小

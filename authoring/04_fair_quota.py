@@ -339,161 +339,168 @@ class FairPolicy(EvictionPolicy):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task4_1_FairPolicy", "locked": true, "points": 10, "schema_version": 3, "solution": false, "task": false}
 """Check that FairPolicy splits the cache by weight, counts blocks, and evicts LRU inside the most over-quota tenant."""
-from course.checks import assert_plain_equal, assert_raises, check_type
 
 
-def cache_of(*seqs):
-    return {seq.seq_id: seq for seq in seqs}
+def _check_task4_1_FairPolicy():
+    from course.checks import assert_plain_equal, assert_raises, check_type
 
 
-assert issubclass(FairPolicy, EvictionPolicy), "FairPolicy must be a subclass of EvictionPolicy"
-assert_plain_equal(FairPolicy._tenant_of("alice::chat-7"), "alice", "FairPolicy._tenant_of('alice::chat-7')")
-assert_plain_equal(FairPolicy._tenant_of("a::b::c"), "a", "FairPolicy._tenant_of('a::b::c')")
-assert_plain_equal(FairPolicy._tenant_of("plain"), "default", "FairPolicy._tenant_of('plain')")
-
-cache = cache_of(make_sequence("a::1", 3, 5), make_sequence("a::2", 3, 1), make_sequence("b::1", 2, 0))
-assert_plain_equal(FairPolicy({"a": 2, "idle": 1}, 64)._quotas(cache), {"a": 32.0, "idle": 16.0, "b": 16.0},
-                   "FairPolicy({'a': 2, 'idle': 1}, 64)._quotas(a::1, a::2, b::1) (b has weight 1.0)")
-policy = FairPolicy({"a": 1.0, "b": 1.0}, total_blocks=8)
-# usage a = 6 blocks > quota 4, b = 2: evict a's least recently used sequence (not b::1, the global LRU).
-assert_plain_equal(policy.select_victim(cache), "a::2", "FairPolicy({'a': 1, 'b': 1}, 8).select_victim(a: 3+3 blocks, b: 2)")
-assert_plain_equal(policy.select_victim(cache, frozenset({"a::2"})), "a::1",
-                   "the same call with protected={'a::2'}")
-assert_plain_equal(policy.select_victim(cache, frozenset({"a::1", "a::2"})), "b::1",
-                   "the same call with a's sequences all protected (a is passed over; global LRU)")
-assert_plain_equal(FairPolicy(None, 100).select_victim(cache), "b::1",
-                   "FairPolicy(None, 100).select_victim(...) (nobody over quota: global LRU)")
-blocks = cache_of(make_sequence("a::big", 10, 9), make_sequence("b::1", 1, 1), make_sequence("b::2", 1, 2),
-                  make_sequence("b::3", 1, 3))
-assert_plain_equal(FairPolicy(None, 16).select_victim(blocks), "a::big",
-                   "FairPolicy(None, 16).select_victim(a: one 10-block sequence, b: three 1-block ones) (usage is in blocks)")
-tie = cache_of(make_sequence("a::1", 4, 0), make_sequence("b::1", 4, 3))
-assert_plain_equal(FairPolicy(None, 4).select_victim(tie), "b::1",
-                   "FairPolicy(None, 4).select_victim(a and b both 2 blocks over) (a tie goes to the larger tenant name)")
-check_type(policy.select_victim({}), type(None), "select_victim({})")
-check_type(policy.select_victim(cache, frozenset(cache)), type(None), "select_victim with every sequence protected")
-assert_raises(ValueError, "FairPolicy({'a': -1.0})", FairPolicy, {"a": -1.0})
-assert_raises(ValueError, "FairPolicy({'a': float('nan')})", FairPolicy, {"a": float("nan")})
-assert_raises(ValueError, "FairPolicy(None, 0)", FairPolicy, None, 0)
-
-### BEGIN HIDDEN TESTS
-import random as _random
-from fractions import Fraction as _Fraction
+    def cache_of(*seqs):
+        return {seq.seq_id: seq for seq in seqs}
 
 
-def _oracle_tenant(seq_id):
-    return seq_id.split("::")[0] if "::" in seq_id else "default"
+    assert issubclass(FairPolicy, EvictionPolicy), "FairPolicy must be a subclass of EvictionPolicy"
+    assert_plain_equal(FairPolicy._tenant_of("alice::chat-7"), "alice", "FairPolicy._tenant_of('alice::chat-7')")
+    assert_plain_equal(FairPolicy._tenant_of("a::b::c"), "a", "FairPolicy._tenant_of('a::b::c')")
+    assert_plain_equal(FairPolicy._tenant_of("plain"), "default", "FairPolicy._tenant_of('plain')")
+
+    cache = cache_of(make_sequence("a::1", 3, 5), make_sequence("a::2", 3, 1), make_sequence("b::1", 2, 0))
+    assert_plain_equal(FairPolicy({"a": 2, "idle": 1}, 64)._quotas(cache), {"a": 32.0, "idle": 16.0, "b": 16.0},
+                       "FairPolicy({'a': 2, 'idle': 1}, 64)._quotas(a::1, a::2, b::1) (b has weight 1.0)")
+    policy = FairPolicy({"a": 1.0, "b": 1.0}, total_blocks=8)
+    # usage a = 6 blocks > quota 4, b = 2: evict a's least recently used sequence (not b::1, the global LRU).
+    assert_plain_equal(policy.select_victim(cache), "a::2", "FairPolicy({'a': 1, 'b': 1}, 8).select_victim(a: 3+3 blocks, b: 2)")
+    assert_plain_equal(policy.select_victim(cache, frozenset({"a::2"})), "a::1",
+                       "the same call with protected={'a::2'}")
+    assert_plain_equal(policy.select_victim(cache, frozenset({"a::1", "a::2"})), "b::1",
+                       "the same call with a's sequences all protected (a is passed over; global LRU)")
+    assert_plain_equal(FairPolicy(None, 100).select_victim(cache), "b::1",
+                       "FairPolicy(None, 100).select_victim(...) (nobody over quota: global LRU)")
+    blocks = cache_of(make_sequence("a::big", 10, 9), make_sequence("b::1", 1, 1), make_sequence("b::2", 1, 2),
+                      make_sequence("b::3", 1, 3))
+    assert_plain_equal(FairPolicy(None, 16).select_victim(blocks), "a::big",
+                       "FairPolicy(None, 16).select_victim(a: one 10-block sequence, b: three 1-block ones) (usage is in blocks)")
+    tie = cache_of(make_sequence("a::1", 4, 0), make_sequence("b::1", 4, 3))
+    assert_plain_equal(FairPolicy(None, 4).select_victim(tie), "b::1",
+                       "FairPolicy(None, 4).select_victim(a and b both 2 blocks over) (a tie goes to the larger tenant name)")
+    check_type(policy.select_victim({}), type(None), "select_victim({})")
+    check_type(policy.select_victim(cache, frozenset(cache)), type(None), "select_victim with every sequence protected")
+    assert_raises(ValueError, "FairPolicy({'a': -1.0})", FairPolicy, {"a": -1.0})
+    assert_raises(ValueError, "FairPolicy({'a': float('nan')})", FairPolicy, {"a": float("nan")})
+    assert_raises(ValueError, "FairPolicy(None, 0)", FairPolicy, None, 0)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+    from fractions import Fraction as _Fraction
 
 
-def _oracle_victim(weights, total, sequences, protected):
-    tenants = set(weights) | {_oracle_tenant(s) for s in sequences}
-    w = {t: _Fraction(weights.get(t, 1.0)) for t in tenants}
-    total_w = sum(w.values())
-    quota = {t: (w[t] / total_w * total if total_w else _Fraction(0)) for t in tenants}
-    usage = {t: 0 for t in tenants}
-    for s, seq in sequences.items():
-        usage[_oracle_tenant(s)] += len(seq.block_table)
-    free = sorted((seq.last_access_step, s) for s, seq in sequences.items() if s not in protected)
-    best, best_over = None, None
-    for t in sorted(tenants):
-        over = usage[t] - quota[t]
-        if over > 0 and any(_oracle_tenant(s) == t for _, s in free) and (best is None or over >= best_over):
-            best, best_over = t, over
-    for _, s in free:
-        if best is None or _oracle_tenant(s) == best:
-            return s
-    return None
+    def _oracle_tenant(seq_id):
+        return seq_id.split("::")[0] if "::" in seq_id else "default"
 
 
-def _dyadic_weights(rng, present, extra):
-    # Explicit weights chosen so that all weights sum to a power of two: every quota is exact.
-    explicit = [t for t in present if rng.random() < 0.5] + extra
-    implicit = [t for t in present if t not in explicit]
-    if not explicit:
-        explicit = ["zz-idle"]
-    power = 1
-    while power < len(implicit) + 1:
-        power *= 2
-    power *= rng.choice([1, 2, 4])
-    halves = 2 * (power - len(implicit))
-    cuts = sorted(rng.randint(0, halves) for _ in range(len(explicit) - 1))
-    parts = [b - a for a, b in zip([0] + cuts, cuts + [halves])]
-    return {t: p / 2 for t, p in zip(explicit, parts)}
+    def _oracle_victim(weights, total, sequences, protected):
+        tenants = set(weights) | {_oracle_tenant(s) for s in sequences}
+        w = {t: _Fraction(weights.get(t, 1.0)) for t in tenants}
+        total_w = sum(w.values())
+        quota = {t: (w[t] / total_w * total if total_w else _Fraction(0)) for t in tenants}
+        usage = {t: 0 for t in tenants}
+        for s, seq in sequences.items():
+            usage[_oracle_tenant(s)] += len(seq.block_table)
+        free = sorted((seq.last_access_step, s) for s, seq in sequences.items() if s not in protected)
+        best, best_over = None, None
+        for t in sorted(tenants):
+            over = usage[t] - quota[t]
+            if over > 0 and any(_oracle_tenant(s) == t for _, s in free) and (best is None or over >= best_over):
+                best, best_over = t, over
+        for _, s in free:
+            if best is None or _oracle_tenant(s) == best:
+                return s
+        return None
 
 
-def _random_cache(rng, names):
-    cache = {}
-    for i in range(rng.randint(0, 14)):
-        kind = rng.random()
-        if kind < 0.15:
-            seq_id = f"req{i:02d}"
-        elif kind < 0.3:
-            seq_id = f"{rng.choice(names)}::{i:02d}::turn{rng.randint(0, 3)}"
+    def _dyadic_weights(rng, present, extra):
+        # Explicit weights chosen so that all weights sum to a power of two: every quota is exact.
+        explicit = [t for t in present if rng.random() < 0.5] + extra
+        implicit = [t for t in present if t not in explicit]
+        if not explicit:
+            explicit = ["zz-idle"]
+        power = 1
+        while power < len(implicit) + 1:
+            power *= 2
+        power *= rng.choice([1, 2, 4])
+        halves = 2 * (power - len(implicit))
+        cuts = sorted(rng.randint(0, halves) for _ in range(len(explicit) - 1))
+        parts = [b - a for a, b in zip([0] + cuts, cuts + [halves])]
+        return {t: p / 2 for t, p in zip(explicit, parts)}
+
+
+    def _random_cache(rng, names):
+        cache = {}
+        for i in range(rng.randint(0, 14)):
+            kind = rng.random()
+            if kind < 0.15:
+                seq_id = f"req{i:02d}"
+            elif kind < 0.3:
+                seq_id = f"{rng.choice(names)}::{i:02d}::turn{rng.randint(0, 3)}"
+            else:
+                seq_id = f"{rng.choice(names)}::{i:02d}"
+            cache[seq_id] = make_sequence(seq_id, rng.randint(0, 7), rng.randint(0, 6), rng.randint(1, 4))
+        return cache
+
+
+    _rng = _random.Random(4101)
+    for _case in range(600):
+        _names = _rng.sample(["ann", "bob", "cat", "dan", "eve"], _rng.randint(1, 4))
+        _cache = _random_cache(_rng, _names)
+        _present = sorted({_oracle_tenant(s) for s in _cache})
+        if _case % 5 == 4:
+            _weights = {t: _rng.uniform(0.05, 4.0) for t in _rng.sample(_present + ["zz-idle"], _rng.randint(0, len(_present)))}
         else:
-            seq_id = f"{rng.choice(names)}::{i:02d}"
-        cache[seq_id] = make_sequence(seq_id, rng.randint(0, 7), rng.randint(0, 6), rng.randint(1, 4))
-    return cache
+            _weights = _dyadic_weights(_rng, _present, ["idle"] if _rng.random() < 0.3 else [])
+        _total = _rng.randint(1, 60)
+        _ids = sorted(_cache)
+        _protected = frozenset(s for s in _ids if _rng.random() < 0.25)
+        _snapshot = {s: (q.last_access_step, q.use_count, len(q.block_table)) for s, q in _cache.items()}
+        _policy = FairPolicy(dict(_weights), _total)
+        _got = _policy.select_victim(_cache, _protected)
+        _want = _oracle_victim(_weights, _total, _cache, _protected)
+        _call = f"FairPolicy(...).select_victim on random case {_case}"
+        if _want is None:
+            check_type(_got, type(None), _call)
+        else:
+            assert_plain_equal(_got, _want, _call, reveal=False)
+        assert {s: (q.last_access_step, q.use_count, len(q.block_table)) for s, q in _cache.items()} == _snapshot, \
+            f"{_call} changed the sequences"
+        if _case % 5 != 4:
+            _tenants = set(_weights) | set(_present)
+            _sum = sum(_weights.get(t, 1.0) for t in _tenants)
+            _expected = {t: (_weights.get(t, 1.0) / _sum * _total if _sum else 0.0) for t in _tenants}
+            assert_plain_equal(_policy._quotas(_cache), _expected, f"FairPolicy(...)._quotas on random case {_case}", reveal=False)
+
+    for _seq_id, _tenant in (("x::y", "x"), ("::y", ""), ("x::", "x"), ("x:y", "default"), ("", "default"),
+                             ("default::z", "default"), ("t1::t2::t3", "t1")):
+        assert_plain_equal(FairPolicy._tenant_of(_seq_id), _tenant, f"FairPolicy._tenant_of({_seq_id!r})")
+    _zero = cache_of(make_sequence("a::1", 2, 4), make_sequence("a::2", 1, 3), make_sequence("b::1", 5, 9))
+    assert_plain_equal(FairPolicy({"a": 0, "b": 0}, 8)._quotas(_zero), {"a": 0.0, "b": 0.0},
+                       "FairPolicy({'a': 0, 'b': 0}, 8)._quotas(...) (all weights 0)")
+    assert_plain_equal(FairPolicy({"a": 0, "b": 0}, 8).select_victim(_zero), "b::1",
+                       "FairPolicy({'a': 0, 'b': 0}, 8).select_victim(...) (all weights 0)")
+    assert_plain_equal(FairPolicy({"a": 0}, 8).select_victim(_zero), "a::2",
+                       "FairPolicy({'a': 0}, 8).select_victim(...) (a weight-0 tenant is over quota with any block)")
+    assert_plain_equal(FairPolicy({"a": 3, "b": 1}, 8).select_victim(_zero), "b::1",
+                       "FairPolicy({'a': 3, 'b': 1}, 8).select_victim(...)")
+    _exact = cache_of(make_sequence("a::1", 4, 5), make_sequence("b::1", 3, 0))
+    assert_plain_equal(FairPolicy({"a": 1, "b": 1}, 8).select_victim(_exact), "b::1",
+                       "FairPolicy({'a': 1, 'b': 1}, 8).select_victim(...) (exactly at quota is not over quota)", reveal=False)
+    _over = cache_of(make_sequence("a::1", 4, 0), make_sequence("b::1", 5, 3), make_sequence("b::2", 1, 7))
+    assert_plain_equal(FairPolicy({"a": 1, "b": 1}, 10).select_victim(_over), "b::1",
+                       "FairPolicy({'a': 1, 'b': 1}, 10).select_victim(...) (b over quota, a under)", reveal=False)
+    _pass = cache_of(make_sequence("a::1", 6, 5), make_sequence("b::1", 3, 9), make_sequence("b::2", 2, 8),
+                     make_sequence("c::1", 1, 0))
+    assert_plain_equal(FairPolicy(None, 6).select_victim(_pass, frozenset({"a::1"})), "b::2",
+                       "FairPolicy(None, 6).select_victim(..., protected={'a::1'}) (the next over-quota tenant)", reveal=False)
+    for _bad in ({"a": -0.5}, {"a": float("inf"), "b": 1.0}, {"a": 1.0, "b": float("-inf")}, {"a": float("nan")}):
+        assert_raises(ValueError, f"FairPolicy({_bad}, 16)", FairPolicy, _bad, 16)
+    for _bad_total in (0, -3):
+        assert_raises(ValueError, f"FairPolicy(None, {_bad_total})", FairPolicy, None, _bad_total)
+    check_type(FairPolicy()._quotas({}), dict, "FairPolicy()._quotas({})")
+    assert_plain_equal(FairPolicy()._quotas({}), {}, "FairPolicy()._quotas({})")
+    assert_plain_equal(FairPolicy({"q": 1})._quotas({}), {"q": 512.0}, "FairPolicy({'q': 1})._quotas({}) (default total_blocks)")
+    ### END HIDDEN TESTS
 
 
-_rng = _random.Random(4101)
-for _case in range(600):
-    _names = _rng.sample(["ann", "bob", "cat", "dan", "eve"], _rng.randint(1, 4))
-    _cache = _random_cache(_rng, _names)
-    _present = sorted({_oracle_tenant(s) for s in _cache})
-    if _case % 5 == 4:
-        _weights = {t: _rng.uniform(0.05, 4.0) for t in _rng.sample(_present + ["zz-idle"], _rng.randint(0, len(_present)))}
-    else:
-        _weights = _dyadic_weights(_rng, _present, ["idle"] if _rng.random() < 0.3 else [])
-    _total = _rng.randint(1, 60)
-    _ids = sorted(_cache)
-    _protected = frozenset(s for s in _ids if _rng.random() < 0.25)
-    _snapshot = {s: (q.last_access_step, q.use_count, len(q.block_table)) for s, q in _cache.items()}
-    _policy = FairPolicy(dict(_weights), _total)
-    _got = _policy.select_victim(_cache, _protected)
-    _want = _oracle_victim(_weights, _total, _cache, _protected)
-    _call = f"FairPolicy(...).select_victim on random case {_case}"
-    if _want is None:
-        check_type(_got, type(None), _call)
-    else:
-        assert_plain_equal(_got, _want, _call, reveal=False)
-    assert {s: (q.last_access_step, q.use_count, len(q.block_table)) for s, q in _cache.items()} == _snapshot, \
-        f"{_call} changed the sequences"
-    if _case % 5 != 4:
-        _tenants = set(_weights) | set(_present)
-        _sum = sum(_weights.get(t, 1.0) for t in _tenants)
-        _expected = {t: (_weights.get(t, 1.0) / _sum * _total if _sum else 0.0) for t in _tenants}
-        assert_plain_equal(_policy._quotas(_cache), _expected, f"FairPolicy(...)._quotas on random case {_case}", reveal=False)
+_check_task4_1_FairPolicy()
 
-for _seq_id, _tenant in (("x::y", "x"), ("::y", ""), ("x::", "x"), ("x:y", "default"), ("", "default"),
-                         ("default::z", "default"), ("t1::t2::t3", "t1")):
-    assert_plain_equal(FairPolicy._tenant_of(_seq_id), _tenant, f"FairPolicy._tenant_of({_seq_id!r})")
-_zero = cache_of(make_sequence("a::1", 2, 4), make_sequence("a::2", 1, 3), make_sequence("b::1", 5, 9))
-assert_plain_equal(FairPolicy({"a": 0, "b": 0}, 8)._quotas(_zero), {"a": 0.0, "b": 0.0},
-                   "FairPolicy({'a': 0, 'b': 0}, 8)._quotas(...) (all weights 0)")
-assert_plain_equal(FairPolicy({"a": 0, "b": 0}, 8).select_victim(_zero), "b::1",
-                   "FairPolicy({'a': 0, 'b': 0}, 8).select_victim(...) (all weights 0)")
-assert_plain_equal(FairPolicy({"a": 0}, 8).select_victim(_zero), "a::2",
-                   "FairPolicy({'a': 0}, 8).select_victim(...) (a weight-0 tenant is over quota with any block)")
-assert_plain_equal(FairPolicy({"a": 3, "b": 1}, 8).select_victim(_zero), "b::1",
-                   "FairPolicy({'a': 3, 'b': 1}, 8).select_victim(...)")
-_exact = cache_of(make_sequence("a::1", 4, 5), make_sequence("b::1", 3, 0))
-assert_plain_equal(FairPolicy({"a": 1, "b": 1}, 8).select_victim(_exact), "b::1",
-                   "FairPolicy({'a': 1, 'b': 1}, 8).select_victim(...) (exactly at quota is not over quota)", reveal=False)
-_over = cache_of(make_sequence("a::1", 4, 0), make_sequence("b::1", 5, 3), make_sequence("b::2", 1, 7))
-assert_plain_equal(FairPolicy({"a": 1, "b": 1}, 10).select_victim(_over), "b::1",
-                   "FairPolicy({'a': 1, 'b': 1}, 10).select_victim(...) (b over quota, a under)", reveal=False)
-_pass = cache_of(make_sequence("a::1", 6, 5), make_sequence("b::1", 3, 9), make_sequence("b::2", 2, 8),
-                 make_sequence("c::1", 1, 0))
-assert_plain_equal(FairPolicy(None, 6).select_victim(_pass, frozenset({"a::1"})), "b::2",
-                   "FairPolicy(None, 6).select_victim(..., protected={'a::1'}) (the next over-quota tenant)", reveal=False)
-for _bad in ({"a": -0.5}, {"a": float("inf"), "b": 1.0}, {"a": 1.0, "b": float("-inf")}, {"a": float("nan")}):
-    assert_raises(ValueError, f"FairPolicy({_bad}, 16)", FairPolicy, _bad, 16)
-for _bad_total in (0, -3):
-    assert_raises(ValueError, f"FairPolicy(None, {_bad_total})", FairPolicy, None, _bad_total)
-check_type(FairPolicy()._quotas({}), dict, "FairPolicy()._quotas({})")
-assert_plain_equal(FairPolicy()._quotas({}), {}, "FairPolicy()._quotas({})")
-assert_plain_equal(FairPolicy({"q": 1})._quotas({}), {"q": 512.0}, "FairPolicy({'q': 1})._quotas({}) (default total_blocks)")
-### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task4_2_jain_index_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 4.2: jain_index (4 points)
@@ -530,38 +537,45 @@ def jain_index(xs):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task4_2_jain_index", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 """Check that jain_index returns (sum x)^2 / (n sum x^2) as a float, and 1.0 for nothing to share."""
-from course.checks import assert_plain_equal
 
-assert_plain_equal(jain_index([1, 1, 1]), 1.0, "jain_index([1, 1, 1])")
-assert_plain_equal(jain_index([1.0, 0.0]), 0.5, "jain_index([1.0, 0.0])")
-assert_plain_equal(jain_index([3, 1]), 0.8, "jain_index([3, 1])")
-assert_plain_equal(jain_index([]), 1.0, "jain_index([])")
-assert_plain_equal(jain_index([0, 0, 0]), 1.0, "jain_index([0, 0, 0])")
 
-### BEGIN HIDDEN TESTS
-import random as _random
-from fractions import Fraction as _Fraction
+def _check_task4_2_jain_index():
+    from course.checks import assert_plain_equal
 
-_rng = _random.Random(4202)
-for _case in range(400):
-    _n = _rng.randint(1, 12)
-    if _case % 3 == 0:
-        _xs = [_rng.randint(0, 9) for _ in range(_n)]
-    elif _case % 3 == 1:
-        _xs = [_rng.uniform(0, 1) for _ in range(_n)]
-    else:
-        _xs = [_rng.choice([0.0, 0.25, 1.0, 1e-3, 123.5]) for _ in range(_n)]
-    _copy = list(_xs)
-    _sq = sum(_Fraction(x) ** 2 for x in _xs)
-    _expected = 1.0 if _sq == 0 else float(sum(_Fraction(x) for x in _xs) ** 2 / (len(_xs) * _sq))
-    assert_plain_equal(jain_index(_xs), _expected, f"jain_index on random case {_case}", rel_tol=1e-9, reveal=False)
-    assert _xs == _copy, f"jain_index changed its input on random case {_case}"
-assert_plain_equal(jain_index([5]), 1.0, "jain_index([5])")
-assert_plain_equal(jain_index([0.0]), 1.0, "jain_index([0.0])")
-assert_plain_equal(jain_index([7, 0, 0, 0]), 0.25, "jain_index([7, 0, 0, 0])")
-assert_plain_equal(jain_index([2, 2]), 1.0, "jain_index([2, 2])")
-assert_plain_equal(jain_index((1.0, 3.0)), 0.8, "jain_index((1.0, 3.0))")
-### END HIDDEN TESTS
+    assert_plain_equal(jain_index([1, 1, 1]), 1.0, "jain_index([1, 1, 1])")
+    assert_plain_equal(jain_index([1.0, 0.0]), 0.5, "jain_index([1.0, 0.0])")
+    assert_plain_equal(jain_index([3, 1]), 0.8, "jain_index([3, 1])")
+    assert_plain_equal(jain_index([]), 1.0, "jain_index([])")
+    assert_plain_equal(jain_index([0, 0, 0]), 1.0, "jain_index([0, 0, 0])")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+    from fractions import Fraction as _Fraction
+
+    _rng = _random.Random(4202)
+    for _case in range(400):
+        _n = _rng.randint(1, 12)
+        if _case % 3 == 0:
+            _xs = [_rng.randint(0, 9) for _ in range(_n)]
+        elif _case % 3 == 1:
+            _xs = [_rng.uniform(0, 1) for _ in range(_n)]
+        else:
+            _xs = [_rng.choice([0.0, 0.25, 1.0, 1e-3, 123.5]) for _ in range(_n)]
+        _copy = list(_xs)
+        _sq = sum(_Fraction(x) ** 2 for x in _xs)
+        _expected = 1.0 if _sq == 0 else float(sum(_Fraction(x) for x in _xs) ** 2 / (len(_xs) * _sq))
+        assert_plain_equal(jain_index(_xs), _expected, f"jain_index on random case {_case}", rel_tol=1e-9, reveal=False)
+        assert _xs == _copy, f"jain_index changed its input on random case {_case}"
+    assert_plain_equal(jain_index([5]), 1.0, "jain_index([5])")
+    assert_plain_equal(jain_index([0.0]), 1.0, "jain_index([0.0])")
+    assert_plain_equal(jain_index([7, 0, 0, 0]), 0.25, "jain_index([7, 0, 0, 0])")
+    assert_plain_equal(jain_index([2, 2]), 1.0, "jain_index([2, 2])")
+    assert_plain_equal(jain_index((1.0, 3.0)), 0.8, "jain_index((1.0, 3.0))")
+    ### END HIDDEN TESTS
+
+
+_check_task4_2_jain_index()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task4_3_fair_victim_t_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 4.3: fair_victim_t (8 points)
@@ -642,101 +656,107 @@ def fair_victim_t(tenant, num_blocks, last_access_step, weights, total_blocks, e
 
 # %% nbgrader={"grade": true, "grade_id": "test_task4_3_fair_victim_t", "locked": true, "points": 8, "schema_version": 3, "solution": false, "task": false}
 """Check that fair_victim_t makes FairPolicy's decision on tensors, ties included, on every device, without a loop."""
-from course.checks import assert_no_python_loop, assert_plain_equal
-from course.env import available_devices
-
-for device in available_devices():
-    def t(values, dtype=torch.int64):
-        return torch.tensor(values, dtype=dtype, device=device)
-
-    # Sequences a::1, a::2, b::1 as in Task 4.1: a (tenant 0) holds 6 blocks > quota 4.
-    args = (t([0, 0, 1]), t([3, 3, 2]), t([5, 1, 0]), t([1.0, 1.0], torch.float64), 8)
-    assert_plain_equal(fair_victim_t(*args, t([True, True, True], torch.bool)), 1,
-                       f"fair_victim_t(a: 3+3 blocks, b: 2, weights [1, 1], 8) on {device}")
-    assert_plain_equal(fair_victim_t(*args, t([True, False, True], torch.bool)), 0,
-                       f"the same with sequence 1 protected on {device}")
-    assert_plain_equal(fair_victim_t(*args, t([False, False, True], torch.bool)), 2,
-                       f"the same with tenant 0 all protected (passed over, global LRU) on {device}")
-    assert_plain_equal(fair_victim_t(*args, t([False, False, False], torch.bool)), -1,
-                       f"the same with nothing evictable on {device}")
-    nobody = (t([0, 0, 1]), t([3, 3, 2]), t([5, 1, 0]), t([1, 1]), 100, t([True, True, True], torch.bool))
-    assert_plain_equal(fair_victim_t(*nobody), 2, f"fair_victim_t(..., total_blocks=100) (nobody over: global LRU) on {device}")
-    tie = (t([0, 1]), t([4, 4]), t([0, 3]), t([1.0, 1.0]), 4, t([True, True], torch.bool))
-    assert_plain_equal(fair_victim_t(*tie), 1, f"fair_victim_t(two tenants 2 blocks over each) (tie: larger tenant index) on {device}")
-    lru_tie = (t([0, 0, 0]), t([1, 1, 1]), t([2, 2, 2]), t([1.0]), 1, t([False, True, True], torch.bool))
-    assert_plain_equal(fair_victim_t(*lru_tie), 1, f"fair_victim_t(equal last_access_step) (tie: smaller index) on {device}")
-
-### BEGIN HIDDEN TESTS
-import random as _random
-from fractions import Fraction as _Fraction
 
 
-def _oracle_index(tenant, blocks, steps, weights, total, evictable):
-    n_t = len(weights)
-    w_sum = sum(_Fraction(w) for w in weights)
-    quota = [(_Fraction(w) / w_sum * total if w_sum else _Fraction(0)) for w in weights]
-    usage = [0] * n_t
-    for i in range(len(tenant)):
-        usage[tenant[i]] += blocks[i]
-    free = [i for i in range(len(tenant)) if evictable[i]]
-    order = sorted(range(n_t), key=lambda k: (usage[k] - quota[k], k), reverse=True)
-    for k in order:
-        mine = [i for i in free if tenant[i] == k]
-        if usage[k] - quota[k] > 0 and mine:
-            return min(mine, key=lambda i: (steps[i], i))
-    return min(free, key=lambda i: (steps[i], i)) if free else -1
+def _check_task4_3_fair_victim_t():
+    from course.checks import assert_no_python_loop, assert_plain_equal
+    from course.env import available_devices
+
+    for device in available_devices():
+        def t(values, dtype=torch.int64, device=device):
+            return torch.tensor(values, dtype=dtype, device=device)
+
+        # Sequences a::1, a::2, b::1 as in Task 4.1: a (tenant 0) holds 6 blocks > quota 4.
+        args = (t([0, 0, 1]), t([3, 3, 2]), t([5, 1, 0]), t([1.0, 1.0], torch.float64), 8)
+        assert_plain_equal(fair_victim_t(*args, t([True, True, True], torch.bool)), 1,
+                           f"fair_victim_t(a: 3+3 blocks, b: 2, weights [1, 1], 8) on {device}")
+        assert_plain_equal(fair_victim_t(*args, t([True, False, True], torch.bool)), 0,
+                           f"the same with sequence 1 protected on {device}")
+        assert_plain_equal(fair_victim_t(*args, t([False, False, True], torch.bool)), 2,
+                           f"the same with tenant 0 all protected (passed over, global LRU) on {device}")
+        assert_plain_equal(fair_victim_t(*args, t([False, False, False], torch.bool)), -1,
+                           f"the same with nothing evictable on {device}")
+        nobody = (t([0, 0, 1]), t([3, 3, 2]), t([5, 1, 0]), t([1, 1]), 100, t([True, True, True], torch.bool))
+        assert_plain_equal(fair_victim_t(*nobody), 2, f"fair_victim_t(..., total_blocks=100) (nobody over: global LRU) on {device}")
+        tie = (t([0, 1]), t([4, 4]), t([0, 3]), t([1.0, 1.0]), 4, t([True, True], torch.bool))
+        assert_plain_equal(fair_victim_t(*tie), 1, f"fair_victim_t(two tenants 2 blocks over each) (tie: larger tenant index) on {device}")
+        lru_tie = (t([0, 0, 0]), t([1, 1, 1]), t([2, 2, 2]), t([1.0]), 1, t([False, True, True], torch.bool))
+        assert_plain_equal(fair_victim_t(*lru_tie), 1, f"fair_victim_t(equal last_access_step) (tie: smaller index) on {device}")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+    from fractions import Fraction as _Fraction
 
 
-def _weights_power_of_two(rng, n_t):
-    # Halves that add up to a power of two, so that every quota is exact in float64.
-    halves = 2 * rng.choice([1, 2, 4, 8, 16])
-    cuts = sorted(rng.randint(0, halves) for _ in range(n_t - 1))
-    return [(b - a) / 2 for a, b in zip([0] + cuts, cuts + [halves])]
+    def _oracle_index(tenant, blocks, steps, weights, total, evictable):
+        n_t = len(weights)
+        w_sum = sum(_Fraction(w) for w in weights)
+        quota = [(_Fraction(w) / w_sum * total if w_sum else _Fraction(0)) for w in weights]
+        usage = [0] * n_t
+        for i in range(len(tenant)):
+            usage[tenant[i]] += blocks[i]
+        free = [i for i in range(len(tenant)) if evictable[i]]
+        order = sorted(range(n_t), key=lambda k: (usage[k] - quota[k], k), reverse=True)
+        for k in order:
+            mine = [i for i in free if tenant[i] == k]
+            if usage[k] - quota[k] > 0 and mine:
+                return min(mine, key=lambda i: (steps[i], i))
+        return min(free, key=lambda i: (steps[i], i)) if free else -1
 
 
-_rng = _random.Random(4303)
-for device in available_devices():
-    for _case in range(300):
-        _n_t = _rng.randint(1, 5)
-        _n = _rng.randint(0, 14)
-        _tenant = [_rng.randrange(_n_t) for _ in range(_n)]
-        _blocks = [_rng.randint(0, 7) for _ in range(_n)]
-        _steps = [_rng.randint(0, 5) for _ in range(_n)]
-        _evictable = [_rng.random() < 0.75 for _ in range(_n)]
-        if _case % 6 == 5:
-            _weights = [_rng.uniform(0.05, 3.0) for _ in range(_n_t)]
-        elif _case % 6 == 4:
-            _weights = [float(_rng.randint(0, 1)) for _ in range(_n_t)]
-            if sum(_weights) not in (0.0, 1.0, 2.0, 4.0):
-                _weights = [0.0] * _n_t
-        else:
-            _weights = _weights_power_of_two(_rng, _n_t)
-        _total = _rng.randint(1, 60)
-        _dtype = [torch.float64, torch.float32, torch.float64][_case % 3]
-        _args = (torch.tensor(_tenant, dtype=torch.int64, device=device), torch.tensor(_blocks, dtype=torch.int64, device=device),
-                 torch.tensor(_steps, dtype=torch.int64, device=device), torch.tensor(_weights, dtype=torch.float64, device=device).to(_dtype),
-                 _total, torch.tensor(_evictable, dtype=torch.bool, device=device))
-        if _dtype == torch.float32:
-            _weights = [float(w) for w in _args[3].cpu().tolist()]
-        _expected = _oracle_index(_tenant, _blocks, _steps, _weights, _total, _evictable)
-        assert_plain_equal(fair_victim_t(*_args), _expected, f"fair_victim_t on random case {_case} ({device})", reveal=False)
-        assert _args[1].cpu().tolist() == _blocks and _args[5].cpu().tolist() == _evictable, \
-            f"fair_victim_t changed its input tensors on random case {_case}"
-    _big = (torch.tensor([0, 1, 1], device=device), torch.tensor([2**40, 2**40, 1], device=device),
-            torch.tensor([2**62, 2**62, 2**62], device=device), torch.tensor([1.0, 1.0], device=device), 2**41,
-            torch.tensor([True, True, True], device=device))
-    assert_plain_equal(fair_victim_t(*_big), 1, f"fair_victim_t with large counts on {device}", reveal=False)
+    def _weights_power_of_two(rng, n_t):
+        # Halves that add up to a power of two, so that every quota is exact in float64.
+        halves = 2 * rng.choice([1, 2, 4, 8, 16])
+        cuts = sorted(rng.randint(0, halves) for _ in range(n_t - 1))
+        return [(b - a) / 2 for a, b in zip([0] + cuts, cuts + [halves])]
 
 
-def _loop_args(n):
-    g = torch.Generator().manual_seed(n)
-    return (torch.randint(0, 4, (n,), generator=g), torch.randint(1, 5, (n,), generator=g),
-            torch.randint(0, 100, (n,), generator=g), torch.ones(4, dtype=torch.float64), n,
-            torch.ones(n, dtype=torch.bool))
+    _rng = _random.Random(4303)
+    for device in available_devices():
+        for _case in range(300):
+            _n_t = _rng.randint(1, 5)
+            _n = _rng.randint(0, 14)
+            _tenant = [_rng.randrange(_n_t) for _ in range(_n)]
+            _blocks = [_rng.randint(0, 7) for _ in range(_n)]
+            _steps = [_rng.randint(0, 5) for _ in range(_n)]
+            _evictable = [_rng.random() < 0.75 for _ in range(_n)]
+            if _case % 6 == 5:
+                _weights = [_rng.uniform(0.05, 3.0) for _ in range(_n_t)]
+            elif _case % 6 == 4:
+                _weights = [float(_rng.randint(0, 1)) for _ in range(_n_t)]
+                if sum(_weights) not in (0.0, 1.0, 2.0, 4.0):
+                    _weights = [0.0] * _n_t
+            else:
+                _weights = _weights_power_of_two(_rng, _n_t)
+            _total = _rng.randint(1, 60)
+            _dtype = [torch.float64, torch.float32, torch.float64][_case % 3]
+            _args = (torch.tensor(_tenant, dtype=torch.int64, device=device), torch.tensor(_blocks, dtype=torch.int64, device=device),
+                     torch.tensor(_steps, dtype=torch.int64, device=device), torch.tensor(_weights, dtype=torch.float64, device=device).to(_dtype),
+                     _total, torch.tensor(_evictable, dtype=torch.bool, device=device))
+            if _dtype == torch.float32:
+                _weights = [float(w) for w in _args[3].cpu().tolist()]
+            _expected = _oracle_index(_tenant, _blocks, _steps, _weights, _total, _evictable)
+            assert_plain_equal(fair_victim_t(*_args), _expected, f"fair_victim_t on random case {_case} ({device})", reveal=False)
+            assert _args[1].cpu().tolist() == _blocks and _args[5].cpu().tolist() == _evictable, \
+                f"fair_victim_t changed its input tensors on random case {_case}"
+        _big = (torch.tensor([0, 1, 1], device=device), torch.tensor([2**40, 2**40, 1], device=device),
+                torch.tensor([2**62, 2**62, 2**62], device=device), torch.tensor([1.0, 1.0], device=device), 2**41,
+                torch.tensor([True, True, True], device=device))
+        assert_plain_equal(fair_victim_t(*_big), 1, f"fair_victim_t with large counts on {device}", reveal=False)
 
 
-assert_no_python_loop(fair_victim_t, _loop_args(8), _loop_args(4096), "fair_victim_t")
-### END HIDDEN TESTS
+    def _loop_args(n):
+        g = torch.Generator().manual_seed(n)
+        return (torch.randint(0, 4, (n,), generator=g), torch.randint(1, 5, (n,), generator=g),
+                torch.randint(0, 100, (n,), generator=g), torch.ones(4, dtype=torch.float64), n,
+                torch.ones(n, dtype=torch.bool))
+
+
+    assert_no_python_loop(fair_victim_t, _loop_args(8), _loop_args(4096), "fair_victim_t")
+    ### END HIDDEN TESTS
+
+
+_check_task4_3_fair_victim_t()
 
 # %% [markdown]
 # ## Experiment 1: the noisy neighbour | 实验 1：吵闹的邻居

@@ -188,55 +188,61 @@ class CacheEntry:
 
 # %% nbgrader={"grade": true, "grade_id": "test_task5_1_CacheEntry", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 """Check that CacheEntry has the five fields and compares by (priority, last_used) only."""
-from course.checks import assert_plain_equal, check_type
 
-entry = CacheEntry(1.5, 3, "sys-prompt")
-assert_plain_equal([entry.priority, entry.last_used, entry.prefix, entry.hits, entry.bytes],
-                   [1.5, 3, "sys-prompt", 0, 0], "CacheEntry(1.5, 3, 'sys-prompt') fields (defaults hits 0, bytes 0)")
-full = CacheEntry(priority=2.0, last_used=7, prefix="doc", hits=4, bytes=96)
-assert_plain_equal([full.priority, full.last_used, full.prefix, full.hits, full.bytes], [2.0, 7, "doc", 4, 96],
-                   "CacheEntry(priority=2.0, last_used=7, prefix='doc', hits=4, bytes=96) fields")
-check_type(CacheEntry(1.0, 5, "x") < CacheEntry(2.0, 1, "y"), bool, "CacheEntry(1.0, 5, 'x') < CacheEntry(2.0, 1, 'y')")
-assert CacheEntry(1.0, 5, "x") < CacheEntry(2.0, 1, "y"), "a lower priority must compare smaller, whatever last_used is"
-assert CacheEntry(1.0, 2, "z") < CacheEntry(1.0, 3, "a"), "on equal priority the smaller last_used must compare smaller (prefix is not compared)"
-assert CacheEntry(1.0, 2, "a", hits=3, bytes=9) == CacheEntry(1.0, 2, "b"), "== must ignore prefix, hits and bytes"
-assert_plain_equal(min([CacheEntry(1.4, 2, "b"), CacheEntry(1.4, 1, "a2"), CacheEntry(2.4, 0, "c")]).prefix, "a2",
-                   "min of entries (1.4, 2, 'b'), (1.4, 1, 'a2'), (2.4, 0, 'c')")
 
-### BEGIN HIDDEN TESTS
-import heapq as _heapq
-import random as _random
+def _check_task5_1_CacheEntry():
+    from course.checks import assert_plain_equal, check_type
 
-_e = CacheEntry(1.0, 1, "p")
-_e.hits += 2
-_e.priority = 3.25
-_e.last_used = 9
-_e.bytes = 64
-assert_plain_equal([_e.priority, _e.last_used, _e.hits, _e.bytes], [3.25, 9, 2, 64],
-                   "a CacheEntry after updating its fields in place")
-_positional = CacheEntry(0.5, 4, "q", 6, 128)
-assert_plain_equal([_positional.priority, _positional.last_used, _positional.prefix, _positional.hits, _positional.bytes],
-                   [0.5, 4, "q", 6, 128], "CacheEntry(0.5, 4, 'q', 6, 128) (positional fields)")
-_a, _b = CacheEntry(1.0, 3, "a"), CacheEntry(1.0, 3, "b", hits=5)
-assert _a <= _b and _a >= _b and not (_a < _b) and not (_a > _b) and _a == _b, \
-    "entries with equal (priority, last_used) must be equal under every comparison"
-assert CacheEntry(2.0, 1, "x") > CacheEntry(1.0, 9, "y") and CacheEntry(1.0, 9, "y") <= CacheEntry(2.0, 1, "x"), \
-    "> and <= must follow (priority, last_used)"
-assert CacheEntry(1.0, 2, "same") != CacheEntry(1.0, 3, "same"), "entries with different last_used must not be equal"
-_rng = _random.Random(5101)
-for _case in range(200):
-    _rows = [(_rng.choice([0.5, 1.25, 1.5, 2.0]), _rng.randint(0, 6), f"p{i}", _rng.randint(0, 3), _rng.randint(1, 9))
-             for i in range(_rng.randint(1, 12))]
-    _entries = [CacheEntry(*row) for row in _rows]
-    _expected = sorted((row[0], row[1]) for row in _rows)
-    assert_plain_equal([(x.priority, x.last_used) for x in sorted(_entries)], _expected,
-                       f"sorted(entries) on random case {_case}", reveal=False)
-    _heap = list(_entries)
-    _heapq.heapify(_heap)
-    _smallest = _heapq.heappop(_heap)
-    assert_plain_equal((_smallest.priority, _smallest.last_used), _expected[0],
-                       f"heapq.heappop on entries, random case {_case}", reveal=False)
-### END HIDDEN TESTS
+    entry = CacheEntry(1.5, 3, "sys-prompt")
+    assert_plain_equal([entry.priority, entry.last_used, entry.prefix, entry.hits, entry.bytes],
+                       [1.5, 3, "sys-prompt", 0, 0], "CacheEntry(1.5, 3, 'sys-prompt') fields (defaults hits 0, bytes 0)")
+    full = CacheEntry(priority=2.0, last_used=7, prefix="doc", hits=4, bytes=96)
+    assert_plain_equal([full.priority, full.last_used, full.prefix, full.hits, full.bytes], [2.0, 7, "doc", 4, 96],
+                       "CacheEntry(priority=2.0, last_used=7, prefix='doc', hits=4, bytes=96) fields")
+    check_type(CacheEntry(1.0, 5, "x") < CacheEntry(2.0, 1, "y"), bool, "CacheEntry(1.0, 5, 'x') < CacheEntry(2.0, 1, 'y')")
+    assert CacheEntry(1.0, 5, "x") < CacheEntry(2.0, 1, "y"), "a lower priority must compare smaller, whatever last_used is"
+    assert CacheEntry(1.0, 2, "z") < CacheEntry(1.0, 3, "a"), "on equal priority the smaller last_used must compare smaller (prefix is not compared)"
+    assert CacheEntry(1.0, 2, "a", hits=3, bytes=9) == CacheEntry(1.0, 2, "b"), "== must ignore prefix, hits and bytes"
+    assert_plain_equal(min([CacheEntry(1.4, 2, "b"), CacheEntry(1.4, 1, "a2"), CacheEntry(2.4, 0, "c")]).prefix, "a2",
+                       "min of entries (1.4, 2, 'b'), (1.4, 1, 'a2'), (2.4, 0, 'c')")
+
+    ### BEGIN HIDDEN TESTS
+    import heapq as _heapq
+    import random as _random
+
+    _e = CacheEntry(1.0, 1, "p")
+    _e.hits += 2
+    _e.priority = 3.25
+    _e.last_used = 9
+    _e.bytes = 64
+    assert_plain_equal([_e.priority, _e.last_used, _e.hits, _e.bytes], [3.25, 9, 2, 64],
+                       "a CacheEntry after updating its fields in place")
+    _positional = CacheEntry(0.5, 4, "q", 6, 128)
+    assert_plain_equal([_positional.priority, _positional.last_used, _positional.prefix, _positional.hits, _positional.bytes],
+                       [0.5, 4, "q", 6, 128], "CacheEntry(0.5, 4, 'q', 6, 128) (positional fields)")
+    _a, _b = CacheEntry(1.0, 3, "a"), CacheEntry(1.0, 3, "b", hits=5)
+    assert _a <= _b and _a >= _b and not (_a < _b) and not (_a > _b) and _a == _b, \
+        "entries with equal (priority, last_used) must be equal under every comparison"
+    assert CacheEntry(2.0, 1, "x") > CacheEntry(1.0, 9, "y") and CacheEntry(1.0, 9, "y") <= CacheEntry(2.0, 1, "x"), \
+        "> and <= must follow (priority, last_used)"
+    assert CacheEntry(1.0, 2, "same") != CacheEntry(1.0, 3, "same"), "entries with different last_used must not be equal"
+    _rng = _random.Random(5101)
+    for _case in range(200):
+        _rows = [(_rng.choice([0.5, 1.25, 1.5, 2.0]), _rng.randint(0, 6), f"p{i}", _rng.randint(0, 3), _rng.randint(1, 9))
+                 for i in range(_rng.randint(1, 12))]
+        _entries = [CacheEntry(*row) for row in _rows]
+        _expected = sorted((row[0], row[1]) for row in _rows)
+        assert_plain_equal([(x.priority, x.last_used) for x in sorted(_entries)], _expected,
+                           f"sorted(entries) on random case {_case}", reveal=False)
+        _heap = list(_entries)
+        _heapq.heapify(_heap)
+        _smallest = _heapq.heappop(_heap)
+        assert_plain_equal((_smallest.priority, _smallest.last_used), _expected[0],
+                           f"heapq.heappop on entries, random case {_case}", reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task5_1_CacheEntry()
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task5_2_KVCacheSchedulerSim_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 5.2: KVCacheSchedulerSim (10 points)
@@ -394,149 +400,155 @@ class KVCacheSchedulerSim:
 
 # %% nbgrader={"grade": true, "grade_id": "test_task5_2_KVCacheSchedulerSim", "locked": true, "points": 10, "schema_version": 3, "solution": false, "task": false}
 """Check that KVCacheSchedulerSim scores, evicts, skips stale heap items and logs exactly as specified."""
-from course.checks import assert_plain_equal, assert_raises, check_type
-
-# The known answer of the seed design (worked out in the task text).
-sim = KVCacheSchedulerSim(128)
-log = sim.schedule([("a", 40), ("b", 48), ("a", 40), ("c", 56), ("d", 48), ("a", 40)])
-assert_plain_equal(log, ["add:a", "add:b", "reuse:a", "evict:b", "add:c", "evict:c", "add:d", "reuse:a"],
-                   "KVCacheSchedulerSim(128).schedule([a40, b48, a40, c56, d48, a40])")
-assert_plain_equal(sim.snapshot(), [("a", 40, 3.4219, 3), ("d", 48, 1.4062, 1)],
-                   "snapshot() after that schedule", abs_tol=1e-4)
-assert_plain_equal([sim.time, sim.current_bytes, sorted(sim.entries)], [6, 88, ["a", "d"]],
-                   "[time, current_bytes, sorted(entries)] after that schedule")
-check_type(sim.entries["a"], CacheEntry, "sim.entries['a']")
-assert_plain_equal([sim.entries["a"].hits, sim.entries["a"].last_used, sim.entries["a"].bytes], [3, 6, 40],
-                   "[hits, last_used, bytes] of entry 'a'")
-sim.time = 6
-assert_plain_equal(sim._score(2, 64, 4), 2 + 0.5 / 3 - 0.125, "_score(2, 64, 4) at time 6 with capacity 128")
-assert_raises(ValueError, "KVCacheSchedulerSim(0)", KVCacheSchedulerSim, 0)
-assert_raises(ValueError, "touch('', 8)", KVCacheSchedulerSim(64).touch, "", 8)
-assert_raises(ValueError, "touch(7, 8)", KVCacheSchedulerSim(64).touch, 7, 8)
-assert_raises(ValueError, "touch('a', 0)", KVCacheSchedulerSim(64).touch, "a", 0)
-assert_raises(ValueError, "touch('a', 65) with capacity 64", KVCacheSchedulerSim(64).touch, "a", 65)
-
-### BEGIN HIDDEN TESTS
-import copy as _copy
-import heapq as _heapq
-import random as _random
 
 
-def _oracle_schedule(capacity, requests):
-    """Scan every live entry for the victim: no heap, hence no stale items."""
-    live = {}  # prefix -> [hits, size, last_used, priority]
-    log, used = [], 0
-    for clock, (name, size) in enumerate(requests, start=1):
-        if name in live:
-            row = live[name]
-            row[0] += 1
-            row[2] = clock
-            row[3] = row[0] + 0.5 * (1 / (1 + 0)) - 0.25 * row[1] / capacity
-            log.append("reuse:" + name)
-            continue
-        while live and used + size > capacity:
-            victim = min(live, key=lambda k: (live[k][3], live[k][2]))
-            used -= live.pop(victim)[1]
-            log.append("evict:" + victim)
-        live[name] = [1, size, clock, 1 + 0.5 * (1 / (1 + 0)) - 0.25 * size / capacity]
-        used += size
-        log.append("add:" + name)
-    order = sorted(live, key=lambda k: (-live[k][3], live[k][2], k))
-    return log, [(k, live[k][1], round(live[k][3], 4), live[k][0]) for k in order], live, used
+def _check_task5_2_KVCacheSchedulerSim():
+    from course.checks import assert_plain_equal, assert_raises, check_type
+
+    # The known answer of the seed design (worked out in the task text).
+    sim = KVCacheSchedulerSim(128)
+    log = sim.schedule([("a", 40), ("b", 48), ("a", 40), ("c", 56), ("d", 48), ("a", 40)])
+    assert_plain_equal(log, ["add:a", "add:b", "reuse:a", "evict:b", "add:c", "evict:c", "add:d", "reuse:a"],
+                       "KVCacheSchedulerSim(128).schedule([a40, b48, a40, c56, d48, a40])")
+    assert_plain_equal(sim.snapshot(), [("a", 40, 3.4219, 3), ("d", 48, 1.4062, 1)],
+                       "snapshot() after that schedule", abs_tol=1e-4)
+    assert_plain_equal([sim.time, sim.current_bytes, sorted(sim.entries)], [6, 88, ["a", "d"]],
+                       "[time, current_bytes, sorted(entries)] after that schedule")
+    check_type(sim.entries["a"], CacheEntry, "sim.entries['a']")
+    assert_plain_equal([sim.entries["a"].hits, sim.entries["a"].last_used, sim.entries["a"].bytes], [3, 6, 40],
+                       "[hits, last_used, bytes] of entry 'a'")
+    sim.time = 6
+    assert_plain_equal(sim._score(2, 64, 4), 2 + 0.5 / 3 - 0.125, "_score(2, 64, 4) at time 6 with capacity 128")
+    assert_raises(ValueError, "KVCacheSchedulerSim(0)", KVCacheSchedulerSim, 0)
+    assert_raises(ValueError, "touch('', 8)", KVCacheSchedulerSim(64).touch, "", 8)
+    assert_raises(ValueError, "touch(7, 8)", KVCacheSchedulerSim(64).touch, 7, 8)
+    assert_raises(ValueError, "touch('a', 0)", KVCacheSchedulerSim(64).touch, "a", 0)
+    assert_raises(ValueError, "touch('a', 65) with capacity 64", KVCacheSchedulerSim(64).touch, "a", 65)
+
+    ### BEGIN HIDDEN TESTS
+    import heapq as _heapq
+    import random as _random
 
 
-def _state(s):
-    return (s.time, s.current_bytes, list(s.log),
-            {k: (e.priority, e.last_used, e.hits, e.bytes) for k, e in s.entries.items()})
+    def _oracle_schedule(capacity, requests):
+        """Scan every live entry for the victim: no heap, hence no stale items."""
+        live = {}  # prefix -> [hits, size, last_used, priority]
+        log, used = [], 0
+        for clock, (name, size) in enumerate(requests, start=1):
+            if name in live:
+                row = live[name]
+                row[0] += 1
+                row[2] = clock
+                row[3] = row[0] + 0.5 * (1 / (1 + 0)) - 0.25 * row[1] / capacity
+                log.append("reuse:" + name)
+                continue
+            while live and used + size > capacity:
+                victim = min(live, key=lambda k: (live[k][3], live[k][2]))
+                used -= live.pop(victim)[1]
+                log.append("evict:" + victim)
+            live[name] = [1, size, clock, 1 + 0.5 * (1 / (1 + 0)) - 0.25 * size / capacity]
+            used += size
+            log.append("add:" + name)
+        order = sorted(live, key=lambda k: (-live[k][3], live[k][2], k))
+        return log, [(k, live[k][1], round(live[k][3], 4), live[k][0]) for k in order], live, used
 
 
-assert_plain_equal(KVCacheSchedulerSim().capacity_bytes, 1024, "KVCacheSchedulerSim().capacity_bytes")
-_fresh = KVCacheSchedulerSim(50)
-assert_plain_equal([_fresh.current_bytes, _fresh.time, _fresh.entries, _fresh.queue, _fresh.log, _fresh.snapshot()],
-                   [0, 0, {}, [], [], []], "a new KVCacheSchedulerSim(50)")
-for _bad in (-3, 0):
-    assert_raises(ValueError, f"KVCacheSchedulerSim({_bad})", KVCacheSchedulerSim, _bad)
+    def _state(s):
+        return (s.time, s.current_bytes, list(s.log),
+                {k: (e.priority, e.last_used, e.hits, e.bytes) for k, e in s.entries.items()})
 
-_rng = _random.Random(5202)
-for _case in range(300):
-    _cap = _rng.choice([16, 64, 100, 128, 1000])
-    _names = [f"p{i}" for i in range(_rng.randint(1, 10))]
-    _pool = _rng.choice([[_cap // 4], [_cap // 8, _cap // 4, _cap // 2], list(range(1, _cap + 1))])
-    _sizes = {n: _rng.choice(_pool) for n in _names}
-    _requests = [(n, _sizes[n] if _rng.random() < 0.8 else _rng.choice(_pool))
-                 for n in (_rng.choice(_names) for _ in range(_rng.randint(1, 40)))]
-    _sim = KVCacheSchedulerSim(_cap)
-    _split = _rng.randint(0, len(_requests))
-    _first = _sim.schedule(_requests[:_split])
-    _log = _sim.schedule(_requests[_split:])
-    _exp_log, _exp_snap, _exp_live, _exp_used = _oracle_schedule(_cap, _requests)
-    check_type(_log, list, f"schedule on random case {_case}")
-    assert_plain_equal(_log, _exp_log, f"the log of schedule (in two calls) on random case {_case}", reveal=False)
-    assert _log is not _sim.log, "schedule must return a copy of the log, not the log itself"
-    _log.append("junk")
-    assert_plain_equal(_sim.log, _exp_log, f"sim.log after changing what schedule returned, case {_case}", reveal=False)
-    assert_plain_equal(_sim.snapshot(), _exp_snap, f"snapshot() on random case {_case}", abs_tol=1e-4, reveal=False)
-    assert_plain_equal([_sim.time, _sim.current_bytes], [len(_requests), _exp_used],
-                       f"[time, current_bytes] on random case {_case}", reveal=False)
-    assert_plain_equal({k: [e.hits, e.bytes, e.last_used] for k, e in _sim.entries.items()},
-                       {k: v[:3] for k, v in _exp_live.items()}, f"entries on random case {_case}", reveal=False)
-    for _k, _e in _sim.entries.items():
-        check_type(_e, CacheEntry, f"entries[{_k!r}] on random case {_case}")
-        assert _e.prefix == _k, f"entries[{_k!r}].prefix is {_e.prefix!r} on random case {_case}"
-    _items = list(_sim.queue)
-    for _item in _items:
-        check_type(_item, tuple, f"an item of queue on random case {_case}")
-        assert len(_item) == 3 and type(_item[0]) is float and type(_item[1]) is int and type(_item[2]) is str, \
-            f"queue items must be (priority: float, last_used: int, prefix: str); got {_item!r} on case {_case}"
-    for _k, _e in _sim.entries.items():
-        assert (_e.priority, _e.last_used, _k) in _items, \
-            f"queue lacks the current item (priority, last_used, prefix) of live entry {_k!r} on case {_case}"
-    _popped = [_heapq.heappop(_items) for _ in range(len(_items))]
-    assert _popped == sorted(_sim.queue), f"queue is not a min-heap on random case {_case}"
 
-# Bad input changes nothing: no eviction, no tick of the clock, no log line.
-_sim = KVCacheSchedulerSim(100)
-_sim.schedule([("a", 30), ("b", 40), ("a", 30)])
-_before = _state(_sim)
-for _args in (("big", 101), ("a", 101), ("c", 0), ("", 5), (None, 5), (("t",), 5)):
-    assert_raises(ValueError, f"touch{_args!r} with capacity 100", _sim.touch, *_args)
-    assert_plain_equal(_state(_sim), _before, f"the state after touch{_args!r} raised", reveal=False)
-assert_plain_equal(_sim.touch("c", 100), None, "touch('c', 100) with capacity 100")
-assert_plain_equal(_sim.log[-3:], ["evict:b", "evict:a", "add:c"], "the log after touch('c', 100) (a full-size entry)")
+    assert_plain_equal(KVCacheSchedulerSim().capacity_bytes, 1024, "KVCacheSchedulerSim().capacity_bytes")
+    _fresh = KVCacheSchedulerSim(50)
+    assert_plain_equal([_fresh.current_bytes, _fresh.time, _fresh.entries, _fresh.queue, _fresh.log, _fresh.snapshot()],
+                       [0, 0, {}, [], [], []], "a new KVCacheSchedulerSim(50)")
+    for _bad in (-3, 0):
+        assert_raises(ValueError, f"KVCacheSchedulerSim({_bad})", KVCacheSchedulerSim, _bad)
 
-# _score at a later time: recency decays; before last_used it counts as age 0.
-_sim = KVCacheSchedulerSim(256)
-_sim.time = 10
-for _h, _s, _lu in ((1, 64, 10), (3, 256, 7), (2, 1, 0), (5, 100, 12)):
-    assert_plain_equal(_sim._score(_h, _s, _lu), _h + 0.5 * (1 / (1 + max(10 - _lu, 0))) - 0.25 * _s / 256,
-                       f"_score({_h}, {_s}, {_lu}) at time 10, capacity 256")
+    _rng = _random.Random(5202)
+    for _case in range(300):
+        _cap = _rng.choice([16, 64, 100, 128, 1000])
+        _names = [f"p{i}" for i in range(_rng.randint(1, 10))]
+        _pool = _rng.choice([[_cap // 4], [_cap // 8, _cap // 4, _cap // 2], list(range(1, _cap + 1))])
+        _sizes = {n: _rng.choice(_pool) for n in _names}
+        _requests = [(n, _sizes[n] if _rng.random() < 0.8 else _rng.choice(_pool))
+                     for n in (_rng.choice(_names) for _ in range(_rng.randint(1, 40)))]
+        _sim = KVCacheSchedulerSim(_cap)
+        _split = _rng.randint(0, len(_requests))
+        _first = _sim.schedule(_requests[:_split])
+        _log = _sim.schedule(_requests[_split:])
+        _exp_log, _exp_snap, _exp_live, _exp_used = _oracle_schedule(_cap, _requests)
+        check_type(_log, list, f"schedule on random case {_case}")
+        assert_plain_equal(_log, _exp_log, f"the log of schedule (in two calls) on random case {_case}", reveal=False)
+        assert _log is not _sim.log, "schedule must return a copy of the log, not the log itself"
+        _log.append("junk")
+        assert_plain_equal(_sim.log, _exp_log, f"sim.log after changing what schedule returned, case {_case}", reveal=False)
+        assert_plain_equal(_sim.snapshot(), _exp_snap, f"snapshot() on random case {_case}", abs_tol=1e-4, reveal=False)
+        assert_plain_equal([_sim.time, _sim.current_bytes], [len(_requests), _exp_used],
+                           f"[time, current_bytes] on random case {_case}", reveal=False)
+        assert_plain_equal({k: [e.hits, e.bytes, e.last_used] for k, e in _sim.entries.items()},
+                           {k: v[:3] for k, v in _exp_live.items()}, f"entries on random case {_case}", reveal=False)
+        for _k, _e in _sim.entries.items():
+            check_type(_e, CacheEntry, f"entries[{_k!r}] on random case {_case}")
+            assert _e.prefix == _k, f"entries[{_k!r}].prefix is {_e.prefix!r} on random case {_case}"
+        _items = list(_sim.queue)
+        for _item in _items:
+            check_type(_item, tuple, f"an item of queue on random case {_case}")
+            assert len(_item) == 3 and type(_item[0]) is float and type(_item[1]) is int and type(_item[2]) is str, \
+                f"queue items must be (priority: float, last_used: int, prefix: str); got {_item!r} on case {_case}"
+        for _k, _e in _sim.entries.items():
+            assert (_e.priority, _e.last_used, _k) in _items, \
+                f"queue lacks the current item (priority, last_used, prefix) of live entry {_k!r} on case {_case}"
+        _popped = [_heapq.heappop(_items) for _ in range(len(_items))]
+        assert _popped == sorted(_sim.queue), f"queue is not a min-heap on random case {_case}"
 
-# A stale item that agrees with its entry on priority but not on last_used must be skipped.
-_sim = KVCacheSchedulerSim(100)
-_sim.schedule([("a", 10), ("b", 10)])
-_sim.time = 7
-_sim.entries["a"].last_used = 7
-_sim._refresh_queue("a")  # pushes the same priority with last_used 7; (priority, 1, 'a') is now stale
-_sim._evict_until_fit(81)
-assert_plain_equal(_sim.log[-1], "evict:b", "_evict_until_fit(81) after a's item was re-pushed with a newer last_used")
-assert_plain_equal(sorted(_sim.entries), ["a"], "entries after that eviction")
-# ... and one that agrees on last_used but not on priority, too.
-_sim = KVCacheSchedulerSim(100)
-_sim.schedule([("a", 10), ("b", 10)])
-_sim.entries["a"].hits = 5
-_sim._refresh_queue("a")
-_sim._evict_until_fit(81)
-assert_plain_equal(_sim.log[-1], "evict:b", "_evict_until_fit(81) after a's item was re-pushed with a higher priority")
-# When the heap runs dry, the smallest (priority, last_used) entry goes.
-_sim = KVCacheSchedulerSim(100)
-_sim.schedule([("a", 20), ("b", 50), ("c", 20), ("a", 20)])
-_sim.queue.clear()
-_sim._evict_until_fit(70)
-assert_plain_equal([_sim.log[-2:], _sim.current_bytes], [["evict:b", "evict:c"], 20],
-                   "_evict_until_fit(70) with an empty heap (the fallback)")
-_sim._evict_until_fit(0)
-assert_plain_equal(_sim.log[-1], "evict:c", "_evict_until_fit(0) when everything fits must evict nothing")
-### END HIDDEN TESTS
+    # Bad input changes nothing: no eviction, no tick of the clock, no log line.
+    _sim = KVCacheSchedulerSim(100)
+    _sim.schedule([("a", 30), ("b", 40), ("a", 30)])
+    _before = _state(_sim)
+    for _args in (("big", 101), ("a", 101), ("c", 0), ("", 5), (None, 5), (("t",), 5)):
+        assert_raises(ValueError, f"touch{_args!r} with capacity 100", _sim.touch, *_args)
+        assert_plain_equal(_state(_sim), _before, f"the state after touch{_args!r} raised", reveal=False)
+    assert_plain_equal(_sim.touch("c", 100), None, "touch('c', 100) with capacity 100")
+    assert_plain_equal(_sim.log[-3:], ["evict:b", "evict:a", "add:c"], "the log after touch('c', 100) (a full-size entry)")
+
+    # _score at a later time: recency decays; before last_used it counts as age 0.
+    _sim = KVCacheSchedulerSim(256)
+    _sim.time = 10
+    for _h, _s, _lu in ((1, 64, 10), (3, 256, 7), (2, 1, 0), (5, 100, 12)):
+        assert_plain_equal(_sim._score(_h, _s, _lu), _h + 0.5 * (1 / (1 + max(10 - _lu, 0))) - 0.25 * _s / 256,
+                           f"_score({_h}, {_s}, {_lu}) at time 10, capacity 256")
+
+    # A stale item that agrees with its entry on priority but not on last_used must be skipped.
+    _sim = KVCacheSchedulerSim(100)
+    _sim.schedule([("a", 10), ("b", 10)])
+    _sim.time = 7
+    _sim.entries["a"].last_used = 7
+    _sim._refresh_queue("a")  # pushes the same priority with last_used 7; (priority, 1, 'a') is now stale
+    _sim._evict_until_fit(81)
+    assert_plain_equal(_sim.log[-1], "evict:b", "_evict_until_fit(81) after a's item was re-pushed with a newer last_used")
+    assert_plain_equal(sorted(_sim.entries), ["a"], "entries after that eviction")
+    # ... and one that agrees on last_used but not on priority, too.
+    _sim = KVCacheSchedulerSim(100)
+    _sim.schedule([("a", 10), ("b", 10)])
+    _sim.entries["a"].hits = 5
+    _sim._refresh_queue("a")
+    _sim._evict_until_fit(81)
+    assert_plain_equal(_sim.log[-1], "evict:b", "_evict_until_fit(81) after a's item was re-pushed with a higher priority")
+    # When the heap runs dry, the smallest (priority, last_used) entry goes.
+    _sim = KVCacheSchedulerSim(100)
+    _sim.schedule([("a", 20), ("b", 50), ("c", 20), ("a", 20)])
+    _sim.queue.clear()
+    _sim._evict_until_fit(70)
+    assert_plain_equal([_sim.log[-2:], _sim.current_bytes], [["evict:b", "evict:c"], 20],
+                       "_evict_until_fit(70) with an empty heap (the fallback)")
+    _sim._evict_until_fit(0)
+    assert_plain_equal(_sim.log[-1], "evict:c", "_evict_until_fit(0) when everything fits must evict nothing")
+    ### END HIDDEN TESTS
+
+
+_check_task5_2_KVCacheSchedulerSim()
+
 
 # %% [markdown]
 # ## A closer look: when is the score computed? | 细看：分数是何时计算的？
@@ -734,134 +746,140 @@ class TensorKVCacheScheduler:
 
 # %% nbgrader={"grade": true, "grade_id": "test_task5_3_TensorKVCacheScheduler", "locked": true, "points": 9, "schema_version": 3, "solution": false, "task": false}
 """Check that TensorKVCacheScheduler reproduces the heap simulator, rescores on request, on every device."""
-from course.checks import assert_no_python_loop, assert_plain_equal, assert_raises, check_type
-from course.env import available_devices
-
-KNOWN = [("a", 40), ("b", 48), ("a", 40), ("c", 56), ("d", 48), ("a", 40)]
-AGING = [("a", 10), ("b", 10), ("c", 10), ("d", 58), ("e", 20)]
-for device in available_devices():
-    sched = TensorKVCacheScheduler(128, 8, device=device)
-    assert_plain_equal(sched.schedule(KNOWN),
-                       ["add:a", "add:b", "reuse:a", "evict:b", "add:c", "evict:c", "add:d", "reuse:a"],
-                       f"TensorKVCacheScheduler(128, 8).schedule([a40, b48, a40, c56, d48, a40]) on {device}")
-    assert_plain_equal(sched.snapshot(), [("a", 40, 3.4219, 3), ("d", 48, 1.4062, 1)],
-                       f"snapshot() after that schedule on {device}", abs_tol=1e-4)
-    assert_plain_equal([sched.time, sched.current_bytes], [6, 88], f"[time, current_bytes] on {device}")
-    for name, dtype in (("hits", torch.int64), ("bytes", torch.int64), ("last_used", torch.int64),
-                        ("priority", torch.float64), ("alive", torch.bool)):
-        tensor = getattr(sched, name)
-        check_type(tensor, torch.Tensor, f"sched.{name}")
-        assert tensor.dtype == dtype and tuple(tensor.shape) == (8,) and tensor.device.type == device.type, (
-            f"sched.{name} must be a {dtype} tensor of shape (8,) on {device}; "
-            f"got {tensor.dtype}, {tuple(tensor.shape)}, {tensor.device}")
-    assert_plain_equal(int(sched.alive.sum()), 2, f"the number of live slots after that schedule on {device}")
-    # Frozen scores evict the big recent d; rescored at time 5, the old a has decayed most.
-    assert_plain_equal(TensorKVCacheScheduler(100, 8, device=device).schedule(AGING),
-                       ["add:a", "add:b", "add:c", "add:d", "evict:d", "add:e"],
-                       f"rescore=False on [a10, b10, c10, d58, e20], capacity 100, on {device}")
-    rescored = TensorKVCacheScheduler(100, 8, device=device, rescore=True)
-    assert_plain_equal(rescored.schedule(AGING), ["add:a", "add:b", "add:c", "add:d", "evict:a", "add:e"],
-                       f"rescore=True on [a10, b10, c10, d58, e20], capacity 100, on {device}")
-    assert_plain_equal(rescored.snapshot(), [("e", 20, 1.45, 1), ("c", 10, 1.1417, 1), ("d", 58, 1.105, 1), ("b", 10, 1.1, 1)],
-                       f"snapshot() after rescore=True on that trace, on {device}", abs_tol=1e-4)
-    small = TensorKVCacheScheduler(100, 2, device=device)
-    small.schedule([("a", 10), ("b", 10)])
-    assert_raises(RuntimeError, f"a third entry with max_entries=2 on {device}", small.touch, "c", 10)
-assert_raises(ValueError, "TensorKVCacheScheduler(0, 4)", TensorKVCacheScheduler, 0, 4)
-assert_raises(ValueError, "TensorKVCacheScheduler(64, 0)", TensorKVCacheScheduler, 64, 0)
-assert_raises(ValueError, "touch('a', 65) with capacity 64", TensorKVCacheScheduler(64, 4).touch, "a", 65)
-
-### BEGIN HIDDEN TESTS
-import random as _random
 
 
-def _oracle_run(capacity, requests, rescore):
-    """Rows of [hits, size, last_used, priority]; the victim is a scan, rescored first when asked."""
-    rows, log, used = {}, [], 0
+def _check_task5_3_TensorKVCacheScheduler():
+    from course.checks import assert_no_python_loop, assert_plain_equal, assert_raises, check_type
+    from course.env import available_devices
 
-    def _value(row, now):
-        return row[0] + 0.5 * (1 / (1 + max(now - row[2], 0))) - 0.25 * row[1] / capacity
+    KNOWN = [("a", 40), ("b", 48), ("a", 40), ("c", 56), ("d", 48), ("a", 40)]
+    AGING = [("a", 10), ("b", 10), ("c", 10), ("d", 58), ("e", 20)]
+    for device in available_devices():
+        sched = TensorKVCacheScheduler(128, 8, device=device)
+        assert_plain_equal(sched.schedule(KNOWN),
+                           ["add:a", "add:b", "reuse:a", "evict:b", "add:c", "evict:c", "add:d", "reuse:a"],
+                           f"TensorKVCacheScheduler(128, 8).schedule([a40, b48, a40, c56, d48, a40]) on {device}")
+        assert_plain_equal(sched.snapshot(), [("a", 40, 3.4219, 3), ("d", 48, 1.4062, 1)],
+                           f"snapshot() after that schedule on {device}", abs_tol=1e-4)
+        assert_plain_equal([sched.time, sched.current_bytes], [6, 88], f"[time, current_bytes] on {device}")
+        for name, dtype in (("hits", torch.int64), ("bytes", torch.int64), ("last_used", torch.int64),
+                            ("priority", torch.float64), ("alive", torch.bool)):
+            tensor = getattr(sched, name)
+            check_type(tensor, torch.Tensor, f"sched.{name}")
+            assert tensor.dtype == dtype and tuple(tensor.shape) == (8,) and tensor.device.type == device.type, (
+                f"sched.{name} must be a {dtype} tensor of shape (8,) on {device}; "
+                f"got {tensor.dtype}, {tuple(tensor.shape)}, {tensor.device}")
+        assert_plain_equal(int(sched.alive.sum()), 2, f"the number of live slots after that schedule on {device}")
+        # Frozen scores evict the big recent d; rescored at time 5, the old a has decayed most.
+        assert_plain_equal(TensorKVCacheScheduler(100, 8, device=device).schedule(AGING),
+                           ["add:a", "add:b", "add:c", "add:d", "evict:d", "add:e"],
+                           f"rescore=False on [a10, b10, c10, d58, e20], capacity 100, on {device}")
+        rescored = TensorKVCacheScheduler(100, 8, device=device, rescore=True)
+        assert_plain_equal(rescored.schedule(AGING), ["add:a", "add:b", "add:c", "add:d", "evict:a", "add:e"],
+                           f"rescore=True on [a10, b10, c10, d58, e20], capacity 100, on {device}")
+        assert_plain_equal(rescored.snapshot(), [("e", 20, 1.45, 1), ("c", 10, 1.1417, 1), ("d", 58, 1.105, 1), ("b", 10, 1.1, 1)],
+                           f"snapshot() after rescore=True on that trace, on {device}", abs_tol=1e-4)
+        small = TensorKVCacheScheduler(100, 2, device=device)
+        small.schedule([("a", 10), ("b", 10)])
+        assert_raises(RuntimeError, f"a third entry with max_entries=2 on {device}", small.touch, "c", 10)
+    assert_raises(ValueError, "TensorKVCacheScheduler(0, 4)", TensorKVCacheScheduler, 0, 4)
+    assert_raises(ValueError, "TensorKVCacheScheduler(64, 0)", TensorKVCacheScheduler, 64, 0)
+    assert_raises(ValueError, "touch('a', 65) with capacity 64", TensorKVCacheScheduler(64, 4).touch, "a", 65)
 
-    for now, (name, size) in enumerate(requests, start=1):
-        if name in rows:
-            rows[name][0] += 1
-            rows[name][2] = now
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+
+    def _oracle_run(capacity, requests, rescore):
+        """Rows of [hits, size, last_used, priority]; the victim is a scan, rescored first when asked."""
+        rows, log, used = {}, [], 0
+
+        def _value(row, now):
+            return row[0] + 0.5 * (1 / (1 + max(now - row[2], 0))) - 0.25 * row[1] / capacity
+
+        for now, (name, size) in enumerate(requests, start=1):
+            if name in rows:
+                rows[name][0] += 1
+                rows[name][2] = now
+                rows[name][3] = _value(rows[name], now)
+                log.append("reuse:" + name)
+                continue
+            while rows and used + size > capacity:
+                if rescore:
+                    for row in rows.values():
+                        row[3] = _value(row, now)
+                victim = min(rows, key=lambda k: (rows[k][3], rows[k][2]))
+                used -= rows.pop(victim)[1]
+                log.append("evict:" + victim)
+            rows[name] = [1, size, now, 0.0]
             rows[name][3] = _value(rows[name], now)
-            log.append("reuse:" + name)
-            continue
-        while rows and used + size > capacity:
-            if rescore:
-                for row in rows.values():
-                    row[3] = _value(row, now)
-            victim = min(rows, key=lambda k: (rows[k][3], rows[k][2]))
-            used -= rows.pop(victim)[1]
-            log.append("evict:" + victim)
-        rows[name] = [1, size, now, 0.0]
-        rows[name][3] = _value(rows[name], now)
-        used += size
-        log.append("add:" + name)
-    order = sorted(rows, key=lambda k: (-rows[k][3], rows[k][2], k))
-    return log, [(k, rows[k][1], round(rows[k][3], 4), rows[k][0]) for k in order], used
+            used += size
+            log.append("add:" + name)
+        order = sorted(rows, key=lambda k: (-rows[k][3], rows[k][2], k))
+        return log, [(k, rows[k][1], round(rows[k][3], 4), rows[k][0]) for k in order], used
 
 
-_rng = _random.Random(5303)
-for device in available_devices():
-    for _case in range(120):
-        _cap = _rng.choice([16, 64, 100, 128, 1000])
-        _names = [f"p{i}" for i in range(_rng.randint(1, 9))]
-        _pool = _rng.choice([[_cap // 4], [_cap // 8, _cap // 4, _cap // 2], list(range(1, _cap + 1))])
-        _sizes = {n: _rng.choice(_pool) for n in _names}
-        _requests = [(n, _sizes[n]) for n in (_rng.choice(_names) for _ in range(_rng.randint(1, 30)))]
-        for _rescore in (False, True):
-            _s = TensorKVCacheScheduler(_cap, len(_names), device=device, rescore=_rescore)
-            _log = _s.schedule(_requests)
-            _exp_log, _exp_snap, _exp_used = _oracle_run(_cap, _requests, _rescore)
-            _where = f"random case {_case}, rescore={_rescore}, {device}"
-            check_type(_log, list, f"schedule on {_where}")
-            assert_plain_equal(_log, _exp_log, f"the log on {_where}", reveal=False)
-            assert_plain_equal(_s.snapshot(), _exp_snap, f"snapshot() on {_where}", abs_tol=1e-4, reveal=False)
-            assert_plain_equal([_s.time, _s.current_bytes, int(_s.alive.sum()), sorted(_s.slots)],
-                               [len(_requests), _exp_used, len(_exp_snap), sorted(r[0] for r in _exp_snap)],
-                               f"[time, current_bytes, live slots, sorted(slots)] on {_where}", reveal=False)
-            assert _s.priority.dtype == torch.float64 and _s.priority.device.type == device.type, \
-                f"priority must stay a float64 tensor on {device} ({_where})"
-    # A full table of slots: RuntimeError only when nothing has to be evicted for bytes, and nothing changes.
-    _s = TensorKVCacheScheduler(100, 2, device=device)
-    _s.schedule([("a", 30), ("b", 30), ("a", 30)])
-    _before = (list(_s.log), _s.time, _s.current_bytes, _s.snapshot())
-    assert_raises(RuntimeError, f"touch('c', 40) with both slots live on {device}", _s.touch, "c", 40)
-    assert_plain_equal([list(_s.log), _s.time, _s.current_bytes, _s.snapshot()], list(_before),
-                       f"the state after the RuntimeError on {device}", abs_tol=1e-4)
-    _s.touch("a", 30)
-    _s.touch("d", 60)
-    assert_plain_equal(_s.log[-2:], ["evict:b", "add:d"], f"a miss that frees a slot by eviction on {device}")
-    for _args in (("", 5), (3, 5), ("x", 0), ("x", 101)):
-        assert_raises(ValueError, f"touch{_args!r} on {device}", _s.touch, *_args)
-    assert_plain_equal([_s.time, len(_s.log)], [5, 6], f"[time, len(log)] after rejected input on {device}")
-    _empty = TensorKVCacheScheduler(50, 3, device=device)
-    assert_plain_equal([_empty.snapshot(), _empty.log, _empty.current_bytes, _empty.time], [[], [], 0, 0],
-                       f"a new TensorKVCacheScheduler(50, 3) on {device}")
+    _rng = _random.Random(5303)
+    for device in available_devices():
+        for _case in range(120):
+            _cap = _rng.choice([16, 64, 100, 128, 1000])
+            _names = [f"p{i}" for i in range(_rng.randint(1, 9))]
+            _pool = _rng.choice([[_cap // 4], [_cap // 8, _cap // 4, _cap // 2], list(range(1, _cap + 1))])
+            _sizes = {n: _rng.choice(_pool) for n in _names}
+            _requests = [(n, _sizes[n]) for n in (_rng.choice(_names) for _ in range(_rng.randint(1, 30)))]
+            for _rescore in (False, True):
+                _s = TensorKVCacheScheduler(_cap, len(_names), device=device, rescore=_rescore)
+                _log = _s.schedule(_requests)
+                _exp_log, _exp_snap, _exp_used = _oracle_run(_cap, _requests, _rescore)
+                _where = f"random case {_case}, rescore={_rescore}, {device}"
+                check_type(_log, list, f"schedule on {_where}")
+                assert_plain_equal(_log, _exp_log, f"the log on {_where}", reveal=False)
+                assert_plain_equal(_s.snapshot(), _exp_snap, f"snapshot() on {_where}", abs_tol=1e-4, reveal=False)
+                assert_plain_equal([_s.time, _s.current_bytes, int(_s.alive.sum()), sorted(_s.slots)],
+                                   [len(_requests), _exp_used, len(_exp_snap), sorted(r[0] for r in _exp_snap)],
+                                   f"[time, current_bytes, live slots, sorted(slots)] on {_where}", reveal=False)
+                assert _s.priority.dtype == torch.float64 and _s.priority.device.type == device.type, \
+                    f"priority must stay a float64 tensor on {device} ({_where})"
+        # A full table of slots: RuntimeError only when nothing has to be evicted for bytes, and nothing changes.
+        _s = TensorKVCacheScheduler(100, 2, device=device)
+        _s.schedule([("a", 30), ("b", 30), ("a", 30)])
+        _before = (list(_s.log), _s.time, _s.current_bytes, _s.snapshot())
+        assert_raises(RuntimeError, f"touch('c', 40) with both slots live on {device}", _s.touch, "c", 40)
+        assert_plain_equal([list(_s.log), _s.time, _s.current_bytes, _s.snapshot()], list(_before),
+                           f"the state after the RuntimeError on {device}", abs_tol=1e-4)
+        _s.touch("a", 30)
+        _s.touch("d", 60)
+        assert_plain_equal(_s.log[-2:], ["evict:b", "add:d"], f"a miss that frees a slot by eviction on {device}")
+        for _args in (("", 5), (3, 5), ("x", 0), ("x", 101)):
+            assert_raises(ValueError, f"touch{_args!r} on {device}", _s.touch, *_args)
+        assert_plain_equal([_s.time, len(_s.log)], [5, 6], f"[time, len(log)] after rejected input on {device}")
+        _empty = TensorKVCacheScheduler(50, 3, device=device)
+        assert_plain_equal([_empty.snapshot(), _empty.log, _empty.current_bytes, _empty.time], [[], [], 0, 0],
+                           f"a new TensorKVCacheScheduler(50, 3) on {device}")
 
 
-def _filled(n, rescore):
-    s = TensorKVCacheScheduler(n, n, rescore=rescore)
-    s.schedule([(f"p{i}", 1) for i in range(n)])
-    return s
+    def _filled(n, rescore):
+        s = TensorKVCacheScheduler(n, n, rescore=rescore)
+        s.schedule([(f"p{i}", 1) for i in range(n)])
+        return s
 
 
-for _rescore in (False, True):
-    _small_s, _large_s = _filled(8, _rescore), _filled(2048, _rescore)
+    for _rescore in (False, True):
+        _small_s, _large_s = _filled(8, _rescore), _filled(2048, _rescore)
 
-    def _evict_one(hits, size, last_used, priority, alive, _sched):
-        _sched.hits, _sched.bytes, _sched.last_used, _sched.priority, _sched.alive = hits, size, last_used, priority, alive
-        _sched.touch("new", 1)
+        def _evict_one(hits, size, last_used, priority, alive, _sched):
+            _sched.hits, _sched.bytes, _sched.last_used, _sched.priority, _sched.alive = hits, size, last_used, priority, alive
+            _sched.touch("new", 1)
 
-    def _args(s):
-        return (s.hits, s.bytes, s.last_used, s.priority, s.alive, s)
+        def _args(s):
+            return (s.hits, s.bytes, s.last_used, s.priority, s.alive, s)
 
-    assert_no_python_loop(_evict_one, _args(_small_s), _args(_large_s), f"TensorKVCacheScheduler.touch (rescore={_rescore})")
-    assert_plain_equal(_large_s.log[-2:], ["evict:p0", "add:new"], f"the eviction in a full table of 2048 (rescore={_rescore})")
-### END HIDDEN TESTS
+        assert_no_python_loop(_evict_one, _args(_small_s), _args(_large_s), f"TensorKVCacheScheduler.touch (rescore={_rescore})")
+        assert_plain_equal(_large_s.log[-2:], ["evict:p0", "add:new"], f"the eviction in a full table of 2048 (rescore={_rescore})")
+    ### END HIDDEN TESTS
+
+
+_check_task5_3_TensorKVCacheScheduler()
 
 # %% [markdown]
 # ## Experiment 1: frozen and rescored scores over time | 实验 1：冻结分数与重新评分随时间的变化
@@ -874,9 +892,8 @@ for _rescore in (False, True):
 # 拖动滑块：冻结的线从不移动，因此 hits 与大小都相同的两个条目只能靠 last_used 区分；重新评分的曲线最多下降 0.5，永远不到一次命中。
 
 # %%
-import matplotlib.pyplot as plt
 import ipywidgets as widgets
-from IPython.display import display
+import matplotlib.pyplot as plt
 
 
 def draw_scores(hits=2, size_kib=256, capacity_kib=1024):
@@ -901,7 +918,7 @@ def draw_scores(hits=2, size_kib=256, capacity_kib=1024):
 
 widgets.interact(draw_scores, hits=widgets.IntSlider(value=2, min=1, max=6),
                  size_kib=widgets.IntSlider(value=256, min=16, max=1024, step=16),
-                 capacity_kib=widgets.fixed(1024));
+                 capacity_kib=widgets.fixed(1024))
 
 # %% [markdown]
 # ## Experiment 2: frozen vs rescored vs LRU vs Belady | 实验 2：冻结评分、重新评分、LRU 与 Belady 的比较

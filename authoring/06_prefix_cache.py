@@ -235,70 +235,76 @@ def block_hashes(tokens, block_size, salt=0):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task6_1_block_hashes", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
 """Check that block_hashes gives one chained, deterministic hash per full block."""
-from course.checks import assert_plain_equal, assert_raises, check_type
-
-hashes = block_hashes([1, 2, 3, 4, 5], 2)
-check_type(hashes, list, "block_hashes([1, 2, 3, 4, 5], 2)")
-assert_plain_equal(hashes, [6944296732933707688, 3513534049782144427],
-                   "block_hashes([1, 2, 3, 4, 5], 2) (token 5 is a partial block: no hash)")
-repeated = block_hashes([7, 7, 7, 7], 2)
-assert repeated[0] != repeated[1], (
-    "block_hashes([7, 7, 7, 7], 2) gave two equal hashes: equal blocks at different positions must differ "
-    "(put the parent hash into each block's hash)")
-assert_plain_equal(block_hashes([1, 2, 3, 4, 9, 9], 2)[:2], hashes,
-                   "block_hashes([1, 2, 3, 4, 9, 9], 2)[:2] (equal prefixes give equal leading hashes)")
-salted = block_hashes([1, 2, 3, 4], 2, salt=1)
-assert salted[0] != hashes[0] and salted[1] != hashes[1], "block_hashes(..., salt=1) must change every hash"
-assert_plain_equal(block_hashes([1], 2), [], "block_hashes([1], 2) (no full block)")
-assert_raises(ValueError, "block_hashes([1, 2], 0)", block_hashes, [1, 2], 0)
-assert_raises(TypeError, "block_hashes([1, 2.0], 2)", block_hashes, [1, 2.0], 2)
-
-### BEGIN HIDDEN TESTS
-import hashlib as _hashlib
-import random as _random
 
 
-def _oracle_hashes(tokens, block_size, salt):
-    result = []
-    previous = salt
-    for index in range(len(tokens) // block_size):
-        parts = [str(previous)] + [str(t) for t in tokens[index * block_size:(index + 1) * block_size]]
-        previous = int(_hashlib.sha256(",".join(parts).encode()).hexdigest()[:16], 16) // 2
-        result.append(previous)
-    return result
+def _check_task6_1_block_hashes():
+    from course.checks import assert_plain_equal, assert_raises, check_type
+
+    hashes = block_hashes([1, 2, 3, 4, 5], 2)
+    check_type(hashes, list, "block_hashes([1, 2, 3, 4, 5], 2)")
+    assert_plain_equal(hashes, [6944296732933707688, 3513534049782144427],
+                       "block_hashes([1, 2, 3, 4, 5], 2) (token 5 is a partial block: no hash)")
+    repeated = block_hashes([7, 7, 7, 7], 2)
+    assert repeated[0] != repeated[1], (
+        "block_hashes([7, 7, 7, 7], 2) gave two equal hashes: equal blocks at different positions must differ "
+        "(put the parent hash into each block's hash)")
+    assert_plain_equal(block_hashes([1, 2, 3, 4, 9, 9], 2)[:2], hashes,
+                       "block_hashes([1, 2, 3, 4, 9, 9], 2)[:2] (equal prefixes give equal leading hashes)")
+    salted = block_hashes([1, 2, 3, 4], 2, salt=1)
+    assert salted[0] != hashes[0] and salted[1] != hashes[1], "block_hashes(..., salt=1) must change every hash"
+    assert_plain_equal(block_hashes([1], 2), [], "block_hashes([1], 2) (no full block)")
+    assert_raises(ValueError, "block_hashes([1, 2], 0)", block_hashes, [1, 2], 0)
+    assert_raises(TypeError, "block_hashes([1, 2.0], 2)", block_hashes, [1, 2.0], 2)
+
+    ### BEGIN HIDDEN TESTS
+    import hashlib as _hashlib
+    import random as _random
 
 
-_rng = _random.Random(6101)
-for _case in range(300):
-    _block_size = _rng.choice([1, 2, 3, 4, 8, 16])
-    _tokens = [_rng.choice([0, 1, 2, 7, 255, 50000, _rng.randrange(0, 2**20)]) for _ in range(_rng.randint(0, 70))]
-    _salt = _rng.choice([0, 0, 1, -5, 2**62 + 3, _rng.randrange(-2**40, 2**40)])
-    _copy = list(_tokens)
-    _got = block_hashes(_tokens, _block_size, _salt) if _case % 3 else block_hashes(_tokens, _block_size, salt=_salt)
-    check_type(_got, list, f"block_hashes on random case {_case}")
-    assert_plain_equal(_got, _oracle_hashes(_copy, _block_size, _salt), f"block_hashes on random case {_case}", reveal=False)
-    assert _tokens == _copy, f"block_hashes changed its tokens on random case {_case}"
-    assert all(0 <= h < 2**63 for h in _got), f"block_hashes on random case {_case} returned a hash outside [0, 2**63)"
-# A change in block j changes hashes j and after, and nothing before.
-for _case in range(60):
-    _block_size = _rng.randint(1, 6)
-    _blocks = _rng.randint(2, 8)
-    _tokens = [_rng.randrange(0, 1000) for _ in range(_blocks * _block_size + _rng.randint(0, _block_size - 1))]
-    _j = _rng.randrange(_blocks)
-    _changed = list(_tokens)
-    _changed[_j * _block_size + _rng.randrange(_block_size)] += 1
-    _a, _b = block_hashes(_tokens, _block_size), block_hashes(_changed, _block_size)
-    assert _a[:_j] == _b[:_j], f"block_hashes: a change in block {_j} changed an earlier hash (case {_case})"
-    assert all(x != y for x, y in zip(_a[_j:], _b[_j:])), f"block_hashes: a change in block {_j} left a later hash unchanged (case {_case})"
-# Equal blocks at every position, and the chain over many identical blocks.
-_same = block_hashes([5] * 40, 4)
-assert len(set(_same)) == 10, "block_hashes([5] * 40, 4): equal blocks at different positions collided"
-assert_plain_equal(block_hashes([], 3), [], "block_hashes([], 3)")
-assert_plain_equal(block_hashes([1, 2, 3, 4, 5, 6], 6), _oracle_hashes([1, 2, 3, 4, 5, 6], 6, 0), "block_hashes(6 tokens, 6)", reveal=False)
-for _bad_args, _error in ((([1, 2], -1), ValueError), (([1, 2], 2.0), TypeError), (([1, "2"], 1), TypeError),
-                          (([1, 2], 1, 0.5), TypeError), (([1.5, 2], 1), TypeError)):
-    assert_raises(_error, f"block_hashes{_bad_args}", block_hashes, *_bad_args)
-### END HIDDEN TESTS
+    def _oracle_hashes(tokens, block_size, salt):
+        result = []
+        previous = salt
+        for index in range(len(tokens) // block_size):
+            parts = [str(previous)] + [str(t) for t in tokens[index * block_size:(index + 1) * block_size]]
+            previous = int(_hashlib.sha256(",".join(parts).encode()).hexdigest()[:16], 16) // 2
+            result.append(previous)
+        return result
+
+
+    _rng = _random.Random(6101)
+    for _case in range(300):
+        _block_size = _rng.choice([1, 2, 3, 4, 8, 16])
+        _tokens = [_rng.choice([0, 1, 2, 7, 255, 50000, _rng.randrange(0, 2**20)]) for _ in range(_rng.randint(0, 70))]
+        _salt = _rng.choice([0, 0, 1, -5, 2**62 + 3, _rng.randrange(-2**40, 2**40)])
+        _copy = list(_tokens)
+        _got = block_hashes(_tokens, _block_size, _salt) if _case % 3 else block_hashes(_tokens, _block_size, salt=_salt)
+        check_type(_got, list, f"block_hashes on random case {_case}")
+        assert_plain_equal(_got, _oracle_hashes(_copy, _block_size, _salt), f"block_hashes on random case {_case}", reveal=False)
+        assert _tokens == _copy, f"block_hashes changed its tokens on random case {_case}"
+        assert all(0 <= h < 2**63 for h in _got), f"block_hashes on random case {_case} returned a hash outside [0, 2**63)"
+    # A change in block j changes hashes j and after, and nothing before.
+    for _case in range(60):
+        _block_size = _rng.randint(1, 6)
+        _blocks = _rng.randint(2, 8)
+        _tokens = [_rng.randrange(0, 1000) for _ in range(_blocks * _block_size + _rng.randint(0, _block_size - 1))]
+        _j = _rng.randrange(_blocks)
+        _changed = list(_tokens)
+        _changed[_j * _block_size + _rng.randrange(_block_size)] += 1
+        _a, _b = block_hashes(_tokens, _block_size), block_hashes(_changed, _block_size)
+        assert _a[:_j] == _b[:_j], f"block_hashes: a change in block {_j} changed an earlier hash (case {_case})"
+        assert all(x != y for x, y in zip(_a[_j:], _b[_j:])), f"block_hashes: a change in block {_j} left a later hash unchanged (case {_case})"
+    # Equal blocks at every position, and the chain over many identical blocks.
+    _same = block_hashes([5] * 40, 4)
+    assert len(set(_same)) == 10, "block_hashes([5] * 40, 4): equal blocks at different positions collided"
+    assert_plain_equal(block_hashes([], 3), [], "block_hashes([], 3)")
+    assert_plain_equal(block_hashes([1, 2, 3, 4, 5, 6], 6), _oracle_hashes([1, 2, 3, 4, 5, 6], 6, 0), "block_hashes(6 tokens, 6)", reveal=False)
+    for _bad_args, _error in ((([1, 2], -1), ValueError), (([1, 2], 2.0), TypeError), (([1, "2"], 1), TypeError),
+                              (([1, 2], 1, 0.5), TypeError), (([1.5, 2], 1), TypeError)):
+        assert_raises(_error, f"block_hashes{_bad_args}", block_hashes, *_bad_args)
+    ### END HIDDEN TESTS
+
+
+_check_task6_1_block_hashes()
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task6_2_PrefixCache_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 6.2: PrefixCache (14 points)
@@ -526,204 +532,212 @@ class PrefixCache:
 
 # %% nbgrader={"grade": true, "grade_id": "test_task6_2_PrefixCache", "locked": true, "points": 14, "schema_version": 3, "solution": false, "task": false}
 """Check that PrefixCache matches leading blocks, stores real K/V, respects pins and evicts leaves first."""
-from course.checks import assert_plain_equal, assert_raises, assert_same_tensor, check_type
 
 
-def toy_kv(hashes, block_size, extra_tokens=0):
-    """One layer, one head, head_dim 2: row r of block h holds [h + r / 8, -h]; V = K + 0.5."""
-    rows = [[h + r / 8, -h] for h in hashes for r in range(block_size)] + [[-1.0, -1.0]] * extra_tokens
-    k_cache = torch.tensor(rows, dtype=torch.float32).reshape(-1, 1, 2)
-    return [(k_cache, k_cache + 0.5)]
+def _check_task6_2_PrefixCache():
+    from course.checks import assert_plain_equal, assert_raises, assert_same_tensor, check_type
 
 
-cache = PrefixCache(capacity_blocks=3, block_size=2, policy="lru")
-assert_plain_equal(cache.insert([1, 2], toy_kv([1, 2], 2, extra_tokens=1)), 2, "insert([1, 2], kv of 5 tokens) into an empty cache")
-assert_plain_equal(cache.match([1, 2, 3]), 2, "match([1, 2, 3]) with 1 and 2 cached")
-assert_plain_equal(cache.match([9, 2]), 0, "match([9, 2]) (2 is cached but 9 is not: only LEADING hits count)")
-kv = cache.get_kv([1, 2])
-check_type(kv, list, "get_kv([1, 2])")
-check_type(kv[0], tuple, "get_kv([1, 2])[0]")
-assert_same_tensor(kv[0][0], toy_kv([1, 2], 2)[0][0], "get_kv([1, 2])[0][0] (K of blocks 1 and 2)")
-assert_same_tensor(kv[0][1], toy_kv([1, 2], 2)[0][1], "get_kv([1, 2])[0][1] (V of blocks 1 and 2)")
-assert_plain_equal(cache.insert([5], toy_kv([5], 2)), 1, "insert([5]) into a cache with one free block")
-# Full: 1 -> 2 and 5. Block 1 is as old as block 2 but block 2 chains from it: only 2 and 5 are leaves.
-assert_plain_equal(cache.insert([6], toy_kv([6], 2)), 1, "insert([6]) into a full cache")
-assert 1 in cache and 2 not in cache, "insert([6]) must evict block 2 (the least recent LEAF), never its parent 1"
-cache.pin([1])
-cache.insert([7], toy_kv([7], 2))
-assert 1 in cache and 5 not in cache, "block 1 is pinned (and a leaf now): insert([7]) must evict block 5 instead"
-cache.pin([6])
-assert_plain_equal(cache.insert([8, 9], toy_kv([8, 9], 2)), 1,
-                   "insert([8, 9]) when only block 7 is evictable (stores 8, then stops: no exception)")
-cache.unpin([1])
-cache.unpin([6])
-assert_raises(ValueError, "unpin([1]) of a block that is not pinned", cache.unpin, [1])
-check_type(cache.stats, dict, "cache.stats")
-assert_plain_equal(cache.stats, {"hits": 2, "misses": 3, "evictions": 3}, "cache.stats after this sequence of calls")
-assert_plain_equal(len(cache), 3, "len(cache)")
-
-lfu = PrefixCache(capacity_blocks=2, block_size=1, policy="lfu")
-lfu.insert([1], toy_kv([1], 1))
-lfu.match([1])
-lfu.match([1])
-lfu.insert([2], toy_kv([2], 1))
-lfu.insert([3], toy_kv([3], 1))
-assert 1 in lfu and 2 not in lfu, "LFU must evict block 2 (used once), not block 1 (used three times)"
-assert_raises(ValueError, "PrefixCache(4, 2, 'fifo')", PrefixCache, 4, 2, "fifo")
-
-### BEGIN HIDDEN TESTS
-import random as _random
+    def toy_kv(hashes, block_size, extra_tokens=0):
+        """One layer, one head, head_dim 2: row r of block h holds [h + r / 8, -h]; V = K + 0.5."""
+        rows = [[h + r / 8, -h] for h in hashes for r in range(block_size)] + [[-1.0, -1.0]] * extra_tokens
+        k_cache = torch.tensor(rows, dtype=torch.float32).reshape(-1, 1, 2)
+        return [(k_cache, k_cache + 0.5)]
 
 
-class _Oracle:
-    """The contract, written as directly as possible: recompute every key from scratch."""
+    cache = PrefixCache(capacity_blocks=3, block_size=2, policy="lru")
+    assert_plain_equal(cache.insert([1, 2], toy_kv([1, 2], 2, extra_tokens=1)), 2, "insert([1, 2], kv of 5 tokens) into an empty cache")
+    assert_plain_equal(cache.match([1, 2, 3]), 2, "match([1, 2, 3]) with 1 and 2 cached")
+    assert_plain_equal(cache.match([9, 2]), 0, "match([9, 2]) (2 is cached but 9 is not: only LEADING hits count)")
+    kv = cache.get_kv([1, 2])
+    check_type(kv, list, "get_kv([1, 2])")
+    check_type(kv[0], tuple, "get_kv([1, 2])[0]")
+    assert_same_tensor(kv[0][0], toy_kv([1, 2], 2)[0][0], "get_kv([1, 2])[0][0] (K of blocks 1 and 2)")
+    assert_same_tensor(kv[0][1], toy_kv([1, 2], 2)[0][1], "get_kv([1, 2])[0][1] (V of blocks 1 and 2)")
+    assert_plain_equal(cache.insert([5], toy_kv([5], 2)), 1, "insert([5]) into a cache with one free block")
+    # Full: 1 -> 2 and 5. Block 1 is as old as block 2 but block 2 chains from it: only 2 and 5 are leaves.
+    assert_plain_equal(cache.insert([6], toy_kv([6], 2)), 1, "insert([6]) into a full cache")
+    assert 1 in cache and 2 not in cache, "insert([6]) must evict block 2 (the least recent LEAF), never its parent 1"
+    cache.pin([1])
+    cache.insert([7], toy_kv([7], 2))
+    assert 1 in cache and 5 not in cache, "block 1 is pinned (and a leaf now): insert([7]) must evict block 5 instead"
+    cache.pin([6])
+    assert_plain_equal(cache.insert([8, 9], toy_kv([8, 9], 2)), 1,
+                       "insert([8, 9]) when only block 7 is evictable (stores 8, then stops: no exception)")
+    cache.unpin([1])
+    cache.unpin([6])
+    assert_raises(ValueError, "unpin([1]) of a block that is not pinned", cache.unpin, [1])
+    check_type(cache.stats, dict, "cache.stats")
+    assert_plain_equal(cache.stats, {"hits": 2, "misses": 3, "evictions": 3}, "cache.stats after this sequence of calls")
+    assert_plain_equal(len(cache), 3, "len(cache)")
 
-    def __init__(self, capacity, policy):
-        self.capacity, self.policy = capacity, policy
-        self.state = {}  # block_hash -> [parent, ref_count, use_count, last_access_step]
-        self.clock = 0
-        self.hits = self.misses = self.evictions = 0
+    lfu = PrefixCache(capacity_blocks=2, block_size=1, policy="lfu")
+    lfu.insert([1], toy_kv([1], 1))
+    lfu.match([1])
+    lfu.match([1])
+    lfu.insert([2], toy_kv([2], 1))
+    lfu.insert([3], toy_kv([3], 1))
+    assert 1 in lfu and 2 not in lfu, "LFU must evict block 2 (used once), not block 1 (used three times)"
+    assert_raises(ValueError, "PrefixCache(4, 2, 'fifo')", PrefixCache, 4, 2, "fifo")
 
-    def leading(self, hashes):
-        count = 0
-        while count < len(hashes) and hashes[count] in self.state:
-            count += 1
-        return count
-
-    def match(self, hashes):
-        self.clock += 1
-        count = self.leading(hashes)
-        for h in hashes[:count]:
-            self.state[h][2] += 1
-            self.state[h][3] = self.clock
-        self.hits += count
-        self.misses += len(hashes) - count
-        return count
-
-    def insert(self, hashes):
-        self.clock += 1
-        stored = 0
-        for i, h in enumerate(hashes):
-            if h in self.state:
-                continue
-            while len(self.state) >= self.capacity:
-                parents = {s[0] for s in self.state.values()}
-                keys = []
-                for x, s in self.state.items():
-                    if s[1] == 0 and x not in parents and x not in hashes:
-                        keys.append(((s[2], s[3], x) if self.policy == "lfu" else (s[3], x), x))
-                if not keys:
-                    return stored
-                del self.state[sorted(keys)[0][1]]
-                self.evictions += 1
-            self.state[h] = [hashes[i - 1] if i else None, 0, 1, self.clock]
-            stored += 1
-        return stored
+    ### BEGIN HIDDEN TESTS
+    import random as _random
 
 
-def _tree(rng, size):
-    ids = rng.sample(range(1, 4000), size)
-    parent = {}
-    for i, node in enumerate(ids):
-        parent[node] = None if i == 0 or rng.random() < 0.2 else ids[rng.randrange(i)]
-    paths = {}
-    for node in ids:
-        path, x = [], node
-        while x is not None:
-            path.append(x)
-            x = parent[x]
-        paths[node] = path[::-1]
-    return ids, paths
+    class _Oracle:
+        """The contract, written as directly as possible: recompute every key from scratch."""
+
+        def __init__(self, capacity, policy):
+            self.capacity, self.policy = capacity, policy
+            self.state = {}  # block_hash -> [parent, ref_count, use_count, last_access_step]
+            self.clock = 0
+            self.hits = self.misses = self.evictions = 0
+
+        def leading(self, hashes):
+            count = 0
+            while count < len(hashes) and hashes[count] in self.state:
+                count += 1
+            return count
+
+        def match(self, hashes):
+            self.clock += 1
+            count = self.leading(hashes)
+            for h in hashes[:count]:
+                self.state[h][2] += 1
+                self.state[h][3] = self.clock
+            self.hits += count
+            self.misses += len(hashes) - count
+            return count
+
+        def insert(self, hashes):
+            self.clock += 1
+            stored = 0
+            for i, h in enumerate(hashes):
+                if h in self.state:
+                    continue
+                while len(self.state) >= self.capacity:
+                    parents = {s[0] for s in self.state.values()}
+                    keys = []
+                    for x, s in self.state.items():
+                        if s[1] == 0 and x not in parents and x not in hashes:
+                            keys.append(((s[2], s[3], x) if self.policy == "lfu" else (s[3], x), x))
+                    if not keys:
+                        return stored
+                    del self.state[sorted(keys)[0][1]]
+                    self.evictions += 1
+                self.state[h] = [hashes[i - 1] if i else None, 0, 1, self.clock]
+                stored += 1
+            return stored
 
 
-_rng = _random.Random(6202)
-for _case in range(36):
-    _policy = ("lru", "lfu")[_case % 2]
-    _capacity = [0, 1, 2, 3, 5, 8][(_case // 2) % 6]
-    _block_size = _rng.choice([1, 2, 3])
-    _ids, _paths = _tree(_rng, _rng.randint(6, 30))
-    _cache = PrefixCache(_capacity, _block_size, _policy)
-    _oracle = _Oracle(_capacity, _policy)
-    _pinned = []
-    _where = f"PrefixCache({_capacity}, {_block_size}, {_policy!r}) on random case {_case}"
-    for _op in range(70):
-        _path = _paths[_rng.choice(_ids)]
-        _r = _rng.random()
-        if _r < 0.35:
-            _extra = _rng.randrange(_block_size)
-            _got = _cache.insert(_path, toy_kv(_path, _block_size, _extra))
-            assert_plain_equal(_got, _oracle.insert(_path), f"{_where}, call {_op}: insert", reveal=False)
-        elif _r < 0.65:
-            _asked = list(_path)
-            if len(_asked) > 2 and _rng.random() < 0.3:
-                _asked[_rng.randrange(len(_asked) - 1)] = 99999
-            assert_plain_equal(_cache.match(_asked), _oracle.match(_asked), f"{_where}, call {_op}: match", reveal=False)
-        elif _r < 0.78:
-            _m = _oracle.leading(_path)
-            if _m:
-                _cache.pin(_path[:_m])
-                for _h in _path[:_m]:
-                    _oracle.state[_h][1] += 1
-                _pinned.append(_path[:_m])
-        elif _r < 0.88:
-            if _pinned:
-                _list = _pinned.pop(_rng.randrange(len(_pinned)))
-                _cache.unpin(_list)
-                for _h in _list:
-                    _oracle.state[_h][1] -= 1
-        else:
-            _m = _oracle.leading(_path)
-            if _m:
-                _kv = _cache.get_kv(_path[:_m])
-                _want = toy_kv(_path[:_m], _block_size)
-                check_type(_kv, list, f"{_where}, call {_op}: get_kv")
-                assert_plain_equal(len(_kv), 1, f"{_where}, call {_op}: number of layers from get_kv")
-                check_type(_kv[0], tuple, f"{_where}, call {_op}: get_kv(...)[0]")
-                assert_same_tensor(_kv[0][0], _want[0][0], f"{_where}, call {_op}: get_kv K", reveal=False)
-                assert_same_tensor(_kv[0][1], _want[0][1], f"{_where}, call {_op}: get_kv V", reveal=False)
-        _cached = sorted(h for h in _ids if h in _cache)
-        if _cached != sorted(_oracle.state):
-            raise AssertionError(f"{_where}, after call {_op}: the wrong blocks are cached")
-        for _h in _cached:
-            _parent = _oracle.state[_h][0]
-            assert _parent is None or _parent in _cache, f"{_where}: a cached block lost its parent"
-        assert_plain_equal(len(_cache), len(_oracle.state), f"{_where}, after call {_op}: len(cache)", reveal=False)
-    assert_plain_equal(_cache.stats, {"hits": _oracle.hits, "misses": _oracle.misses, "evictions": _oracle.evictions},
-                       f"{_where}: stats", reveal=False)
+    def _tree(rng, size):
+        ids = rng.sample(range(1, 4000), size)
+        parent = {}
+        for i, node in enumerate(ids):
+            parent[node] = None if i == 0 or rng.random() < 0.2 else ids[rng.randrange(i)]
+        paths = {}
+        for node in ids:
+            path, x = [], node
+            while x is not None:
+                path.append(x)
+                x = parent[x]
+            paths[node] = path[::-1]
+        return ids, paths
 
-# Many layers, several heads, tail tokens; the cache keeps copies, not views of the request's tensors.
-_cache = PrefixCache(8, 4)
-_k = torch.randn(14, 3, 5, generator=torch.Generator().manual_seed(1))
-_kv = [(_k, _k * 2), (_k + 1, _k - 1)]
-assert_plain_equal(_cache.insert([11, 12, 13], _kv), 3, "insert([11, 12, 13], kv of 2 layers, 14 tokens)")
-_saved = [(k.clone(), v.clone()) for k, v in _kv]
-_k.fill_(0.0)
-_got = _cache.get_kv([11, 12])
-assert_plain_equal(len(_got), 2, "get_kv([11, 12]) with 2 layers: number of pairs")
-for _layer in range(2):
-    assert_same_tensor(_got[_layer][0], _saved[_layer][0][:8], f"get_kv([11, 12]) layer {_layer} K (after the request's K/V were overwritten)")
-    assert_same_tensor(_got[_layer][1], _saved[_layer][1][:8], f"get_kv([11, 12]) layer {_layer} V")
-assert_plain_equal(_cache.get_kv([]), [], "get_kv([])")
-assert_plain_equal(_cache.match([]), 0, "match([])")
-assert_raises(KeyError, "get_kv([11, 404])", _cache.get_kv, [11, 404])
-assert_raises(KeyError, "pin([404])", _cache.pin, [404])
-assert_raises(ValueError, "insert([1, 2], kv of 4 tokens) with block_size 4", _cache.insert, [1, 2], toy_kv([1], 4))
-assert_raises(ValueError, "PrefixCache(-1, 2)", PrefixCache, -1, 2)
-assert_raises(ValueError, "PrefixCache(4, 0)", PrefixCache, 4, 0)
-# K/V on any device stay on that device.
-from course.env import available_devices
-for device in available_devices():
-    _cache = PrefixCache(4, 2)
-    _k = torch.arange(12, dtype=torch.float32, device=device).reshape(6, 1, 2)
-    assert_plain_equal(_cache.insert([1, 2, 3], [(_k, -_k)]), 3, f"insert([1, 2, 3], K/V on {device})")
-    _got = _cache.get_kv([1, 2])
-    assert_same_tensor(_got[0][0], _k[:4], f"get_kv([1, 2]) of K stored on {device}")
-    assert_same_tensor(_got[0][1], -_k[:4], f"get_kv([1, 2]) of V stored on {device}")
-# A request longer than the cache: insert stores what fits and never evicts its own blocks.
-_cache = PrefixCache(3, 1, "lfu")
-assert_plain_equal(_cache.insert([1, 2, 3, 4, 5], toy_kv([1, 2, 3, 4, 5], 1)), 3, "insert of 5 blocks into a cache of 3")
-assert all(_h in _cache for _h in (1, 2, 3)), "insert of 5 blocks into a cache of 3 must keep blocks 1, 2, 3 (its own prefix)"
-### END HIDDEN TESTS
+
+    _rng = _random.Random(6202)
+    for _case in range(36):
+        _policy = ("lru", "lfu")[_case % 2]
+        _capacity = [0, 1, 2, 3, 5, 8][(_case // 2) % 6]
+        _block_size = _rng.choice([1, 2, 3])
+        _ids, _paths = _tree(_rng, _rng.randint(6, 30))
+        _cache = PrefixCache(_capacity, _block_size, _policy)
+        _oracle = _Oracle(_capacity, _policy)
+        _pinned = []
+        _where = f"PrefixCache({_capacity}, {_block_size}, {_policy!r}) on random case {_case}"
+        for _op in range(70):
+            _path = _paths[_rng.choice(_ids)]
+            _r = _rng.random()
+            if _r < 0.35:
+                _extra = _rng.randrange(_block_size)
+                _got = _cache.insert(_path, toy_kv(_path, _block_size, _extra))
+                assert_plain_equal(_got, _oracle.insert(_path), f"{_where}, call {_op}: insert", reveal=False)
+            elif _r < 0.65:
+                _asked = list(_path)
+                if len(_asked) > 2 and _rng.random() < 0.3:
+                    _asked[_rng.randrange(len(_asked) - 1)] = 99999
+                assert_plain_equal(_cache.match(_asked), _oracle.match(_asked), f"{_where}, call {_op}: match", reveal=False)
+            elif _r < 0.78:
+                _m = _oracle.leading(_path)
+                if _m:
+                    _cache.pin(_path[:_m])
+                    for _h in _path[:_m]:
+                        _oracle.state[_h][1] += 1
+                    _pinned.append(_path[:_m])
+            elif _r < 0.88:
+                if _pinned:
+                    _list = _pinned.pop(_rng.randrange(len(_pinned)))
+                    _cache.unpin(_list)
+                    for _h in _list:
+                        _oracle.state[_h][1] -= 1
+            else:
+                _m = _oracle.leading(_path)
+                if _m:
+                    _kv = _cache.get_kv(_path[:_m])
+                    _want = toy_kv(_path[:_m], _block_size)
+                    check_type(_kv, list, f"{_where}, call {_op}: get_kv")
+                    assert_plain_equal(len(_kv), 1, f"{_where}, call {_op}: number of layers from get_kv")
+                    check_type(_kv[0], tuple, f"{_where}, call {_op}: get_kv(...)[0]")
+                    assert_same_tensor(_kv[0][0], _want[0][0], f"{_where}, call {_op}: get_kv K", reveal=False)
+                    assert_same_tensor(_kv[0][1], _want[0][1], f"{_where}, call {_op}: get_kv V", reveal=False)
+            _cached = sorted(h for h in _ids if h in _cache)
+            if _cached != sorted(_oracle.state):
+                raise AssertionError(f"{_where}, after call {_op}: the wrong blocks are cached")
+            for _h in _cached:
+                _parent = _oracle.state[_h][0]
+                assert _parent is None or _parent in _cache, f"{_where}: a cached block lost its parent"
+            assert_plain_equal(len(_cache), len(_oracle.state), f"{_where}, after call {_op}: len(cache)", reveal=False)
+        assert_plain_equal(_cache.stats, {"hits": _oracle.hits, "misses": _oracle.misses, "evictions": _oracle.evictions},
+                           f"{_where}: stats", reveal=False)
+
+    # Many layers, several heads, tail tokens; the cache keeps copies, not views of the request's tensors.
+    _cache = PrefixCache(8, 4)
+    _k = torch.randn(14, 3, 5, generator=torch.Generator().manual_seed(1))
+    _kv = [(_k, _k * 2), (_k + 1, _k - 1)]
+    assert_plain_equal(_cache.insert([11, 12, 13], _kv), 3, "insert([11, 12, 13], kv of 2 layers, 14 tokens)")
+    _saved = [(k.clone(), v.clone()) for k, v in _kv]
+    _k.fill_(0.0)
+    _got = _cache.get_kv([11, 12])
+    assert_plain_equal(len(_got), 2, "get_kv([11, 12]) with 2 layers: number of pairs")
+    for _layer in range(2):
+        assert_same_tensor(_got[_layer][0], _saved[_layer][0][:8], f"get_kv([11, 12]) layer {_layer} K (after the request's K/V were overwritten)")
+        assert_same_tensor(_got[_layer][1], _saved[_layer][1][:8], f"get_kv([11, 12]) layer {_layer} V")
+    assert_plain_equal(_cache.get_kv([]), [], "get_kv([])")
+    assert_plain_equal(_cache.match([]), 0, "match([])")
+    assert_raises(KeyError, "get_kv([11, 404])", _cache.get_kv, [11, 404])
+    assert_raises(KeyError, "pin([404])", _cache.pin, [404])
+    assert_raises(ValueError, "insert([1, 2], kv of 4 tokens) with block_size 4", _cache.insert, [1, 2], toy_kv([1], 4))
+    assert_raises(ValueError, "PrefixCache(-1, 2)", PrefixCache, -1, 2)
+    assert_raises(ValueError, "PrefixCache(4, 0)", PrefixCache, 4, 0)
+    # K/V on any device stay on that device.
+    from course.env import available_devices
+
+    for device in available_devices():
+        _cache = PrefixCache(4, 2)
+        _k = torch.arange(12, dtype=torch.float32, device=device).reshape(6, 1, 2)
+        assert_plain_equal(_cache.insert([1, 2, 3], [(_k, -_k)]), 3, f"insert([1, 2, 3], K/V on {device})")
+        _got = _cache.get_kv([1, 2])
+        assert_same_tensor(_got[0][0], _k[:4], f"get_kv([1, 2]) of K stored on {device}")
+        assert_same_tensor(_got[0][1], -_k[:4], f"get_kv([1, 2]) of V stored on {device}")
+    # A request longer than the cache: insert stores what fits and never evicts its own blocks.
+    _cache = PrefixCache(3, 1, "lfu")
+    assert_plain_equal(_cache.insert([1, 2, 3, 4, 5], toy_kv([1, 2, 3, 4, 5], 1)), 3, "insert of 5 blocks into a cache of 3")
+    assert all(_h in _cache for _h in (1, 2, 3)), "insert of 5 blocks into a cache of 3 must keep blocks 1, 2, 3 (its own prefix)"
+    ### END HIDDEN TESTS
+
+
+_check_task6_2_PrefixCache()
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task6_3_serve_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 6.3: serve (8 points)
@@ -812,146 +826,153 @@ def serve(model, cache, tokens):
 
 # %% nbgrader={"grade": true, "grade_id": "test_task6_3_serve", "locked": true, "points": 8, "schema_version": 3, "solution": false, "task": false}
 """Check that serve reuses the cached prefix, computes only the rest, and never changes the logits."""
-from course.checks import assert_plain_equal, assert_raises, assert_same_tensor, check_type
-from course.model import TinyDecoder
-
-model = TinyDecoder(vocab_size=64, num_layers=2, num_heads=2, head_dim=8, seed=0)
-cache = PrefixCache(capacity_blocks=16, block_size=4)
-first = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7]
-logits, counts = serve(model, cache, first)
-expected, _ = model(torch.tensor(first))
-check_type(counts, dict, "serve(model, empty cache, first)[1]")
-assert_plain_equal(counts, {"tokens_reused": 0, "tokens_computed": 10}, "serve(model, empty cache, 10 tokens) counts")
-assert_same_tensor(logits, expected, "serve(model, empty cache, 10 tokens) logits", atol=1e-5, rtol=1e-5)
-second = first[:8] + [32, 38, 46, 2]
-logits, counts = serve(model, cache, second)
-expected, _ = model(torch.tensor(second))
-assert_plain_equal(counts, {"tokens_reused": 8, "tokens_computed": 4}, "serve(model, cache, second) (2 full blocks shared with first)")
-assert_same_tensor(logits, expected[8:], "serve(model, cache, second) logits (must equal the logits without a cache)",
-                   atol=1e-5, rtol=1e-5)
-logits, counts = serve(model, cache, first[:8])
-assert_plain_equal(counts, {"tokens_reused": 4, "tokens_computed": 4},
-                   "serve(model, cache, first[:8]) (both blocks cached: the last block is computed again for its logits)")
-assert_raises(ValueError, "serve(model, cache, [])", serve, model, cache, [])
-
-### BEGIN HIDDEN TESTS
-import random as _random
-from course.env import available_devices
 
 
-class _RecordingCache:
-    """An unbounded cache that follows the contract and checks how serve uses it."""
+def _check_task6_3_serve():
+    from course.checks import assert_plain_equal, assert_raises, assert_same_tensor, check_type
+    from course.model import TinyDecoder
 
-    def __init__(self, block_size):
-        self.block_size = block_size
-        self.kv = {}
-        self.refs = {}
-        self.log = []
+    model = TinyDecoder(vocab_size=64, num_layers=2, num_heads=2, head_dim=8, seed=0)
+    cache = PrefixCache(capacity_blocks=16, block_size=4)
+    first = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7]
+    logits, counts = serve(model, cache, first)
+    expected, _ = model(torch.tensor(first))
+    check_type(counts, dict, "serve(model, empty cache, first)[1]")
+    assert_plain_equal(counts, {"tokens_reused": 0, "tokens_computed": 10}, "serve(model, empty cache, 10 tokens) counts")
+    assert_same_tensor(logits, expected, "serve(model, empty cache, 10 tokens) logits", atol=1e-5, rtol=1e-5)
+    second = first[:8] + [32, 38, 46, 2]
+    logits, counts = serve(model, cache, second)
+    expected, _ = model(torch.tensor(second))
+    assert_plain_equal(counts, {"tokens_reused": 8, "tokens_computed": 4}, "serve(model, cache, second) (2 full blocks shared with first)")
+    assert_same_tensor(logits, expected[8:], "serve(model, cache, second) logits (must equal the logits without a cache)",
+                       atol=1e-5, rtol=1e-5)
+    logits, counts = serve(model, cache, first[:8])
+    assert_plain_equal(counts, {"tokens_reused": 4, "tokens_computed": 4},
+                       "serve(model, cache, first[:8]) (both blocks cached: the last block is computed again for its logits)")
+    assert_raises(ValueError, "serve(model, cache, [])", serve, model, cache, [])
 
-    def match(self, hashes):
-        self.log.append(("match", list(hashes)))
-        count = 0
-        while count < len(hashes) and hashes[count] in self.kv:
-            count += 1
-        return count
+    ### BEGIN HIDDEN TESTS
+    import random as _random
 
-    def pin(self, hashes):
-        self.log.append(("pin", list(hashes)))
-        for h in hashes:
-            if h not in self.kv:
-                raise KeyError(h)
-            self.refs[h] = self.refs.get(h, 0) + 1
-
-    def unpin(self, hashes):
-        self.log.append(("unpin", list(hashes)))
-        for h in hashes:
-            if self.refs.get(h, 0) < 1:
-                raise ValueError(f"unpin of a block that is not pinned: {h}")
-            self.refs[h] -= 1
-
-    def get_kv(self, hashes):
-        self.log.append(("get_kv", list(hashes)))
-        for h in hashes:
-            if self.refs.get(h, 0) < 1:
-                raise AssertionError("serve called get_kv on a block it had not pinned")
-        if not hashes:
-            return []
-        layers = len(self.kv[hashes[0]])
-        return [(torch.cat([self.kv[h][i][0] for h in hashes]), torch.cat([self.kv[h][i][1] for h in hashes]))
-                for i in range(layers)]
-
-    def insert(self, hashes, kv):
-        self.log.append(("insert", list(hashes)))
-        for k_cache, _ in kv:
-            if k_cache.shape[0] < len(hashes) * self.block_size:
-                raise ValueError("insert: kv does not cover every block")
-        for i, h in enumerate(hashes):
-            if h not in self.kv:
-                rows = slice(i * self.block_size, (i + 1) * self.block_size)
-                self.kv[h] = [(k[rows].clone(), v[rows].clone()) for k, v in kv]
-        return len(hashes)
+    from course.env import available_devices
 
 
-def _expected_reuse(seen, tokens, block_size):
-    limit = (len(tokens) - 1) // block_size
-    best = 0
-    for blocks in range(1, limit + 1):
-        if tuple(tokens[:blocks * block_size]) in seen:
-            best = blocks
-        else:
-            break
-    return best * block_size
+    class _RecordingCache:
+        """An unbounded cache that follows the contract and checks how serve uses it."""
+
+        def __init__(self, block_size):
+            self.block_size = block_size
+            self.kv = {}
+            self.refs = {}
+            self.log = []
+
+        def match(self, hashes):
+            self.log.append(("match", list(hashes)))
+            count = 0
+            while count < len(hashes) and hashes[count] in self.kv:
+                count += 1
+            return count
+
+        def pin(self, hashes):
+            self.log.append(("pin", list(hashes)))
+            for h in hashes:
+                if h not in self.kv:
+                    raise KeyError(h)
+                self.refs[h] = self.refs.get(h, 0) + 1
+
+        def unpin(self, hashes):
+            self.log.append(("unpin", list(hashes)))
+            for h in hashes:
+                if self.refs.get(h, 0) < 1:
+                    raise ValueError(f"unpin of a block that is not pinned: {h}")
+                self.refs[h] -= 1
+
+        def get_kv(self, hashes):
+            self.log.append(("get_kv", list(hashes)))
+            for h in hashes:
+                if self.refs.get(h, 0) < 1:
+                    raise AssertionError("serve called get_kv on a block it had not pinned")
+            if not hashes:
+                return []
+            layers = len(self.kv[hashes[0]])
+            return [(torch.cat([self.kv[h][i][0] for h in hashes]), torch.cat([self.kv[h][i][1] for h in hashes]))
+                    for i in range(layers)]
+
+        def insert(self, hashes, kv):
+            self.log.append(("insert", list(hashes)))
+            for k_cache, _ in kv:
+                if k_cache.shape[0] < len(hashes) * self.block_size:
+                    raise ValueError("insert: kv does not cover every block")
+            for i, h in enumerate(hashes):
+                if h not in self.kv:
+                    rows = slice(i * self.block_size, (i + 1) * self.block_size)
+                    self.kv[h] = [(k[rows].clone(), v[rows].clone()) for k, v in kv]
+            return len(hashes)
 
 
-_rng = _random.Random(6303)
-for device in available_devices():
-    _model = TinyDecoder(vocab_size=50, num_layers=2, num_heads=2, head_dim=4, seed=3).to(device)
-    for _block_size in (1, 3, 4):
-        _cache = _RecordingCache(_block_size)
-        _seen = set()
-        _conversations = [[_rng.randrange(50) for _ in range(_rng.randint(1, 9))] for _ in range(3)]
-        for _turn in range(9):
+    def _expected_reuse(seen, tokens, block_size):
+        limit = (len(tokens) - 1) // block_size
+        best = 0
+        for blocks in range(1, limit + 1):
+            if tuple(tokens[:blocks * block_size]) in seen:
+                best = blocks
+            else:
+                break
+        return best * block_size
+
+
+    _rng = _random.Random(6303)
+    for device in available_devices():
+        _model = TinyDecoder(vocab_size=50, num_layers=2, num_heads=2, head_dim=4, seed=3).to(device)
+        for _block_size in (1, 3, 4):
+            _cache = _RecordingCache(_block_size)
+            _seen = set()
+            _conversations = [[_rng.randrange(50) for _ in range(_rng.randint(1, 9))] for _ in range(3)]
+            for _turn in range(9):
+                _c = _rng.randrange(3)
+                _tokens = list(_conversations[_c])
+                _where = f"serve(model, cache with block_size {_block_size}, request {_turn} of {len(_tokens)} tokens) on {device}"
+                _reused = _expected_reuse(_seen, _tokens, _block_size)
+                _cache.log.clear()
+                _logits, _counts = serve(_model, _cache, _tokens)
+                check_type(_counts, dict, _where)
+                assert_plain_equal(_counts, {"tokens_reused": _reused, "tokens_computed": len(_tokens) - _reused},
+                                   f"{_where}: counts", reveal=False)
+                _full, _ = _model(torch.tensor(_tokens, device=device))
+                assert_same_tensor(_logits, _full[_reused:], f"{_where}: logits", atol=1e-4, rtol=1e-4, reveal=False)
+                _hashes = block_hashes(_tokens, _block_size)
+                _calls = [name for name, _ in _cache.log]
+                assert _cache.log[0] == ("match", _hashes), f"{_where}: serve must first match the hashes of every full block"
+                assert ("insert", _hashes) in _cache.log, f"{_where}: serve must insert the hashes of every full block"
+                assert all(count == 0 for count in _cache.refs.values()), f"{_where}: serve left blocks pinned"
+                assert _calls.count("pin") == _calls.count("unpin"), f"{_where}: pin and unpin calls do not pair up"
+                for _blocks in range(1, len(_tokens) // _block_size + 1):
+                    _seen.add(tuple(_tokens[:_blocks * _block_size]))
+                _conversations[_c] = _tokens + [_rng.randrange(50) for _ in range(_rng.randint(1, 7))]
+
+        # A real PrefixCache under pressure: whatever is reused, the logits must not change.
+        _cache = PrefixCache(capacity_blocks=5, block_size=2, policy="lru")
+        _system = [_rng.randrange(50) for _ in range(4)]
+        _history = [list(_system) for _ in range(3)]
+        _total_reused = 0
+        for _turn in range(10):
             _c = _rng.randrange(3)
-            _tokens = list(_conversations[_c])
-            _where = f"serve(model, cache with block_size {_block_size}, request {_turn} of {len(_tokens)} tokens) on {device}"
-            _reused = _expected_reuse(_seen, _tokens, _block_size)
-            _cache.log.clear()
-            _logits, _counts = serve(_model, _cache, _tokens)
-            check_type(_counts, dict, _where)
-            assert_plain_equal(_counts, {"tokens_reused": _reused, "tokens_computed": len(_tokens) - _reused},
-                               f"{_where}: counts", reveal=False)
-            _full, _ = _model(torch.tensor(_tokens, device=device))
-            assert_same_tensor(_logits, _full[_reused:], f"{_where}: logits", atol=1e-4, rtol=1e-4, reveal=False)
-            _hashes = block_hashes(_tokens, _block_size)
-            _calls = [name for name, _ in _cache.log]
-            assert _cache.log[0] == ("match", _hashes), f"{_where}: serve must first match the hashes of every full block"
-            assert ("insert", _hashes) in _cache.log, f"{_where}: serve must insert the hashes of every full block"
-            assert all(count == 0 for count in _cache.refs.values()), f"{_where}: serve left blocks pinned"
-            assert _calls.count("pin") == _calls.count("unpin"), f"{_where}: pin and unpin calls do not pair up"
-            for _blocks in range(1, len(_tokens) // _block_size + 1):
-                _seen.add(tuple(_tokens[:_blocks * _block_size]))
-            _conversations[_c] = _tokens + [_rng.randrange(50) for _ in range(_rng.randint(1, 7))]
+            _history[_c] = _history[_c] + [_rng.randrange(50) for _ in range(_rng.randint(1, 4))]
+            _logits, _counts = serve(_model, _cache, _history[_c])
+            _reused = _counts["tokens_reused"]
+            _total_reused += _reused
+            assert _reused % 2 == 0 and _counts["tokens_computed"] == len(_history[_c]) - _reused >= 1, (
+                f"serve on turn {_turn} ({device}) returned inconsistent counts")
+            _full, _ = _model(torch.tensor(_history[_c], device=device))
+            assert_same_tensor(_logits, _full[_reused:], f"serve with a small PrefixCache, turn {_turn} ({device}): logits",
+                               atol=1e-4, rtol=1e-4, reveal=False)
+        assert _total_reused > 0, f"serve with a small PrefixCache never reused anything ({device})"
+        assert_plain_equal(_cache.insert([10**9 + _i for _i in range(5)], [(torch.zeros(10, 2, 4, device=device),) * 2] * 2), 5,
+                           f"PrefixCache.insert after the serve calls (are blocks still pinned?) on {device}", reveal=False)
+    ### END HIDDEN TESTS
 
-    # A real PrefixCache under pressure: whatever is reused, the logits must not change.
-    _cache = PrefixCache(capacity_blocks=5, block_size=2, policy="lru")
-    _system = [_rng.randrange(50) for _ in range(4)]
-    _history = [list(_system) for _ in range(3)]
-    _total_reused = 0
-    for _turn in range(10):
-        _c = _rng.randrange(3)
-        _history[_c] = _history[_c] + [_rng.randrange(50) for _ in range(_rng.randint(1, 4))]
-        _logits, _counts = serve(_model, _cache, _history[_c])
-        _reused = _counts["tokens_reused"]
-        _total_reused += _reused
-        assert _reused % 2 == 0 and _counts["tokens_computed"] == len(_history[_c]) - _reused >= 1, (
-            f"serve on turn {_turn} ({device}) returned inconsistent counts")
-        _full, _ = _model(torch.tensor(_history[_c], device=device))
-        assert_same_tensor(_logits, _full[_reused:], f"serve with a small PrefixCache, turn {_turn} ({device}): logits",
-                           atol=1e-4, rtol=1e-4, reveal=False)
-    assert _total_reused > 0, f"serve with a small PrefixCache never reused anything ({device})"
-    assert_plain_equal(_cache.insert([10**9 + _i for _i in range(5)], [(torch.zeros(10, 2, 4, device=device),) * 2] * 2), 5,
-                       f"PrefixCache.insert after the serve calls (are blocks still pinned?) on {device}", reveal=False)
-### END HIDDEN TESTS
+
+_check_task6_3_serve()
 
 # %% [markdown]
 # ## Experiment 1: correctness first | 实验 1：先验证正确性

@@ -15,9 +15,9 @@ tests/test_given_cells.py proves that every such cell equals what its origin giv
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 from nbformat.notebooknode import NotebookNode
 
 from grading.config import BRANCH, REPOSITORY, ROOT, colab_url, install_spec, raw_url

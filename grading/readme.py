@@ -71,7 +71,8 @@ def update(readme: Path) -> bool:
         pattern = re.compile(re.escape(begin) + r"\n.*?\n" + re.escape(end), re.S)
         if not pattern.search(text):
             raise ValueError(f"{readme}: no '{begin}' ... '{end}' markers")
-        text = pattern.sub(lambda _: f"{begin}\n{make()}\n{end}", text)
+        replacement = f"{begin}\n{make()}\n{end}"
+        text = pattern.sub(lambda _, replacement=replacement: replacement, text)
     if text == original:
         return False
     readme.write_text(text, encoding="utf-8")

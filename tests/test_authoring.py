@@ -82,7 +82,8 @@ def test_a_jupyterlab_edit_of_the_ipynb_reaches_the_py(course):
 def test_an_edit_of_the_py_reaches_the_ipynb_and_given_cells_are_restored(course):
     path = py_path(ASSIGNMENT, course)
     text = path.read_text(encoding="utf-8")
-    text = text.replace("# ## Task 3.2: LRUPolicy (3 points)", "# ## Task 3.2: LRUPolicy (3 points)\n#\n# Edited in an editor.", 1)
+    heading = "# ## Task 3.2: LRUPolicy (3 points)"
+    text = text.replace(heading, heading + "\n#\n# Edited in an editor.", 1)
     text = text.replace("DEVICE = pick_device()", "DEVICE = 'a hand edit of the setup cell'", 1)
     path.write_text(text, encoding="utf-8")
     _newer(path)

@@ -28,7 +28,8 @@ def test_every_task_has_enough_wrong_and_alternative_answers(notebook):
     assignment, harness, mutants = notebook
     for grade_id in harness.tasks:
         assert len(mutants.WRONG.get(grade_id, {})) >= MIN_WRONG, f"{assignment} {grade_id}: too few wrong answers"
-        assert len(mutants.ALTERNATIVES.get(grade_id, {})) >= MIN_ALTERNATIVES, f"{assignment} {grade_id}: too few alternatives"
+        assert len(mutants.ALTERNATIVES.get(grade_id, {})) >= MIN_ALTERNATIVES, (
+            f"{assignment} {grade_id}: too few alternatives")
     assert set(mutants.WRONG) <= set(harness.tasks), "mutants name a grade_id the notebook does not have"
 
 

@@ -20,7 +20,8 @@ from grading.samples import write_samples
 def test_no_outputs_committed(folder):
     for path in sorted((ROOT / folder).rglob("*.ipynb")):
         notebook = json.loads(path.read_text())
-        with_output = [i for i, cell in enumerate(notebook["cells"]) if cell.get("outputs") or cell.get("execution_count")]
+        with_output = [i for i, cell in enumerate(notebook["cells"])
+                       if cell.get("outputs") or cell.get("execution_count")]
         assert not with_output, f"{path.relative_to(ROOT)}: cells {with_output} have outputs; clear them"
 
 

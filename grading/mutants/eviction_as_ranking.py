@@ -39,7 +39,8 @@ WRONG = {
             QUOTAS, ("weight / total_weight * total_blocks", "weight / max(weights.values()) * total_blocks")),
     },
     OVERUSE: {
-        "only tenants that hold blocks": ref.edit(OVERUSE, ("tenants = set(usage) | set(quota)", "tenants = set(usage)")),
+        "only tenants that hold blocks": ref.edit(
+            OVERUSE, ("tenants = set(usage) | set(quota)", "tenants = set(usage)")),
         "quota minus usage": ref.edit(
             OVERUSE, ("float(usage.get(tenant, 0)) - float(quota.get(tenant, 0.0))",
                       "float(quota.get(tenant, 0.0)) - float(usage.get(tenant, 0))")),
@@ -144,7 +145,8 @@ ALTERNATIVES = {
             heapq.heapify(heap)
             return [heapq.heappop(heap)[1] for _ in range(len(heap))]
         """),
-        "two stable sorts": ref.solve(ORDER, eviction_order="return sorted(sorted(values), key=lambda key: values[key])"),
+        "two stable sorts": ref.solve(
+            ORDER, eviction_order="return sorted(sorted(values), key=lambda key: values[key])"),
     },
     QUOTAS: {
         "fractions": ref.solve(QUOTAS, before="from fractions import Fraction", quotas="""
