@@ -21,19 +21,20 @@
 # [![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)](https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/03_lru_lfu/03_lru_lfu.ipynb)
 # [![GitHub](https://img.shields.io/badge/GitHub-release%2F03_lru_lfu-black)](https://github.com/kvcache-course/kv-cache-eviction/blob/main/release/03_lru_lfu/03_lru_lfu.ipynb)
 #
-# **Difficulty:** ★★☆ intermediate / 中级 · **Time:** about 90 minutes · **Points:** 26 · **GPU:** tasks 3.5–3.7 run on CUDA when a GPU is present; everything also runs on the CPU.
+# **Difficulty:** ★★☆ intermediate · **Time:** about 90 minutes · **Points:** 26 · **GPU:** tasks 3.5–3.7 run on CUDA when a GPU is present; everything also runs on the CPU.
 #
-# **难度：** ★★☆ intermediate / 中级 · **用时：** 约 90 分钟 · **总分：** 26 · **GPU：** 见上一行（没有 GPU 时一切都在 CPU 上运行）。
+# **难度：** ★★☆ 中级 · **用时：** 约 90 分钟 · **总分：** 26 · **GPU：** 任务 3.5–3.7 在有 GPU 时于 CUDA 上运行；所有内容也都能在 CPU 上运行。
 #
 # **ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
 # paste the ModelScope badge's link (this notebook's file in the course repository).
 # 在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
 #
-# How to work: run the setup cell, then fill in every `# YOUR CODE HERE` and run the test cell under it.
-# Visible tests show what is expected; hidden tests check more cases when your notebook is graded.
+# How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
+# `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
+# check more cases when your notebook is graded.
 #
-# 做法：先运行环境配置单元，然后补全每个 `# YOUR CODE HERE`，并运行其下方的测试单元。
-# 可见测试说明期望的结果；评分时隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，
+# 然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),

@@ -21,7 +21,7 @@ import tomllib
 from nbformat.notebooknode import NotebookNode
 
 from grading.config import BRANCH, REPOSITORY, ROOT, colab_url, install_spec, raw_url
-from grading.reference import solution_code
+from grading.reference import solution_cells, without_todos
 
 CATALOGUE = "authoring/course.toml"
 _ORIGIN = re.compile(r"^(\d\d_\w+)/(task(\d+)_(\d+)_(\w+))$")
@@ -39,27 +39,46 @@ def points(notebook: NotebookNode) -> int:
                if cell.metadata.get("nbgrader", {}).get("grade"))
 
 
+LEVELS = {1: ("★☆☆", "introductory", "入门"), 2: ("★★☆", "intermediate", "中级"), 3: ("★★★", "advanced", "进阶")}
+
+
 def header(assignment: str, entry: dict, total_points: int) -> str:
-    """The first cell of a notebook: title, badges, difficulty, time, points, GPU, how to work."""
-    return f"""# {assignment[:2]}. {entry['title']} | {entry['title_zh']}
+    """The first cell of a notebook: title, badges, difficulty, time, points, GPU, how to work.
 
-[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(assignment)})
-[![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)]({raw_url(assignment)})
-[![GitHub](https://img.shields.io/badge/GitHub-release%2F{assignment}-black)](https://github.com/{REPOSITORY}/blob/{BRANCH}/release/{assignment}/{assignment}.ipynb)
-
-**Difficulty:** {entry['difficulty']} · **Time:** about {entry['minutes']} minutes · **Points:** {total_points} · **GPU:** {entry['gpu']}
-
-**难度：** {entry['difficulty']} · **用时：** 约 {entry['minutes']} 分钟 · **总分：** {total_points} · **GPU：** 见上一行（没有 GPU 时一切都在 CPU 上运行）。
-
-**ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
-paste the ModelScope badge's link (this notebook's file in the course repository).
-在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
-
-How to work: run the setup cell, then fill in every `# YOUR CODE HERE` and run the test cell under it.
-Visible tests show what is expected; hidden tests check more cases when your notebook is graded.
-
-做法：先运行环境配置单元，然后补全每个 `# YOUR CODE HERE`，并运行其下方的测试单元。
-可见测试说明期望的结果；评分时隐藏测试会检查更多情况。"""
+    Raises:
+        ValueError: when ``entry`` lacks a field or has a level other than 1, 2 or 3.
+    """
+    missing = [key for key in ("title", "title_zh", "level", "minutes", "gpu", "gpu_zh") if key not in entry]
+    if missing or entry.get("level") not in LEVELS:
+        raise ValueError(f"{assignment}: its table in {CATALOGUE} needs title, title_zh, level (1-3), minutes, gpu "
+                         f"and gpu_zh; missing or wrong: {missing or ['level']}")
+    stars, level_en, level_zh = LEVELS[entry["level"]]
+    release = f"https://github.com/{REPOSITORY}/blob/{BRANCH}/release/{assignment}/{assignment}.ipynb"
+    lines = [
+        f"# {assignment[:2]}. {entry['title']} | {entry['title_zh']}",
+        "",
+        f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(assignment)})",
+        f"[![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)]({raw_url(assignment)})",
+        f"[![GitHub](https://img.shields.io/badge/GitHub-release%2F{assignment}-black)]({release})",
+        "",
+        f"**Difficulty:** {stars} {level_en} · **Time:** about {entry['minutes']} minutes · "
+        f"**Points:** {total_points} · **GPU:** {entry['gpu']}",
+        "",
+        f"**难度：** {stars} {level_zh} · **用时：** 约 {entry['minutes']} 分钟 · **总分：** {total_points} · "
+        f"**GPU：** {entry['gpu_zh']}",
+        "",
+        "**ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and",
+        "paste the ModelScope badge's link (this notebook's file in the course repository).",
+        "在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。",
+        "",
+        "How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of",
+        "`# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests",
+        "check more cases when your notebook is graded.",
+        "",
+        "做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，",
+        "然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。",
+    ]
+    return "\n".join(lines)
 
 
 def setup() -> str:
@@ -109,11 +128,11 @@ def given_code(assignment: str, origins: list[str], sources: dict[str, NotebookN
             raise ValueError(f"{assignment}: given origin {origin!r} is not an earlier notebook")
         if origin_assignment not in sources:
             raise ValueError(f"{assignment}: given origin {origin!r}: no source notebook {origin_assignment}")
-        code = solution_code(sources[origin_assignment])
+        code = solution_cells(sources[origin_assignment])
         if grade_id not in code:
             raise ValueError(f"{assignment}: given origin {origin!r}: {origin_assignment} has no solution cell "
                              f"{grade_id}")
-        parts.append(code[grade_id].strip("\n"))
+        parts.append(without_todos(code[grade_id]).strip("\n"))
         names.append(f"{match.group(3)}.{match.group(4)} {match.group(5)}")
     notebooks = " and ".join(sorted({origin[:2] for origin in origins}))
     intro = (f"# Given (read-only): the reference solutions of tasks {', '.join(names)} (notebook {notebooks}).\n"
