@@ -1012,6 +1012,14 @@ def _check_task3_4_2_refuses():
     assert_raises(RuntimeError, "evict_until_fit(parent's 4 blocks shared with protected child, other 1 block, 1 free, need 3)",
                   evict_until_fit, manager, ListedOrder(["parent", "other", "child"]), 3, frozenset({"child"}))
     assert_plain_equal(state(manager), before, "[sequences, num_free, ref_counts] after that RuntimeError (nothing may be evicted)")
+    # A chain of forks: root, mid and leaf share 2 blocks; with leaf protected they stay.
+    manager = PagedKVCacheManager(num_blocks=5, block_size=2)
+    root = manager.allocate_for_sequence("root", 4)
+    manager.fork(manager.fork(root, "mid"), "leaf")
+    before = state(manager)
+    assert_raises(RuntimeError, "evict_until_fit(root -> mid -> leaf share 2 blocks, 3 free, leaf protected, need 4)",
+                  evict_until_fit, manager, ListedOrder(["root", "mid", "leaf"]), 4, frozenset({"leaf"}))
+    assert_plain_equal(state(manager), before, "[sequences, num_free, ref_counts] after that RuntimeError (a chain of forks)")
     # Without shared blocks: a (2 blocks) and c (1 block) may go, 2 blocks are free: at most 5.
     manager = PagedKVCacheManager(num_blocks=10, block_size=4)
     for seq_id, num_tokens in [("a", 8), ("b", 12), ("c", 4), ("d", 8)]:
@@ -1060,13 +1068,13 @@ def _check_task3_4_2_refuses():
                       evict_until_fit, manager, policy, needed, protected)
         assert state(manager) == before, f"evict_until_fit changed the cache before raising on random case {case}"
     assert raised > 50, "the hidden cases must raise often enough"
-    # A chain of forks: a block is freeable only when every owner may go.
+    # A chain of forks with the middle one protected.
     manager = PagedKVCacheManager(num_blocks=5, block_size=2)
     root = manager.allocate_for_sequence("root", 4)
     manager.fork(manager.fork(root, "mid"), "leaf")
     before = state(manager)
-    assert_raises(RuntimeError, "evict_until_fit(root -> mid -> leaf share 2 blocks, leaf protected, need 4)",
-                  evict_until_fit, manager, ListedOrder(["root", "mid", "leaf"]), 4, frozenset({"leaf"}))
+    assert_raises(RuntimeError, "evict_until_fit(root -> mid -> leaf share 2 blocks, mid protected, need 4)",
+                  evict_until_fit, manager, ListedOrder(["root", "mid", "leaf"]), 4, frozenset({"mid"}))
     assert state(manager) == before, "evict_until_fit changed the cache before raising (a chain of forks)"
     ### END HIDDEN TESTS
 
@@ -1117,6 +1125,13 @@ def _check_task3_4_3_evicts_in_policy_order():
     manager.allocate_for_sequence("other", 4)
     assert_plain_equal(evict_until_fit(manager, ListedOrder(["parent", "other", "child"]), 2, frozenset({"child"})),
                        ["parent", "other"], "evict_until_fit(parent shared with protected child, other, 1 free, need 2)")
+    # When parent and child may both go, their shared blocks are freeable: releasing both frees 4.
+    manager = PagedKVCacheManager(num_blocks=6, block_size=4)
+    parent = manager.allocate_for_sequence("parent", 16)
+    manager.fork(parent, "child")
+    manager.allocate_for_sequence("other", 4)
+    assert_plain_equal(evict_until_fit(manager, ListedOrder(["parent", "child", "other"]), 5),
+                       ["parent", "child"], "evict_until_fit(parent and its fork child share 4 blocks, other 1, 1 free, need 5)")
 
     ### BEGIN HIDDEN TESTS
     import copy
@@ -1427,6 +1442,12 @@ def _check_task3_6_lfu_victim_t():
                            f"lfu_victim_t(use_count [1, 2], step [1500000, 20]) on {device} (packed with 10**6, index 1 would win)")
         assert_plain_equal(lfu_victim_t(torch.tensor([3, 2**33], device=device), torch.tensor([2**33, 0], device=device), both), 0,
                            f"lfu_victim_t(use_count [3, 2**33], step [2**33, 0]) on {device} (packed with 2**32, int64 overflows)")
+        assert_plain_equal(lfu_victim_t(torch.tensor([0, 2, 1], device=device), torch.tensor([5, 5, 5], device=device),
+                                        torch.tensor([False, True, True], device=device)), 2,
+                           f"lfu_victim_t(use_count [0, 2, 1], step [5, 5, 5], evictable [F, T, T]) on {device} "
+                           "(the fewest uses among the evictable entries)")
+        assert_plain_equal(lfu_victim_t(torch.tensor([1, 1], device=device), torch.tensor([2**62 + 1, 2**62], device=device), both), 1,
+                           f"lfu_victim_t(use_count [1, 1], step [2**62 + 1, 2**62]) on {device} (equal as float64, not as int64)")
         assert_plain_equal(lfu_victim_t(count, step, torch.zeros(4, dtype=torch.bool, device=device)), -1,
                            f"lfu_victim_t(..., nothing evictable) on {device}")
     assert_raises(ValueError, "lfu_victim_t(4 counts, 3 steps, 4 flags)", lfu_victim_t,
@@ -1575,6 +1596,10 @@ def _check_task3_7_evict_order_t():
     assert_raises(ValueError, "evict_order_t([step], mask, -1)", evict_order_t, [torch.arange(3)], torch.ones(3, dtype=torch.bool), -1)
     assert_raises(ValueError, "evict_order_t([3 steps, 4 counts], mask of 3, 2)", evict_order_t,
                   [torch.arange(3), torch.arange(4)], torch.ones(3, dtype=torch.bool), 2)
+    ties, mask = torch.zeros(300, dtype=torch.int64), torch.arange(300) % 3 != 0
+    assert_same_tensor(evict_order_t([ties, ties], mask, 300), torch.nonzero(mask).flatten(),
+                       "evict_order_t(two keys, 300 equal entries, every third protected, 300) (only the index orders them: "
+                       "sort stably)")
     small = ([torch.zeros(8, dtype=torch.int64), torch.arange(8).flip(0)], torch.ones(8, dtype=torch.bool), 8)
     large = ([torch.zeros(4096, dtype=torch.int64), torch.arange(4096).flip(0)], torch.ones(4096, dtype=torch.bool), 4096)
     assert_no_python_loop(evict_order_t, small, large, "evict_order_t")

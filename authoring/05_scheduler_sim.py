@@ -705,6 +705,8 @@ def _check_task5_2_4_evict_until_fit():
     sim._evict_until_fit(50)
     assert_plain_equal(result(sim), [["evict:x", "evict:y"], ["z"], 40],
                        "[log, entries, current_bytes] after _evict_until_fit(50) with x 30, y 30, z 40 bytes, capacity 100")
+    assert_plain_equal(sorted(sim.queue), [(2.0, 3, "z")],
+                       "sorted(queue) after that call (the items of gone, x and y are popped and dropped)")
     sim._evict_until_fit(60)
     assert_plain_equal(result(sim), [["evict:x", "evict:y"], ["z"], 40],
                        "[log, entries, current_bytes] after _evict_until_fit(60) when 40 + 60 fits exactly (nothing evicted)")
@@ -1315,7 +1317,10 @@ def _check_task5_3_1_init():
                            "[capacity_bytes, max_entries, rescore, slots, prefix_of, log, current_bytes, time] of "
                            f"TensorKVCacheScheduler(128, 8) on {device}")
         assert sched.device.type == device.type, f"sched.device must be {device}; got {sched.device}"
-    check_tensors(TensorKVCacheScheduler(64, 4), 4, torch.device("cpu"), "TensorKVCacheScheduler(64, 4) (device None)")
+    default = TensorKVCacheScheduler(64, 4)
+    check_tensors(default, 4, torch.device("cpu"), "TensorKVCacheScheduler(64, 4) (device None)")
+    check_type(default.device, torch.device, "TensorKVCacheScheduler(64, 4).device")
+    assert_plain_equal(str(default.device), "cpu", "str(TensorKVCacheScheduler(64, 4).device) (None means the CPU)")
     check_tensors(TensorKVCacheScheduler(64, 4, device="meta"), 4, torch.device("meta"),
                   "TensorKVCacheScheduler(64, 4, device='meta')")
     assert_plain_equal(TensorKVCacheScheduler(64, 4, rescore=True).rescore, True, "TensorKVCacheScheduler(64, 4, rescore=True).rescore")

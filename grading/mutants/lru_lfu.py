@@ -100,6 +100,11 @@ WRONG = {
             FIT, ("victim = policy.select_victim(manager.sequences, protected)\n",
                   "victim = min((s for s in manager.sequences if s not in protected),\n"
                   "                     key=lambda s: manager.sequences[s].last_access_step, default=None)\n")),
+        "a block shared with a protected sequence counted when two others share it": ref.edit(
+            FIT, (_FREEABLE, "freeable = sum(1 for block_id, count in references.items()\n"
+                             "                   if count == blocks[block_id].ref_count or count > 1)")),
+        "only unshared blocks counted as freeable": ref.edit(
+            FIT, (_FREEABLE, "freeable = sum(1 for block in blocks.values() if block.ref_count == 1)")),
         "returns the released SequenceKVCache objects": ref.edit(
             FIT, ("        manager.release(manager.sequences[victim])\n        evicted.append(victim)",
                   "        evicted.append(manager.sequences[victim])\n        manager.release(evicted[-1])")),
@@ -176,6 +181,11 @@ WRONG = {
                         best = i
             return best
         """}),
+        "steps compared in float64 (large steps collide)": ref.edit(
+            LFU_T, ("masked = torch.where(tied, last_access_step, largest)",
+                    'masked = torch.where(tied, last_access_step.double(), float("inf"))')),
+        "the fewest uses over all entries, protected ones included": ref.edit(
+            LFU_T, ("fewest = torch.where(evictable, use_count, largest).min()", "fewest = use_count.min()")),
         "steps masked with the int64 maximum, no second check": ref.edit(
             LFU_T, ("    index = int(torch.argmin(masked))\n    if bool(tied[index]):\n        return index\n"
                     "    return int(torch.nonzero(tied)[0, 0])",
@@ -194,6 +204,10 @@ WRONG = {
         "a Python loop over the entries (sorted with a key)": ref.solve(ORDER_T, todo={"3.7.2": """
             ranked = sorted(range(evictable.shape[0]), key=lambda i: [int(key[i]) for key in keys] + [i])
             order = torch.tensor(ranked, dtype=torch.int64, device=evictable.device)
+        """}),
+        "an unstable sort (torch.argsort)": ref.solve(ORDER_T, todo={"3.7.2": """
+            for key in reversed(keys):
+                order = order[torch.argsort(key[order])]
         """}),
         "no shape check of the keys": ref.edit(
             ORDER_T, ("    if evictable.dim() != 1 or any(key.shape != evictable.shape for key in keys):\n"
