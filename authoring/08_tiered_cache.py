@@ -479,7 +479,8 @@ _check_task8_1_3_insert()
 # - `replace(in_b2)` (the paper's REPLACE): if $|T_1| \ge 1$ and ($|T_1| > p$, or `in_b2` and $|T_1| = p$), move the
 #   least recent block of $T_1$ to the most recent end of $B_1$; otherwise move the least recent block of $T_2$ to the
 #   most recent end of $B_2$. Return the block moved.
-# - `insert(block)`: `ValueError` when `block` is resident. Otherwise:
+# - `insert(block)` (given): `ValueError` when `block` is resident; a ghost goes to `_ghost_hit(block)` (cases II
+#   and III, TODO 8.2.3), any other block to `_new_block(block)` (case IV, TODO 8.2.4):
 #   - case II, `block` in $B_1$: $p \leftarrow \min(p + \max(1, |B_2|/|B_1|),\ c)$, then `replace(False)`, then move
 #     `block` from $B_1$ to the most recent end of $T_2$;
 #   - case III, `block` in $B_2$: $p \leftarrow \max(p - \max(1, |B_1|/|B_2|),\ 0)$, then `replace(True)`, then move
@@ -511,7 +512,8 @@ _check_task8_1_3_insert()
 # - `hit(block)`（情形 I）：把 $T_1$ 或 $T_2$ 中的块移到 $T_2$ 最近使用的一端；其他块（包括幽灵）抛出 `KeyError`。
 # - `replace(in_b2)`（论文中的 REPLACE）：若 $|T_1| \ge 1$ 且（$|T_1| > p$，或 `in_b2` 为真且 $|T_1| = p$），把 $T_1$ 中最久未使用的块移到
 #   $B_1$ 最近使用的一端；否则把 $T_2$ 中最久未使用的块移到 $B_2$ 最近使用的一端。返回被移动的块。
-# - `insert(block)`：`block` 已驻留时抛出 `ValueError`。否则：
+# - `insert(block)`（已给出）：`block` 已驻留时抛出 `ValueError`；幽灵交给 `_ghost_hit(block)`（情形 II 与 III，TODO 8.2.3），
+#   其他块交给 `_new_block(block)`（情形 IV，TODO 8.2.4）：
 #   - 情形 II，`block` 在 $B_1$ 中：$p \leftarrow \min(p + \max(1, |B_2|/|B_1|),\ c)$，然后 `replace(False)`，再把 `block` 从 $B_1$
 #     移到 $T_2$ 最近使用的一端；
 #   - 情形 III，`block` 在 $B_2$ 中：$p \leftarrow \max(p - \max(1, |B_1|/|B_2|),\ 0)$，然后 `replace(True)`，再把 `block` 从 $B_2$
@@ -608,8 +610,13 @@ class ARCTier:
         """
         if block in self:
             raise ValueError(f"block {block!r} is already resident in this ARC tier")
-        # TODO 8.2.3: cases II and III (a ghost hit): adapt p, replace, move block from its ghost list to the end of t2,
-        #             and return what replace returned.
+        if block in self.b1 or block in self.b2:
+            return self._ghost_hit(block)
+        return self._new_block(block)
+
+    def _ghost_hit(self, block):
+        """Cases II and III: block is a ghost of B1 or B2. Return the block that replace moved."""
+        # TODO 8.2.3: adapt p, replace, move block from its ghost list to the end of t2, and return what replace returned.
         # 提示：先用 len(self.b2) / len(self.b1)（真除法）调整 p，再从幽灵列表中删除 block；截断后用 float(...) 保持 p 为 float。
         # Hint: adapt p with len(self.b2) / len(self.b1) (true division) before block leaves its ghost list; after clamping,
         # keep p a float with float(...).
@@ -627,8 +634,11 @@ class ARCTier:
             self.t2[block] = None
             return victim
         ### END SOLUTION
-        # TODO 8.2.4: case IV (a new block): make room as in cases A and B, then add block at the end of t1;
-        #             return the block that left T1 and T2, or None.
+
+    def _new_block(self, block):
+        """Case IV: block is in none of the four lists. Return the block that left T1 and T2, or None."""
+        # TODO 8.2.4: make room as in cases A and B, then add block at the end of t1; return the block that left T1 and T2,
+        #             or None.
         # 提示：情形 A 看 |T1| + |B1|，情形 B 看四个列表的总长度；缓存未满时两种情形都不会发生。
         # Hint: case A looks at |T1| + |B1|, case B at the total length of the four lists; while the cache is not full,
         # neither applies.
