@@ -2461,7 +2461,7 @@ BLOCK_BYTES = KV_BYTES_PER_TOKEN * TOKENS_PER_BLOCK  # 64 MiB per block of 512 t
 PREFILL_SECONDS_PER_TOKEN = 2 * 8.0e9 / (989e12 * 0.4)  # Assumed: H100 SXM, dense bf16, 40% utilization.
 PCIE_BYTES_PER_S = 50e9                           # Assumed: PCIe 5.0 x16 reaching 50 of its 64 GB/s.
 TIER1 = 800                                       # 800 blocks = 50 GiB of Llama-3-8B KV cache on the GPU.
-TIER2_SIZES = [TIER1, 2 * TIER1, 4 * TIER1, 8 * TIER1]  # 50 to 400 GiB of host memory.
+TIER2_SIZES = [TIER1, 4 * TIER1, 8 * TIER1]      # 50, 200 and 400 GiB of host memory.
 THRESHOLD, TABLE_ENTRIES = 2, 64_000             # vLLM's store_threshold idea; 64,000 is vLLM's default table size.
 assert LONGEST <= 400 <= TIER1, "tier 1 must hold the longest request: its blocks are pinned while it runs"
 GIB = 2**30
@@ -2552,14 +2552,14 @@ print(f"replayed in {time.perf_counter() - started:.1f} s")
 # %% [markdown]
 # ### Experiment 2: hit ratio per tier and TTFT against the size of tier 2 | 实验 2：各层级命中率与 TTFT 随第 2 层级大小的变化
 #
-# Tier 1 holds 800 blocks (50 GiB); tier 2 holds 1, 2, 4 or 8 times as many (50 to 400 GiB of host memory), with LRU
+# Tier 1 holds 800 blocks (50 GiB); tier 2 holds 1, 4 or 8 times as many (50 to 400 GiB of host memory), with LRU
 # or ARC, with or without admission after 2 sightings. The grey line is tier 1 alone (no tier 2, every tier-1 miss is
 # recomputed); the dotted black line is Belady's MIN with tier 1's 800 blocks, the most hits **any** eviction policy
 # could get from tier 1 alone; the dashed black line is Belady's MIN with tier 1's and tier 2's blocks together,
 # a ceiling for the two tiers (together they never hold more distinct blocks). The right panel is the mean modelled
 # TTFT per request over PCIe 5.0.
 #
-# 第 1 层级有 800 个块（50 GiB）；第 2 层级是它的 1、2、4 或 8 倍（50 到 400 GiB 主机内存），使用 LRU 或 ARC，带或不带"出现 2 次后才接受"的准入。
+# 第 1 层级有 800 个块（50 GiB）；第 2 层级是它的 1、4 或 8 倍（50 到 400 GiB 主机内存），使用 LRU 或 ARC，带或不带"出现 2 次后才接受"的准入。
 # 灰线是只有第 1 层级的情形（没有第 2 层级，第 1 层级的每次未命中都要重新计算）；黑色点线是容量为第 1 层级 800 个块的 Belady MIN，
 # 即**任何**驱逐策略单靠第 1 层级所能得到的最多命中；黑色虚线是容量为两个层级块数之和的 Belady MIN，它是两个层级的上限
 # （两个层级加起来容纳的不同块从不会更多）。右图是经 PCIe 5.0 时每个请求的平均建模 TTFT。
@@ -2665,62 +2665,59 @@ print(f"replayed in {time.perf_counter() - started:.1f} s")
 # ### Experiment 3: the size of tier 1, and Belady's ceiling for tier 1 alone | 实验 3：第 1 层级的大小，以及单独第 1 层级的 Belady 上限
 #
 # Now tier 2 stays at 6,400 blocks (400 GiB) and tier 1 takes 400, 800 or 1,600 blocks (25 to 100 GiB: one GPU to
-# two). The bars stack device hits (dark) and host hits (light); the black tick on each pair is Belady's MIN with
-# tier 1's blocks alone, the dashed tick Belady's MIN with both tiers' blocks.
+# two), with ARC in tier 2. The bars stack device hits (dark) and host hits (light); the black tick on each bar is
+# Belady's MIN with tier 1's blocks alone, the dashed tick Belady's MIN with both tiers' blocks.
 #
-# 现在第 2 层级固定为 6,400 个块（400 GiB），第 1 层级取 400、800 或 1,600 个块（25 到 100 GiB：从一块 GPU 到两块）。柱子把显存命中
-# （深色）和主机命中（浅色）叠在一起；每组柱子上的黑色短线是只用第 1 层级块数的 Belady MIN，虚线短线是用两个层级块数之和的 Belady MIN。
+# 现在第 2 层级固定为 6,400 个块（400 GiB），第 1 层级取 400、800 或 1,600 个块（25 到 100 GiB：从一块 GPU 到两块），第 2 层级用 ARC。柱子把显存命中
+# （深色）和主机命中（浅色）叠在一起；每根柱子上的黑色短线是只用第 1 层级块数的 Belady MIN，虚线短线是用两个层级块数之和的 Belady MIN。
 
 # %%
 started = time.perf_counter()
 TIER1_SIZES = [400, 800, 1600]
 TIER2_FIXED = 8 * TIER1
-sweep = {policy: {c1: run(c1, TIER2_FIXED, policy) for c1 in TIER1_SIZES} for policy in ("LRU", "ARC")}
+sweep = {c1: run(c1, TIER2_FIXED, "ARC") for c1 in TIER1_SIZES}
+lru_alone = {c1: replay(trace, c1, "lru").hit_ratio for c1 in TIER1_SIZES}
 ceiling_alone = {c1: replay(trace, c1, "belady").hit_ratio for c1 in TIER1_SIZES}
 ceiling_both = {c1: replay(trace, c1 + TIER2_FIXED, "belady").hit_ratio for c1 in TIER1_SIZES}
-fig, ax = plt.subplots(figsize=(9, 4.4))
-width = 0.38
-for offset, (policy, row) in zip((-width / 2, width / 2), sweep.items()):
-    if any(r is None for r in row.values()):
-        continue
-    x = np.arange(len(TIER1_SIZES)) + offset
-    device = [100 * row[c].device_hit_ratio for c in TIER1_SIZES]
-    host = [100 * row[c].host_hit_ratio for c in TIER1_SIZES]
-    color = "C0" if policy == "LRU" else "C1"
-    ax.bar(x, device, width, color=color, label=f"device hits (LRU tier 1), tier 2 {policy}")
-    ax.bar(x, host, width, bottom=device, color=color, alpha=0.4, label=f"host hits, tier 2 {policy}")
+fig, ax = plt.subplots(figsize=(8, 4.4))
+x = np.arange(len(TIER1_SIZES))
+if all(r is not None for r in sweep.values()):
+    device = [100 * sweep[c].device_hit_ratio for c in TIER1_SIZES]
+    host = [100 * sweep[c].host_hit_ratio for c in TIER1_SIZES]
+    ax.bar(x, device, 0.6, color="C0", label=label("device hits (LRU tier 1)", "显存命中（LRU 第 1 层级）"))
+    ax.bar(x, host, 0.6, bottom=device, color="C1", alpha=0.6, label=label("host hits (ARC tier 2)", "主机命中（ARC 第 2 层级）"))
 for i, c1 in enumerate(TIER1_SIZES):
-    ax.plot([i - width, i + width], [100 * ceiling_alone[c1]] * 2, color="black", lw=2,
+    ax.plot([i - 0.4, i + 0.4], [100 * ceiling_alone[c1]] * 2, color="black", lw=2,
             label="Belady's MIN, tier 1 alone" if i == 0 else None)
-    ax.plot([i - width, i + width], [100 * ceiling_both[c1]] * 2, color="black", lw=1, ls="--",
+    ax.plot([i - 0.4, i + 0.4], [100 * ceiling_both[c1]] * 2, color="black", lw=1, ls="--",
             label="Belady's MIN, tier 1 + tier 2 blocks" if i == 0 else None)
-ax.set_xticks(range(len(TIER1_SIZES)), [f"{c} blocks\n({c * BLOCK_BYTES // GIB} GiB)" for c in TIER1_SIZES])
-ax.set_xlabel(label(f"tier 1 size (tier 2 = {TIER2_FIXED} blocks)", f"第 1 层级大小（第 2 层级 = {TIER2_FIXED} 块）"))
+ax.set_xticks(x, [f"{c} blocks\n({c * BLOCK_BYTES // GIB} GiB)" for c in TIER1_SIZES])
+ax.set_xlabel(label(f"tier 1 size (tier 2 = {TIER2_FIXED} blocks, ARC)", f"第 1 层级大小（第 2 层级 = {TIER2_FIXED} 块，ARC）"))
 ax.set_ylabel(label("hit ratio (%)", "命中率（%）"))
 ax.legend(fontsize=8, loc="upper left")
 ax.grid(True, axis="y", alpha=0.3)
 plt.tight_layout()
 plt.show()
-print(f"{'tier 1':>7s} {'LRU alone %':>12s} {'Belady alone %':>15s} {'LRU/LRU both %':>15s} {'LRU/ARC both %':>15s} "
-      f"{'Belady both %':>14s} {'TTFT LRU/ARC ms':>16s}  LRU/LRU beats Belady alone")
+print(f"{'tier 1':>7s} {'LRU alone %':>12s} {'Belady alone %':>15s} {'LRU/ARC both %':>15s} {'Belady both %':>14s} "
+      f"{'TTFT ms':>8s}  two tiers beat Belady alone")
 for c1 in TIER1_SIZES:
-    lru, arc = sweep["LRU"][c1], sweep["ARC"][c1]
-    both = [f"{100 * r.hit_ratio:15.1f}" if r is not None else f"{'-':>15s}" for r in (lru, arc)]
-    beats = "-" if lru is None else ("yes" if lru.hit_ratio > ceiling_alone[c1] else "no")
-    print(f"{c1:7d} {100 * replay(trace, c1, 'lru').hit_ratio:12.1f} {100 * ceiling_alone[c1]:15.1f} {both[0]} {both[1]} "
-          f"{100 * ceiling_both[c1]:14.1f} {mean_ttft_ms(arc):16.1f}  {beats}")
+    r = sweep[c1]
+    both = f"{100 * r.hit_ratio:15.1f}" if r is not None else f"{'-':>15s}"
+    beats = "-" if r is None else ("yes" if r.hit_ratio > ceiling_alone[c1] else "no")
+    print(f"{c1:7d} {100 * lru_alone[c1]:12.1f} {100 * ceiling_alone[c1]:15.1f} {both} {100 * ceiling_both[c1]:14.1f} "
+          f"{mean_ttft_ms(r):8.1f}  {beats}")
 print(f"replayed in {time.perf_counter() - started:.1f} s")
 
 # %% [markdown]
 # **Reading the bars.** Doubling tier 1 raises the device hits, and tier 2 then has fewer misses left to turn into
 # host hits, so the total grows much more slowly than the device hits do. The last column of the table compares a
-# plain LRU tier 1 backed by this tier 2 with Belady's MIN, which knows the future, in tier 1 alone: at the smaller
+# plain LRU tier 1 backed by this ARC tier 2 with Belady's MIN, which knows the future, in tier 1 alone: at the smaller
 # sizes of tier 1 the two-tier cache gets more hits (`yes`); as tier 1 grows, its own ceiling rises towards the
 # two-tier total. Better eviction in the small tier is bounded by that ceiling; a larger, slower tier is not. The gap
 # to the dashed tick is what better policies in the two tiers could still win.
 #
 # **如何解读柱状图。** 第 1 层级加倍会提高显存命中，留给第 2 层级转化为主机命中的未命中就少了，所以总命中率的增长比显存命中慢得多。
-# 表的最后一列把"普通 LRU 第 1 层级加上这个第 2 层级"与"只有第 1 层级、但使用预知未来的 Belady MIN"相比：第 1 层级较小时，两级缓存的命中更多
+# 表的最后一列把"普通 LRU 第 1 层级加上这个 ARC 第 2 层级"与"只有第 1 层级、但使用预知未来的 Belady MIN"相比：第 1 层级较小时，两级缓存的命中更多
 # （`yes`）；随着第 1 层级变大，它自己的上限逐渐升向两级缓存的总命中率。在小层级中改进驱逐，收益受这个上限限制；而一个更大、更慢的层级不受它限制。
 # 离虚线短线的差距，是两个层级中更好的策略还能赢得的部分。
 
@@ -2757,7 +2754,8 @@ for i, r in enumerate(shown.values()):
     ax.text(i, max(to_host[i], to_device[i]), f"host hits {100 * r.host_hit_ratio:.1f}%", ha="center", va="bottom", fontsize=9)
 ax.set_xticks(x, list(shown), fontsize=8)
 ax.set_ylabel(label("GiB moved over the whole trace", "整条访问轨迹上搬运的 GiB"))
-ax.legend()
+ax.set_ylim(0, 1.35 * max(to_host + to_device, default=1))
+ax.legend(loc="upper center", ncol=2, fontsize=9)
 ax.grid(True, axis="y", alpha=0.3)
 plt.tight_layout()
 plt.show()
@@ -2831,6 +2829,7 @@ else:
               + "; ".join(f"{link} ({speed / 1e9:g} GB/s): offloading "
                           + ("pays" if CostModel(kv_bytes, speed, prefill).offload_pays else "does NOT pay")
                           for link, speed in LINKS.items()))
+    ax.set_yscale("log")
     for link, speed in LINKS.items():
         ax.axvline(speed / 1e9, color="0.8", lw=6, alpha=0.5, zorder=0)
         ax.text(speed / 1e9, ax.get_ylim()[1], link, rotation=90, va="top", ha="right", fontsize=8, color="0.35")
