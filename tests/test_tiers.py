@@ -212,3 +212,16 @@ def test_numbers_quoted_in_the_visible_arc_check_are_libcachesims() -> None:
     assert quoted == [(c, R.libcachesim_replay([trace], c, "ARC").hits) for c, _ in quoted]
     lru = [R.replay([trace], c, "lru").hits for c, _ in quoted]
     assert f"LRU has {lru[0]}, {lru[1]}, {lru[2]}" in visible
+
+
+def test_notebook_08_typical_mistakes_lose_points_in_every_part() -> None:
+    """The bundled typical_mistakes sample (the first wrong answer of each task) fails every graded part."""
+    from grading.config import ROOT
+    from grading.harness import NotebookHarness
+    from grading.samples import load_mutants
+
+    harness = NotebookHarness(ROOT / "source" / "08_tiered_cache" / "08_tiered_cache.ipynb")
+    for grade_id, variants in load_mutants("08_tiered_cache").WRONG.items():
+        name, answer = next(iter(variants.items()))
+        kept = [r.grade_id for r in harness.results(grade_id, answer) if r.passed]
+        assert not kept, f"{grade_id}: the typical mistake {name!r} keeps the points of {kept}"

@@ -1,6 +1,6 @@
 """Wrong and alternative answers for notebook 08 (see grading/mutants/__init__.py)."""
 
-from grading.reference import Reference
+from grading.reference import Reference, edit
 
 ref = Reference("08_tiered_cache")
 
@@ -12,11 +12,16 @@ _ARC_UP = "self.p = float(min(self.p + max(1.0, len(self.b2) / len(self.b1)), se
 _ARC_DOWN = "self.p = float(max(self.p - max(1.0, len(self.b1) / len(self.b2)), 0.0))"
 _REPLACE_RULE = "if self.t1 and (len(self.t1) > self.p or (in_b2 and len(self.t1) == self.p)):"
 _DEMOTE_RULE = 'if self.write_policy == "write_back" and victim not in self.tier2 and self._admitted(victim):'
+# A task graded in parts loses points in every part only when its typical mistake touches every part: the first
+# wrong answer of such a task (the bundled typical_mistakes sample) is one typical slip per part, together.
 _TTFT = ("return (recomputed_tokens.to(torch.float64) * self.prefill_seconds_per_token\n"
          "                + loaded_tokens.to(torch.float64) * self.load_seconds_per_token)")
 
 WRONG = {
     LRU: {
+        "typical slips together: a bool capacity accepted, hit does not reorder, pinned blocks evicted": ref.edit(
+            LRU, ("if type(capacity) is not int:", "if not isinstance(capacity, int):"),
+            ("self.blocks.move_to_end(block)", "pass"), (_LRU_VICTIM, "victim = next(iter(self.blocks), None)")),
         "evicts the least recently used block even when it is pinned": ref.edit(
             LRU, (_LRU_VICTIM, "victim = next(iter(self.blocks), None)")),
         "evicts the most recently used unpinned block": ref.edit(
@@ -53,6 +58,21 @@ WRONG = {
         "returns None instead of the victim": ref.edit(LRU, ("return victim", "return None")),
     },
     ARC: {
+        "typical slips together: a T1 hit stays in T1, no B2 tie rule, // in p, T1's deleted block into B1": edit(
+            ref.solve(ARC, todo={"8.2.1": """
+                if block in self.t1:
+                    self.t1.move_to_end(block)
+                elif block in self.t2:
+                    self.t2.move_to_end(block)
+                else:
+                    raise KeyError(block)
+            """}),
+            (_REPLACE_RULE, "if self.t1 and len(self.t1) > self.p:"),
+            ("max(1.0, len(self.b2) / len(self.b1))", "max(1.0, len(self.b2) // len(self.b1))"),
+            ("max(1.0, len(self.b1) / len(self.b2))", "max(1.0, len(self.b1) // len(self.b2))"),
+            ("                victim, _ = self.t1.popitem(last=False)\n",
+             "                victim, _ = self.t1.popitem(last=False)\n                self.b1[victim] = None\n"),
+            where="08_tiered_cache task8_2_ARCTier"),
         "integer division in the adaptation of p": ref.edit(
             ARC, ("max(1.0, len(self.b2) / len(self.b1))", "max(1.0, len(self.b2) // len(self.b1))"),
             ("max(1.0, len(self.b1) / len(self.b2))", "max(1.0, len(self.b1) // len(self.b2))")),
@@ -176,6 +196,37 @@ WRONG = {
         "accepts a 2-D tensor": ref.edit(SEEN, (" or blocks.dim() != 1", "")),
     },
     TWO: {
+        "typical slips together: any write policy, host hits not promoted, admission ignored, pins leaked": edit(
+            ref.solve(TWO, todo={"8.5.2": """
+                if block in self.tier1:
+                    self.tier1.hit(block)
+                    self.device_hits += 1
+                    where = "device"
+                elif block in self.tier2:
+                    self.tier2.hit(block)
+                    self.host_hits += 1
+                    self.blocks_to_device += 1
+                    where = "host"
+                else:
+                    self.misses += 1
+                    where = "miss"
+                    victim = self.tier1.insert(block, self.ref_count)
+                    if victim is not None:
+                        self._demote(victim)
+            """, "8.5.6": """
+                found = {"device": 0, "host": 0, "miss": 0}
+                for block in blocks:
+                    found[self.access(block)] += 1
+                for block in blocks:
+                    self.release(block)
+                return found["device"], found["host"], found["miss"]
+            """}),
+            ('        if write_policy not in ("write_back", "write_through"):\n'
+             "            raise ValueError(f\"write_policy must be 'write_back' or 'write_through', "
+             "got {write_policy!r}\")\n", ""),
+            (_DEMOTE_RULE, 'if self.write_policy == "write_back" and victim not in self.tier2:'),
+            ("if block not in self.tier2 and self._admitted(block):", "if block not in self.tier2:"),
+            where="08_tiered_cache task8_5_TwoTierCache"),
         "a host hit is not promoted into tier 1": ref.solve(TWO, todo={"8.5.2": """
             if block in self.tier1:
                 self.tier1.hit(block)
@@ -270,6 +321,11 @@ WRONG = {
                   "            self.ref_count[block] = count - 1\n", "        del self.ref_count[block]\n")),
     },
     COST: {
+        "typical slips together: offloading pays at equal costs, ttft in float32": ref.edit(
+            COST, ("self.load_seconds_per_token < self.prefill_seconds_per_token",
+                   "self.load_seconds_per_token <= self.prefill_seconds_per_token"),
+            ("recomputed_tokens.to(torch.float64)", "recomputed_tokens.float()"),
+            ("loaded_tokens.to(torch.float64)", "loaded_tokens.float()")),
         "ttft in float32": ref.edit(
             COST, ("recomputed_tokens.to(torch.float64)", "recomputed_tokens.float()"),
             ("loaded_tokens.to(torch.float64)", "loaded_tokens.float()")),
