@@ -974,6 +974,10 @@ def _check_task6_2_4_get_kv():
         assert_raises(KeyError, "get_kv([1, 404])", cache.get_kv, [1, 404])
         assert_plain_equal(cache.stats, stats, "cache.stats after get_kv calls (get_kv is not an access)")
         assert_plain_equal(len(cache), 3, "len(cache) after get_kv calls")
+    half = PrefixCache(capacity_blocks=2, block_size=1)
+    k_half = torch.tensor([[[1.5, -2.0]]], dtype=torch.float16)
+    half.insert([7], [(k_half, -k_half)])
+    assert_same_tensor(half.get_kv([7])[0][0], k_half, "get_kv([7])[0][0] of K stored as float16 (keep its dtype)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random

@@ -41,6 +41,11 @@ _ALREADY_CACHED = ("            if block_hash in self._blocks:\n"
 
 WRONG = {
     HASHES: {
+        # The first answer of each task is the bundled typical_mistakes submission (grading/samples.py), which must
+        # lose points in every graded part: a student's typical slips, one in each part.
+        "typical slips, one per part: isinstance checks (a bool passes), unchained hashes": ref.edit(
+            HASHES, (_TOKEN_CHECK, "    for token in tokens:\n        if not isinstance(token, int):"),
+            ("for value in [parent, *tokens", "for value in [salt, *tokens")),
         "unchained: each block hashed alone (equal blocks at different positions collide)": ref.edit(
             HASHES, ("for value in [parent, *tokens", "for value in [salt, *tokens")),
         "Python hash() of a string (changes from process to process)": ref.edit(
@@ -70,6 +75,19 @@ WRONG = {
             HASHES, ("if type(block_size) is not int or type(salt) is not int:", "if type(block_size) is not int:")),
     },
     CACHE: {
+        "typical slips, one per part: policy without its case, views of the request's K/V, misses once per call, "
+        "get_kv in sorted order, unpin of duplicates, no leaf-first rule, evictions not counted": ref.edit(
+            CACHE, ('if policy not in ("lru", "lfu"):', 'if policy.lower() not in ("lru", "lfu"):'),
+            ('"kv": [(k_cache[rows].clone(), v_cache[rows].clone())', '"kv": [(k_cache[rows], v_cache[rows])'),
+            ("self._misses += len(hashes) - matched", "self._misses += 1 if matched < len(hashes) else 0"),
+            ('blocks = [self._blocks[h]["kv"] for h in hashes]',
+             'blocks = [self._blocks[h]["kv"] for h in sorted(hashes)]'),
+            (_UNPIN_CHECK, '''        for block_hash in hashes:
+            if self._blocks[block_hash]["ref_count"] < 1:
+                raise ValueError(f"unpin: block {block_hash} is not pinned")
+'''),
+            (_CANDIDATES, _CANDIDATES.replace("in self._leaves", "in self._blocks")),
+            ("        self._evictions += 1\n", "")),
         "parent evicted before its child (no leaf-first rule)": ref.edit(
             CACHE, (_CANDIDATES, _CANDIDATES.replace("in self._leaves", "in self._blocks"))),
         "evicts pinned blocks": ref.edit(
@@ -171,6 +189,8 @@ WRONG = {
             CACHE, ('        if missing:\n            raise KeyError(f"get_kv: blocks not cached: {missing[:3]}")\n'
                     '        if not hashes:\n',
                     '        hashes = [h for h in hashes if h in self._blocks]\n        if not hashes:\n')),
+        "get_kv casts to float32": ref.edit(
+            CACHE, (_GET_KV, _GET_KV.replace("for kv in blocks])", "for kv in blocks]).float()"))),
         "get_kv returns None for no hashes": ref.edit(CACHE, ("        if not hashes:\n            return []\n",
                                                              "        if not hashes:\n            return None\n")),
         # 6.2.5: pin and unpin.
@@ -219,6 +239,16 @@ WRONG = {
                     '            self._leaves.discard(parent)\n')),
     },
     SERVE: {
+        "typical slips, one per part: blocks counted instead of tokens, the model run without the cached K/V, "
+        "no unpin": ref.edit(
+            SERVE, ('counts = {"tokens_reused": tokens_reused, "tokens_computed": len(tokens) - tokens_reused}',
+                    'counts = {"tokens_reused": len(reused), "tokens_computed": len(hashes) - len(reused)}'),
+            ("logits, kv = model(new_tokens, past_kv=past_kv)",
+             "logits, kv = model(new_tokens)\n"
+             "        if past_kv is not None:\n"
+             "            kv = [(torch.cat((p[0], k)), torch.cat((p[1], v)))\n"
+             "                  for p, (k, v) in zip(past_kv, kv)]"),
+            ("    finally:\n        cache.unpin(reused)\n", "    finally:\n        pass\n")),
         "runs the new tokens without the cached K/V (logits differ with reuse)": ref.edit(
             SERVE, ("logits, kv = model(new_tokens, past_kv=past_kv)",
                     "logits, kv = model(new_tokens)\n"
