@@ -675,8 +675,8 @@ def argmin_victim(values, evictable=None):
         A Python int: the index into ``values``, or -1 when no entry is evictable.
     """
     # TODO 1.6.1: the indices of the evictable entries, as a 1-D int64 tensor on values' device.
-    # 提示：evictable 为 None 时用 torch.arange(len, device=...)；否则 torch.nonzero(evictable).flatten()。
-    # Hint: torch.arange(n, device=...) when evictable is None; else torch.nonzero(evictable).flatten().
+    # 提示：evictable 为 None 时用 torch.arange(len(values), device=values.device)；否则 torch.nonzero(evictable).flatten()。
+    # Hint: torch.arange(len(values), device=values.device) when evictable is None; else torch.nonzero(evictable).flatten().
     ### BEGIN SOLUTION
     if evictable is None:
         candidates = torch.arange(values.shape[0], device=values.device)

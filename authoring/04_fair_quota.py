@@ -601,7 +601,7 @@ def _check_task4_1_5_victim_tenant():
     # usage a = 6 blocks > quota 4, b = 2: evict a's least recently used sequence (not b::1, the global LRU).
     assert_plain_equal(FairPolicy({"a": 1.0, "b": 1.0}, 8).select_victim(cache), "a::2",
                        "FairPolicy({'a': 1, 'b': 1}, 8).select_victim(a: 3+3 blocks, b: 2)")
-    tie = cache_of(make_sequence("a::1", 4, 3), make_sequence("b::1", 4, 0))
+    tie = cache_of(make_sequence("b::1", 4, 0), make_sequence("a::1", 4, 3))
     assert_plain_equal(FairPolicy(None, 4).select_victim(tie), "a::1",
                        "FairPolicy(None, 4).select_victim(a and b both 2 blocks over) (a tie goes to the smaller tenant name)")
     passed = cache_of(make_sequence("a::1", 6, 5), make_sequence("b::1", 3, 9), make_sequence("b::2", 2, 8),

@@ -39,6 +39,9 @@ WRONG = {
         "ties to the larger tenant name": ref.edit(
             FAIR, ("for tenant in sorted(over, key=lambda t: (-overuse[t], t)):",
                    "for tenant in sorted(over, key=lambda t: (overuse[t], t), reverse=True):")),
+        "tenants tried by overuse alone (a tie goes to whichever came first)": ref.edit(
+            FAIR, ("for tenant in sorted(over, key=lambda t: (-overuse[t], t)):",
+                   "for tenant in sorted(over, key=lambda t: -overuse[t]):")),
         "most recent instead of least recent inside the tenant": ref.edit(
             FAIR, ("                return lru(evictable[tenant])",
                    "                return max(evictable[tenant], key=lambda s: (sequences[s].last_access_step, s))")),
