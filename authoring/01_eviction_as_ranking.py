@@ -361,7 +361,7 @@ def quotas(weights, total_blocks):
         if not math.isfinite(weight) or weight < 0:
             raise ValueError(f"weight of tenant {tenant!r} must be finite and >= 0, got {weight}")
     ### END SOLUTION
-    # TODO 1.3.2: sum the weights; raise ValueError when the sum is 0.
+    # TODO 1.3.2: total_weight = the sum of the weights; raise ValueError when it is 0.
     # 提示：sum(weights.values())；空字典的和也是 0。
     # Hint: sum(weights.values()); the sum of an empty dict is 0 too.
     ### BEGIN SOLUTION
@@ -554,7 +554,7 @@ def victim_tenant(usage, quota):
     Returns:
         The tenant name (str), or None when no tenant has overuse > 0.
     """
-    # TODO 1.5.1: keep the tenants whose overuse is strictly greater than 0.
+    # TODO 1.5.1: over = {tenant: overuse} for the tenants whose overuse is strictly greater than 0.
     # 提示：用任务 1.4 的 overuse(usage, quota)，再用字典推导式筛选 amount > 0 的项。
     # Hint: call overuse(usage, quota) from Task 1.4, then keep the items with amount > 0.
     ### BEGIN SOLUTION
@@ -674,7 +674,7 @@ def argmin_victim(values, evictable=None):
     Returns:
         A Python int: the index into ``values``, or -1 when no entry is evictable.
     """
-    # TODO 1.6.1: the indices of the evictable entries, as a 1-D int64 tensor on values' device.
+    # TODO 1.6.1: candidates = the indices of the evictable entries, a 1-D int64 tensor on values' device.
     # 提示：evictable 为 None 时用 torch.arange(len(values), device=values.device)；否则 torch.nonzero(evictable).flatten()。
     # Hint: torch.arange(len(values), device=values.device) when evictable is None; else torch.nonzero(evictable).flatten().
     ### BEGIN SOLUTION
@@ -828,7 +828,7 @@ def lex_argmin(keys, evictable=None):
     if len(keys) == 0:
         raise ValueError("lex_argmin needs at least one key tensor")
     ### END SOLUTION
-    # TODO 1.7.2: a bool mask of the candidates (a copy: never change evictable); return -1 when it is all False.
+    # TODO 1.7.2: candidates = a bool mask (a copy: never change evictable); return -1 when it is all False.
     # 提示：torch.ones_like(keys[0], dtype=torch.bool)，或 evictable.clone()；mask.any() 判断是否有候选。
     # Hint: torch.ones_like(keys[0], dtype=torch.bool), or evictable.clone(); mask.any() says if any is left.
     ### BEGIN SOLUTION
