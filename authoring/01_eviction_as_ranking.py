@@ -1173,7 +1173,7 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # - Jain, R., Chiu, D.-M., Hawe, W. "A Quantitative Measure of Fairness and Discrimination for Resource Allocation in Shared Computer Systems." DEC-TR-301, 1984.
 # - The seed designs: the "KV Eviction formula-to-code" walkthrough (LLM-REVIEW) and the "KV Cache Scheduling" chapter of Datawhale's llm-algo-leetcode (text CC BY 4.0, code Apache-2.0).
 
-# %% [markdown]
+# %% [markdown] given="glossary"
 # ## Glossary | 术语表
 #
 # The course uses one Chinese term for each concept, in every notebook, hint and table. Code identifiers stay
@@ -1185,6 +1185,9 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # |---|---|---|
 # | eviction, evict | 驱逐 | |
 # | victim | 受害者 | the entry chosen for eviction |
+# | victim tenant | 受害租户 | the tenant to evict from |
+# | candidate | 候选 | an entry that may be evicted |
+# | fallback | 兜底 | e.g. global LRU when no tenant is over quota |
 # | eviction policy | 驱逐策略 | |
 # | value, score (of an entry) | 价值, 分数 | victim = argmin 价值 |
 # | tie, tie-break | 平局, 打破平局 | |
@@ -1244,6 +1247,9 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | dtype | 数据类型（dtype） | |
 # | index | 索引 | |
 # | vectorize | 向量化 | |
+# | in place | 原地 | an operation that changes its input |
+# | key column | 键列 | one tensor of a lexicographic key |
+# | graded in parts | 分部分计分 | |
 # | prefill | 预填充 | never "prefill" in Chinese text |
 # | decode (step) | 解码（步） | |
 # | time to first token (TTFT) | 首 token 时延（TTFT） | |
