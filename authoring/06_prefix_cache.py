@@ -239,7 +239,7 @@ torch.set_num_threads(1)
 # 陷阱：绝不要对字符串使用 Python 的 `hash()`（它在不同进程中会变化）；每个块的文本都要包含父块的哈希，否则位于不同位置的
 # 相同块会碰撞（`[7, 7, 7, 7]` 必须得到两个不同的哈希）。
 #
-# 分部评分：**6.1.1** 参数检查（2 分）· **6.1.2** 哈希值（4 分）。
+# 分部分计分：**6.1.1** 参数检查（2 分）· **6.1.2** 哈希值（4 分）。
 
 # %% nbgrader={"grade": false, "grade_id": "task6_1_block_hashes", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import hashlib
@@ -473,7 +473,7 @@ _check_task6_1_2_hashes()
 # 陷阱：父块失去最后一个已缓存的子块后，会重新成为叶子；`get_kv`、`pin`、`unpin`、`len`、`in` 和 `stats` 都不算访问
 # （不改变任何 `last_access_step` 或 `use_count`）；`insert` 不触及已缓存的块；`unpin([h, h])` 要求 `ref_count >= 2`。
 #
-# 分部评分，每个 TODO 一部分：**6.2.1** 构造函数的检查（1 分）· **6.2.2** 空间充足时的 `insert` 与 `_store`（3 分）·
+# 分部分计分，每个 TODO 一部分：**6.2.1** 构造函数的检查（1 分）· **6.2.2** 空间充足时的 `insert` 与 `_store`（3 分）·
 # **6.2.3** `match`（2 分）· **6.2.4** `get_kv`（2 分）· **6.2.5** `pin` 与 `unpin`（2 分）· **6.2.6** `_victim`：
 # 驱逐哪个块（2 分）· **6.2.7** `_evict`：驱逐之后留下什么（2 分）。每部分的测试只用到其他方法最简单的调用，因此一个方法
 # 中的失误主要只影响它自己那一部分。
@@ -1472,7 +1472,7 @@ _check_task6_2_7_evict()
 # `course.model.TinyDecoder`：`model(tokens, past_kv=None)` 返回 `(logits, kv)`，`kv` 是每层一个 `(k_cache, v_cache)`
 # 的列表，每个张量的形状为 `[num_tokens, num_heads, head_dim]`；新 token 从位置 `len(past)` 开始继续编号。
 #
-# 分部评分：**6.3.1** 复用哪些块，以及计数（TODO 6.3.1，3 分）· **6.3.2** logits：模型只运行一次，在已缓存的 K/V 之后
+# 分部分计分：**6.3.1** 复用哪些块，以及计数（TODO 6.3.1，3 分）· **6.3.2** logits：模型只运行一次，在已缓存的 K/V 之后
 # 只处理未复用的 token（TODO 6.3.2，3 分）· **6.3.3** 与缓存交互的规程：按 match、pin、get_kv、insert、unpin 的顺序调用，
 # 即使模型或 `insert` 抛出异常也不留下被固定的块（TODO 6.3.2，2 分）。测试给 `serve` 传入测试自带的一个小缓存，它遵守
 # `PrefixCache` 的契约并记录每次调用，因此任务 6.2 中的失误不会在这里扣分。
