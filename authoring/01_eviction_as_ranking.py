@@ -1215,8 +1215,11 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | prefix cache | 前缀缓存 | |
 # | prefix hit | 前缀命中 | |
 # | hash, chained hash | 哈希, 链式哈希 | |
+# | parent / child block, leaf | 父块 / 子块, 叶子 | in a prefix tree |
+# | radix tree | 基数树 | SGLang's RadixAttention |
 # | salt | 盐 | |
 # | trace | 访问轨迹 | never 访问序列 (序列 is a sequence) or 轨迹 alone |
+# | synthetic trace | 合成访问轨迹 | Mooncake's published one is synthetic |
 # | replay | 回放 | |
 # | workload | 工作负载 | |
 # | working set | 工作集 | |
@@ -1248,6 +1251,9 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | index | 索引 | |
 # | vectorize | 向量化 | |
 # | in place | 原地 | an operation that changes its input |
+# | copy / view (of a tensor) | 副本 / 视图 | |
+# | skeleton (of a task) | 骨架 | the given code with TODO blanks |
+# | contract (of a function) | 契约 | what its docstring promises |
 # | key column | 键列 | one tensor of a lexicographic key |
 # | graded in parts | 分部分计分 | |
 # | prefill | 预填充 | never "prefill" in Chinese text |
@@ -1255,6 +1261,8 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | time to first token (TTFT) | 首 token 时延（TTFT） | |
 # | throughput | 吞吐量 | |
 # | latency | 时延 | |
+# | wall time / CPU time | 墙钟时间 / CPU 时间 | |
+# | cost model, fixed cost | 代价模型, 固定开销 | |
 # | attention, attention head | 注意力, 注意力头 | |
 # | attention sink | 注意力汇点 | |
 # | budget (of kept tokens) | 预算 | |
