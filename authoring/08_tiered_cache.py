@@ -68,7 +68,7 @@ print(setup_summary(DEVICE, SEED))
 #
 # 本 notebook 中你将搭建一个两级块缓存：第 1 层级在显存中，小而快；第 2 层级在主机内存中，大而慢；两个层级各有自己的驱逐策略。
 # 你会实现最近最少使用（LRU）层级和 Megiddo 与 Modha 的 ARC（其命中数必须与 libCacheSim 的 ARC 完全一致），
-# 一个只让出现过至少 $k$ 次的块进入第 2 层级的准入过滤器，直写与回写两种写入方式，以及一个首 token 时延（TTFT）的成本模型；
+# 一个只让出现过至少 $k$ 次的块进入第 2 层级的准入过滤器，直写与回写两种写入方式，以及一个首 token 时延（TTFT）的代价模型；
 # 最后在 Mooncake 的访问轨迹上测量每个层级的命中率、两个方向上搬运的字节数和建模得到的 TTFT，并找出卸载在什么时候不再划算。
 #
 # GPU memory cannot hold all the KV cache worth reusing. In notebooks 03–06 an evicted block was gone: using it
@@ -166,7 +166,7 @@ print(setup_summary(DEVICE, SEED))
 # 表满时忘掉最久没有出现的块，只接受出现过至少 $k$ 次的块（vLLM 的 `store_threshold`）。经过主机链路的每个字节都被计数：
 # 每次复制进第 2 层级计一次"显存 → 主机"，每次主机命中计一次"主机 → 显存"。
 #
-# **成本模型。** 设每个 token 有 $b$ 字节 KV（notebook 02：$b = 2 \cdot \text{层数} \cdot \text{KV 头数} \cdot \text{head\_dim} \cdot
+# **代价模型。** 设每个 token 有 $b$ 字节 KV（notebook 02：$b = 2 \cdot \text{层数} \cdot \text{KV 头数} \cdot \text{head\_dim} \cdot
 # \text{每元素字节数}$），链路带宽为每秒 $B$ 字节，预填充每个 token 需要 $t_\text{prefill}$ 秒，则一个请求建模得到的首 token 时延为
 #
 # $$\text{TTFT} = N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}, \qquad t_\text{load} = \frac{b}{B},$$
@@ -218,7 +218,7 @@ print(setup_summary(DEVICE, SEED))
 # `pinned` 可以是任何支持 `in` 的容器：set、frozenset，或以被固定的块为键的 dict（任务 8.5 的两级缓存传入的就是它的引用计数 dict）。
 # 陷阱：受害者是最久未使用的**未被固定**的块，它不一定是第一个块。
 #
-# 分部分评分：8.1.1 `__init__`（1 分）· 8.1.2 `hit`（1 分）· 8.1.3 `insert`（3 分）。
+# 分部分计分：8.1.1 `__init__`（1 分）· 8.1.2 `hit`（1 分）· 8.1.3 `insert`（3 分）。
 
 # %% nbgrader={"grade": false, "grade_id": "task8_1_LRUTier", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from collections import OrderedDict
@@ -528,7 +528,7 @@ _check_task8_1_3_insert()
 # 按原样比较 $|T_1|$ 与 $p$。你的命中数必须在每条访问轨迹上都与 libCacheSim 的 ARC（`course.replay.replay(trace, c, "lcs:ARC")`）相等：
 # 第 8.2.5 部分检查这一点，实验 1 在 Mooncake 访问轨迹上展示它。
 #
-# 分部分评分：8.2.1 `hit`（2 分）· 8.2.2 `replace`（2 分）· 8.2.3 幽灵命中（2 分）· 8.2.4 新块（2 分）·
+# 分部分计分：8.2.1 `hit`（2 分）· 8.2.2 `replace`（2 分）· 8.2.3 幽灵命中（2 分）· 8.2.4 新块（2 分）·
 # 8.2.5 完整访问轨迹与 libCacheSim 的命中数（2 分）。
 
 # %% nbgrader={"grade": false, "grade_id": "task8_2_ARCTier", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1448,7 +1448,7 @@ _check_task8_4_seen_counts_t()
 # `bytes_to_host` 和 `bytes_to_device`（已给出）把块计数器乘以 `block_bytes`。陷阱：主机命中会把字节复制到设备上，但**保留**主机上的副本；
 # 回写方式下，已有主机副本的受害者不花任何字节；直写方式下，一个在第 1 层级期间被第 2 层级丢掉的块，会在下一次访问时再复制一次。
 #
-# 分部分评分：8.5.1 `__init__`（2 分）· 8.5.2 `access`（3 分）· 8.5.3 `_demote`（2 分）· 8.5.4 `_write_through`（1 分）·
+# 分部分计分：8.5.1 `__init__`（2 分）· 8.5.2 `access`（3 分）· 8.5.3 `_demote`（2 分）· 8.5.4 `_write_through`（1 分）·
 # 8.5.5 `release` 与 `serve_request`（2 分）。
 
 # %% nbgrader={"grade": false, "grade_id": "task8_5_TwoTierCache", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2222,7 +2222,7 @@ _check_task8_5_5_pins()
 #   或有负的计数时抛出 `ValueError`。不允许对请求写 Python 循环（测试会统计 torch 操作的次数）。陷阱：float32 的结果会丢掉长提示词的精度；
 #   先把计数转换为 float64。
 #
-# 分部分评分：8.6.1 代价（2 分）· 8.6.2 `ttft`（2 分）。
+# 分部分计分：8.6.1 代价（2 分）· 8.6.2 `ttft`（2 分）。
 
 # %% nbgrader={"grade": false, "grade_id": "task8_6_CostModel", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math

@@ -19,7 +19,7 @@ _TTFT = ("return (recomputed_tokens.to(torch.float64) * self.prefill_seconds_per
 
 WRONG = {
     LRU: {
-        "typical slips together: a bool capacity accepted, hit does not reorder, pinned blocks evicted": ref.edit(
+        "typical slips, one per part: a bool capacity accepted, hit does not reorder, pinned blocks evicted": ref.edit(
             LRU, ("if type(capacity) is not int:", "if not isinstance(capacity, int):"),
             ("self.blocks.move_to_end(block)", "pass"), (_LRU_VICTIM, "victim = next(iter(self.blocks), None)")),
         "evicts the least recently used block even when it is pinned": ref.edit(
@@ -58,7 +58,7 @@ WRONG = {
         "returns None instead of the victim": ref.edit(LRU, ("return victim", "return None")),
     },
     ARC: {
-        "typical slips together: a T1 hit stays in T1, no B2 tie rule, // in p, T1's deleted block into B1": edit(
+        "typical slips, one per part: a T1 hit stays in T1, no B2 tie rule, // in p, T1's deleted block into B1": edit(
             ref.solve(ARC, todo={"8.2.1": """
                 if block in self.t1:
                     self.t1.move_to_end(block)
@@ -196,7 +196,7 @@ WRONG = {
         "accepts a 2-D tensor": ref.edit(SEEN, (" or blocks.dim() != 1", "")),
     },
     TWO: {
-        "typical slips together: any write policy, host hits not promoted, admission ignored, pins leaked": edit(
+        "typical slips, one per part: any write policy, host hits not promoted, admission ignored, pins leaked": edit(
             ref.solve(TWO, todo={"8.5.2": """
                 if block in self.tier1:
                     self.tier1.hit(block)
@@ -321,7 +321,7 @@ WRONG = {
                   "            self.ref_count[block] = count - 1\n", "        del self.ref_count[block]\n")),
     },
     COST: {
-        "typical slips together: offloading pays at equal costs, ttft in float32": ref.edit(
+        "typical slips, one per part: offloading pays at equal costs, ttft in float32": ref.edit(
             COST, ("self.load_seconds_per_token < self.prefill_seconds_per_token",
                    "self.load_seconds_per_token <= self.prefill_seconds_per_token"),
             ("recomputed_tokens.to(torch.float64)", "recomputed_tokens.float()"),
