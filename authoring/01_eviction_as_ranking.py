@@ -1276,6 +1276,13 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | promote / demote | 提升 / 降级 | |
 # | admission (filter) | 准入（过滤器） | |
 # | write-through / write-back | 直写 / 回写 | |
+# | selective write-through | 选择性直写 | SGLang HiCache |
+# | device hit / host hit | 显存命中 / 主机命中 | |
+# | resident (in a tier) | 驻留 | |
+# | count table | 计数表 | of an admission filter |
+# | target size (ARC's p) | 目标大小 | |
+# | break-even bandwidth | 盈亏平衡带宽 | |
+# | page-locked host memory | 锁页内存 | not 固定, which is for pinned blocks |
 # | ghost list | 幽灵列表 | ARC |
 # | recompute | 重新计算 | |
 # | bandwidth | 带宽 | |
