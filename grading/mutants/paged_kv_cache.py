@@ -2,8 +2,12 @@
 
 Every answer is built from the notebook's own reference solution: a wrong answer is the reference
 with the few edits that make the mistake (``ref.edit``), an alternative writes the reference's
-solution regions anew (``ref.solve``). An edit whose text is no longer in the reference raises at
-import, so a stale answer fails loudly instead of silently testing the reference.
+solution regions anew (``ref.solve``, by TODO label where a function has several blanks). An edit
+whose text is no longer in the reference raises at import, so a stale answer fails loudly instead
+of silently testing the reference.
+
+Each wrong answer breaks one clause of its task's contract, and every one of them fails a visible
+test (tests/test_mutants.py checks both), so ``HIDDEN_ONLY`` is empty.
 """
 
 from __future__ import annotations
@@ -25,12 +29,16 @@ WRONG = {
             BLOCK, ("    @property\n    def free_slots", "    def free_slots")),
         "ref_count starts at 1": ref.edit(BLOCK, ("ref_count: int = 0", "ref_count: int = 1")),
         "free_slots computed once in __post_init__ (goes stale)": ref.edit(
-            BLOCK, ("    @property\n    def is_full(self) -> bool:\n        return self.filled >= self.capacity",
-                    "    def __post_init__(self):\n        self._free = self.capacity - self.filled\n\n"
-                    "    @property\n    def is_full(self) -> bool:\n        return self._free == 0"),
+            BLOCK, ("    ref_count: int = 0\n",
+                    "    ref_count: int = 0\n\n    def __post_init__(self):\n        self._free = self.capacity - self.filled\n"),
+            ("return self.filled >= self.capacity", "return self._free == 0"),
             ("return self.capacity - self.filled", "return self._free")),
         "fields in another order (capacity first)": ref.edit(
             BLOCK, ("    block_id: int\n    capacity: int\n", "    capacity: int\n    block_id: int\n")),
+        "is_full returns an int (filled // capacity)": ref.edit(
+            BLOCK, ("return self.filled >= self.capacity", "return self.filled // self.capacity")),
+        "is_full as soon as one slot is filled": ref.edit(
+            BLOCK, ("return self.filled >= self.capacity", "return self.filled > 0")),
     },
     ALLOC: {
         "allocate_n keeps the blocks it got before running out (no rollback)": ref.edit(ALLOC, (
@@ -65,6 +73,32 @@ WRONG = {
         "utilization counts the free blocks": ref.edit(ALLOC, (
             "return self.num_used / self.num_blocks", "return self.num_free / self.num_blocks")),
         "no check of the sizes": ref.edit(ALLOC, ("if num_blocks < 1 or block_size < 1:", "if False:")),
+        "a plain list as a stack: the block freed last comes back first": ref.edit(ALLOC, (
+            "self._free_ids = list(range(num_blocks))", "self._free_ids = list(range(num_blocks))[::-1]"), (
+            "block = self._blocks[heapq.heappop(self._free_ids)]", "block = self._blocks[self._free_ids.pop()]"), (
+            "            heapq.heappush(self._free_ids, block.block_id)", "            self._free_ids.append(block.block_id)")),
+        "get_block without a range check (a negative id wraps around)": ref.edit(ALLOC, (
+            "        if not 0 <= block_id < self.num_blocks:\n", "        if block_id >= self.num_blocks:\n")),
+        "free drops the reference before checking (ref_count -1 after the error)": ref.edit(ALLOC, (
+            '''        if block.ref_count < 1:
+            raise ValueError(f"block {block.block_id} is already free")
+        block.ref_count -= 1''',
+            '''        block.ref_count -= 1
+        if block.ref_count < 0:
+            raise ValueError(f"block {block.block_id} is already free")''')),
+        "the RuntimeError does not say how many blocks were asked for and are free": ref.edit(ALLOC, (
+            'raise RuntimeError(f"out of blocks: asked for {n}, only {len(self._free_ids)} free")',
+            'raise RuntimeError("out of blocks")')),
+        "fragmentation returns the int 0 when no block is used": ref.edit(ALLOC, (
+            "        if not used:\n            return 0.0", "        if not used:\n            return 0")),
+        "allocate makes a new KVBlock instead of handing out the pool's": ref.edit(ALLOC, (
+            "block = self._blocks[heapq.heappop(self._free_ids)]",
+            "block = KVBlock(heapq.heappop(self._free_ids), self.block_size)")),
+        "allocate_n returns a tuple": ref.edit(ALLOC, (
+            "return [self.allocate() for _ in range(n)]", "return tuple(self.allocate() for _ in range(n))")),
+        "free does not reset filled": ref.edit(ALLOC, (
+            "            block.filled = 0\n            heapq.heappush", "            heapq.heappush")),
+        "allocate_n(-1) returns an empty list": ref.edit(ALLOC, ("        if n < 0:\n", "        if False:\n")),
     },
     SEQ: {
         "a plain class with a shared mutable default list": ref.edit(SEQ, (
@@ -87,6 +121,11 @@ WRONG = {
         "use_count starts at 1": ref.edit(SEQ, ("use_count: int = 0", "use_count: int = 1")),
         "num_blocks is a property, not a method": ref.edit(
             SEQ, ("    def num_blocks(self) -> int:", "    @property\n    def num_blocks(self) -> int:")),
+        "block_table defaults to None": ref.edit(
+            SEQ, ("block_table: list = field(default_factory=list)", "block_table: list = None")),
+        "fields in another order (num_tokens before block_table)": ref.edit(SEQ, (
+            "    block_table: list = field(default_factory=list)\n    num_tokens: int = 0\n",
+            "    num_tokens: int = 0\n    block_table: list = field(default_factory=list)\n")),
     },
     MANAGER: {
         "append into a shared block without copy-on-write": ref.edit(MANAGER, (
@@ -96,14 +135,9 @@ WRONG = {
             "blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))",
             "blocks = self.allocator.allocate_n(num_tokens // self.block_size + 1)")),
         "fork without ref counts": ref.edit(MANAGER, (
-            '''        for block in src.block_table:
-            block.ref_count += 1
-        self._step += 1
-        child''',
-            '''        self._step += 1
-        child''')),
+            "        for block in src.block_table:\n            block.ref_count += 1\n", "")),
         "append takes blocks one at a time (no rollback when they run out)": ref.edit(MANAGER, (
-            '''        blocks = self.allocator.allocate_n(int(needs_copy) + new_blocks)''',
+            "        blocks = self.allocator.allocate_n(int(needs_copy) + new_blocks)",
             '''        blocks = []
         for _ in range(int(needs_copy) + new_blocks):
             block = self.allocator.allocate()
@@ -111,22 +145,76 @@ WRONG = {
                 raise RuntimeError("out of blocks")
             blocks.append(block)''')),
         "the clock moves before the blocks are taken (and stays moved on failure)": ref.edit(MANAGER, (
-            '''            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
-        blocks''',
-            '''            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
-        self._step += 1
-        blocks'''), (
-            "        self._step += 1\n        seq = SequenceKVCache(", "        seq = SequenceKVCache(")),
+            "        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))",
+            "        self._step += 1\n        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))"), (
+            "        seq = SequenceKVCache(seq_id, blocks, num_tokens)\n        self.sequences[seq_id] = seq\n        self._access(seq)",
+            "        seq = SequenceKVCache(seq_id, blocks, num_tokens, self._step, 1)\n        self.sequences[seq_id] = seq")),
         "release returns the number of blocks in the table, not the ones freed": ref.edit(MANAGER, (
             "freed += block.ref_count == 0", "freed += 1")),
         "touch does not count as a use": ref.edit(MANAGER, (
-            'manager")\n        self._step += 1\n        seq.last_access_step = self._step\n        seq.use_count += 1',
-            'manager")\n        self._step += 1\n        seq.last_access_step = self._step')),
+            "        self._check_active(seq)\n        self._access(seq)\n",
+            "        self._check_active(seq)\n        self._step += 1\n        seq.last_access_step = self._step\n")),
         "the child copies the parent's use_count": ref.edit(MANAGER, (
-            "last_access_step=self._step, use_count=1)\n        self.sequences[new_seq_id] = child",
-            "last_access_step=self._step, use_count=src.use_count)\n        self.sequences[new_seq_id] = child")),
+            "        self.sequences[new_seq_id] = child\n        self._access(child)",
+            "        child.use_count = src.use_count - 1\n        self.sequences[new_seq_id] = child\n        self._access(child)")),
         "the copy-on-write copy starts empty (filled 0)": ref.edit(MANAGER, (
             "            copy.filled = last.filled\n", "")),
+        "active checked by id only (another object with the same id passes)": ref.edit(MANAGER, (
+            "        if self.sequences.get(seq.seq_id) is not seq:", "        if seq.seq_id not in self.sequences:")),
+        "the duplicate id is checked after the blocks are taken (they leak)": ref.edit(MANAGER, (
+            '''        if seq_id in self.sequences:
+            raise ValueError(f"sequence {seq_id!r} already exists")
+        if num_tokens < 0:''', '''        if num_tokens < 0:'''), (
+            "        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))\n",
+            '''        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))
+        if seq_id in self.sequences:
+            raise ValueError(f"sequence {seq_id!r} already exists")
+''')),
+        "a new sequence is not counted as used (use_count 0)": ref.edit(MANAGER, (
+            "        self.sequences[seq_id] = seq\n        self._access(seq)",
+            "        self.sequences[seq_id] = seq\n        self._access(seq)\n        seq.use_count = 0")),
+        "fork gives the child the parent's list itself": ref.edit(MANAGER, (
+            "child = SequenceKVCache(new_seq_id, list(src.block_table), src.num_tokens)",
+            "child = SequenceKVCache(new_seq_id, src.block_table, src.num_tokens)")),
+        "fork counts as an access of the source too": ref.edit(MANAGER, (
+            "        self._access(child)\n        return child", "        self._access(src)\n        self._access(child)\n        return child")),
+        "fork adds the references before checking the new id": ref.edit(MANAGER, (
+            '''        self._check_active(src)
+        if new_seq_id in self.sequences:
+            raise ValueError(f"sequence {new_seq_id!r} already exists")''',
+            '''        self._check_active(src)
+        for block in src.block_table:
+            block.ref_count += 1
+        if new_seq_id in self.sequences:
+            raise ValueError(f"sequence {new_seq_id!r} already exists")'''), (
+            "        for block in src.block_table:\n            block.ref_count += 1\n        child =", "        child =")),
+        "copy-on-write also for a full shared last block": ref.edit(MANAGER, (
+            "needs_copy = num_new_tokens > 0 and room > 0 and last.ref_count > 1",
+            "needs_copy = num_new_tokens > 0 and last is not None and last.ref_count > 1")),
+        "copy-on-write also when nothing is appended": ref.edit(MANAGER, (
+            "needs_copy = num_new_tokens > 0 and room > 0 and last.ref_count > 1",
+            "needs_copy = room > 0 and last.ref_count > 1")),
+        "the copy is the last block taken, after the new ones": ref.edit(MANAGER, (
+            "            copy = blocks.pop(0)\n", "            copy = blocks.pop()\n")),
+        "copy-on-write keeps the reference to the old block": ref.edit(MANAGER, (
+            "            self.allocator.free(last)\n", "")),
+        "append ignores the free slots of the last block (always new blocks)": ref.edit(MANAGER, (
+            "        room = last.free_slots if last is not None else 0\n",
+            "        room = 0\n")),
+        "appending 0 tokens is not an access": ref.edit(MANAGER, (
+            '''            raise ValueError(f"num_new_tokens must be >= 0, got {num_new_tokens}")''',
+            '''            raise ValueError(f"num_new_tokens must be >= 0, got {num_new_tokens}")
+        if num_new_tokens == 0:
+            return''')),
+        "release moves the clock": ref.edit(MANAGER, (
+            "        del self.sequences[seq.seq_id]\n        return freed",
+            "        del self.sequences[seq.seq_id]\n        self._step += 1\n        return freed")),
+        "release keeps the sequence in sequences": ref.edit(MANAGER, (
+            "        del self.sequences[seq.seq_id]\n", "")),
+        "summary's utilization in percent": ref.edit(MANAGER, (
+            '"utilization": self.allocator.utilization(),', '"utilization": 100 * self.allocator.utilization(),')),
+        "summary without active_sequences": ref.edit(MANAGER, (
+            '            "active_sequences": len(self.sequences),\n', "")),
     },
     POOL: {
         "k_cache and v_cache are the same tensor": ref.edit(POOL, (
@@ -140,6 +228,12 @@ WRONG = {
             "self.v_cache = torch.zeros(shape, dtype=dtype, device=device)",
             "self.v_cache = torch.zeros(shape, device=device)")),
         "no check of the sizes": ref.edit(POOL, ("            if size < 1:", "            if False:")),
+        "checks only num_blocks and block_size": ref.edit(POOL, (
+            'sizes = {"num_blocks": num_blocks, "block_size": block_size, "num_heads": num_heads, "head_dim": head_dim}',
+            'sizes = {"num_blocks": num_blocks, "block_size": block_size}')),
+        "v_cache is not contiguous (a permuted tensor)": ref.edit(POOL, (
+            "self.v_cache = torch.zeros(shape, dtype=dtype, device=device)",
+            "self.v_cache = torch.zeros(shape[::-1], dtype=dtype, device=device).permute(3, 2, 1, 0)")),
     },
     SLOTS: {
         "ignores the block table after its first block (assumes contiguous blocks)": ref.edit(SLOTS, (
@@ -155,18 +249,31 @@ WRONG = {
             "    if start + count > block_ids.shape[0] * block_size:\n", "    if False:\n"), (
             "    if start < 0 or count < 0 or block_size < 1:\n", "    if False:\n")),
         "a Python loop over positions": ref.edit(SLOTS, (
-            '''    positions = torch.arange(start, start + count, device=block_ids.device)
-    return block_ids.long()[positions // block_size] * block_size + positions % block_size''',
-            '''    slots = [int(block_ids[p // block_size]) * block_size + p % block_size
-             for p in range(start, start + count)]
-    return torch.tensor(slots, dtype=torch.int64, device=block_ids.device)''')),
+            "    positions = torch.arange(start, start + count, device=block_ids.device)\n",
+            "    positions = [int(block_ids[p // block_size]) * block_size + p % block_size\n"
+            "                 for p in range(start, start + count)]\n"), (
+            "    return block_ids.long()[positions // block_size] * block_size + positions % block_size",
+            "    return torch.tensor(positions, dtype=torch.int64, device=block_ids.device)")),
+        "multiplies the block table in place (.long() of an int64 tensor is that tensor)": ref.edit(SLOTS, (
+            "    return block_ids.long()[positions // block_size] * block_size + positions % block_size",
+            "    ids = block_ids.long()\n    ids *= block_size\n    return ids[positions // block_size] + positions % block_size")),
+        "converts to int64 after multiplying (int32 overflows)": ref.edit(SLOTS, (
+            "return block_ids.long()[positions // block_size] * block_size + positions % block_size",
+            "return (block_ids[positions // block_size] * block_size + positions % block_size).long()")),
+        "keeps block_ids' dtype (int32 slots for an int32 table)": ref.edit(SLOTS, (
+            "return block_ids.long()[positions // block_size] * block_size + positions % block_size",
+            "return (block_ids.long()[positions // block_size] * block_size + positions % block_size).to(block_ids.dtype)")),
+        "rejects a range that ends exactly at the table's end (>= instead of >)": ref.edit(SLOTS, (
+            "if start + count > block_ids.shape[0] * block_size:", "if start + count >= block_ids.shape[0] * block_size:")),
+        "no check of a negative start": ref.edit(SLOTS, (
+            "if start < 0 or count < 0 or block_size < 1:", "if count < 0 or block_size < 1:")),
     },
     WRITE: {
         "out-of-place index_copy (the result is thrown away)": ref.edit(WRITE, (
-            "flat_k.index_copy_(0, slots, k.to(flat_k.dtype))", "flat_k.index_copy(0, slots, k.to(flat_k.dtype))"), (
-            "flat_v.index_copy_(0, slots, v.to(flat_v.dtype))", "flat_v.index_copy(0, slots, v.to(flat_v.dtype))")),
+            "\n    flat_k.index_copy_(0, slots, k.to(flat_k.dtype))", "\n    flat_k.index_copy(0, slots, k.to(flat_k.dtype))"), (
+            "\n    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))", "\n    flat_v.index_copy(0, slots, v.to(flat_v.dtype))")),
         "writes the keys into v_cache too": ref.edit(WRITE, (
-            "flat_v.index_copy_(0, slots, v.to(flat_v.dtype))", "flat_v.index_copy_(0, slots, k.to(flat_v.dtype))")),
+            "\n    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))", "\n    flat_v.index_copy_(0, slots, k.to(flat_v.dtype))")),
         "no shape check": ref.edit(WRITE, (
             "if tuple(k.shape) != expected or tuple(v.shape) != expected:", "if False:")),
         "a Python loop over tokens": ref.edit(WRITE, (
@@ -176,6 +283,19 @@ WRONG = {
         s = int(slots[i])
         pool.k_cache[s // pool.block_size, s % pool.block_size] = k[i]
         pool.v_cache[s // pool.block_size, s % pool.block_size] = v[i]''')),
+        "checks only k's shape": ref.edit(WRITE, (
+            "if tuple(k.shape) != expected or tuple(v.shape) != expected:", "if tuple(k.shape) != expected:")),
+        "writes k before checking v (the pool changes although it raises)": ref.edit(WRITE, (
+            "    if tuple(k.shape) != expected or tuple(v.shape) != expected:",
+            "    if tuple(k.shape) == expected:\n"
+            "        pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = k.to(pool.k_cache.dtype)\n"
+            "    if tuple(k.shape) != expected or tuple(v.shape) != expected:")),
+        "index_copy_ without converting to the pool's dtype": ref.edit(WRITE, (
+            "\n    flat_k.index_copy_(0, slots, k.to(flat_k.dtype))", "\n    flat_k.index_copy_(0, slots, k)"), (
+            "\n    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))", "\n    flat_v.index_copy_(0, slots, v)")),
+        "copy_ into an advanced-indexing copy (nothing reaches the pool)": ref.edit(WRITE, (
+            "\n    flat_k.index_copy_(0, slots, k.to(flat_k.dtype))", "\n    flat_k[slots].copy_(k)"), (
+            "\n    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))", "\n    flat_v[slots].copy_(v)")),
     },
     GATHER: {
         "gathers in block order (sorted ids) instead of token order": ref.edit(GATHER, (
@@ -191,6 +311,20 @@ WRONG = {
             "values = pool.v_cache[index].flatten(0, 1)[:num_tokens]",
             "values = pool.v_cache.flatten(0, 1)[:num_tokens].clone()")),
         "returns a list, not a tuple": ref.edit(GATHER, ("return keys, values", "return [keys, values]")),
+        "casts the result to float32": ref.edit(GATHER, ("return keys, values", "return keys.float(), values.float()")),
+        "returns views of the pool for a run of consecutive blocks": ref.edit(GATHER, (
+            "    return keys, values",
+            '''    if index.numel() and bool((index == index[0] + torch.arange(len(index), device=index.device)).all()):
+        first = int(index[0])
+        keys = pool.k_cache[first:first + len(index)].flatten(0, 1)[:num_tokens]
+        values = pool.v_cache[first:first + len(index)].flatten(0, 1)[:num_tokens]
+    return keys, values''')),
+        "no check of a negative num_tokens": ref.edit(GATHER, (
+            "if not 0 <= num_tokens <= block_ids.shape[0] * pool.block_size:",
+            "if num_tokens > block_ids.shape[0] * pool.block_size:")),
+        "rejects a full table (< instead of <=)": ref.edit(GATHER, (
+            "if not 0 <= num_tokens <= block_ids.shape[0] * pool.block_size:",
+            "if not 0 <= num_tokens < block_ids.shape[0] * pool.block_size:")),
     },
     COPY: {
         "copies only the keys": ref.edit(COPY, ("\n    pool.v_cache[dst_block] = pool.v_cache[src_block]", "")),
@@ -207,6 +341,18 @@ WRONG = {
     target_v = pool.v_cache[src_block].clone()''')),
         "no range check (a negative id wraps around)": ref.edit(COPY, (
             "        if not 0 <= block_id < pool.num_blocks:", "        if False:")),
+        "checks only dst_block": ref.edit(COPY, (
+            "    for block_id in (src_block, dst_block):", "    for block_id in (dst_block,):")),
+        "copy_ into an advanced-indexing copy (nothing reaches the pool)": ref.edit(COPY, (
+            '''    pool.k_cache[dst_block] = pool.k_cache[src_block]
+    pool.v_cache[dst_block] = pool.v_cache[src_block]''',
+            '''    pool.k_cache[[dst_block]].copy_(pool.k_cache[[src_block]])
+    pool.v_cache[[dst_block]].copy_(pool.v_cache[[src_block]])''')),
+        "swaps the two blocks": ref.edit(COPY, (
+            '''    pool.k_cache[dst_block] = pool.k_cache[src_block]
+    pool.v_cache[dst_block] = pool.v_cache[src_block]''',
+            '''    pool.k_cache[[src_block, dst_block]] = pool.k_cache[[dst_block, src_block]]
+    pool.v_cache[[src_block, dst_block]] = pool.v_cache[[dst_block, src_block]]''')),
     },
     ATTENTION: {
         "attention without the scale": ref.edit(ATTENTION, (
@@ -227,6 +373,20 @@ WRONG = {
         keys.append(pool.k_cache[block, t % pool.block_size])
         values.append(pool.v_cache[block, t % pool.block_size])
     keys, values = torch.stack(keys), torch.stack(values)''')),
+        "a softmax written out without subtracting the largest score (overflows)": ref.edit(ATTENTION, (
+            "weights = torch.softmax(scores, dim=-1)",
+            "weights = torch.exp(scores) / torch.exp(scores).sum(dim=-1, keepdim=True)")),
+        "computes in float32 whatever q's dtype": ref.edit(ATTENTION, (
+            'scores = torch.einsum("hd,thd->ht", q, keys) * scale',
+            'q, keys, values = q.float(), keys.float(), values.float()\n'
+            '    scores = torch.einsum("hd,thd->ht", q, keys) * scale')),
+        "no check of q's shape": ref.edit(ATTENTION, (
+            "if tuple(q.shape) != (pool.num_heads, pool.head_dim):", "if False:")),
+        "no upper bound on num_tokens": ref.edit(ATTENTION, (
+            "if not 1 <= num_tokens <= block_ids.shape[0] * pool.block_size:", "if num_tokens < 1:")),
+        "scale=0.0 taken as no scale (scale or the default)": ref.edit(ATTENTION, (
+            "    if scale is None:\n        scale = 1.0 / math.sqrt(pool.head_dim)",
+            "    scale = scale or 1.0 / math.sqrt(pool.head_dim)")),
     },
     TENSOR_MANAGER: {
         "no content copy on copy-on-write (the copy holds stale data)": ref.edit(TENSOR_MANAGER, (
@@ -259,40 +419,43 @@ WRONG = {
         if last is not None and seq.block_table[position] is not last:
             copy_block(self.pool, last.block_id, seq.block_table[position].block_id)''')),
         "checks shapes only in write_kv (after the blocks are taken)": ref.edit(TENSOR_MANAGER, (
-            '''            raise ValueError(f"k and v must both be [count, {shape[0]}, {shape[1]}], '''
-            '''got {list(k.shape)} and {list(v.shape)}")
-        seq = self.allocate_for_sequence''',
-            '''            pass
-        seq = self.allocate_for_sequence''')),
+            "        self._check_kv(k, v)\n        seq = self.allocate_for_sequence", "        seq = self.allocate_for_sequence")),
+        "compares seq.block_table[-1] before and after (misses the copy when new blocks come too)": ref.edit(
+            TENSOR_MANAGER, (
+                '''        if last is not None and seq.block_table[position] is not last:
+            copy_block(self.pool, last.block_id, seq.block_table[position].block_id)''',
+                '''        if last is not None and seq.block_table[-1] is not last:
+            copy_block(self.pool, last.block_id, seq.block_table[-1].block_id)''')),
+        "block_ids without a dtype (float32 for an empty table)": ref.edit(TENSOR_MANAGER, (
+            "return torch.tensor([block.block_id for block in seq.block_table], dtype=torch.int64,",
+            "return torch.tensor([block.block_id for block in seq.block_table],")),
+        "append_kv calls the base class's append_tokens (no content copy)": ref.edit(TENSOR_MANAGER, (
+            "        self.append_tokens(seq, k.shape[0])", "        super().append_tokens(seq, k.shape[0])")),
+        "the override copies the new block into the old one": ref.edit(TENSOR_MANAGER, (
+            "copy_block(self.pool, last.block_id, seq.block_table[position].block_id)",
+            "copy_block(self.pool, seq.block_table[position].block_id, last.block_id)")),
+        "_check_kv compares only the head and dim sizes of v": ref.edit(TENSOR_MANAGER, (
+            "or v.shape != k.shape:", "or v.shape[1:] != k.shape[1:]:")),
     },
 }
+
+HIDDEN_ONLY: dict[str, dict[str, str]] = {}
 
 ALTERNATIVES = {
     BLOCK: {
         "field() defaults and is_full through free_slots": ref.solve(
-            BLOCK, before="from dataclasses import field", KVBlock="""
-            block_id: int
-            capacity: int
-            filled: int = field(default=0)
-            ref_count: int = field(default=0)
-
-            free_slots = property(lambda self: self.capacity - self.filled)
-            is_full = property(lambda self: self.free_slots == 0)
-        """),
-        "dataclass(eq=True) with not free_slots": ref.solve(BLOCK, KVBlock="""
-            block_id: int
-            capacity: int
-            filled: int = 0
-            ref_count: int = 0
-
-            @property
-            def free_slots(self) -> int:
-                return max(0, self.capacity - self.filled)
-
-            @property
-            def is_full(self) -> bool:
-                return not self.free_slots
-        """),
+            BLOCK, before="from dataclasses import field", todo={
+                "2.1.1": """
+                    block_id: int
+                    capacity: int
+                    filled: int = field(default=0)
+                    ref_count: int = field(default=0)
+                """,
+                "2.1.2": "return self.free_slots == 0",
+                "2.1.3": "return self.capacity - self.filled"}),
+        "dataclass(eq=True) with not free_slots": ref.solve(BLOCK, todo={
+            "2.1.2": "return not self.free_slots",
+            "2.1.3": "return max(0, self.capacity - self.filled)"}),
     },
     ALLOC: {
         "a sorted list with bisect": ref.solve(
@@ -391,205 +554,179 @@ ALTERNATIVES = {
             """),
     },
     SEQ: {
-        "default_factory lambda": ref.solve(SEQ, SequenceKVCache="""
-            seq_id: str
-            block_table: list = field(default_factory=lambda: [])
-            num_tokens: int = 0
-            last_access_step: int = 0
-            use_count: int = 0
+        "default_factory lambda": ref.solve(SEQ, todo={
+            "2.3.1": """
+                seq_id: str
+                block_table: list = field(default_factory=lambda: [])
+                num_tokens: int = 0
+                last_access_step: int = 0
+                use_count: int = 0
+            """,
+            "2.3.2": "return sum(1 for _ in self.block_table)"}),
+        "None default filled in __post_init__": ref.solve(SEQ, before="from typing import Optional", todo={
+            "2.3.1": """
+                seq_id: str
+                block_table: Optional[list] = None
+                num_tokens: int = 0
+                last_access_step: int = 0
+                use_count: int = 0
 
-            def num_blocks(self):
-                return sum(1 for _ in self.block_table)
-        """),
-        "None default filled in __post_init__": ref.solve(SEQ, before="from typing import Optional", SequenceKVCache="""
-            seq_id: str
-            block_table: Optional[list] = None
-            num_tokens: int = 0
-            last_access_step: int = 0
-            use_count: int = 0
-
-            def __post_init__(self):
-                if self.block_table is None:
-                    self.block_table = []
-
-            def num_blocks(self) -> int:
-                return len(self.block_table)
-        """),
+                def __post_init__(self):
+                    if self.block_table is None:
+                        self.block_table = []
+            """}),
     },
     MANAGER: {
-        "token-by-token filling with a helper, checked up front": ref.solve(
-            MANAGER,
-            before='''
-                def _active(manager, seq):
-                    """Raise ValueError unless seq is one of manager's active sequences."""
-                    if seq.seq_id not in manager.sequences or manager.sequences[seq.seq_id] is not seq:
-                        raise ValueError("unknown sequence")
-
-
-                def _access(manager, seq):
-                    """One access of seq: the clock moves, seq remembers it and counts a use."""
-                    manager._clock += 1
-                    seq.last_access_step = manager._clock
-                    seq.use_count += 1
-            ''',
-            __init__="""
+        "token-by-token filling with a helper, checked up front": ref.solve(MANAGER, todo={
+            "2.4.1": """
                 self.allocator = BlockAllocator(num_blocks, block_size)
                 self.block_size = block_size
                 self.sequences = {}
                 self._clock = 0
             """,
-            step="return self._clock",
-            allocate_for_sequence="""
+            "2.4.2": "return self._clock",
+            "2.4.3": """
+                self._clock += 1
+                seq.last_access_step = self._clock
+                seq.use_count += 1
+            """,
+            "2.4.4": """
                 if seq_id in self.sequences or num_tokens < 0:
                     raise ValueError("bad request")
+            """,
+            "2.4.5": """
                 count = (num_tokens + self.block_size - 1) // self.block_size
-                table = self.allocator.allocate_n(count)
-                for j, block in enumerate(table):
+                blocks = self.allocator.allocate_n(count)
+                for j, block in enumerate(blocks):
                     block.filled = min(self.block_size, num_tokens - j * self.block_size)
-                seq = SequenceKVCache(seq_id, table, num_tokens)
-                _access(self, seq)
+            """,
+            "2.4.6": """
+                seq = SequenceKVCache(seq_id, blocks, num_tokens)
+                self._access(seq)
                 self.sequences[seq_id] = seq
                 return seq
             """,
-            append_tokens="""
-                _active(self, seq)
+            "2.4.7": """
+                if seq.seq_id not in self.sequences or self.sequences[seq.seq_id] is not seq:
+                    raise ValueError("unknown sequence")
                 if num_new_tokens < 0:
                     raise ValueError("negative")
-                table = seq.block_table
-                last = table[-1] if table else None
-                shared = last is not None and last.ref_count > 1 and not last.is_full and num_new_tokens > 0
-                room = 0 if last is None else last.free_slots
+            """,
+            "2.4.8": """
+                needs_copy = last is not None and last.ref_count > 1 and not last.is_full and num_new_tokens > 0
                 extra = 0
                 while room + extra * self.block_size < num_new_tokens:
                     extra += 1
-                fresh = self.allocator.allocate_n(extra + (1 if shared else 0))
-                if shared:
-                    twin = fresh[0]
-                    fresh = fresh[1:]
-                    twin.filled = last.filled
-                    table[-1] = twin
-                    self.allocator.free(last)
-                pending = list(fresh)
+                blocks = self.allocator.allocate_n(extra + (1 if needs_copy else 0))
+            """,
+            "2.4.9": """
+                twin = blocks[0]
+                blocks = blocks[1:]
+                twin.filled = last.filled
+                seq.block_table[-1] = twin
+                self.allocator.free(last)
+            """,
+            "2.4.10": """
+                pending = list(blocks)
+                table = seq.block_table
                 for _ in range(num_new_tokens):
                     if not table or table[-1].is_full:
                         table.append(pending.pop(0))
                     table[-1].filled += 1
                 seq.num_tokens += num_new_tokens
-                _access(self, seq)
+                self._access(seq)
             """,
-            fork="""
-                _active(self, src)
+            "2.4.11": """
+                self._check_active(src)
                 if new_seq_id in self.sequences:
                     raise ValueError("duplicate")
+            """,
+            "2.4.12": """
                 for block in src.block_table:
                     block.ref_count += 1
                 child = SequenceKVCache(new_seq_id, src.block_table[:], src.num_tokens)
-                _access(self, child)
+                self._access(child)
                 self.sequences[new_seq_id] = child
                 return child
             """,
-            touch="""
-                _active(self, seq)
-                _access(self, seq)
+            "2.4.13": """
+                self._check_active(seq)
+                self._access(seq)
             """,
-            release="""
-                _active(self, seq)
+            "2.4.14": """
+                self._check_active(seq)
                 before = self.allocator.num_free
                 for block in reversed(seq.block_table):
                     self.allocator.free(block)
                 del self.sequences[seq.seq_id]
                 return self.allocator.num_free - before
             """,
-            summary="""
+            "2.4.15": """
                 a = self.allocator
                 return dict(total_blocks=a.num_blocks, used_blocks=a.num_used, free_blocks=a.num_free,
                             utilization=a.utilization(), fragmentation=a.fragmentation(),
                             active_sequences=len(self.sequences))
-            """),
-        "divmod arithmetic and a shared access helper": ref.solve(
-            MANAGER,
-            before='''
-                import math
-
-
-                def _tick(manager, seq, first=False):
-                    """One access of seq; a new sequence starts at use_count 1."""
-                    manager._clock += 1
-                    seq.last_access_step = manager._clock
-                    seq.use_count = 1 if first else seq.use_count + 1
-
-
-                def _require(manager, seq):
-                    """Raise ValueError unless seq is one of manager's active sequences."""
-                    if manager.sequences.get(seq.seq_id) is not seq:
-                        raise ValueError(f"{seq.seq_id} is not active")
-            ''',
-            __init__="""
-                self.allocator = BlockAllocator(num_blocks, block_size)
-                self.block_size = block_size
-                self.sequences = {}
-                self._clock = 0
+            """}),
+        "divmod arithmetic and a shared access helper": ref.solve(MANAGER, before="import math", todo={
+            "2.4.3": """
+                self._step = self._step + 1
+                seq.last_access_step = self.step
+                seq.use_count = seq.use_count + 1
             """,
-            step="return self._clock",
-            allocate_for_sequence="""
+            "2.4.4": """
                 if num_tokens < 0:
                     raise ValueError("num_tokens < 0")
                 if seq_id in self.sequences:
                     raise ValueError("duplicate id")
+            """,
+            "2.4.5": """
                 full, rest = divmod(num_tokens, self.block_size)
                 blocks = self.allocator.allocate_n(math.ceil(num_tokens / self.block_size))
                 for block in blocks[:full]:
                     block.filled = self.block_size
                 if rest:
                     blocks[-1].filled = rest
-                seq = SequenceKVCache(seq_id, blocks, num_tokens)
-                _tick(self, seq, first=True)
-                self.sequences[seq_id] = seq
-                return seq
             """,
-            append_tokens="""
-                _require(self, seq)
+            "2.4.7": """
+                self._check_active(seq)
                 if num_new_tokens < 0:
                     raise ValueError("num_new_tokens < 0")
+            """,
+            "2.4.8": """
                 used_in_last = seq.num_tokens % self.block_size
-                room = (self.block_size - used_in_last) if (seq.block_table and used_in_last) else 0
-                cow = bool(room and num_new_tokens and seq.block_table[-1].ref_count > 1)
-                new = math.ceil(max(0, num_new_tokens - room) / self.block_size)
-                got = self.allocator.allocate_n(new + cow)
-                if cow:
-                    old, copy = seq.block_table[-1], got.pop(0)
-                    copy.filled = old.filled
-                    seq.block_table[-1] = copy
-                    self.allocator.free(old)
+                cow = bool(seq.block_table and used_in_last and num_new_tokens and last.ref_count > 1)
+                needs_copy = cow
+                blocks = self.allocator.allocate_n(math.ceil(max(0, num_new_tokens - room) / self.block_size) + cow)
+            """,
+            "2.4.9": """
+                old, copy = seq.block_table[-1], blocks.pop(0)
+                copy.filled = old.filled
+                seq.block_table[-1] = copy
+                self.allocator.free(old)
+            """,
+            "2.4.10": """
                 left = num_new_tokens
                 if room:
                     put = min(room, left)
                     seq.block_table[-1].filled += put
                     left -= put
-                for block in got:
+                for block in blocks:
                     block.filled = min(left, self.block_size)
                     left -= block.filled
-                seq.block_table.extend(got)
+                seq.block_table.extend(blocks)
                 seq.num_tokens += num_new_tokens
-                _tick(self, seq)
+                self._access(seq)
             """,
-            fork="""
-                _require(self, src)
-                if new_seq_id in self.sequences:
-                    raise ValueError("duplicate id")
+            "2.4.12": """
                 child = SequenceKVCache(new_seq_id, list(src.block_table), src.num_tokens)
                 for block in child.block_table:
                     block.ref_count += 1
-                _tick(self, child, first=True)
+                self._access(child)
                 self.sequences[new_seq_id] = child
                 return child
             """,
-            touch="""
-                _require(self, seq)
-                _tick(self, seq)
-            """,
-            release="""
-                _require(self, seq)
+            "2.4.14": """
+                self._check_active(seq)
                 returned = 0
                 for block in seq.block_table:
                     last_owner = block.ref_count == 1
@@ -598,143 +735,172 @@ ALTERNATIVES = {
                 self.sequences.pop(seq.seq_id)
                 return returned
             """,
-            summary="""
-                return {"total_blocks": self.allocator.num_blocks, "used_blocks": self.allocator.num_used,
-                        "free_blocks": self.allocator.num_free, "utilization": self.allocator.utilization(),
-                        "fragmentation": self.allocator.fragmentation(), "active_sequences": len(self.sequences)}
-            """),
+            "2.4.15": """
+                keys = ("total_blocks", "used_blocks", "free_blocks", "utilization", "fragmentation", "active_sequences")
+                a = self.allocator
+                values = (a.num_blocks, a.num_used, a.num_free, a.utilization(), a.fragmentation(), len(self.sequences))
+                return dict(zip(keys, values))
+            """}),
     },
     POOL: {
-        "one stacked tensor, split in two": ref.solve(POOL, __init__="""
-            if any(size < 1 for size in (num_blocks, block_size, num_heads, head_dim)):
-                raise ValueError("every size must be >= 1")
-            self.num_blocks, self.block_size = num_blocks, block_size
-            self.num_heads, self.head_dim = num_heads, head_dim
-            kv = torch.zeros(2, num_blocks, block_size, num_heads, head_dim, dtype=dtype, device=device)
-            self.k_cache, self.v_cache = kv[0], kv[1]
-        """),
-        "torch.full and zeros_like": ref.solve(POOL, __init__="""
-            shape = [num_blocks, block_size, num_heads, head_dim]
-            if min(shape) < 1:
-                raise ValueError(f"bad shape {shape}")
-            self.num_blocks = num_blocks
-            self.block_size = block_size
-            self.num_heads = num_heads
-            self.head_dim = head_dim
-            self.k_cache = torch.full(shape, 0, dtype=dtype, device=device)
-            self.v_cache = torch.zeros_like(self.k_cache)
-        """),
+        "one stacked tensor, split in two": ref.solve(POOL, todo={
+            "2.5.1": """
+                if any(size < 1 for size in (num_blocks, block_size, num_heads, head_dim)):
+                    raise ValueError("every size must be >= 1")
+            """,
+            "2.5.2": """
+                self.num_blocks, self.block_size = num_blocks, block_size
+                self.num_heads, self.head_dim = num_heads, head_dim
+            """,
+            "2.5.3": """
+                kv = torch.zeros(2, num_blocks, block_size, num_heads, head_dim, dtype=dtype, device=device)
+                self.k_cache, self.v_cache = kv[0], kv[1]
+            """}),
+        "torch.full and zeros_like": ref.solve(POOL, todo={
+            "2.5.1": """
+                shape = [num_blocks, block_size, num_heads, head_dim]
+                if min(shape) < 1:
+                    raise ValueError(f"bad shape {shape}")
+            """,
+            "2.5.3": """
+                self.k_cache = torch.full(shape, 0, dtype=dtype, device=device)
+                self.v_cache = torch.zeros_like(self.k_cache)
+            """}),
     },
     SLOTS: {
-        "expand the whole table, then slice": ref.solve(SLOTS, slot_mapping="""
-            if min(start, count) < 0 or block_size < 1 or start + count > block_ids.numel() * block_size:
-                raise ValueError("bad arguments")
-            offsets = torch.arange(block_size, device=block_ids.device)
-            every = (block_ids.to(torch.int64)[:, None] * block_size + offsets[None, :]).reshape(-1)
-            return every[start:start + count].clone()
-        """),
-        "torch.div and torch.remainder with index_select": ref.solve(SLOTS, slot_mapping="""
-            if start < 0 or count < 0 or block_size < 1:
-                raise ValueError("negative argument")
-            if start + count > len(block_ids) * block_size:
-                raise ValueError("past the block table")
-            pos = torch.arange(start, start + count, dtype=torch.int64, device=block_ids.device)
-            blocks = torch.index_select(block_ids.to(torch.int64), 0, torch.div(pos, block_size, rounding_mode="floor"))
-            return blocks * block_size + torch.remainder(pos, block_size)
-        """),
+        "expand the whole table, then slice": ref.solve(SLOTS, todo={
+            "2.6.1": """
+                if min(start, count) < 0 or block_size < 1 or start + count > block_ids.numel() * block_size:
+                    raise ValueError("bad arguments")
+            """,
+            "2.6.2": "offsets = torch.arange(block_size, device=block_ids.device)",
+            "2.6.3": """
+                every = (block_ids.to(torch.int64)[:, None] * block_size + offsets[None, :]).reshape(-1)
+                return every[start:start + count].clone()
+            """}),
+        "torch.div and torch.remainder with index_select": ref.solve(SLOTS, todo={
+            "2.6.1": """
+                if start < 0 or count < 0 or block_size < 1:
+                    raise ValueError("negative argument")
+                if start + count > len(block_ids) * block_size:
+                    raise ValueError("past the block table")
+            """,
+            "2.6.2": "pos = torch.arange(start, start + count, dtype=torch.int64, device=block_ids.device)",
+            "2.6.3": """
+                blocks = torch.index_select(block_ids.to(torch.int64), 0, torch.div(pos, block_size, rounding_mode="floor"))
+                return blocks * block_size + torch.remainder(pos, block_size)
+            """}),
     },
     WRITE: {
-        "indexed assignment into a view": ref.solve(WRITE, write_kv="""
-            want = [slots.numel(), pool.num_heads, pool.head_dim]
-            if list(k.shape) != want or list(v.shape) != want:
-                raise ValueError(f"expected {want}")
-            pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = k
-            pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = v
-        """),
-        "block and offset indexing": ref.solve(WRITE, write_kv="""
-            if k.shape != (len(slots), pool.num_heads, pool.head_dim) or v.shape != k.shape:
-                raise ValueError("k and v must be [count, num_heads, head_dim]")
-            blocks, offsets = slots // pool.block_size, slots % pool.block_size
-            pool.k_cache[blocks, offsets] = k.to(pool.k_cache.dtype)
-            pool.v_cache[blocks, offsets] = v.to(pool.v_cache.dtype)
-        """),
+        "indexed assignment into a view": ref.solve(WRITE, todo={
+            "2.7.1": """
+                want = [slots.numel(), pool.num_heads, pool.head_dim]
+                if list(k.shape) != want or list(v.shape) != want:
+                    raise ValueError(f"expected {want}")
+            """,
+            "2.7.3": """
+                flat_k[slots] = k.to(flat_k.dtype)
+                flat_v[slots] = v.to(flat_v.dtype)
+            """}),
+        "block and offset indexing": ref.solve(WRITE, todo={
+            "2.7.1": """
+                if k.shape != (len(slots), pool.num_heads, pool.head_dim) or v.shape != k.shape:
+                    raise ValueError("k and v must be [count, num_heads, head_dim]")
+            """,
+            "2.7.2": "blocks, offsets = slots // pool.block_size, slots % pool.block_size",
+            "2.7.3": """
+                pool.k_cache[blocks, offsets] = k.to(pool.k_cache.dtype)
+                pool.v_cache[blocks, offsets] = v.to(pool.v_cache.dtype)
+            """}),
     },
     GATHER: {
-        "slot_mapping and index_select": ref.solve(GATHER, gather_kv="""
-            if num_tokens < 0 or num_tokens > len(block_ids) * pool.block_size:
-                raise ValueError("num_tokens out of range")
-            slots = slot_mapping(block_ids, 0, num_tokens, pool.block_size)
-            flat_k = pool.k_cache.view(-1, pool.num_heads, pool.head_dim)
-            flat_v = pool.v_cache.view(-1, pool.num_heads, pool.head_dim)
-            return (flat_k.index_select(0, slots), flat_v.index_select(0, slots))
-        """),
-        "index_select on blocks, then reshape": ref.solve(GATHER, gather_kv="""
-            capacity = block_ids.shape[0] * pool.block_size
-            if not (0 <= num_tokens <= capacity):
-                raise ValueError("num_tokens out of range")
-            ids = block_ids.to(torch.int64)
-            keys = torch.index_select(pool.k_cache, 0, ids).reshape(capacity, pool.num_heads, pool.head_dim)
-            values = torch.index_select(pool.v_cache, 0, ids).reshape(capacity, pool.num_heads, pool.head_dim)
-            return tuple([keys[:num_tokens], values[:num_tokens]])
-        """),
+        "slot_mapping and index_select": ref.solve(GATHER, todo={
+            "2.8.1": """
+                if num_tokens < 0 or num_tokens > len(block_ids) * pool.block_size:
+                    raise ValueError("num_tokens out of range")
+            """,
+            "2.8.2": """
+                slots = slot_mapping(block_ids, 0, num_tokens, pool.block_size)
+                flat_k = pool.k_cache.view(-1, pool.num_heads, pool.head_dim)
+                flat_v = pool.v_cache.view(-1, pool.num_heads, pool.head_dim)
+                return (flat_k.index_select(0, slots), flat_v.index_select(0, slots))
+            """}),
+        "index_select on blocks, then reshape": ref.solve(GATHER, todo={
+            "2.8.1": """
+                capacity = block_ids.shape[0] * pool.block_size
+                if not (0 <= num_tokens <= capacity):
+                    raise ValueError("num_tokens out of range")
+            """,
+            "2.8.2": """
+                ids = block_ids.to(torch.int64)
+                keys = torch.index_select(pool.k_cache, 0, ids).reshape(capacity, pool.num_heads, pool.head_dim)
+                values = torch.index_select(pool.v_cache, 0, ids).reshape(capacity, pool.num_heads, pool.head_dim)
+                return tuple([keys[:num_tokens], values[:num_tokens]])
+            """}),
     },
     COPY: {
-        "copy_ into the destination view": ref.solve(COPY, copy_block="""
-            if src_block not in range(pool.num_blocks) or dst_block not in range(pool.num_blocks):
-                raise ValueError("block id out of range")
-            pool.k_cache[dst_block].copy_(pool.k_cache[src_block])
-            pool.v_cache[dst_block].copy_(pool.v_cache[src_block])
-        """),
-        "index_copy_ with a one-element index": ref.solve(COPY, copy_block="""
-            for b in (src_block, dst_block):
-                if b < 0 or b >= pool.num_blocks:
-                    raise ValueError(f"block {b} out of range")
-            device = pool.k_cache.device
-            dst = torch.tensor([dst_block], device=device)
-            pool.k_cache.index_copy_(0, dst, pool.k_cache[[src_block]].clone())
-            pool.v_cache.index_copy_(0, dst, pool.v_cache[[src_block]].clone())
-        """),
+        "copy_ into the destination view": ref.solve(COPY, todo={
+            "2.9.1": """
+                if src_block not in range(pool.num_blocks) or dst_block not in range(pool.num_blocks):
+                    raise ValueError("block id out of range")
+            """,
+            "2.9.2": """
+                pool.k_cache[dst_block].copy_(pool.k_cache[src_block])
+                pool.v_cache[dst_block].copy_(pool.v_cache[src_block])
+            """}),
+        "index_copy_ with a one-element index": ref.solve(COPY, todo={
+            "2.9.1": """
+                for b in (src_block, dst_block):
+                    if b < 0 or b >= pool.num_blocks:
+                        raise ValueError(f"block {b} out of range")
+            """,
+            "2.9.2": """
+                dst = torch.tensor([dst_block], device=pool.k_cache.device)
+                pool.k_cache.index_copy_(0, dst, pool.k_cache[[src_block]].clone())
+                pool.v_cache.index_copy_(0, dst, pool.v_cache[[src_block]].clone())
+            """}),
     },
     ATTENTION: {
         "gather, then PyTorch's scaled_dot_product_attention": ref.solve(
-            ATTENTION, before="import torch.nn.functional as F", paged_attention="""
-            if q.shape != (pool.num_heads, pool.head_dim):
-                raise ValueError("q must be [num_heads, head_dim]")
-            if num_tokens < 1 or num_tokens > len(block_ids) * pool.block_size:
-                raise ValueError("num_tokens out of range")
-            keys = pool.k_cache[block_ids.long()].reshape(-1, pool.num_heads, pool.head_dim)[:num_tokens]
-            values = pool.v_cache[block_ids.long()].reshape(-1, pool.num_heads, pool.head_dim)[:num_tokens]
-            out = F.scaled_dot_product_attention(q[:, None, :], keys.transpose(0, 1), values.transpose(0, 1),
-                                                 scale=scale)
-            return out[:, 0, :]
-        """),
-        "matmul with a stable softmax written out": ref.solve(ATTENTION, paged_attention="""
-            if q.dim() != 2 or q.shape[0] != pool.num_heads or q.shape[1] != pool.head_dim:
-                raise ValueError("bad q")
-            if not 0 < num_tokens <= block_ids.numel() * pool.block_size:
-                raise ValueError("bad num_tokens")
-            s = pool.head_dim ** -0.5 if scale is None else scale
-            slots = slot_mapping(block_ids, 0, num_tokens, pool.block_size)
-            keys = pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[slots].transpose(0, 1)     # [H, T, D]
-            values = pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[slots].transpose(0, 1)   # [H, T, D]
-            scores = (keys @ q[:, :, None]).squeeze(-1) * s                                        # [H, T]
-            scores = scores - scores.max(dim=-1, keepdim=True).values
-            weights = scores.exp()
-            weights = weights / weights.sum(dim=-1, keepdim=True)
-            return (weights[:, None, :] @ values).squeeze(1)
-        """),
+            ATTENTION, before="import torch.nn.functional as F", todo={
+                "2.10.1": """
+                    if q.shape != (pool.num_heads, pool.head_dim):
+                        raise ValueError("q must be [num_heads, head_dim]")
+                    if num_tokens < 1 or num_tokens > len(block_ids) * pool.block_size:
+                        raise ValueError("num_tokens out of range")
+                """,
+                "2.10.2": "pass  # scaled_dot_product_attention takes scale=None as 1 / sqrt(head_dim).",
+                "2.10.3": "keys, values = gather_kv(pool, block_ids, num_tokens)",
+                "2.10.4": """
+                    out = F.scaled_dot_product_attention(q[:, None, :], keys.transpose(0, 1), values.transpose(0, 1),
+                                                         scale=scale)
+                    return out[:, 0, :]
+                """}),
+        "matmul with a stable softmax written out": ref.solve(ATTENTION, todo={
+            "2.10.1": """
+                if q.dim() != 2 or q.shape[0] != pool.num_heads or q.shape[1] != pool.head_dim:
+                    raise ValueError("bad q")
+                if not 0 < num_tokens <= block_ids.numel() * pool.block_size:
+                    raise ValueError("bad num_tokens")
+            """,
+            "2.10.2": "s = pool.head_dim ** -0.5 if scale is None else scale",
+            "2.10.3": """
+                slots = slot_mapping(block_ids, 0, num_tokens, pool.block_size)
+                keys = pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[slots].transpose(0, 1)     # [H, T, D]
+                values = pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[slots].transpose(0, 1)   # [H, T, D]
+            """,
+            "2.10.4": """
+                scores = (keys @ q[:, :, None]).squeeze(-1) * s                                        # [H, T]
+                scores = scores - scores.max(dim=-1, keepdim=True).values
+                weights = scores.exp()
+                weights = weights / weights.sum(dim=-1, keepdim=True)
+                return (weights[:, None, :] @ values).squeeze(1)
+            """}),
     },
     TENSOR_MANAGER: {
         "compares whole tables before and after, writes by indexing": ref.solve(
             TENSOR_MANAGER,
             before='''
-                def _check_kv(pool, k, v):
-                    """Raise ValueError unless k and v are both [count, num_heads, head_dim]."""
-                    want = (k.shape[0] if k.dim() else -1, pool.num_heads, pool.head_dim)
-                    if k.dim() != 3 or tuple(k.shape) != want or tuple(v.shape) != want:
-                        raise ValueError("k, v must be [count, num_heads, head_dim]")
-
-
                 def _write(manager, seq, start, k, v):
                     """Write k, v at positions start .. start + len(k) - 1 of seq, by indexing."""
                     pool = manager.pool
@@ -742,54 +908,61 @@ ALTERNATIVES = {
                     pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = k
                     pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = v
             ''',
-            __init__="""
-                PagedKVCacheManager.__init__(self, pool.num_blocks, pool.block_size)
-                self.pool = pool
-            """,
-            block_ids="""
-                ids = torch.as_tensor([b.block_id for b in seq.block_table], dtype=torch.long)
-                return ids.to(self.pool.k_cache.device)
-            """,
-            prefill="""
-                _check_kv(self.pool, k, v)
-                seq = self.allocate_for_sequence(seq_id, k.shape[0])
-                _write(self, seq, 0, k, v)
-                return seq
-            """,
-            append_tokens="""
-                before = list(seq.block_table)
-                super().append_tokens(seq, num_new_tokens)
-                for old, new in zip(before, seq.block_table):
-                    if old is not new:
-                        copy_block(self.pool, old.block_id, new.block_id)
-            """,
-            append_kv="""
-                _check_kv(self.pool, k, v)
-                start = seq.num_tokens
-                self.append_tokens(seq, k.shape[0])
-                _write(self, seq, start, k, v)
-            """,
-            gather="return gather_kv(self.pool, self.block_ids(seq), seq.num_tokens)"),
-        "predicts the copy before appending": ref.solve(
-            TENSOR_MANAGER,
-            __init__="""
+            todo={
+                "2.11.1": """
+                    PagedKVCacheManager.__init__(self, pool.num_blocks, pool.block_size)
+                    self.pool = pool
+                """,
+                "2.11.2": """
+                    ids = torch.as_tensor([b.block_id for b in seq.block_table], dtype=torch.long)
+                    return ids.to(self.pool.k_cache.device)
+                """,
+                "2.11.4": """
+                    want = (k.shape[0] if k.dim() else -1, self.pool.num_heads, self.pool.head_dim)
+                    if k.dim() != 3 or tuple(k.shape) != want or tuple(v.shape) != want:
+                        raise ValueError("k, v must be [count, num_heads, head_dim]")
+                """,
+                "2.11.5": """
+                    self._check_kv(k, v)
+                    seq = self.allocate_for_sequence(seq_id, k.shape[0])
+                    _write(self, seq, 0, k, v)
+                    return seq
+                """,
+                "2.11.6": """
+                    before = list(seq.block_table)
+                    super().append_tokens(seq, num_new_tokens)
+                    for old, new in zip(before, seq.block_table):
+                        if old is not new:
+                            copy_block(self.pool, old.block_id, new.block_id)
+                """,
+                "2.11.7": """
+                    self._check_kv(k, v)
+                    start = seq.num_tokens
+                    self.append_tokens(seq, k.shape[0])
+                    _write(self, seq, start, k, v)
+                """}),
+        "predicts the copy before appending": ref.solve(TENSOR_MANAGER, todo={
+            "2.11.1": """
                 super().__init__(pool.num_blocks, pool.block_size)
                 self.pool = pool
             """,
-            block_ids="""
+            "2.11.2": """
                 ids = torch.zeros(len(seq.block_table), dtype=torch.int64)
                 for j, block in enumerate(seq.block_table):
                     ids[j] = block.block_id
                 return ids.to(self.pool.k_cache.device)
             """,
-            prefill="""
+            "2.11.4": """
                 if k.dim() != 3 or k.shape[1:] != (self.pool.num_heads, self.pool.head_dim) or v.shape != k.shape:
                     raise ValueError("bad k or v")
+            """,
+            "2.11.5": """
+                self._check_kv(k, v)
                 seq = self.allocate_for_sequence(seq_id, len(k))
                 write_kv(self.pool, slot_mapping(self.block_ids(seq), 0, len(k), self.block_size), k, v)
                 return seq
             """,
-            append_tokens="""
+            "2.11.6": """
                 old = seq.block_table[-1] if seq.block_table else None
                 will_copy = old is not None and num_new_tokens > 0 and old.free_slots > 0 and old.ref_count > 1
                 index = len(seq.block_table) - 1
@@ -797,13 +970,17 @@ ALTERNATIVES = {
                 if will_copy:
                     copy_block(self.pool, old.block_id, seq.block_table[index].block_id)
             """,
-            append_kv="""
-                if k.dim() != 3 or k.shape[1:] != (self.pool.num_heads, self.pool.head_dim) or v.shape != k.shape:
-                    raise ValueError("bad k or v")
+            "2.11.7": """
+                self._check_kv(k, v)
                 start = seq.num_tokens
                 self.append_tokens(seq, len(k))
                 write_kv(self.pool, slot_mapping(self.block_ids(seq), start, len(k), self.block_size), k, v)
-            """,
-            gather="return gather_kv(self.pool, self.block_ids(seq), seq.num_tokens)"),
+            """}),
+        "gathers through paged positions with slot_mapping": ref.solve(TENSOR_MANAGER, todo={
+            "2.11.3": """
+                slots = slot_mapping(self.block_ids(seq), 0, seq.num_tokens, self.block_size)
+                flat = (self.pool.num_blocks * self.block_size, self.pool.num_heads, self.pool.head_dim)
+                return self.pool.k_cache.reshape(flat)[slots], self.pool.v_cache.reshape(flat)[slots]
+            """}),
     },
 }
