@@ -21,9 +21,9 @@
 # [![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)](https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/02_paged_kv_cache/02_paged_kv_cache.ipynb)
 # [![GitHub](https://img.shields.io/badge/GitHub-release%2F02_paged_kv_cache-black)](https://github.com/kvcache-course/kv-cache-eviction/blob/main/release/02_paged_kv_cache/02_paged_kv_cache.ipynb)
 #
-# **Difficulty:** ★★☆ intermediate · **Time:** about 120 minutes · **Points:** 39 · **GPU:** tasks 2.5–2.11 run on CUDA when a GPU is present; everything also runs on the CPU.
+# **Difficulty:** ★★☆ intermediate · **Time:** about 210 minutes · **Points:** 39 · **GPU:** tasks 2.5–2.11 run on CUDA when a GPU is present; everything also runs on the CPU.
 #
-# **难度：** ★★☆ 中级 · **用时：** 约 120 分钟 · **总分：** 39 · **GPU：** 任务 2.5–2.11 在有 GPU 时于 CUDA 上运行；所有内容也都能在 CPU 上运行。
+# **难度：** ★★☆ 中级 · **用时：** 约 210 分钟 · **总分：** 39 · **GPU：** 任务 2.5–2.11 在有 GPU 时于 CUDA 上运行；所有内容也都能在 CPU 上运行。
 #
 # **ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
 # paste the ModelScope badge's link (this notebook's file in the course repository).
@@ -157,8 +157,8 @@ print(setup_summary(DEVICE, SEED))
 #
 # 管理器维护一个**逻辑时钟** `step`，每次访问（分配、追加、分叉、touch）加一。每个序列记录 `last_access_step`（最近一次访问时
 # 的时钟值）和 `use_count`（被访问的次数）。LRU（最近最少使用）驱逐 `last_access_step` 最小的序列；LFU（最不经常使用）驱逐
-# `(use_count, last_access_step)` 最小的序列。用计数器而不用挂钟时间，每次回放都是确定的：不会因计时精度而出现平局，同一条访问轨迹
-# 总是选出同样的受害者。
+# `(use_count, last_access_step)` 最小的序列。用计数器而不用挂钟时间，每次回放都是确定的：不会因计时精度而出现平局，同一条访问轨迹（trace）
+# 总是选出同样的受害者（victim）。
 #
 # 并行采样和束搜索会**分叉**（fork）一个序列：子序列共享父序列的全部块，每个共享块的 `ref_count` 记录它有几个所有者。只有当最后
 # 一个所有者释放它时，块才回到空闲池。当某个序列要写入一个仍被其他序列使用的最后一个块时，它先**复制**这个块，再写入自己的副本
@@ -511,6 +511,7 @@ def _check_task2_2_BlockAllocator():
     assert_raises(ValueError, "get_block(4) on 4 blocks", allocator.get_block, 4)
     assert_raises(ValueError, "BlockAllocator(0, 16)", BlockAllocator, 0, 16)
     assert_raises(ValueError, "BlockAllocator(4, 0)", BlockAllocator, 4, 0)
+    assert_raises(ValueError, "BlockAllocator(-1, 16)", BlockAllocator, -1, 16)
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -743,7 +744,8 @@ _check_task2_3_SequenceKVCache()
 #
 # **Graded in parts:** 2.4.1 `allocate_for_sequence` (TODO 2.4.1–2.4.6, 2 points) · 2.4.2 `append_tokens` without
 # sharing (TODO 2.4.7, 2.4.8, 2.4.10, 2 points) · 2.4.3 `fork` and copy-on-write (TODO 2.4.9, 2.4.11, 2.4.12, 2 points)
-# · 2.4.4 `touch`, `release`, `summary` (TODO 2.4.13–2.4.15, 2 points). So that one slip does not cost the other parts,
+# · 2.4.4 `touch`, `release`, `summary` (TODO 2.4.13–2.4.15, 2 points). Every part needs the constructor, `step` and
+# `_access` (TODO 2.4.1–2.4.3); beyond those, so that one slip does not cost the other parts,
 # the tests of 2.4.2–2.4.4 build their sequences **by hand**: blocks from `manager.allocator`, a `SequenceKVCache` with
 # `last_access_step` and `use_count` 0, put into `manager.sequences`. Keep every fact about a sequence in its
 # `SequenceKVCache` and in `sequences`, and the clock in the manager.
@@ -777,7 +779,8 @@ _check_task2_3_SequenceKVCache()
 #
 # **分部分评分：** 2.4.1 `allocate_for_sequence`（TODO 2.4.1–2.4.6，2 分）· 2.4.2 不涉及共享的 `append_tokens`（TODO 2.4.7、
 # 2.4.8、2.4.10，2 分）· 2.4.3 `fork` 与写时复制（TODO 2.4.9、2.4.11、2.4.12，2 分）· 2.4.4 `touch`、`release`、`summary`
-# （TODO 2.4.13–2.4.15，2 分）。为了让一处失误不连累其他部分，2.4.2–2.4.4 的测试**手工**构造序列：从 `manager.allocator` 取块，
+# （TODO 2.4.13–2.4.15，2 分）。每个部分都需要构造函数、`step` 与 `_access`（TODO 2.4.1–2.4.3）；除此之外，为了让一处失误
+# 不连累其他部分，2.4.2–2.4.4 的测试**手工**构造序列：从 `manager.allocator` 取块，
 # 建一个 `last_access_step` 与 `use_count` 都为 0 的 `SequenceKVCache`，放进 `manager.sequences`。因此请把序列的全部信息放在它的
 # `SequenceKVCache` 和 `sequences` 中，时钟放在管理器里。
 
@@ -1997,7 +2000,7 @@ def _check_task2_5_PagedKVPool():
         half = PagedKVPool(3, 2, 1, 4, device=device, dtype=torch.float16)
         assert_same_tensor(half.v_cache, torch.zeros(3, 2, 1, 4, dtype=torch.float16, device=device),
                            f"PagedKVPool(3, 2, 1, 4, device={device}, dtype=torch.float16).v_cache")
-    for sizes in ((0, 4, 2, 8), (6, 4, 2, 0)):
+    for sizes in ((0, 4, 2, 8), (6, 4, 2, 0), (6, 4, -1, 8)):
         assert_raises(ValueError, f"PagedKVPool{sizes}", PagedKVPool, *sizes)
 
     ### BEGIN HIDDEN TESTS
@@ -2726,6 +2729,7 @@ def _check_task2_10_paged_attention():
         assert_raises(ValueError, f"paged_attention(q, pool, table, 0) on {device}", paged_attention, q, pool, table, 0)
         assert_raises(ValueError, f"paged_attention(q, pool, table, 13) on {device} (3 blocks of 4 hold 12 tokens)", paged_attention, q, pool, table, 13)
         assert_raises(ValueError, f"paged_attention with q of shape [1, 2, 16] on {device}", paged_attention, q[None], pool, table, 10)
+        assert_raises(ValueError, f"paged_attention with q of shape [2, 8] on {device} (head_dim is 16)", paged_attention, q[:, :8], pool, table, 10)
     small = (torch.randn(2, 8), stand_in_pool(8, 4, 2, 8), torch.randperm(8), 30)
     large = (torch.randn(2, 8), stand_in_pool(1024, 4, 2, 8), torch.randperm(1024), 4090)
     assert_no_python_loop(paged_attention, small, large, "paged_attention")
@@ -2802,9 +2806,11 @@ _check_task2_10_paged_attention()
 # object, a copy happened, and that block is the copy.
 #
 # **Graded in parts:** 2.11.1 `prefill`, `block_ids`, `gather` (TODO 2.11.1–2.11.5, 2 points) · 2.11.2 copy-on-write
-# keeps the old tokens (TODO 2.11.6, 2 points) · 2.11.3 `append_kv` (TODO 2.11.7, 2 points). The test of 2.11.2 makes
-# its sequences with the base class's `allocate_for_sequence` and `fork` and reads the pool directly, so it does not
-# depend on 2.11.1; the test of 2.11.3 forks too, so it needs 2.11.2.
+# keeps the old tokens (TODO 2.11.6, 2 points) · 2.11.3 `append_kv` (TODO 2.11.7, 2 points). Every part needs the
+# constructor (TODO 2.11.1). The test of 2.11.2 makes its sequences with the base class's `allocate_for_sequence` and
+# `fork` and writes and reads the pool itself, so it does not depend on `prefill`, `block_ids` or `gather`. The test of
+# 2.11.3 reads the pool itself too, but your `append_kv` uses your `_check_kv` and `block_ids`, and the test forks, so
+# it needs those and 2.11.2.
 #
 # ## 任务 2.11：TensorPagedKVCacheManager（6 分）
 #
@@ -2830,8 +2836,9 @@ _check_task2_10_paged_attention()
 # 的块对象；调用之后比较**该位置**上的块：若换成了另一个对象，就说明发生了复制，而这个块就是副本。
 #
 # **分部分评分：** 2.11.1 `prefill`、`block_ids`、`gather`（TODO 2.11.1–2.11.5，2 分）· 2.11.2 写时复制保留原有 token
-# （TODO 2.11.6，2 分）· 2.11.3 `append_kv`（TODO 2.11.7，2 分）。2.11.2 的测试用基类的 `allocate_for_sequence` 与 `fork` 建序列，
-# 并直接读取池，因此不依赖 2.11.1；2.11.3 的测试也会分叉，因此需要 2.11.2 正确。
+# （TODO 2.11.6，2 分）· 2.11.3 `append_kv`（TODO 2.11.7，2 分）。每个部分都需要构造函数（TODO 2.11.1）。2.11.2 的测试用基类的
+# `allocate_for_sequence` 与 `fork` 建序列，并自己读写池，因此不依赖 `prefill`、`block_ids` 和 `gather`。2.11.3 的测试也自己读取池，
+# 但你的 `append_kv` 会用到你的 `_check_kv` 与 `block_ids`，而且测试会分叉，因此它需要这两者以及 2.11.2 都正确。
 
 # %% nbgrader={"grade": false, "grade_id": "task2_11_TensorPagedKVCacheManager", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class TensorPagedKVCacheManager(PagedKVCacheManager):
@@ -3032,6 +3039,7 @@ def _check_task2_11_1_prefill_and_gather():
         for bad_k, bad_v in ((k0[:, 0], v0[:, 0]), (k0, v0[:5])):
             assert_raises(ValueError, f"prefill('c', k of shape {list(bad_k.shape)}, v of shape {list(bad_v.shape)}) on {device}",
                           manager.prefill, "c", bad_k, bad_v)
+        assert_raises(ValueError, f"prefill('a', k0, v0) while 'a' is active on {device}", manager.prefill, "a", k0, v0)
         assert_plain_equal([manager.step, manager.allocator.num_free, sorted(manager.sequences)], state,
                            "[step, num_free, ids in sequences] after prefill raised ValueError (nothing may change)")
         snapshot = pool.k_cache.clone()
@@ -3670,15 +3678,15 @@ print(f"max |paged - dense| = {float((paged - dense).abs().max()):.2e} on {DEVIC
 #   advanced indexing reads a copy).
 # - Next: [03. LRU and LFU](../03_lru_lfu/03_lru_lfu.ipynb), the policies that decide which of these sequences to
 #   release when blocks run out; it is given your tasks 2.1–2.4 as read-only code.
-# - Further: the vLLM paper (below), section 4 on PagedAttention, its KV cache manager, and parallel sampling and beam search with
-#   copy-on-write; Denning's
-#   survey for paging in operating systems.
+# - Further: the vLLM paper (below), section 4 on PagedAttention, its KV cache manager, and parallel sampling and beam
+#   search with copy-on-write; Denning's survey for paging in operating systems.
 #
 # - 前置：[01. 驱逐即排序](../01_eviction_as_ranking/01_eviction_as_ranking.ipynb)（受害者、平局归较小的 id、张量掩码）；Python
 #   的数据类与 property；PyTorch 的索引（视图共享存储，高级索引读出的是副本）。
 # - 下一节：[03. LRU 与 LFU](../03_lru_lfu/03_lru_lfu.ipynb)，在块用完时决定释放哪些序列的驱逐策略；它以只读代码的形式给出任务
 #   2.1–2.4 的参考解答。
-# - 延伸阅读：下面的 vLLM 论文第 4 节（PagedAttention、它的 KV 缓存管理器，以及带写时复制的并行采样与束搜索）；Denning 关于操作系统分页的综述。
+# - 延伸阅读：下面的 vLLM 论文第 4 节（PagedAttention、它的 KV 缓存管理器，以及带写时复制的并行采样与束搜索）；Denning 关于
+#   操作系统分页的综述。
 #
 # ## References | 参考文献
 #

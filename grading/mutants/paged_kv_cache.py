@@ -30,7 +30,8 @@ WRONG = {
         "ref_count starts at 1": ref.edit(BLOCK, ("ref_count: int = 0", "ref_count: int = 1")),
         "free_slots computed once in __post_init__ (goes stale)": ref.edit(
             BLOCK, ("    ref_count: int = 0\n",
-                    "    ref_count: int = 0\n\n    def __post_init__(self):\n        self._free = self.capacity - self.filled\n"),
+                    "    ref_count: int = 0\n\n    def __post_init__(self):\n"
+                    "        self._free = self.capacity - self.filled\n"),
             ("return self.filled >= self.capacity", "return self._free == 0"),
             ("return self.capacity - self.filled", "return self._free")),
         "fields in another order (capacity first)": ref.edit(
@@ -73,10 +74,13 @@ WRONG = {
         "utilization counts the free blocks": ref.edit(ALLOC, (
             "return self.num_used / self.num_blocks", "return self.num_free / self.num_blocks")),
         "no check of the sizes": ref.edit(ALLOC, ("if num_blocks < 1 or block_size < 1:", "if False:")),
+        "sizes checked with == 0 (a negative size passes)": ref.edit(ALLOC, (
+            "if num_blocks < 1 or block_size < 1:", "if num_blocks == 0 or block_size == 0:")),
         "a plain list as a stack: the block freed last comes back first": ref.edit(ALLOC, (
             "self._free_ids = list(range(num_blocks))", "self._free_ids = list(range(num_blocks))[::-1]"), (
             "block = self._blocks[heapq.heappop(self._free_ids)]", "block = self._blocks[self._free_ids.pop()]"), (
-            "            heapq.heappush(self._free_ids, block.block_id)", "            self._free_ids.append(block.block_id)")),
+            "            heapq.heappush(self._free_ids, block.block_id)",
+            "            self._free_ids.append(block.block_id)")),
         "get_block without a range check (a negative id wraps around)": ref.edit(ALLOC, (
             "        if not 0 <= block_id < self.num_blocks:\n", "        if block_id >= self.num_blocks:\n")),
         "free drops the reference before checking (ref_count -1 after the error)": ref.edit(ALLOC, (
@@ -147,8 +151,10 @@ WRONG = {
         "the clock moves before the blocks are taken (and stays moved on failure)": ref.edit(MANAGER, (
             "        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))",
             "        self._step += 1\n        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))"), (
-            "        seq = SequenceKVCache(seq_id, blocks, num_tokens)\n        self.sequences[seq_id] = seq\n        self._access(seq)",
-            "        seq = SequenceKVCache(seq_id, blocks, num_tokens, self._step, 1)\n        self.sequences[seq_id] = seq")),
+            "        seq = SequenceKVCache(seq_id, blocks, num_tokens)\n"
+            "        self.sequences[seq_id] = seq\n        self._access(seq)",
+            "        seq = SequenceKVCache(seq_id, blocks, num_tokens, self._step, 1)\n"
+            "        self.sequences[seq_id] = seq")),
         "release returns the number of blocks in the table, not the ones freed": ref.edit(MANAGER, (
             "freed += block.ref_count == 0", "freed += 1")),
         "touch does not count as a use": ref.edit(MANAGER, (
@@ -156,7 +162,8 @@ WRONG = {
             "        self._check_active(seq)\n        self._step += 1\n        seq.last_access_step = self._step\n")),
         "the child copies the parent's use_count": ref.edit(MANAGER, (
             "        self.sequences[new_seq_id] = child\n        self._access(child)",
-            "        child.use_count = src.use_count - 1\n        self.sequences[new_seq_id] = child\n        self._access(child)")),
+            "        child.use_count = src.use_count - 1\n"
+            "        self.sequences[new_seq_id] = child\n        self._access(child)")),
         "the copy-on-write copy starts empty (filled 0)": ref.edit(MANAGER, (
             "            copy.filled = last.filled\n", "")),
         "active checked by id only (another object with the same id passes)": ref.edit(MANAGER, (
@@ -177,7 +184,8 @@ WRONG = {
             "child = SequenceKVCache(new_seq_id, list(src.block_table), src.num_tokens)",
             "child = SequenceKVCache(new_seq_id, src.block_table, src.num_tokens)")),
         "fork counts as an access of the source too": ref.edit(MANAGER, (
-            "        self._access(child)\n        return child", "        self._access(src)\n        self._access(child)\n        return child")),
+            "        self._access(child)\n        return child",
+            "        self._access(src)\n        self._access(child)\n        return child")),
         "fork adds the references before checking the new id": ref.edit(MANAGER, (
             '''        self._check_active(src)
         if new_seq_id in self.sequences:
@@ -187,7 +195,8 @@ WRONG = {
             block.ref_count += 1
         if new_seq_id in self.sequences:
             raise ValueError(f"sequence {new_seq_id!r} already exists")'''), (
-            "        for block in src.block_table:\n            block.ref_count += 1\n        child =", "        child =")),
+            "        for block in src.block_table:\n            block.ref_count += 1\n        child =",
+            "        child =")),
         "copy-on-write also for a full shared last block": ref.edit(MANAGER, (
             "needs_copy = num_new_tokens > 0 and room > 0 and last.ref_count > 1",
             "needs_copy = num_new_tokens > 0 and last is not None and last.ref_count > 1")),
@@ -228,8 +237,11 @@ WRONG = {
             "self.v_cache = torch.zeros(shape, dtype=dtype, device=device)",
             "self.v_cache = torch.zeros(shape, device=device)")),
         "no check of the sizes": ref.edit(POOL, ("            if size < 1:", "            if False:")),
+        "sizes checked with == 0 (a negative size passes)": ref.edit(
+            POOL, ("            if size < 1:", "            if size == 0:")),
         "checks only num_blocks and block_size": ref.edit(POOL, (
-            'sizes = {"num_blocks": num_blocks, "block_size": block_size, "num_heads": num_heads, "head_dim": head_dim}',
+            'sizes = {"num_blocks": num_blocks, "block_size": block_size, "num_heads": num_heads, '
+            '"head_dim": head_dim}',
             'sizes = {"num_blocks": num_blocks, "block_size": block_size}')),
         "v_cache is not contiguous (a permuted tensor)": ref.edit(POOL, (
             "self.v_cache = torch.zeros(shape, dtype=dtype, device=device)",
@@ -256,24 +268,30 @@ WRONG = {
             "    return torch.tensor(positions, dtype=torch.int64, device=block_ids.device)")),
         "multiplies the block table in place (.long() of an int64 tensor is that tensor)": ref.edit(SLOTS, (
             "    return block_ids.long()[positions // block_size] * block_size + positions % block_size",
-            "    ids = block_ids.long()\n    ids *= block_size\n    return ids[positions // block_size] + positions % block_size")),
+            "    ids = block_ids.long()\n    ids *= block_size\n"
+            "    return ids[positions // block_size] + positions % block_size")),
         "converts to int64 after multiplying (int32 overflows)": ref.edit(SLOTS, (
             "return block_ids.long()[positions // block_size] * block_size + positions % block_size",
             "return (block_ids[positions // block_size] * block_size + positions % block_size).long()")),
         "keeps block_ids' dtype (int32 slots for an int32 table)": ref.edit(SLOTS, (
             "return block_ids.long()[positions // block_size] * block_size + positions % block_size",
-            "return (block_ids.long()[positions // block_size] * block_size + positions % block_size).to(block_ids.dtype)")),
+            "return (block_ids.long()[positions // block_size] * block_size\n"
+            "            + positions % block_size).to(block_ids.dtype)")),
         "rejects a range that ends exactly at the table's end (>= instead of >)": ref.edit(SLOTS, (
-            "if start + count > block_ids.shape[0] * block_size:", "if start + count >= block_ids.shape[0] * block_size:")),
+            "if start + count > block_ids.shape[0] * block_size:",
+            "if start + count >= block_ids.shape[0] * block_size:")),
         "no check of a negative start": ref.edit(SLOTS, (
             "if start < 0 or count < 0 or block_size < 1:", "if count < 0 or block_size < 1:")),
     },
     WRITE: {
         "out-of-place index_copy (the result is thrown away)": ref.edit(WRITE, (
-            "\n    flat_k.index_copy_(0, slots, k.to(flat_k.dtype))", "\n    flat_k.index_copy(0, slots, k.to(flat_k.dtype))"), (
-            "\n    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))", "\n    flat_v.index_copy(0, slots, v.to(flat_v.dtype))")),
+            "\n    flat_k.index_copy_(0, slots, k.to(flat_k.dtype))",
+            "\n    flat_k.index_copy(0, slots, k.to(flat_k.dtype))"), (
+            "\n    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))",
+            "\n    flat_v.index_copy(0, slots, v.to(flat_v.dtype))")),
         "writes the keys into v_cache too": ref.edit(WRITE, (
-            "\n    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))", "\n    flat_v.index_copy_(0, slots, k.to(flat_v.dtype))")),
+            "\n    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))",
+            "\n    flat_v.index_copy_(0, slots, k.to(flat_v.dtype))")),
         "no shape check": ref.edit(WRITE, (
             "if tuple(k.shape) != expected or tuple(v.shape) != expected:", "if False:")),
         "a Python loop over tokens": ref.edit(WRITE, (
@@ -382,6 +400,8 @@ WRONG = {
             '    scores = torch.einsum("hd,thd->ht", q, keys) * scale')),
         "no check of q's shape": ref.edit(ATTENTION, (
             "if tuple(q.shape) != (pool.num_heads, pool.head_dim):", "if False:")),
+        "checks only that q is 2-D": ref.edit(ATTENTION, (
+            "if tuple(q.shape) != (pool.num_heads, pool.head_dim):", "if q.dim() != 2:")),
         "no upper bound on num_tokens": ref.edit(ATTENTION, (
             "if not 1 <= num_tokens <= block_ids.shape[0] * pool.block_size:", "if num_tokens < 1:")),
         "scale=0.0 taken as no scale (scale or the default)": ref.edit(ATTENTION, (
@@ -419,7 +439,8 @@ WRONG = {
         if last is not None and seq.block_table[position] is not last:
             copy_block(self.pool, last.block_id, seq.block_table[position].block_id)''')),
         "checks shapes only in write_kv (after the blocks are taken)": ref.edit(TENSOR_MANAGER, (
-            "        self._check_kv(k, v)\n        seq = self.allocate_for_sequence", "        seq = self.allocate_for_sequence")),
+            "        self._check_kv(k, v)\n        seq = self.allocate_for_sequence",
+            "        seq = self.allocate_for_sequence")),
         "compares seq.block_table[-1] before and after (misses the copy when new blocks come too)": ref.edit(
             TENSOR_MANAGER, (
                 '''        if last is not None and seq.block_table[position] is not last:
@@ -736,7 +757,8 @@ ALTERNATIVES = {
                 return returned
             """,
             "2.4.15": """
-                keys = ("total_blocks", "used_blocks", "free_blocks", "utilization", "fragmentation", "active_sequences")
+                keys = ("total_blocks", "used_blocks", "free_blocks", "utilization", "fragmentation",
+                        "active_sequences")
                 a = self.allocator
                 values = (a.num_blocks, a.num_used, a.num_free, a.utilization(), a.fragmentation(), len(self.sequences))
                 return dict(zip(keys, values))
@@ -787,7 +809,8 @@ ALTERNATIVES = {
             """,
             "2.6.2": "pos = torch.arange(start, start + count, dtype=torch.int64, device=block_ids.device)",
             "2.6.3": """
-                blocks = torch.index_select(block_ids.to(torch.int64), 0, torch.div(pos, block_size, rounding_mode="floor"))
+                index = torch.div(pos, block_size, rounding_mode="floor")
+                blocks = torch.index_select(block_ids.to(torch.int64), 0, index)
                 return blocks * block_size + torch.remainder(pos, block_size)
             """}),
     },
