@@ -499,9 +499,11 @@ def _check_task2_2_BlockAllocator():
     assert_plain_equal([allocator.allocate().block_id, allocator.allocate().block_id], [0, 2],
                        "ids of two allocate() calls after free(block 0), then free(block 2): the lowest free id first, not the last freed")
     allocator.get_block(1).ref_count += 1  # A second owner, as after a fork.
+    allocator.get_block(1).filled = 3
     allocator.free(allocator.get_block(1))
-    assert_plain_equal([allocator.get_block(1).ref_count, allocator.num_free], [1, 1],
-                       "[ref_count of block 1, num_free] after freeing one of its two references (it stays in use)")
+    assert_plain_equal([allocator.get_block(1).ref_count, allocator.get_block(1).filled, allocator.num_free], [1, 3, 1],
+                       "[ref_count and filled of block 1, num_free] after freeing one of its two references (it stays in use, "
+                       "its tokens too)")
     assert_raises(ValueError, "free() of block 3, which is free", allocator.free, allocator.get_block(3))
     assert_plain_equal([allocator.get_block(3).ref_count, allocator.num_free], [0, 1],
                        "[ref_count of block 3, num_free] after the failed free() (nothing may change)")
@@ -512,6 +514,8 @@ def _check_task2_2_BlockAllocator():
     assert_raises(ValueError, "BlockAllocator(0, 16)", BlockAllocator, 0, 16)
     assert_raises(ValueError, "BlockAllocator(4, 0)", BlockAllocator, 4, 0)
     assert_raises(ValueError, "BlockAllocator(-1, 16)", BlockAllocator, -1, 16)
+    assert_plain_equal([b.block_id for b in BlockAllocator(2, 4).allocate_n(2)], [0, 1],
+                       "block ids of BlockAllocator(2, 4).allocate_n(2): exactly as many as are free")
 
     ### BEGIN HIDDEN TESTS
     import random

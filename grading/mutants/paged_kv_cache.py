@@ -103,6 +103,11 @@ WRONG = {
         "free does not reset filled": ref.edit(ALLOC, (
             "            block.filled = 0\n            heapq.heappush", "            heapq.heappush")),
         "allocate_n(-1) returns an empty list": ref.edit(ALLOC, ("        if n < 0:\n", "        if False:\n")),
+        "allocate_n refuses to take the last free blocks (>= instead of >)": ref.edit(ALLOC, (
+            "        if n > len(self._free_ids):", "        if n >= len(self._free_ids) and n:")),
+        "free resets filled even when the block is still shared": ref.edit(ALLOC, (
+            "        block.ref_count -= 1\n        if block.ref_count == 0:\n            block.filled = 0\n",
+            "        block.ref_count -= 1\n        block.filled = 0\n        if block.ref_count == 0:\n")),
     },
     SEQ: {
         "a plain class with a shared mutable default list": ref.edit(SEQ, (
@@ -455,6 +460,11 @@ WRONG = {
         "the override copies the new block into the old one": ref.edit(TENSOR_MANAGER, (
             "copy_block(self.pool, last.block_id, seq.block_table[position].block_id)",
             "copy_block(self.pool, seq.block_table[position].block_id, last.block_id)")),
+        "append_kv checks the shapes after appending": ref.edit(TENSOR_MANAGER, (
+            "        self._check_kv(k, v)\n        start = seq.num_tokens\n"
+            "        self.append_tokens(seq, k.shape[0])\n",
+            "        start = seq.num_tokens\n        self.append_tokens(seq, k.shape[0])\n"
+            "        self._check_kv(k, v)\n")),
         "_check_kv compares only the head and dim sizes of v": ref.edit(TENSOR_MANAGER, (
             "or v.shape != k.shape:", "or v.shape[1:] != k.shape[1:]:")),
     },
@@ -688,6 +698,20 @@ ALTERNATIVES = {
                             utilization=a.utilization(), fragmentation=a.fragmentation(),
                             active_sequences=len(self.sequences))
             """}),
+        "takes the blocks first and gives them back on a duplicate id": ref.solve(MANAGER, todo={
+            "2.4.4": """
+                if num_tokens < 0:
+                    raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
+            """,
+            "2.4.5": """
+                blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))
+                if seq_id in self.sequences:
+                    for block in blocks:
+                        self.allocator.free(block)
+                    raise ValueError(f"sequence {seq_id!r} already exists")
+                for j, block in enumerate(blocks):
+                    block.filled = min(self.block_size, num_tokens - j * self.block_size)
+            """}),
         "divmod arithmetic and a shared access helper": ref.solve(MANAGER, before="import math", todo={
             "2.4.3": """
                 self._step = self._step + 1
@@ -919,6 +943,28 @@ ALTERNATIVES = {
                 weights = weights / weights.sum(dim=-1, keepdim=True)
                 return (weights[:, None, :] @ values).squeeze(1)
             """}),
+        "float64 inside, the result back in q's dtype": ref.solve(ATTENTION, todo={"2.10.4": """
+            scores = torch.einsum("hd,thd->ht", q.double(), keys.double()) * scale
+            weights = torch.softmax(scores, dim=-1)
+            return torch.einsum("ht,thd->hd", weights, values.double()).to(q.dtype)
+        """}),
+        "every slot of the table, the stale ones masked with -inf": ref.solve(ATTENTION, todo={
+            "2.10.3": """
+                index = block_ids.long()
+                keys = pool.k_cache[index].flatten(0, 1)
+                values = pool.v_cache[index].flatten(0, 1)
+                stale = torch.arange(keys.shape[0], device=keys.device) >= num_tokens
+            """,
+            "2.10.4": """
+                scores = torch.einsum("hd,thd->ht", q, keys) * scale
+                weights = torch.softmax(scores.masked_fill(stale[None, :], float("-inf")), dim=-1)
+                return torch.einsum("ht,thd->hd", weights, values)
+            """}),
+        "a softmax through logsumexp": ref.solve(ATTENTION, todo={"2.10.4": """
+            scores = torch.einsum("hd,thd->ht", q, keys) * scale
+            weights = torch.exp(scores - torch.logsumexp(scores, dim=-1, keepdim=True))
+            return torch.einsum("ht,thd->hd", weights, values)
+        """}),
     },
     TENSOR_MANAGER: {
         "compares whole tables before and after, writes by indexing": ref.solve(
