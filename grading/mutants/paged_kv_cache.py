@@ -137,6 +137,23 @@ WRONG = {
             "    num_tokens: int = 0\n    block_table: list = field(default_factory=list)\n")),
     },
     MANAGER: {
+        # The first answer is the bundled typical_mistakes sample, which must lose points in every graded part.
+        "one typical slip per part: duplicate id checked after taking blocks, 0 tokens not an access, "
+        "no copy-on-write, release counts every block": ref.edit(MANAGER, (
+            '''        if seq_id in self.sequences:
+            raise ValueError(f"sequence {seq_id!r} already exists")
+        if num_tokens < 0:''', '''        if num_tokens < 0:'''), (
+            "        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))\n",
+            '''        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))
+        if seq_id in self.sequences:
+            raise ValueError(f"sequence {seq_id!r} already exists")
+'''), (
+            '''            raise ValueError(f"num_new_tokens must be >= 0, got {num_new_tokens}")''',
+            '''            raise ValueError(f"num_new_tokens must be >= 0, got {num_new_tokens}")
+        if num_new_tokens == 0:
+            return'''), (
+            "needs_copy = num_new_tokens > 0 and room > 0 and last.ref_count > 1", "needs_copy = False"), (
+            "freed += block.ref_count == 0", "freed += 1")),
         "append into a shared block without copy-on-write": ref.edit(MANAGER, (
             "needs_copy = num_new_tokens > 0 and room > 0 and last.ref_count > 1",
             "needs_copy = False")),
@@ -414,6 +431,14 @@ WRONG = {
             "    scale = scale or 1.0 / math.sqrt(pool.head_dim)")),
     },
     TENSOR_MANAGER: {
+        # The first answer is the bundled typical_mistakes sample, which must lose points in every graded part.
+        "one typical slip per part: block_ids without a dtype, no content copy on copy-on-write": ref.edit(
+            TENSOR_MANAGER, (
+                "return torch.tensor([block.block_id for block in seq.block_table], dtype=torch.int64,",
+                "return torch.tensor([block.block_id for block in seq.block_table],"), (
+                '''        if last is not None and seq.block_table[position] is not last:
+            copy_block(self.pool, last.block_id, seq.block_table[position].block_id)''',
+                '''        pass''')),
         "no content copy on copy-on-write (the copy holds stale data)": ref.edit(TENSOR_MANAGER, (
             '''        if last is not None and seq.block_table[position] is not last:
             copy_block(self.pool, last.block_id, seq.block_table[position].block_id)''',
