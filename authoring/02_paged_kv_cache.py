@@ -157,7 +157,7 @@ print(setup_summary(DEVICE, SEED))
 #
 # 管理器维护一个**逻辑时钟** `step`，每次访问（分配、追加、分叉、touch）加一。每个序列记录 `last_access_step`（最近一次访问时
 # 的时钟值）和 `use_count`（被访问的次数）。LRU（最近最少使用）驱逐 `last_access_step` 最小的序列；LFU（最不经常使用）驱逐
-# `(use_count, last_access_step)` 最小的序列。用计数器而不用挂钟时间，每次回放都是确定的：不会因计时精度而出现平局，同一条访问轨迹（trace）
+# `(use_count, last_access_step)` 最小的序列。用计数器而不用墙钟时间，每次回放都是确定的：不会因计时精度而出现平局，同一条访问轨迹（trace）
 # 总是选出同样的受害者（victim）。
 #
 # 并行采样和束搜索会**分叉**（fork）一个序列：子序列共享父序列的全部块，每个共享块的 `ref_count` 记录它有几个所有者。只有当最后
@@ -781,7 +781,7 @@ _check_task2_3_SequenceKVCache()
 # `total_blocks`、`used_blocks`、`free_blocks`、`active_sequences`（int）以及 `utilization`、`fragmentation`（float，与分配器
 # 的计算相同）。
 #
-# **分部分评分：** 2.4.1 `allocate_for_sequence`（TODO 2.4.1–2.4.6，2 分）· 2.4.2 不涉及共享的 `append_tokens`（TODO 2.4.7、
+# **分部分计分：** 2.4.1 `allocate_for_sequence`（TODO 2.4.1–2.4.6，2 分）· 2.4.2 不涉及共享的 `append_tokens`（TODO 2.4.7、
 # 2.4.8、2.4.10，2 分）· 2.4.3 `fork` 与写时复制（TODO 2.4.9、2.4.11、2.4.12，2 分）· 2.4.4 `touch`、`release`、`summary`
 # （TODO 2.4.13–2.4.15，2 分）。每个部分都需要构造函数、`step` 与 `_access`（TODO 2.4.1–2.4.3）；除此之外，为了让一处失误
 # 不连累其他部分，2.4.2–2.4.4 的测试**手工**构造序列：从 `manager.allocator` 取块，
@@ -2839,7 +2839,7 @@ _check_task2_10_paged_attention()
 # 新块，而不是副本。因此，在调用 `super().append_tokens(...)` 之前，记下最后一个块的**位置**（`len(seq.block_table) - 1`）和该位置上
 # 的块对象；调用之后比较**该位置**上的块：若换成了另一个对象，就说明发生了复制，而这个块就是副本。
 #
-# **分部分评分：** 2.11.1 `prefill`、`block_ids`、`gather`（TODO 2.11.1–2.11.5，2 分）· 2.11.2 写时复制保留原有 token
+# **分部分计分：** 2.11.1 `prefill`、`block_ids`、`gather`（TODO 2.11.1–2.11.5，2 分）· 2.11.2 写时复制保留原有 token
 # （TODO 2.11.6，2 分）· 2.11.3 `append_kv`（TODO 2.11.7，2 分）。每个部分都需要构造函数（TODO 2.11.1）。2.11.2 的测试用基类的
 # `allocate_for_sequence` 与 `fork` 建序列，并自己读写池，因此不依赖 `prefill`、`block_ids` 和 `gather`。2.11.3 的测试也自己读取池，
 # 但你的 `append_kv` 会用到你的 `_check_kv` 与 `block_ids`，而且测试会分叉，因此它需要这两者以及 2.11.2 都正确。
