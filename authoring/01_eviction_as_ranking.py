@@ -1199,6 +1199,8 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | block | 块 | a fixed number of token slots |
 # | block size | 块大小 | |
 # | block table | 块表 | |
+# | logical / physical block | 逻辑块 / 物理块 | |
+# | offset (in a block) | 偏移 | |
 # | slot | 槽位 | |
 # | paged (KV cache), paging | 分页 | |
 # | allocator | 分配器 | |
@@ -1249,6 +1251,9 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | device | 设备 | |
 # | dtype | 数据类型（dtype） | |
 # | index | 索引 | |
+# | advanced indexing | 高级索引 | |
+# | contiguous | 连续存储 | |
+# | overflow | 溢出 | |
 # | vectorize | 向量化 | |
 # | in place | 原地 | an operation that changes its input |
 # | copy / view (of a tensor) | 副本 / 视图 | |
@@ -1264,6 +1269,9 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | wall time / CPU time | 墙钟时间 / CPU 时间 | |
 # | cost model, fixed cost | 代价模型, 固定开销 | |
 # | attention, attention head | 注意力, 注意力头 | |
+# | query (vector) | 查询向量 | |
+# | grouped-query attention (GQA) | 分组查询注意力（GQA） | |
+# | parallel sampling, beam search | 并行采样, 束搜索 | |
 # | attention sink | 注意力汇点 | |
 # | budget (of kept tokens) | 预算 | |
 # | recent window | 最近窗口 | |
