@@ -82,7 +82,10 @@ def _attribute_filter(reserved_ids: frozenset[str]):
         if tag == "a" and name == "href":
             return _scheme(value) != "data"
         if tag == "img" and name == "src":
-            return _scheme(value) != "data" or bool(_IMAGE_DATA_URL.fullmatch(value.strip()))
+            # An image loads as the page opens, with the grader's cookies: no address on the Jupyter
+            # server itself (a relative "/logout" would log the grader out), only the web and data: images.
+            scheme = _scheme(value)
+            return scheme in ("http", "https") or (scheme == "data" and bool(_IMAGE_DATA_URL.fullmatch(value.strip())))
         if tag == "img" and name in ("alt", "width", "height"):
             return True
         if tag in ("td", "th") and name in ("align", "colspan", "rowspan"):
@@ -224,11 +227,11 @@ def _clean_cell_metadata(metadata: dict) -> dict:
 def _clean_notebook_metadata(metadata: dict) -> dict:
     kept = {}
     kernelspec = metadata.get("kernelspec")
-    if isinstance(kernelspec, dict):
+    if isinstance(kernelspec, dict) and all(isinstance(kernelspec.get(key), str) for key in ("name", "display_name")):
         kept["kernelspec"] = {key: value for key, value in kernelspec.items()
                               if key in ("name", "display_name", "language") and isinstance(value, str)}
     language = metadata.get("language_info")
-    if isinstance(language, dict):
+    if isinstance(language, dict) and isinstance(language.get("name"), str):
         kept["language_info"] = {key: value for key, value in language.items()
                                  if key in ("name", "version", "file_extension", "mimetype", "pygments_lexer",
                                             "nbconvert_exporter") and isinstance(value, str)}
