@@ -5,9 +5,10 @@ touch files or processes, read IPython's history or the source of the calling ce
 ``traceback``, ``inspect``), or display HTML, JavaScript or Markdown (which could run script in the
 grader's browser; grading/sanitize.py removes it from what formgrader and feedback show). Code
 that does is most likely an attempt to game the grader (or a very unusual answer), so the grading
-command gives it the status "needs a manual look" and says where it is. The scan takes no points away: the guard (grading/guard.py) and
-the sandbox (grading/sandbox.py) already make such code fail the tests; the scan makes sure an
-instructor sees it, including tricks subtle enough to get past the guard.
+command gives it the status "needs a manual look" and says where it is. The scan takes no points
+away: the guard (grading/guard.py) and the sandbox (grading/sandbox.py) already make such code fail
+the tests; the scan makes sure an instructor sees it, including tricks subtle enough to get past
+the guard.
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def findings(source: str, imported: set[str]) -> list[tuple[int, str]]:
             if isinstance(node, ast.ImportFrom):
                 active = [alias.name for alias in node.names if alias.name in _ACTIVE_DISPLAY]
                 if active:
-                    found.append((line, f"displays HTML, JavaScript or Markdown ({', '.join(active)} from {node.module})"))
+                    names = ", ".join(active)
+                    found.append((line, f"displays HTML, JavaScript or Markdown ({names} from {node.module})"))
         elif isinstance(node, ast.Attribute):
             if node.attr in _ATTRIBUTES:
                 found.append((line, f"uses .{node.attr}"))

@@ -25,10 +25,10 @@ import urllib.request
 
 import nbformat
 import pytest
+from conftest import copy_course
 from payloads import INERT, LEAK_PREFIX, LIVE, MARKER, hostile_submission, read
 from test_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, _free_port, playwright
 
-from conftest import copy_course
 from grading.config import ASSIGNMENTS
 from grading.feedback import hidden_lines
 from grading.formgrader import server_command
@@ -139,7 +139,7 @@ def formgrader(course):
         except OSError:
             if time.time() > deadline or server.poll() is not None:
                 server.kill()
-                raise RuntimeError(f"JupyterLab did not start: {(root / 'server.log').read_text()[-2000:]}")
+                raise RuntimeError(f"JupyterLab did not start: {(root / 'server.log').read_text()[-2000:]}") from None
             time.sleep(0.5)
     yield base, root
     server.terminate()

@@ -5,8 +5,9 @@ skip-execution; a deleted test cell; an infinite loop (interrupted by the cell t
 that ignores interrupts (killed by the per-student limit, while the others are still graded); and a
 file saved as "Copy of 01_eviction_as_ranking.ipynb"; and a student's own cell between tasks (it
 runs) followed by a broken experiment cell after the last test (skipped); a 64 GiB allocation
-under a 4 GiB memory limit; a notebook whose metadata was lost and whose cells were moved; a test cell edited to `pass`; 200,000 printed lines; sys.exit() and os._exit() in a solution cell; two files
-of one student in a flat folder (the original and a newer "_copy").
+under a 4 GiB memory limit; a notebook whose metadata was lost and whose cells were moved; a test
+cell edited to `pass`; 200,000 printed lines; sys.exit() and os._exit() in a solution cell; two
+files of one student in a flat folder (the original and a newer "_copy").
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ import copy
 import os
 
 import nbclient
-import nbformat
 import nbgrader
 import pytest
 from bs4 import BeautifulSoup
@@ -80,7 +79,8 @@ def payload_outputs():
     release = read(ROOT, "release", ASSIGNMENTS[0])
     hostile = hostile_submission(release, read(ROOT, "source", ASSIGNMENTS[0]))
     cells = [cell for cell in hostile.cells if cell.cell_type == "code" and "payload_out" in cell.source]
-    notebook = new_notebook(cells=copy.deepcopy(cells), metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3"}}
+    notebook = new_notebook(cells=copy.deepcopy(cells), metadata=kernel)
     nbclient.NotebookClient(notebook, allow_errors=True, timeout=60).execute()
     return {cell.source: cell.outputs for cell in notebook.cells}
 
@@ -135,7 +135,8 @@ FRAGMENTS = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "<svg 
              "<a href='javascript:alert(1)'>x</a>", "[x](javascript:alert(1))", "[x](JaVaScRiPt:alert(1))",
              "<iframe srcdoc='<script>alert(1)</script>'>", "<details open ontoggle=alert(1)>", "$x<y$", "$$a$$",
              "```\ncode <b>\n```", "# Heading", "- item", "**bold**", "<b>b</b>", "<!-- c -->", "&lt;", "<",
-             "<img src='data:image/svg+xml;base64,PHN2Zz4='>", "<a href='data:text/html,x'>d</a>", "| a | b |\n|---|---|\n| 1 | 2 |",
+             "<img src='data:image/svg+xml;base64,PHN2Zz4='>", "<a href='data:text/html,x'>d</a>",
+             "| a | b |\n|---|---|\n| 1 | 2 |", "<img src=/logout>",
              "<style>*{}</style>", "<math><mtext><img src=x onerror=alert(1)></mtext></math>", "text", "中文"]
 
 
