@@ -6,6 +6,7 @@ fills it on every ``make notebooks``):
 - ``given: header``: the title, the badges, the difficulty/time/points/GPU lines and how to work,
   from the notebook's table in ``authoring/course.toml`` and the points of its test cells;
 - ``given: setup``: the setup cell, the same in every notebook;
+- ``given: glossary``: the course's glossary, from its table in docs/AUTHORING.md (§7);
 - ``given: ["02_paged_kv_cache/task2_2_BlockAllocator", ...]``: read-only code made of those
   reference solutions of earlier notebooks (grading.reference), in that order.
 
@@ -24,6 +25,7 @@ from grading.config import BRANCH, REPOSITORY, ROOT, colab_url, install_spec, ra
 from grading.reference import solution_cells, without_todos
 
 CATALOGUE = "authoring/course.toml"
+GUIDE = "docs/AUTHORING.md"
 _ORIGIN = re.compile(r"^(\d\d_\w+)/(task(\d+)_(\d+)_(\w+))$")
 
 
@@ -105,6 +107,30 @@ seed_everything(SEED)
 print(setup_summary(DEVICE, SEED))'''
 
 
+def glossary(root: Path = ROOT) -> str:
+    """The glossary cell: the table of the authoring guide's glossary section, with a bilingual intro.
+
+    Raises:
+        ValueError: when the guide has no "## 7. Glossary" section with a table.
+    """
+    text = (root / GUIDE).read_text(encoding="utf-8")
+    match = re.search(r"^## 7\. Glossary[^\n]*\n(.*?)(?=^## )", text, re.S | re.M)
+    table = [line for line in (match.group(1) if match else "").splitlines() if line.startswith("|")]
+    if not table:
+        raise ValueError(f"{GUIDE} has no table under '## 7. Glossary'")
+    intro = [
+        "## Glossary | 术语表",
+        "",
+        "The course uses one Chinese term for each concept, in every notebook, hint and table. Code identifiers stay",
+        "in English (`seq_id`, `block_table`).",
+        "",
+        "本课程对每个概念只用一个中文术语，所有 notebook、提示和表格都一样。"
+        "代码标识符保留英文（`seq_id`、`block_table`）。",
+        "",
+    ]
+    return "\n".join(intro + table)
+
+
 def given_code(assignment: str, origins: list[str], sources: dict[str, NotebookNode]) -> str:
     """Read-only code made of the reference solutions named by ``origins``, in their order.
 
@@ -158,10 +184,13 @@ def fill(assignment: str, notebook: NotebookNode, sources: dict[str, NotebookNod
             text = header(assignment, entries[assignment], points(notebook))
         elif kind == "setup":
             text = setup()
+        elif kind == "glossary":
+            text = glossary(root)
         elif isinstance(kind, list):
             text = given_code(assignment, kind, sources)
         else:
-            raise ValueError(f"{assignment}: unknown given cell {kind!r} (header, setup, or a list of origins)")
+            raise ValueError(f"{assignment}: unknown given cell {kind!r} "
+                             "(header, setup, glossary or a list of origins)")
         if cell.source != text:
             cell.source = text
             changed.append(cell.get("id", "?"))

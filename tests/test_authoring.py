@@ -32,13 +32,13 @@ def test_every_given_cell_equals_its_origin():
         sources[assignment] = notebook
     kinds = {str(cell.metadata["given"]) for notebook in sources.values() for cell in notebook.cells
              if "given" in cell.metadata}
-    assert {"header", "setup"} <= kinds and any(kind.startswith("[") for kind in kinds), kinds
+    assert {"header", "setup", "glossary"} <= kinds and any(kind.startswith("[") for kind in kinds), kinds
 
 
 @pytest.fixture
 def course(tmp_path):
-    """A scratch copy of authoring/ and source/ (what the sync reads and writes)."""
-    for folder in ("authoring", "source"):
+    """A scratch copy of what the sync reads and writes: authoring/, source/ and the guide's glossary."""
+    for folder in ("authoring", "source", "docs"):
         shutil.copytree(ROOT / folder, tmp_path / folder)
     return tmp_path
 

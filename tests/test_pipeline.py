@@ -51,13 +51,13 @@ def test_unchanged_release_scores_zero(sample_grades, assignment):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_typical_mistakes_lose_points_in_every_task(sample_grades, assignment):
     scores, _ = sample_grades[("typical_mistakes", assignment)]
-    # A task graded in parts (labels N.M.K) counts as one task: its typical mistake costs some part of it.
-    tasks: dict[str, list[float]] = {}
+    tasks: dict[str, list[float]] = {}  # Task N.M -> [score, max]; parts N.M.K count for their task.
     for label, (score, maximum) in scores.tasks.items():
-        totals = tasks.setdefault(".".join(label.split(".")[:2]), [0.0, 0.0])
+        task = ".".join(label.split(".")[:2])
+        totals = tasks.setdefault(task, [0.0, 0.0])
         totals[0] += score
         totals[1] += maximum
-    full = [label for label, (score, maximum) in tasks.items() if score >= maximum]
+    full = [task for task, (score, maximum) in tasks.items() if score >= maximum]
     assert tasks and not full, f"tasks where the typical mistake kept full marks: {full}"
 
 
