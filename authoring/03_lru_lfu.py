@@ -123,7 +123,7 @@ print(setup_summary(DEVICE, SEED))
 #
 # **为什么 LFU 需要用新近度打破平局。** 许多序列的计数相同且很小：每个新进入的序列 `use_count` 都是 1。如果没有第二个键，LFU 只能按 id
 # （也就是任意地）在它们之中挑选：它可能驱逐上一步刚进入的序列，却留下很久以前只用过一次、之后再也没用过的序列。以 $t_\text{last}$
-# 为第二个键后，LFU 在计数相同的序列之间就像 LRU 一样，陈旧的条目先离开。
+# 为第二个键后，LFU 在计数相同的序列之间就像 LRU 一样，最久没被访问的序列先离开。
 #
 # **The optimum.** For blocks of one size and a known future, Belady's MIN evicts the block whose next use lies
 # farthest in the future; no policy has more hits on the same trace. It needs the future, so no engine can run
@@ -507,7 +507,7 @@ class PagedKVCacheManager:
 #
 # 编写基类 `EvictionPolicy`。它的 `select_victim` 是抽象方法（抛出 `NotImplementedError`，这一行已给出）。请完成 TODO 3.1.1，
 # 即每个子类都会用到的辅助方法 `candidates(sequences, protected)`：可以被驱逐的 id，也就是 `sequences` 中不在 `protected` 里的键，
-# 每次调用都返回一个**新的有序列表**（这样子类看到的 id 顺序是固定的，并且可以修改拿到的列表）。`protected` 中不在缓存里的 id 直接忽略。
+# 每次调用都返回一个**新的有序列表**（这样子类看到的 id 顺序是确定的，并且可以修改拿到的列表）。`protected` 中不在缓存里的 id 直接忽略。
 
 # %% nbgrader={"grade": false, "grade_id": "task3_1_EvictionPolicy", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class EvictionPolicy:
@@ -866,7 +866,7 @@ _check_task3_3_LFUPolicy()
 # 因此有 1 个空闲块。`child` 受保护时，驱逐 `parent` 释放不了任何块，驱逐 `other` 释放 1 个块：最多只能有 2 个空闲块，
 # 要求 3 个块时必须立即抛出异常。
 #
-# 分部分评分：3.4.1 参数与无需驱逐（1 分）· 3.4.2 拒绝执行，包括共享块（2 分）· 3.4.3 按策略的顺序驱逐（2 分）。
+# 分部分计分：3.4.1 参数与无需驱逐（1 分）· 3.4.2 拒绝执行，包括共享块（2 分）· 3.4.3 按策略的顺序驱逐（2 分）。
 
 # %% nbgrader={"grade": false, "grade_id": "task3_4_evict_until_fit", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def evict_until_fit(manager, policy, blocks_needed, protected=frozenset()):
@@ -1676,7 +1676,7 @@ _check_task3_7_evict_order_t()
 # `course.replay.replay(trace, capacity, policy)` 以块为单位回放访问轨迹：每个请求按顺序访问它的前缀块；块已在缓存中即为命中，
 # 否则为未命中并插入该块（缓存已有 `capacity` 个块时先驱逐一个）。每个块是一个单位（相当于只占一个块的 `SequenceKVCache`），
 # 所以你的策略对象可以直接接入：回放把记录字典交给它们，记录带有 `seq_id`、`last_access_step`（该次访问在访问轨迹中的位置）、
-# `use_count`（插入以来的访问次数）和 `num_blocks()`；回放还会**保护**当前请求已经访问过的块，就像引擎固定运行中请求的块一样。
+# `use_count`（插入以来的使用次数）和 `num_blocks()`；回放还会**保护**当前请求已经访问过的块，就像引擎固定运行中请求的块一样。
 # `replay` 支持的策略有：快速的内置 LRU、LFU、FIFO 和 Belady 的 MIN，libCacheSim 的 ARC 与 S3-FIFO（`"lcs:ARC"`、`"lcs:S3FIFO"`，
 # 需要 `libcachesim` 包），以及任何带 `select_victim` 的对象，例如你写的类。你的类在 Python 中运行，每次驱逐调用一次
 # `select_victim`，所以下面的工作负载都很小。
@@ -1846,7 +1846,7 @@ for name, differences in lfu_differences.items():
 #
 # **曲线说明了什么。** *循环*：对多于缓存容量的块做循环扫描是 LRU 的最坏情况：每个块都恰好在它再次被访问之前被驱逐，所以在整个循环
 # 装得下之前 LRU 的命中率为 0；LFU 也好不到哪里去，因为循环中每个块的计数都一样小，用新近度打破平局使它变成了 LRU（FIFO 和 ARC 也落在
-# 同一条零线上）。Belady 保留循环中固定的一部分，每轮都在这部分上命中（对 $L$ 个块的循环约为 $C/L$）；S3-FIFO 让新块先在一个小 FIFO 里
+# 同一条零线上）。Belady 始终保留循环中的同一部分，每轮都在这部分上命中（对 $L$ 个块的循环约为 $C/L$）；S3-FIFO 让新块先在一个小 FIFO 里
 # 证明自己的价值再进入主队列，也能保留循环的一部分。*Zipf 文档*：稳定的热点集合（系统提示和热门文档）正是频率发挥作用的地方：容量小时
 # LFU 高于 LRU，因为一遍访问冷门文档不会把热门文档挤出去。*多轮对话*：共享的系统提示访问频繁，而每个对话的历史又是最近访问的，所以频率和
 # 新近度各有帮助；容量小时 LFU 保住了系统提示，而当活跃对话都装得下时 LRU 就追了上来。没有任何实际策略能达到 Belady：曲线与 MIN 之间的

@@ -61,10 +61,10 @@ print(setup_summary(DEVICE, SEED))
 # %% [markdown]
 # ## 导读 | Overview
 #
-# 前缀缓存把系统提示、文档、对话历史等提示前缀的 KV 张量留在显存里，让之后带有相同前缀的请求跳过预填充；可显存是固定的，新前缀放不下时
+# 前缀缓存把系统提示、文档、对话历史等提示前缀的 KV 张量留在显存里，让之后带有相同前缀的请求跳过预填充；可显存容量有限，新前缀放不下时
 # 调度器必须驱逐一些条目。本 notebook 的调度器给每个条目打分（命中次数、新近度、大小），驱逐分数最低者，并用带惰性删除的最小堆找到它。
 # 这里有两个容易出错的地方：堆里会留下过期条目，而只按分数判断一个元素是否过期，一旦分数可能回落就会驱逐错误的前缀；另外分数只在访问时
-# 计算一次，它的新近度项其实从不变化。你先写出条目记录和堆调度器（按方法分部分评分），再把状态搬到张量中，复现同样的决定，并做到堆难以低成本完成的事：
+# 计算一次，它的新近度项其实从不变化。你先写出条目记录和堆调度器（按方法分部分计分），再把状态搬到张量中，复现同样的决定，并做到堆难以低成本完成的事：
 # 在驱逐时刻为每个条目重新评分；最后在访问轨迹上把两者与 LRU 和 Belady 比较，并测量张量版本何时比堆快。
 #
 # A prefix cache keeps the KV tensors of prompt prefixes (a system prompt, a document, a chat's history) in device
@@ -105,7 +105,7 @@ print(setup_summary(DEVICE, SEED))
 # 3. **How not to act on stale information?** Scores change when entries are used. A priority queue that cannot
 #    update an item in place keeps old copies of it; the scheduler must recognise them and skip them.
 #
-# 前缀缓存保存提示前缀（系统提示、文档、对话历史）的 KV 张量，使之后带有相同前缀的请求可以跳过预填充。内存是固定的
+# 前缀缓存保存提示前缀（系统提示、文档、对话历史）的 KV 张量，使之后带有相同前缀的请求可以跳过预填充。内存容量是定值
 # （`capacity_bytes`），因此调度器在每个请求上都要回答三个问题：
 #
 # 1. **保留什么？** 给每个缓存条目一个分数，估计它将来有多大用处。
@@ -368,7 +368,7 @@ _check_task5_1_CacheEntry()
 # - TODO 5.2.7 `snapshot()`：返回在缓存中的条目的元组 `(prefix, bytes, round(priority, 4), hits)` 的列表，按 `(-priority, last_used, prefix)`
 #   排序：最有价值的在前。
 #
-# 分部分评分：5.2.1 `__init__`（1 分）· 5.2.2 `_score`（1 分）· 5.2.3 `_refresh_queue`（1 分）· 5.2.4 `_evict_until_fit`（2 分）·
+# 分部分计分：5.2.1 `__init__`（1 分）· 5.2.2 `_score`（1 分）· 5.2.3 `_refresh_queue`（1 分）· 5.2.4 `_evict_until_fit`（2 分）·
 # 5.2.5 `touch`（2 分）· 5.2.6 `schedule`（1 分）· 5.2.7 `snapshot`（1 分）· 5.2.8 整个模拟器（1 分）。前七个测试各自单独检查一个方法：
 # 它直接设置状态（不运行你的 `__init__`），或者把该方法调用的方法换成只记录调用的简单替身。所以请严格按契约来写：使用上面的属性名，
 # 并在契约点名的地方调用 `_score`、`_refresh_queue`、`_evict_until_fit` 和 `touch`。
@@ -1134,7 +1134,7 @@ _check_task5_2_8_whole_simulator()
 #
 # `rescore=False` 时，在任何访问轨迹上日志和快照都与 `KVCacheSchedulerSim` 相同；`rescore=True` 时，用新算出的分数选择受害者。
 #
-# 分部分评分：5.3.1 `__init__`（1 分）· 5.3.2 重新评分（1 分）· 5.3.3 选择受害者（2 分）· 5.3.4 `touch`（2 分）· 5.3.5 `snapshot`
+# 分部分计分：5.3.1 `__init__`（1 分）· 5.3.2 重新评分（1 分）· 5.3.3 选择受害者（2 分）· 5.3.4 `touch`（2 分）· 5.3.5 `snapshot`
 # （1 分）· 5.3.6 整个调度器与堆模拟器的对照（2 分）。与任务 5.2 一样，5.3.2 到 5.3.5 部分的测试直接设置状态，`touch` 的测试把
 # `_victim` 换成一个替身。
 #
@@ -1845,7 +1845,7 @@ widgets.interact(draw_scores, hits=widgets.IntSlider(value=2, min=1, max=6),
 #
 # - **单位大小的块**（每块 1 字节，容量以块计）：LRU 和 Belady 的 MIN 来自课程的回放引擎 `course.replay.replay(trace, capacity, policy)`，
 #   此时 MIN 是真正的最优解，即上限；
-# - **大小不同的块**（16 到 128 KiB，每块固定）：回放引擎只支持单位大小的块，所以这里按字节编写 LRU 和 Belady 的“下次使用最远者先出”
+# - **大小不同的块**（16 到 128 KiB，每块大小不变）：回放引擎只支持单位大小的块，所以这里按字节编写 LRU 和 Belady 的“下次使用最远者先出”
 #   规则（代码会在单位大小上与引擎核对）。块大小不同时 Belady 规则是很强的离线启发式，而不是上界。我们报告**命中率**
 #   （复用条目的访问占比）和**字节命中率**（从缓存提供的字节占请求字节的比例，更接近节省的预填充时间）。
 #

@@ -132,8 +132,10 @@ WRONG = {
             ('        self._refresh_queue(prefix)\n        self.log.append(f"add:{prefix}")',
              "        self._refresh_queue(prefix)")),
         "scans the entries instead of popping the heap": ref.edit(
-            SIM, ("            while self.queue:\n                priority, last_used, prefix = heapq.heappop(self.queue)\n",
-                  "            while False:\n                priority, last_used, prefix = heapq.heappop(self.queue)\n")),
+            SIM, ("            while self.queue:\n"
+                  "                priority, last_used, prefix = heapq.heappop(self.queue)\n",
+                  "            while False:\n"
+                  "                priority, last_used, prefix = heapq.heappop(self.queue)\n")),
         "checks bytes_ on a miss only": ref.edit(
             SIM, (_SIZE_CHECK,
                   "        if prefix not in self.entries and (bytes_ < 1 or bytes_ > self.capacity_bytes):\n")),
@@ -166,7 +168,8 @@ WRONG = {
         "device stored as given (None stays None)": ref.edit(
             TENSOR, ('self.device = torch.device("cpu") if device is None else torch.device(device)',
                      'self.device = device\n        zeros_device = torch.device("cpu") if device is None else device'),
-            ("zeros = dict(size=(max_entries,), device=self.device)", "zeros = dict(size=(max_entries,), device=zeros_device)")),
+            ("zeros = dict(size=(max_entries,), device=self.device)",
+             "zeros = dict(size=(max_entries,), device=zeros_device)")),
         "rescores even when rescore=False": ref.edit(
             TENSOR, ("        if self.rescore:\n            age", "        if True:\n            age")),
         "rescore without clamping the age at 0": ref.edit(
