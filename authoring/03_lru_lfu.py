@@ -1928,7 +1928,7 @@ LABELS = ["LFU", "FIFO", "ARC (libCacheSim)", "S3-FIFO (libCacheSim)"]
 names = list(curves)
 fig, ax = plt.subplots(figsize=(10, 4.2))
 width = 0.8 / len(LABELS)
-print(f"{'workload':30s} {'capacity':>8s} " + " ".join(f"{policy_name[:12]:>12s}" for policy_name in LABELS))
+print(f"{'workload':30s} {'capacity':>8s} " + " ".join(f"{policy_name:>22s}" for policy_name in LABELS))
 for i, name in enumerate(names):
     row = curves[name]
     small = name in WORKLOADS
@@ -1938,7 +1938,7 @@ for i, name in enumerate(names):
     lru = lru_hit_ratio_curve(trace, [capacity])[capacity].hit_ratio
     gaps = [share_of_gap((row["your LFUPolicy"] if small and policy_name == "LFU" else row[policy_name])[k], lru,
                          row["Belady's MIN"][k]) for policy_name in LABELS]
-    print(f"{name:30s} {capacity:8d} " + " ".join(f"{g:12.2f}" for g in gaps))
+    print(f"{name:30s} {capacity:8d} " + " ".join(f"{g:22.2f}" for g in gaps))
     for j, g in enumerate(gaps):
         ax.bar(i + (j - (len(LABELS) - 1) / 2) * width, g, width, label=LABELS[j] if i == 0 else None,
                color=f"C{j + 1}")
