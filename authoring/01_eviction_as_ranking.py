@@ -1194,6 +1194,9 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | lexicographic order | 字典序 | |
 # | cache hit / miss | 命中 / 未命中 | |
 # | hit ratio | 命中率 | |
+# | byte hit ratio | 字节命中率 | hits weighted by size |
+# | stack distance | 栈距离 | |
+# | hot set | 热点集合 | |
 # | capacity | 容量 | |
 # | KV cache | KV 缓存 | |
 # | block | 块 | a fixed number of token slots |
@@ -1221,6 +1224,8 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | radix tree | 基数树 | SGLang's RadixAttention |
 # | salt | 盐 | |
 # | trace | 访问轨迹 | never 访问序列 (序列 is a sequence) or 轨迹 alone |
+# | stand-in trace | 替代访问轨迹 | a small trace made to behave like a real one |
+# | system prompt | 系统提示 | |
 # | synthetic trace | 合成访问轨迹 | Mooncake's published one is synthetic |
 # | replay | 回放 | |
 # | workload | 工作负载 | |
@@ -1246,6 +1251,13 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | stale entry | 过期条目 | a heap item whose entry changed |
 # | lazy deletion | 惰性删除 | |
 # | rescoring | 重新评分 | |
+# | heap item | 元素 | what a heap holds |
+# | frozen score | 冻结分数 | a score computed once and kept |
+# | age (of an entry) | 年龄 | time since its last access |
+# | live slot, live entry | 有效槽位, 有效条目 | |
+# | logical time | 逻辑时间 | the logical clock's reading |
+# | snapshot | 快照 | |
+# | log | 日志 | |
 # | tensor | 张量 | |
 # | mask | 掩码 | |
 # | device | 设备 | |
@@ -1259,6 +1271,8 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | copy / view (of a tensor) | 副本 / 视图 | |
 # | skeleton (of a task) | 骨架 | the given code with TODO blanks |
 # | contract (of a function) | 契约 | what its docstring promises |
+# | stand-in (test double) | 替身 | |
+# | gap closed | 弥补的差距 | the share of the gap to Belady closed |
 # | key column | 键列 | one tensor of a lexicographic key |
 # | graded in parts | 分部分计分 | |
 # | prefill | 预填充 | never "prefill" in Chinese text |
