@@ -10,11 +10,11 @@ import sys
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearMarkScheme, ClearOutput, GetGrades,
-                                    IgnorePattern, IncludeHeaderFooter, LimitOutput, LockCells, SaveAutoGrades)
+                                    IgnorePattern, IncludeHeaderFooter, LimitOutput, LockCells)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grading.feedback import HideHiddenTests  # noqa: E402 - needs the course directory on sys.path.
-from grading.guard import GuardedExecute  # noqa: E402 - the same.
+from grading.guard import GuardedExecute, StrictSaveAutoGrades  # noqa: E402 - the same.
 
 c = get_config()  # noqa: F821 - nbgrader provides get_config when it loads this file.
 
@@ -40,11 +40,12 @@ c.Execute.skip_cells_with_tag = "never-skip-" + secrets.token_hex(16)
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"[\s\S]"
 
-# A test cell earns points only if its last line ran in a kernel whose test helpers and libraries
-# were not patched; kernels start in the grading command's sandbox when it asks for one
-# (grading/guard.py, grading/sandbox.py). Otherwise these are nbgrader's own autograding steps.
+# A test cell earns its points only if its last line ran, without an error, in a kernel whose test
+# helpers, libraries and messaging were not patched; no other output decides its score (nbgrader
+# would give a non-numeric execute_result full points). Kernels start in the grading command's
+# sandbox and limits (grading/guard.py, grading/sandbox.py). Otherwise these are nbgrader's steps.
 c.Autograde.autograde_preprocessors = [GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+                                       StrictSaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 
 # A test cell that a student deleted is put back from the gradebook and graded.
 c.OverwriteCells.add_missing_cells = True
