@@ -88,7 +88,7 @@ def graded(built_course, tmp_path_factory):
     _cell(edited, "test_task1_1_select_victim").source = "pass"
     save("edited_test_cell", edited)
 
-    rows = grade_folder(folder, built_course, [ASSIGNMENT], cell_timeout=10, student_timeout=45,
+    rows = grade_folder(folder, built_course, [ASSIGNMENT], cell_timeout=20, student_timeout=60,
                         log=lambda line: None, memory_limit_gb=4)
     return {scores.student: (scores, status) for scores, status in rows}
 
