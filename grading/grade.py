@@ -384,8 +384,15 @@ class Job:
             return "(no log)"
         return lines[-1][:300] if lines else "(no output)"
 
-    def stop(self) -> None:
+    def stop(self, graceful: bool = False) -> None:
+        """End the worker: at once (it is stuck past a time limit), or once it has read its last request."""
         if self.process is not None:
+            if graceful:
+                try:
+                    self.process.stdin.close()
+                    self.process.wait(timeout=30)
+                except (OSError, subprocess.TimeoutExpired):
+                    pass
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -547,10 +554,12 @@ def _prepare_course(options: GradingOptions, assignments: list[str]) -> Path:
     for assignment in assignments:
         (course / "source" / assignment).symlink_to((options.root / "source" / assignment).resolve())
     (course / "jobs").mkdir()
+    (course / "exchange").mkdir()
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     config.CourseDirectory.root = str(course)
     config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
     config.NbGraderAPI.log_level = "WARN"
+    config.Exchange.root = str(Path(course) / "exchange")  # Not used; nbgrader wants it to exist.
     tools_on_path()
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     for assignment in assignments:
@@ -661,7 +670,7 @@ def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dic
         records = _run_jobs(run, todo, digests, log)
         shard_dir.mkdir(parents=True, exist_ok=True)
         for job in jobs:
-            job.stop()
+            job.stop(graceful=True)
             work = {student: [a for a, r in record["assignments"].items() if r.get("job") == job.number]
                     for student, record in records.items()}
             copy_students(job.db, shard_dir / "gradebook.db", {s: a for s, a in work.items() if a})

@@ -202,6 +202,19 @@ class GuardedExecute(Execute):
         return super().on_cell_executed(**kwargs)
 
     def preprocess(self, nb: NotebookNode, resources: dict, km=None):
+        try:
+            return self._preprocess(nb, resources, km)
+        finally:
+            # The tag of the skipped cells is random for each run; the graded notebook and the
+            # feedback do not show it.
+            for cell in nb.cells:
+                tags = cell.metadata.get("tags")
+                if tags and self.skip_cells_with_tag in tags:
+                    tags.remove(self.skip_cells_with_tag)
+                    if not tags:
+                        del cell.metadata["tags"]
+
+    def _preprocess(self, nb: NotebookNode, resources: dict, km=None):
         if not self.guard:
             return super().preprocess(nb, resources, km=km)
         name = "_grading_guard_" + secrets.token_hex(8)

@@ -27,8 +27,8 @@ _ATTRIBUTES = {"__code__", "__globals__", "__builtins__", "__closure__", "__subc
                "f_trace", "f_code", "gi_frame", "cr_frame", "ag_frame", "tb_frame", "tb_next", "meta_path",
                "path_hooks", "excepthook", "displayhook", "addaudithook", "read_text",
                "read_bytes", "write_text", "write_bytes", "input_transformers_post", "input_transformers_cleanup",
-               "ast_transformers", "run_cell", "showtraceback", "kernel", "session", "iopub_socket", "display_pub",
-               "events", "CodeType", "FunctionType"}
+               "ast_transformers", "run_cell", "showtraceback", "iopub_socket", "display_pub", "CodeType",
+               "FunctionType"}
 _OS_FUNCTIONS = {"system", "popen", "fork", "forkpty", "kill", "killpg", "_exit", "execv", "execve", "execl", "execlp",
                  "execvp", "execvpe", "spawnv", "spawnl", "posix_spawn", "posix_spawnp", "unlink", "remove",
                  "rmdir", "rename", "replace", "walk", "listdir", "scandir", "chmod", "chown", "makedirs", "mkdir",

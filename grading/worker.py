@@ -39,6 +39,7 @@ def _api(settings: dict):
     config.GuardedExecute.guard = settings["guard"]
     config.StrictSaveAutoGrades.strict = settings["guard"]
     config.NbGraderAPI.log_level = "WARN"
+    config.Exchange.root = str(Path(settings["course"]) / "exchange")  # Not used; nbgrader wants it to exist.
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
 
 

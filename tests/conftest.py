@@ -65,3 +65,32 @@ def sandbox_problem() -> str | None:
     if problem and any(text in problem for text in forbidden):
         return f"this machine does not allow the sandbox's namespaces: {problem}"
     return None
+
+
+@pytest.fixture(scope="session")
+def sample_folder(built_course, tmp_path_factory) -> Path:
+    """The bundled sample submissions of every assignment, written once."""
+    from grading.samples import write_samples
+
+    folder = tmp_path_factory.mktemp("samples")
+    write_samples(folder, ASSIGNMENTS, built_course)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def parallel_grades(built_course, sample_folder):
+    """The samples graded as the grading command does by default here: --jobs 2, into the course."""
+    from grading.grade import grade_folder
+
+    rows = grade_folder(sample_folder, built_course, ASSIGNMENTS, jobs=2, log=lambda line: None)
+    return built_course, {(scores.student, scores.assignment): (scores, status) for scores, status in rows}
+
+
+@pytest.fixture(scope="session")
+def sequential_grades(built_course, sample_folder, tmp_path_factory):
+    """The same samples graded with --jobs 1 into an output folder of their own."""
+    from grading.grade import grade_folder
+
+    output = tmp_path_factory.mktemp("sequential")
+    rows = grade_folder(sample_folder, built_course, ASSIGNMENTS, jobs=1, output=output, log=lambda line: None)
+    return output, {(scores.student, scores.assignment): (scores, status) for scores, status in rows}

@@ -363,7 +363,8 @@ def _printed_uid(course: Path, student: str) -> int:
 def test_the_batch_completes_with_every_student_and_a_csv(protected):
     assert set(protected["students"]) <= set(protected), set(protected["students"]) - set(protected)
     lines = (protected["course"] / "grades.csv").read_text().splitlines()
-    assert lines[0].startswith("assignment,") and sum(",0_first," in line for line in lines) == 1
+    assert lines[0].startswith("assignment,") and sum(line.startswith(f"{ASSIGNMENT},") and ",0_first," in line
+                                                      for line in lines) == 1
     statuses = (protected["course"] / "statuses.csv").read_text()
     assert all(f",{student}," in statuses for student in protected["students"])
 
