@@ -628,6 +628,8 @@ def grade(options: GradingOptions, log=print) -> list[tuple[Scores, str]]:
         f"{min(options.jobs, max(len(todo), 1))} job(s)")
     if todo:
         _grade_all(options, [s for own in todo.values() for s in own], todo, digests, uids, shard_dir, log)
+    elif not (shard_dir / RESULTS).exists():
+        write_results(shard_dir / RESULTS, {}, shard=shard_dir.name)  # The shard ran, with no one to grade.
     if n == 1:
         rows = merge(destination, options.csv_path, log)
     else:

@@ -110,7 +110,9 @@ def kernel_environment(plan: Plan, parent: dict[str, str] | None = None) -> dict
     env.update(PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin", HOME=home, USER=SANDBOX_USER,
                LOGNAME=SANDBOX_USER, TMPDIR="/tmp", MPLCONFIGDIR=f"{home}/.config/matplotlib",
                XDG_CACHE_HOME=f"{home}/.cache", IPYTHONDIR=f"{home}/.ipython",
-               JUPYTER_RUNTIME_DIR=f"{home}/.runtime", PYTHONDONTWRITEBYTECODE="1")
+               JUPYTER_RUNTIME_DIR=f"{home}/.runtime", PYTHONDONTWRITEBYTECODE="1",
+               # ipykernel watches the parent pid it is given; PID 1 (bwrap's reaper) means "do not".
+               JPY_PARENT_PID="1")
     env.update(plan.environment)
     return env
 

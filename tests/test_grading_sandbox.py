@@ -158,33 +158,43 @@ def test_a_student_cgroup_limits_the_whole_process_tree():
     run = limits.setup(f"course-grading-test-{os.getpid()}")
     if run.kind == "rlimits":
         pytest.skip(run.warning)
+    reader, writer = os.pipe()
     try:
         folders = limits.student_cgroups(run, "1", memory_bytes=256 << 20, max_processes=24)
         code = (
             "import os, sys, time\n"
-            "for folder in sys.argv[1:]:\n"
+            "for folder in sys.argv[2:]:\n"
             "    open(os.path.join(folder, 'cgroup.procs'), 'w').write(str(os.getpid()))\n"
             "started = 0\n"
             "try:\n"
             "    for _ in range(60):\n"
             "        if os.fork() == 0:\n"
             "            block = b'x' * (64 << 20)\n"
-            "            time.sleep(30)\n"
+            "            os.write(int(sys.argv[1]), b'k')\n"
+            "            time.sleep(60)\n"
             "            os._exit(0)\n"
             "        started += 1\n"
             "except OSError:\n"
             "    pass\n"
             "print(started, flush=True)\n"
-            "time.sleep(30)\n")
-        process = subprocess.Popen([sys.executable, "-c", code, *folders], stdout=subprocess.PIPE, text=True)
+            "time.sleep(60)\n")
+        process = subprocess.Popen([sys.executable, "-c", code, str(writer), *folders], stdout=subprocess.PIPE,
+                                   text=True, pass_fds=[writer])
+        os.close(writer)
         started = int(process.stdout.readline())
         assert started < 24, "the number of processes of the tree is limited"
-        time.sleep(2)
-        alive = limits.processes(Path(folders[0]))
-        assert 0 < len(alive) <= 5, f"no more than 256 MB in all: four 64 MB children at most ({len(alive)} alive)"
+        held, deadline = 0, time.monotonic() + 20
+        os.set_blocking(reader, False)
+        while time.monotonic() < deadline and held < started:
+            try:
+                held += len(os.read(reader, 64))
+            except BlockingIOError:
+                time.sleep(0.2)
+        assert held <= 4, f"256 MB hold four 64 MB children at most, not {held} (of {started} started)"
         assert limits.kill_and_remove(folders) >= 1
         assert process.wait(timeout=10) == -9 and not any(Path(folder).exists() for folder in folders)
     finally:
+        os.close(reader)
         limits.teardown(run)
 
 
