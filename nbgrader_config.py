@@ -52,3 +52,5 @@ c.OverwriteCells.add_missing_cells = True
 
 # Feedback shows scores, visible tests and error messages, never the hidden tests' code.
 c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+# The same cells are highlighted for every student: once per grading process is enough.
+c.HTMLExporter.filters = {"highlight_code": "grading.feedback.highlight_code"}

@@ -9,6 +9,8 @@ wrong, so that no line of hidden test code reaches the student.
 
 from __future__ import annotations
 
+import functools
+
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -44,3 +46,19 @@ class HideHiddenTests(NbGraderPreprocessor):
             if output.output_type == "error":
                 output.traceback = [f"{output.ename}: {output.evalue}"]
         return cell, resources
+
+
+@functools.lru_cache(maxsize=16384)
+def _highlighted(source: str, language: str | None, magics_language: str | None) -> str:
+    from nbconvert.filters.highlight import Highlight2HTML
+
+    return Highlight2HTML()(source, language, {"magics_language": magics_language} if magics_language else None)
+
+
+def highlight_code(source: str, language: str | None = None, metadata: dict | None = None) -> str:
+    """nbconvert's syntax highlighting of a cell, remembered for the grading process's lifetime.
+
+    Most cells of a feedback file (the given cells and the tests) are the same for every student,
+    and highlighting is much of what writing feedback costs; nbgrader_config.py makes feedback use it.
+    """
+    return _highlighted(source, language, (metadata or {}).get("magics_language"))

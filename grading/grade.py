@@ -161,8 +161,6 @@ def mark_experiments(notebook: nbformat.NotebookNode, tag: str) -> None:
             cell.metadata["tags"] = [*cell.metadata.get("tags", []), tag]
 
 
-
-
 def place(submissions: list[Submission], root: Path, skip_tag: str | None = None,
           max_bytes: int | None = 64 << 20) -> None:
     """Copy each submission to ``root/submitted/<student>/<assignment>/<assignment>.ipynb``.

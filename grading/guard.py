@@ -141,7 +141,7 @@ def _grading_guard_factory():
             raise AssertionError(
                 f"grading guard: {changed} was changed while this notebook ran, so the tests cannot be "
                 "trusted; this task earns no points. Do not patch libraries, the test helpers or the kernel.")
-        print_(token, file=stdout, flush=True)
+        print_(token, end="", file=stdout, flush=True)  # One write: the token never splits.
 
     return attest
 

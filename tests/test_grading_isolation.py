@@ -49,16 +49,10 @@ MARKER = "grading-isolation-test-7f3a"  # In the command line or file name of ev
 HOST_FOLDERS = ["/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/run", "/var/lock", "/var/crash"]
 
 
-def _answer(gain: str) -> str:
-    """Task 1.1 answered correctly when ``gain`` (an expression) is true, wrongly otherwise."""
-    return f'''
-if {gain}:
-    def select_victim(values):
-        return min(values, key=lambda seq_id: (values[seq_id], seq_id))
-else:
-    def select_victim(values):
-        return 'not a key'
-'''
+def _answer(gain: str, answers: dict[str, str]) -> str:
+    """Task 1.1 answered correctly (the reference) when ``gain`` (an expression) is true, wrongly otherwise."""
+    right = "\n".join("    " + line for line in answers[TASK].splitlines())
+    return f"\nif {gain}:\n{right}\nelse:\n    def select_victim(values):\n        return 'not a key'\n"
 
 
 def _attacks(course: Path, folder: Path, answers: dict[str, str]) -> dict[str, dict[str, str]]:
@@ -68,10 +62,10 @@ def _attacks(course: Path, folder: Path, answers: dict[str, str]) -> dict[str, d
     return {
         # Forged outputs.
         "f_result_from_event": {TASK: WRONG_1_1 + '''
-import sys
+_shell = get_ipython()
 def _forge(*args):
-    sys.displayhook("all tests passed")
-get_ipython().events.register("pre_run_cell", _forge)
+    _shell.displayhook("all tests passed")
+_shell.events.register("pre_run_cell", _forge)
 '''},
         "f_result_from_answer": {TASK: '''
 from sys import displayhook as _show
@@ -99,6 +93,9 @@ def _send_quietly(self, stream, kind, content=None, *args, **kwargs):
     name = kind if isinstance(kind, str) else kind["header"]["msg_type"]
     if name == "error":
         return None
+    if name == "execute_reply" and isinstance(content, dict) and content.get("status") == "error":
+        content = {"status": "ok", "execution_count": content.get("execution_count"), "user_expressions": {},
+                   "payload": []}
     return _original(self, stream, kind, content, *args, **kwargs)
 _messaging.Session.send = _send_quietly
 '''},
@@ -181,7 +178,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     except OSError:
         continue
     gained |= any(word in line for word in (b"grading.worker", b"nbgrader", b"zz_victim"))
-""" + _answer("gained")},
+""" + _answer("gained", answers)},
         "i_one": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + "\nimport os\nprint('uid', os.getuid())"},
         "i_two": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + "\nimport os\nprint('uid', os.getuid())"},
         # Host leftovers.
@@ -211,7 +208,7 @@ while held < 8 and time.time() < deadline:
     if select.select([reader], [], [], 1)[0]:
         held += len(os.read(reader, 8))
 gained = held == 8
-""" + _answer("gained")},
+""" + _answer("gained", answers)},
         "l_many_processes": {TASK: """
 import os, time
 started = 0
@@ -224,7 +221,7 @@ try:
 except OSError:
     pass
 gained = started == 300
-""" + _answer("gained")},
+""" + _answer("gained", answers)},
         # Parser and cleanup crashes.
         "c_parser": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + "\nx = " + "+".join(["1"] * 3000),
                      "task1_3_quotas": answers["task1_3_quotas"] + "\ny = " + "-" * 10000 + "1"},
@@ -241,19 +238,14 @@ threading.Thread(target=_churn, daemon=True).start()
     }
 
 
-def _notebook(release, answers, changes):
-    notebook = fill(release, {**answers, **changes})
-    return notebook
-
-
-def _write_batch(course: Path, folder: Path, hostile: bool) -> None:
+def _write_batch(course: Path, folder: Path) -> None:
     source = nbformat.read(course / "source" / ASSIGNMENT / FILE, as_version=4)
     release = nbformat.read(course / "release" / ASSIGNMENT / FILE, as_version=4)
     answers = solution_code(source)
     students = {"0_first": {}, "zz_victim": {}, **_attacks(course, folder, answers)}
     for student, changes in students.items():
         (folder / student).mkdir()
-        nbformat.write(_notebook(release, answers, changes), folder / student / FILE)
+        nbformat.write(fill(release, {**answers, **changes}), folder / student / FILE)
     # A solution cell that claims to be read-only, with a forged result in it.
     claims = fill(release, {**answers, TASK: students["f_result_from_answer"][TASK]})
     next(c for c in claims.cells if c.metadata.get("nbgrader", {}).get("grade_id") == TASK).metadata["nbgrader"][
@@ -294,15 +286,34 @@ def _clean(leftovers: dict[str, list]) -> None:
         Path(path).unlink(missing_ok=True)
 
 
+def _two_levels(folder: str) -> list[str]:
+    """The entries of ``folder`` and of its subfolders; what vanishes meanwhile is left out."""
+    found = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                found.append(entry.path)
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        with os.scandir(entry.path) as inner:
+                            found.extend(child.path for child in inner)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return found
+
+
 def _owned_by_students(uids: range) -> list[str]:
     found = []
     for folder in HOST_FOLDERS:
-        for path in Path(folder).rglob("*") if os.path.isdir(folder) else ():
+        # Two levels deep: what a kernel could write there, and into a folder it made there.
+        for path in _two_levels(folder):
             try:
-                if path.lstat().st_uid in uids:
-                    found.append(str(path))
+                if os.lstat(path).st_uid in uids:
+                    found.append(path)
             except OSError:
-                continue
+                continue  # Other programs' files come and go meanwhile.
     processes = []
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
@@ -318,13 +329,14 @@ def _grade(built_course: Path, tmp_path_factory, protected: bool) -> dict:
     """Grade the batch in a course of its own (the unprotected run's attacks damage its course)."""
     course = shutil.copytree(built_course, tmp_path_factory.mktemp("course") / "course")
     folder = tmp_path_factory.mktemp("attacks")
-    _write_batch(course, folder, hostile=True)
+    _write_batch(course, folder)
     lines: list[str] = []
     if protected:
         settings = dict(isolation="on", guard=True, memory_limit_gb=2, max_processes=256)
     else:
         settings = dict(isolation="off", guard=False, memory_limit_gb=None, max_processes=None)
-    rows = grade_folder(folder, course, [ASSIGNMENT], cell_timeout=20, student_timeout=150, log=lines.append,
+    before = set(_owned_by_students(range(FIRST_UID, FIRST_UID + 1000)))
+    rows = grade_folder(folder, course, [ASSIGNMENT], student_timeout=300, log=lines.append,
                         feedback=False, jobs=2, **settings)
     results = {"log": lines, "course": course, "students": sorted(p.name for p in folder.iterdir())}
     # Each student's scores as graded, its status, and its scores in the merged gradebook.
@@ -335,8 +347,11 @@ def _grade(built_course: Path, tmp_path_factory, protected: bool) -> dict:
             final = None
         results[scores.student] = (scores, status, final)
     results["leftovers"] = _leftovers()
-    results["student files and processes"] = _owned_by_students(range(FIRST_UID, FIRST_UID + 1000))
-    _clean(results["leftovers"])
+    try:
+        results["student files and processes"] = sorted(set(_owned_by_students(range(FIRST_UID, FIRST_UID + 1000)))
+                                                        - before)
+    finally:
+        _clean(results["leftovers"])
     return results
 
 

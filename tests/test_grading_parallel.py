@@ -104,22 +104,23 @@ def test_merging_again_changes_nothing_and_the_newer_result_wins(sequential_grad
     assert json.loads((output / MERGED).read_text())["students"]["typical_mistakes"]["shard"] == "2-of-2"
     lines.clear()
     merge(output, log=lines.append)
-    assert lines[0].startswith("merged 0 student(s)"), "merging is idempotent"
+    assert any(line.startswith("merged 0 student(s)") for line in lines), "merging is idempotent"
 
 
-def test_a_rerun_grades_only_what_changed_and_force_regrades(sample_folder, sequential_grades, tmp_path, monkeypatch):
+def test_a_rerun_grades_only_what_changed_and_force_regrades(built_course, sample_folder, sequential_grades, tmp_path,
+                                                            monkeypatch):
     output = shutil.copytree(sequential_grades[0], tmp_path / "output")
     folder = shutil.copytree(sample_folder, tmp_path / "samples")
     graded: list[list[str]] = []
     monkeypatch.setattr(grade, "_grade_all", lambda options, submissions, todo, *rest: graded.append(sorted(todo)))
     lines: list[str] = []
-    grade.grade_folder(folder, ROOT, ASSIGNMENTS, output=output, log=lines.append)
+    grade.grade_folder(folder, built_course, ASSIGNMENTS, output=output, log=lines.append)
     assert graded == [] and sum("unchanged since it was graded; skipped" in line for line in lines) == 3
     changed = folder / "unchanged_release" / ASSIGNMENTS[0] / f"{ASSIGNMENTS[0]}.ipynb"
     changed.write_text(changed.read_text().replace('"cells": [', '"cells": [{"cell_type": "markdown", "metadata": {}, '
                                                                  '"source": "a note"}, ', 1))
-    grade.grade_folder(folder, ROOT, ASSIGNMENTS, output=output, log=lines.append)
-    grade.grade_folder(folder, ROOT, ASSIGNMENTS, output=output, force=True, log=lines.append)
+    grade.grade_folder(folder, built_course, ASSIGNMENTS, output=output, log=lines.append)
+    grade.grade_folder(folder, built_course, ASSIGNMENTS, output=output, force=True, log=lines.append)
     assert graded == [["unchanged_release"], sorted(SAMPLE_STUDENTS)]
 
 
