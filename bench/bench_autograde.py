@@ -74,11 +74,12 @@ def _seconds(cell) -> float:
 
 def _kernel_parts(notebook_path: Path) -> dict[str, float]:
     """Wall seconds of a graded notebook's cells: the setup cell (imports), the tests, the others."""
-    parts = {"setup cell": 0.0, "test cells": 0.0, "other cells": 0.0}
+    parts = {"setup cell (imports)": 0.0, "test cells": 0.0, "other cells": 0.0}
     for cell in nbformat.read(notebook_path, as_version=4).cells:
         if cell.cell_type == "code":
             meta = cell.metadata.get("nbgrader", {})
-            kind = "setup cell" if meta.get("grade_id") == "setup" else "test cells" if meta.get("grade") else "other cells"
+            kind = ("setup cell (imports)" if meta.get("grade_id") == "setup" else "test cells" if meta.get("grade")
+                    else "other cells")
             parts[kind] += _seconds(cell)
     return parts
 
@@ -118,16 +119,20 @@ def graded(scratch: Path, name: str, students: int, jobs: int) -> dict:
     merged = next(t for t, line in stamps if line.startswith("merged"))
     last = max(t for t, line in stamps if line.startswith("student"))
     records = json.loads((course / "grading-results.json").read_text())["students"]
-    seconds = {"autograde (nbgrader in the worker, kernel included)": [], "feedback": []}
+    seconds = {"wall: autograde (kernel included)": [], "wall: feedback": [], "cpu: the kernel": [],
+               "cpu: nbgrader's autograde in the worker": [], "cpu: feedback in the worker": []}
+    keys = {"wall: autograde (kernel included)": "autograde", "wall: feedback": "feedback",
+            "cpu: the kernel": "kernel cpu", "cpu: nbgrader's autograde in the worker": "nbgrader cpu",
+            "cpu: feedback in the worker": "feedback cpu"}
     for record in records.values():
         for result in record["assignments"].values():
-            seconds["autograde (nbgrader in the worker, kernel included)"].append(result["seconds"]["autograde"])
-            seconds["feedback"].append(result["seconds"]["feedback"])
-    cells = {"setup cell": [], "test cells": [], "other cells": []}
+            for key, name in keys.items():
+                seconds[key].append(result["seconds"][name])
+    cells = {"wall: setup cell (imports)": [], "wall: test cells": [], "wall: other cells": []}
     for student in records:
         for assignment in ASSIGNMENTS:
             for key, value in _kernel_parts(course / "autograded" / student / assignment / f"{assignment}.ipynb").items():
-                cells[key].append(value)
+                cells[f"wall: {key}"].append(value)
     return {"wall": wall, "cpu": cpu, "students": students, "jobs": jobs,
             "before the first student": first - started, "merge and export": merged - last,
             "per notebook": {key: statistics.median(values) for key, values in {**seconds, **cells}.items()}}
@@ -174,7 +179,7 @@ def main(argv: list[str]) -> int:
           "(target: at most 20 machine-s)")
     print(f"   fixed cost of a run: {one['before the first student']:.1f} s before the first student "
           f"(scratch course, sandbox probe, workers), {one['merge and export']:.1f} s to merge and export")
-    print("   per notebook (median wall seconds):")
+    print("   per notebook (medians; seconds):")
     for key, value in one["per notebook"].items():
         print(f"     {key:<52} {value:5.2f}")
     speedup = one["wall"] / two["wall"]

@@ -605,7 +605,7 @@ def grade(options: GradingOptions, log=print) -> list[tuple[Scores, str]]:
     for problem in problems:
         log(f"skipped: {problem}")
     everyone = sorted({s.student for s in submissions})
-    uids = {student: sandbox.FIRST_UID + i for i, student in enumerate(everyone)}
+    uids = sandbox.student_uids(everyone)
     mine = [s for s in submissions if shard_of(s.student, n) == k]
     by_student: dict[str, list[Submission]] = {}
     for submission in sorted(mine, key=lambda s: (s.student, s.assignment)):

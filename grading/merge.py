@@ -227,12 +227,19 @@ def export(db: Path, csv_path: Path, rows: list[tuple[Scores, str]], log=print) 
     from nbgrader.plugins import CsvExportPlugin
 
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    if db.exists():
+    try:
         with _open(db) as gradebook:
             CsvExportPlugin(to=str(csv_path)).export(gradebook)
-    else:
-        csv_path.write_text("assignment,duedate,timestamp,student_id,last_name,first_name,email,raw_score,"
-                            "late_submission_penalty,score,max_score\n")
+    except Exception as error:  # noqa: BLE001 - the CSV is written whatever the gradebook holds.
+        log(f"WARNING: nbgrader's export failed ({type(error).__name__}: {error}); {csv_path} is written from "
+            "this run's scores instead")
+        with open(csv_path, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+                             "raw_score", "late_submission_penalty", "score", "max_score"])
+            for scores, _ in rows:
+                writer.writerow([scores.assignment, "", "", scores.student, "", "", "", scores.total, 0.0,
+                                 scores.total, scores.max_total])
     with open(csv_path.with_name("statuses.csv"), "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["assignment", "student_id", "score", "max_score", "status"])

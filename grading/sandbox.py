@@ -42,9 +42,9 @@ from pathlib import Path
 
 SANDBOX_USER = "student"
 SANDBOX_HOME = f"/home/{SANDBOX_USER}"
-# The kernels of a root grader run as FIRST_UID + the student's position among the students of the
-# folder: the same uid for a student in every run and shard, a different one for every student.
+# The kernels of a root grader run as uids from FIRST_UID on, one per student (see `student_uids`).
 FIRST_UID = 2_000_000_000
+UID_RANGE = 1 << 24
 
 # Variables the kernel may inherit; everything else (tokens, the grader's paths) is dropped.
 _KEPT_VARIABLES = ("LANG", "LANGUAGE", "TERM", "TZ", "COURSE_AUTOGRADE", "PYTHONWARNINGS", "PYTHONHASHSEED",
@@ -78,6 +78,25 @@ class Plan:
     @classmethod
     def read(cls, path: str | Path) -> "Plan":
         return cls(**json.loads(Path(path).read_text()))
+
+
+def student_uids(students: list[str]) -> dict[str, int]:
+    """A uid for each student: from a hash of the student id, so the same in every run and shard.
+
+    Two students whose hashes meet get the next free uid, in the order of their ids, so every
+    student of a folder has a uid of their own, and every shard of it gives the same ones.
+    """
+    import hashlib
+
+    uids: dict[str, int] = {}
+    taken: set[int] = set()
+    for student in sorted(set(students)):
+        offset = int(hashlib.sha256(student.encode("utf-8")).hexdigest(), 16) % UID_RANGE
+        while FIRST_UID + offset in taken:
+            offset = (offset + 1) % UID_RANGE
+        uids[student] = FIRST_UID + offset
+        taken.add(FIRST_UID + offset)
+    return uids
 
 
 def bwrap_path() -> str | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import time
 import traceback
@@ -52,6 +53,12 @@ def _scores(db: str, assignment: str, student: str) -> dict[str, list[float]] | 
         return None
 
 
+def _cpu() -> tuple[float, float]:
+    """CPU seconds of this process, and of the children it waited for (the kernels)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
 def grade_student(api, settings: dict, request: dict, emit) -> None:
     """Autograde (and give feedback on) each of the request's notebooks, emitting events."""
     from grading.guard import PLAN_VARIABLE
@@ -63,18 +70,22 @@ def grade_student(api, settings: dict, request: dict, emit) -> None:
         os.environ.pop(PLAN_VARIABLE, None)
     for assignment in request["assignments"]:
         emit({"event": "start", "assignment": assignment})
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _cpu()
         result = api.autograde(assignment, student, force=True, create=True)
-        graded = time.perf_counter()
+        graded, graded_cpu = time.perf_counter(), _cpu()
         scores = _scores(settings["db"], assignment, student)
         feedback = None
         if settings["feedback"] and scores:
             feedback = api.generate_feedback(assignment, student, force=True)
+        done_cpu = _cpu()
         emit({"event": "done", "assignment": assignment, "ok": bool(result.get("success")),
               "log": result.get("log", "")[-20000:], "error": (result.get("error") or "")[-4000:],
               "scores": scores, "feedback_error": None if feedback is None or feedback.get("success")
               else (feedback.get("error") or feedback.get("log") or "")[-2000:],
-              "seconds": {"autograde": graded - started, "feedback": time.perf_counter() - graded}})
+              # Wall seconds, and CPU seconds of this process (nbgrader) and of the kernel it waited for.
+              "seconds": {"autograde": graded - started, "feedback": time.perf_counter() - graded,
+                          "nbgrader cpu": graded_cpu[0] - cpu[0], "kernel cpu": graded_cpu[1] - cpu[1],
+                          "feedback cpu": done_cpu[0] - graded_cpu[0]}})
     emit({"event": "finished"})
 
 

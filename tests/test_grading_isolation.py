@@ -37,7 +37,7 @@ import pytest
 from grading.grade import grade_folder
 from grading.report import read_scores
 from grading.samples import fill, solution_code
-from grading.sandbox import FIRST_UID
+from grading.sandbox import student_uids
 
 from conftest import sandbox_problem
 
@@ -304,7 +304,7 @@ def _two_levels(folder: str) -> list[str]:
     return found
 
 
-def _owned_by_students(uids: range) -> list[str]:
+def _owned_by_students(uids: set[int]) -> list[str]:
     found = []
     for folder in HOST_FOLDERS:
         # Two levels deep: what a kernel could write there, and into a folder it made there.
@@ -335,7 +335,8 @@ def _grade(built_course: Path, tmp_path_factory, protected: bool) -> dict:
         settings = dict(isolation="on", guard=True, memory_limit_gb=2, max_processes=256)
     else:
         settings = dict(isolation="off", guard=False, memory_limit_gb=None, max_processes=None)
-    before = set(_owned_by_students(range(FIRST_UID, FIRST_UID + 1000)))
+    uids = set(student_uids([path.name for path in folder.iterdir()]).values())
+    before = set(_owned_by_students(uids))
     rows = grade_folder(folder, course, [ASSIGNMENT], student_timeout=300, log=lines.append,
                         feedback=False, jobs=2, **settings)
     results = {"log": lines, "course": course, "students": sorted(p.name for p in folder.iterdir())}
@@ -348,8 +349,7 @@ def _grade(built_course: Path, tmp_path_factory, protected: bool) -> dict:
         results[scores.student] = (scores, status, final)
     results["leftovers"] = _leftovers()
     try:
-        results["student files and processes"] = sorted(set(_owned_by_students(range(FIRST_UID, FIRST_UID + 1000)))
-                                                        - before)
+        results["student files and processes"] = sorted(set(_owned_by_students(uids)) - before)
     finally:
         _clean(results["leftovers"])
     return results
@@ -428,8 +428,9 @@ def test_writing_the_gradebook_or_another_submission_changes_no_one_s_scores(unp
 def test_kernels_see_no_other_process_and_each_student_has_a_uid_of_their_own(unprotected, protected):
     assert _printed_uid(unprotected["course"], "i_one") == _printed_uid(unprotected["course"], "i_two") == os.geteuid()
     uids = [_printed_uid(protected["course"], student) for student in ("i_one", "i_two")]
-    everyone = protected["students"]
-    assert uids == [FIRST_UID + everyone.index("i_one"), FIRST_UID + everyone.index("i_two")], uids
+    expected = student_uids(protected["students"])
+    assert uids == [expected["i_one"], expected["i_two"]] and uids[0] != uids[1], uids
+    assert student_uids(["i_one"])["i_one"] == uids[0], "a student's uid does not depend on the others"
 
 
 def test_no_process_or_file_of_a_student_outlives_the_batch(unprotected, protected):
