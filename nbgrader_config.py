@@ -9,12 +9,15 @@ import secrets
 import sys
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearMarkScheme, ClearOutput, GetGrades,
                                     IgnorePattern, IncludeHeaderFooter, LimitOutput, LockCells)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from grading.feedback import HideHiddenTests  # noqa: E402 - needs the course directory on sys.path.
+from grading.build import DropAuthoringMetadata  # noqa: E402 - needs the course directory on sys.path.
+from grading.feedback import HideHiddenTests  # noqa: E402 - the same.
 from grading.guard import GuardedExecute, StrictSaveAutoGrades  # noqa: E402 - the same.
+from grading.sanitize import SanitizeNotebook  # noqa: E402 - the same.
 
 c = get_config()  # noqa: F821 - nbgrader provides get_config when it loads this file.
 
@@ -23,7 +26,11 @@ c.CourseDirectory.solution_directory = "solutions"
 
 # The reference solutions are generated without running them: fast, and the same on every machine.
 # Self-learners run them; the tests run every source notebook headless.
-c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme]
+c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, DropAuthoringMetadata]
+
+# nbgrader's own steps for the student notebooks, then the authoring metadata goes (grading/build.py).
+c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(),
+                                      DropAuthoringMetadata]
 
 # A cell that runs longer than this is interrupted; grading goes on with the next cell, so an
 # infinite loop costs the student the tests that depend on it and nothing else. The grading command
@@ -44,13 +51,19 @@ c.IgnorePattern.pattern = r"[\s\S]"
 # helpers, libraries and messaging were not patched; no other output decides its score (nbgrader
 # would give a non-numeric execute_result full points). Kernels start in the grading command's
 # sandbox and limits (grading/guard.py, grading/sandbox.py). Otherwise these are nbgrader's steps.
+# Last, the autograded notebook (what formgrader renders) is sanitized: no markup, output or
+# metadata that a student wrote or made while grading can run script in a grader's browser
+# (grading/sanitize.py).
 c.Autograde.autograde_preprocessors = [GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-                                       StrictSaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+                                       StrictSaveAutoGrades, AssignLatePenalties, CheckCellMetadata,
+                                       SanitizeNotebook]
+c.SanitizeNotebook.release_directory = os.path.join(os.path.dirname(os.path.abspath(__file__)), "release")
 
 # A test cell that a student deleted is put back from the gradebook and graded.
 c.OverwriteCells.add_missing_cells = True
 
-# Feedback shows scores, visible tests and error messages, never the hidden tests' code.
-c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+# Feedback shows scores, visible tests and the checks' messages, never the hidden tests' code, and
+# is sanitized again (an autograded notebook from an older run may not have been).
+c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, SanitizeNotebook, CSSHTMLHeaderPreprocessor]
 # The same cells are highlighted for every student: once per grading process is enough.
 c.HTMLExporter.filters = {"highlight_code": "grading.feedback.highlight_code"}

@@ -60,9 +60,11 @@ from grading.nbgrader_cli import tools_on_path
 from grading.merge import RESULTS, SHARDS, copy_students, merge, newest_records, read_results, rows_of, write_results
 from grading.repair import repair, restore_metadata
 from grading.report import Scores, format_table
+from grading.sanitize import markdown_findings
 from grading.scan import scan
 
-_STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# Checked with fullmatch: "$" would also accept a trailing newline, which nbgrader strips.
+_STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # Every kernel computes with one thread, so that --jobs N kernels share N cores without fighting.
 ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                      "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS")}
@@ -79,6 +81,8 @@ class Submission:
     repaired: bool = False
     needs_manual_look: bool = False
     failure: str | None = None  # Why it cannot be graded at all (its status), when it cannot.
+    # Other files of the same student and assignment: when there are any, none of them is graded.
+    rivals: list[Path] | None = None
 
 
 def _assignment_in(name: str, assignments: list[str]) -> tuple[str | None, str]:
@@ -103,7 +107,7 @@ def read_mapping(path: Path) -> dict[str, str]:
     for number, row in enumerate(csv.reader(path.read_text(encoding="utf-8").splitlines()), start=1):
         if not row or (number == 1 and [cell.strip().lower() for cell in row[:2]] == ["file", "student_id"]):
             continue
-        if len(row) < 2 or not row[0].strip() or not _STUDENT_ID.match(row[1].strip()):
+        if len(row) < 2 or not row[0].strip() or not _STUDENT_ID.fullmatch(row[1].strip()):
             raise ValueError(f"{path}, line {number}: expected 'file name,student id' with a valid student id, got {row}")
         mapping[row[0].strip()] = row[1].strip()
     return mapping
@@ -114,7 +118,9 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
     """Find the submissions in ``folder``; return them and the problems found (one line each).
 
     ``mapping`` gives the student id of files by their name (or path relative to ``folder``);
-    it wins over the id taken from the folder or the file name.
+    it wins over the id taken from the folder or the file name. Two or more files that map to the
+    same student and assignment are all kept aside: the submission is returned with its ``rivals``
+    set, is not graded, and is reported as needing a manual look (the instructor chooses the file).
     """
     mapping = mapping or {}
     found: dict[tuple[str, str], Submission] = {}
@@ -131,7 +137,7 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
             continue
         relative = "/".join(parts)
         student = mapping.get(relative) or mapping.get(path.name) or (parts[0] if len(parts) >= 2 else prefix)
-        if not student or not _STUDENT_ID.match(student):
+        if not student or not _STUDENT_ID.fullmatch(student):
             problems.append(f"{path}: cannot tell a valid student id (letters, digits, '_', '.', '-'); needs a manual look")
             continue
         notes = []
@@ -139,12 +145,16 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
             notes.append(f"renamed '{path.name}' to '{assignment}.ipynb'")
         key = (student, assignment)
         if key in found:
-            older, newer = sorted([found[key], Submission(student, assignment, path, notes)],
-                                  key=lambda s: s.path.stat().st_mtime)
-            newer.notes.append(f"kept the newest of two files; ignored '{older.path.name}'")
-            found[key] = newer
+            found[key].rivals = [*(found[key].rivals or []), path]
         else:
             found[key] = Submission(student, assignment, path, notes)
+    for submission in found.values():
+        if submission.rivals:
+            files = ", ".join(f"'{p.relative_to(folder)}'" for p in [submission.path, *submission.rivals])
+            submission.needs_manual_look = True
+            submission.notes = [f"{len(submission.rivals) + 1} files for {submission.student}/{submission.assignment} "
+                                f"({files}); none was graded: keep one and grade again"]
+            submission.failure = "needs a manual look: " + "; ".join(submission.notes)
     return list(found.values()), problems
 
 
@@ -171,10 +181,13 @@ def place(submissions: list[Submission], root: Path, skip_tag: str | None = None
     grading is noted and flagged for a manual look (grading.scan). With ``skip_tag``, the
     experiment cells are tagged with it (see `mark_experiments`). A submission that cannot be
     prepared (too large, not a notebook, anything that raises) gets its ``failure`` and is not
-    graded; the others are.
+    graded; the others are. A submission that already has its ``failure`` (files that collide) is
+    left alone.
     """
     releases: dict[str, nbformat.NotebookNode | None] = {}  # Each release notebook is read once.
     for submission in submissions:
+        if submission.failure:
+            continue
         try:
             _place_one(submission, root, releases, skip_tag, max_bytes)
         except Exception as error:  # noqa: BLE001 - one submission never stops the batch.
@@ -220,7 +233,13 @@ def _place_one(submission: Submission, root: Path, releases: dict, skip_tag: str
     suspicious = scan(notebook, release)
     if suspicious:
         submission.needs_manual_look = True
-        submission.notes.append("code that no task needs and that can tamper with grading: " + "; ".join(suspicious))
+        submission.notes.append("code that no task needs and that can tamper with grading or with what a "
+                                "grader's browser shows: " + "; ".join(suspicious))
+    markup = markdown_findings(notebook, release)
+    if markup:
+        submission.needs_manual_look = True
+        submission.notes.append("raw HTML or script links in markdown (formgrader and feedback show it "
+                                "sanitized): " + "; ".join(markup))
     if skip_tag:
         mark_experiments(notebook, skip_tag)
     target_dir = root / "submitted" / submission.student / submission.assignment
@@ -253,6 +272,7 @@ class GradingOptions:
     feedback: bool = True
     isolation: str = "auto"  # "on", "off", or "auto" (the sandbox when it works here).
     guard: bool = True  # False grades test cells as plain nbgrader does (tests of the guard only).
+    sanitize: bool = True  # False leaves autograded notebooks and feedback unsanitized (its tests only).
     jobs: int = field(default_factory=default_jobs)
     shard: tuple[int, int] = (1, 1)
     force: bool = False
@@ -308,12 +328,16 @@ def shard_of(student: str, shards: int) -> int:
 
 
 def content_hash(submissions: list[Submission], root: Path) -> str:
-    """A hash of a student's submitted files and of what grades them (the source notebooks, the config)."""
+    """A hash of a student's submitted files and of what grades them (the source notebooks, the config).
+
+    Colliding files (``rivals``) count with their names, so that keeping one of them regrades.
+    """
     digest = hashlib.sha256()
     for submission in sorted(submissions, key=lambda s: s.assignment):
         source = root / "source" / submission.assignment / f"{submission.assignment}.ipynb"
-        for part in (submission.assignment.encode(), submission.path.read_bytes(),
-                     source.read_bytes() if source.exists() else b""):
+        files = [submission.path, *(submission.rivals or [])]
+        for part in (submission.assignment.encode(), *(str(path).encode() for path in files),
+                     *(path.read_bytes() for path in files), source.read_bytes() if source.exists() else b""):
             digest.update(hashlib.sha256(part).digest())
     config = root / "nbgrader_config.py"
     digest.update(config.read_bytes() if config.exists() else b"")
@@ -639,7 +663,7 @@ def grade(options: GradingOptions, log=print) -> list[tuple[Scores, str]]:
 def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dict[str, list[Submission]],
                digests: dict[str, str], uids: dict[str, int], shard_dir: Path, log) -> None:
     for submission in submissions:
-        for note in submission.notes:
+        for note in [] if submission.failure else submission.notes:
             log(f"{submission.student}/{submission.assignment}: {note}")
     course = _prepare_course(options, sorted({s.assignment for s in submissions}))
     limits = cgroup_limits.Limits("rlimits")
@@ -660,7 +684,7 @@ def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dic
             if limits.warning:
                 log(limits.warning)
         settings = {"course": str(course), "skip_tag": skip_tag, "cell_timeout": options.cell_timeout,
-                    "guard": options.guard, "feedback": options.feedback}
+                    "guard": options.guard, "feedback": options.feedback, "sanitize": options.sanitize}
         count = min(options.jobs, len(todo))
         jobs = [Job(number, course, settings, options.memory_limit_gb) for number in range(1, count + 1)]
         free: queue.Queue[Job] = queue.Queue()

@@ -39,6 +39,7 @@ def _api(settings: dict):
         config.Execute.timeout = settings["cell_timeout"]
     config.GuardedExecute.guard = settings["guard"]
     config.StrictSaveAutoGrades.strict = settings["guard"]
+    config.SanitizeNotebook.enabled = settings.get("sanitize", True)
     config.NbGraderAPI.log_level = "WARN"
     config.Exchange.root = str(Path(settings["course"]) / "exchange")  # Not used; nbgrader wants it to exist.
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
