@@ -10,8 +10,17 @@ import sys
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbgrader.converters import GenerateAssignment
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearMarkScheme, ClearOutput, GetGrades,
-                                    IgnorePattern, IncludeHeaderFooter, LimitOutput, LockCells)
+from nbgrader.preprocessors import (
+                                    AssignLatePenalties,
+                                    CheckCellMetadata,
+                                    ClearMarkScheme,
+                                    ClearOutput,
+                                    GetGrades,
+                                    IgnorePattern,
+                                    IncludeHeaderFooter,
+                                    LimitOutput,
+                                    LockCells,
+)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grading.build import DropAuthoringMetadata  # noqa: E402 - needs the course directory on sys.path.

@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import nbformat  # noqa: E402
-
 from conftest import copy_course  # noqa: E402
+
 from grading.build import build  # noqa: E402
 from grading.config import ASSIGNMENTS  # noqa: E402
 from grading.grade import GradingOptions, grade  # noqa: E402
@@ -131,7 +131,8 @@ def graded(scratch: Path, name: str, students: int, jobs: int) -> dict:
     cells = {"wall: setup cell (imports)": [], "wall: test cells": [], "wall: other cells": []}
     for student in records:
         for assignment in ASSIGNMENTS:
-            for key, value in _kernel_parts(course / "autograded" / student / assignment / f"{assignment}.ipynb").items():
+            autograded = course / "autograded" / student / assignment / f"{assignment}.ipynb"
+            for key, value in _kernel_parts(autograded).items():
                 cells[f"wall: {key}"].append(value)
     return {"wall": wall, "cpu": cpu, "students": students, "jobs": jobs,
             "before the first student": first - started, "merge and export": merged - last,
@@ -171,7 +172,7 @@ def main(argv: list[str]) -> int:
     per_student = one["cpu"] / one["students"]
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end; "
           f"{datetime.now():%Y-%m-%d}")
-    print("\n1. one student's whole course (6 notebooks, with feedback)")
+    print(f"\n1. one student's whole course ({len(ASSIGNMENTS)} notebooks, with feedback)")
     print(f"   baseline, one nbgrader process per notebook and per feedback: {old_cpu:6.1f} machine-s "
           f"({old_wall:.1f} s wall)")
     print(f"   grading command, --jobs 1, {one['students']} students:             {per_student:6.1f} machine-s "

@@ -56,8 +56,8 @@ import nbformat
 from grading import limits as cgroup_limits
 from grading import sandbox
 from grading.config import ASSIGNMENTS, ROOT
-from grading.nbgrader_cli import tools_on_path
 from grading.merge import RESULTS, SHARDS, copy_students, merge, newest_records, read_results, rows_of, write_results
+from grading.nbgrader_cli import tools_on_path
 from grading.repair import repair, restore_metadata
 from grading.report import Scores, format_table
 from grading.sanitize import markdown_findings
@@ -108,7 +108,8 @@ def read_mapping(path: Path) -> dict[str, str]:
         if not row or (number == 1 and [cell.strip().lower() for cell in row[:2]] == ["file", "student_id"]):
             continue
         if len(row) < 2 or not row[0].strip() or not _STUDENT_ID.fullmatch(row[1].strip()):
-            raise ValueError(f"{path}, line {number}: expected 'file name,student id' with a valid student id, got {row}")
+            raise ValueError(f"{path}, line {number}: expected 'file name,student id' with a valid student id, "
+                             f"got {row}")
         mapping[row[0].strip()] = row[1].strip()
     return mapping
 
@@ -133,12 +134,14 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
         if len(parts) >= 3 and parts[-2] in assignments:
             assignment = parts[-2]
         if assignment is None:
-            problems.append(f"{path}: no assignment id ({', '.join(assignments)}) in its name or folder; needs a manual look")
+            problems.append(f"{path}: no assignment id ({', '.join(assignments)}) in its name or folder; "
+                            "needs a manual look")
             continue
         relative = "/".join(parts)
         student = mapping.get(relative) or mapping.get(path.name) or (parts[0] if len(parts) >= 2 else prefix)
         if not student or not _STUDENT_ID.fullmatch(student):
-            problems.append(f"{path}: cannot tell a valid student id (letters, digits, '_', '.', '-'); needs a manual look")
+            problems.append(f"{path}: cannot tell a valid student id (letters, digits, '_', '.', '-'); "
+                            "needs a manual look")
             continue
         notes = []
         if path.name != f"{assignment}.ipynb":
@@ -313,7 +316,8 @@ def parse_shard(text: str | None, environ=os.environ, count: int | None = None) 
         k, n = (int(environ["SLURM_ARRAY_TASK_ID"]) - first) // step + 1, int(environ["SLURM_ARRAY_TASK_COUNT"])
     elif environ.get("JOB_COMPLETION_INDEX"):
         if not count:
-            raise ValueError("JOB_COMPLETION_INDEX is set: give the number of shards (--shard-count, the Job's completions)")
+            raise ValueError("JOB_COMPLETION_INDEX is set: give the number of shards "
+                             "(--shard-count, the Job's completions)")
         k, n = int(environ["JOB_COMPLETION_INDEX"]) + 1, count
     else:
         return 1, 1
@@ -698,7 +702,7 @@ def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dic
             work = {student: [a for a, r in record["assignments"].items() if r.get("job") == job.number]
                     for student, record in records.items()}
             copy_students(job.db, shard_dir / "gradebook.db", {s: a for s, a in work.items() if a})
-        for student, record in records.items():
+        for record in records.values():
             for result in record["assignments"].values():
                 result.pop("job", None)
         stored = read_results(shard_dir / RESULTS)

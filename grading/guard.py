@@ -119,7 +119,8 @@ def _grading_guard_factory():
             if (function.__code__ is not code or function.__defaults__ is not defaults
                     or function.__kwdefaults__ is not keyword_defaults):
                 yield f"the code of {function.__module__}.{function.__qualname__}"
-        if shell_of() is not shell or shell.kernel is not kernel or kernel.session is not watched["the kernel's Session"]:
+        session = watched["the kernel's Session"]
+        if shell_of() is not shell or shell.kernel is not kernel or kernel.session is not session:
             yield "the IPython shell or its kernel"
         for name, value in system.items():
             if getattr_(sys, name) is not value:

@@ -118,7 +118,8 @@ _COPY_SUBMISSION = [
 ]
 _COPY_CELL_ROWS = """INSERT INTO {table} (id, notebook_id, cell_id, {columns})
     SELECT r.id, r.notebook_id, tc.id, {selected} FROM source.{table} r
-    JOIN source.submitted_notebook sn ON r.notebook_id = sn.id JOIN source.submitted_assignment sa ON sn.assignment_id = sa.id
+    JOIN source.submitted_notebook sn ON r.notebook_id = sn.id
+    JOIN source.submitted_assignment sa ON sn.assignment_id = sa.id
     JOIN source.assignment a ON sa.assignment_id = a.id JOIN source.base_cell c ON r.cell_id = c.id
     JOIN source.notebook n ON c.notebook_id = n.id
     JOIN assignment ta ON ta.name = a.name JOIN notebook tn ON tn.assignment_id = ta.id AND tn.name = n.name

@@ -159,7 +159,7 @@ def restore_metadata(submission: NotebookNode, release: NotebookNode) -> list[st
             cell.metadata["nbgrader"] = wanted
         else:
             if any(meta.get(key) for key in ("grade", "solution", "locked", "task")):
-                notes.append(f"cell {position}: grading metadata with {'an unknown grade id' if grade_id else 'no grade id'}"
-                             " was dropped")
+                what = "an unknown grade id" if grade_id else "no grade id"
+                notes.append(f"cell {position}: grading metadata with {what} was dropped")
             del cell.metadata["nbgrader"]
     return notes

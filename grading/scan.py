@@ -138,7 +138,8 @@ def imported_names(sources: list[str]) -> dict[str, str]:
         for node in ast.walk(tree) if tree is not None else ():
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+                    top = alias.name.split(".")[0]
+                    names[alias.asname or top] = alias.name if alias.asname else top
             elif isinstance(node, ast.ImportFrom):
                 for alias in node.names:
                     names[alias.asname or alias.name] = f"{node.module or ''}.{alias.name}"
@@ -250,7 +251,8 @@ def student_cells(notebook: nbformat.NotebookNode, release: nbformat.NotebookNod
     the release's given cells. Every other code cell is the student's, and so is a cell of another
     type whose grade id names a release code cell, since nbgrader makes it a code cell again.
     """
-    release_cells = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell for cell in (release.cells if release else [])
+    release_cells = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell
+                     for cell in (release.cells if release else [])
                      if cell.metadata.get("nbgrader", {}).get("grade_id")}
     given = {cell.source.strip() for cell in (release.cells if release else []) if cell.cell_type == "code"
              and not cell.metadata.get("nbgrader", {}).get("solution")}

@@ -12,8 +12,6 @@ files of one student in a flat folder (the original and a newer "_copy").
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import nbformat
 import pytest
 
@@ -58,7 +56,8 @@ def graded(built_course, tmp_path_factory):
 
     save("infinite_loop", fill(release, {**answers, "task1_1_select_victim": "while True:\n    pass"}))
 
-    stubborn = "import time\nwhile True:\n    try:\n        time.sleep(0.1)\n    except KeyboardInterrupt:\n        pass"
+    stubborn = ("import time\nwhile True:\n    try:\n        time.sleep(0.1)\n"
+                "    except KeyboardInterrupt:\n        pass")
     save("ignores_interrupts", fill(release, {**answers, "task1_2_eviction_order": stubborn}))
 
     save("copy_of_name", fill(release, answers), name=f"Copy of {FILE}")

@@ -33,13 +33,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import sandbox_problem
 
 from grading.grade import grade_folder
 from grading.report import read_scores
 from grading.samples import fill, solution_code
 from grading.sandbox import student_uids
-
-from conftest import sandbox_problem
 
 ASSIGNMENT = "01_eviction_as_ranking"
 FILE = f"{ASSIGNMENT}.ipynb"
@@ -47,6 +46,7 @@ TASK = "task1_1_select_victim"
 WRONG_1_1 = "def select_victim(values):\n    return 'not a key'"
 MARKER = "grading-isolation-test-7f3a"  # In the command line or file name of everything an attacker leaves.
 HOST_FOLDERS = ["/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/run", "/var/lock", "/var/crash"]
+PRINT_UID = "\nimport os\nprint('uid', os.getuid())"  # What each of two students prints, to compare uids.
 
 
 def _answer(gain: str, answers: dict[str, str]) -> str:
@@ -179,8 +179,8 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         continue
     gained |= any(word in line for word in (b"grading.worker", b"nbgrader", b"zz_victim"))
 """ + _answer("gained", answers)},
-        "i_one": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + "\nimport os\nprint('uid', os.getuid())"},
-        "i_two": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + "\nimport os\nprint('uid', os.getuid())"},
+        "i_one": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + PRINT_UID},
+        "i_two": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + PRINT_UID},
         # Host leftovers.
         "h_writes_host_folders": {TASK: WRONG_1_1 + f"""
 import os

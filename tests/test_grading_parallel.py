@@ -1,10 +1,15 @@
 """Grading in parallel, in shards and on a Slurm cluster gives exactly what one job gives.
 
-The bundled samples (every assignment: the reference, the unchanged release, typical mistakes) are
-graded with --jobs 2 (tests/conftest.py: parallel_grades), with --jobs 1 (sequential_grades), and
-through a one-node Slurm cluster as an array of 3 shards of deploy/slurm/grade.sbatch and its
-merge job; grades, statuses and feedback must be identical. Sharding, merging, resuming and the
-Kubernetes manifest are checked on their own.
+The bundled samples (the reference, the unchanged release, typical mistakes) are graded with
+--jobs 2 for every assignment (tests/conftest.py: parallel_grades, which tests/test_pipeline.py
+checks too), and for two of them (EQUALITY_ASSIGNMENTS) with --jobs 1 (sequential_grades) and
+through a one-node Slurm cluster as an array of 4 shards of deploy/slurm/grade.sbatch (one of them
+empty) and its merge job; grades, statuses, autograded notebooks and feedback must be identical.
+Sharding, merging, resuming and the Kubernetes manifest are checked on their own.
+
+The Slurm test starts the cluster itself (deploy/slurm/one-node-cluster.sh) unless SLURM_CONF names
+a running one, as in CI. Where Slurm is not installed, or the tests do not run as root, it skips
+with the reason; in CI (COURSE_CI set, by .ci/run) it fails instead.
 """
 
 from __future__ import annotations
@@ -19,33 +24,48 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import EQUALITY_ASSIGNMENTS, sandbox_problem
 
 from grading import grade
 from grading.config import ASSIGNMENTS, ROOT, SAMPLE_STUDENTS
 from grading.merge import MERGED, RESULTS, SHARDS, merge, read_results, write_results
 
-from conftest import sandbox_problem
+FEEDBACK = [f"feedback/{student}/{a}/{a}.html" for student in SAMPLE_STUDENTS for a in EQUALITY_ASSIGNMENTS]
+AUTOGRADED = [f"autograded/{student}/{a}/{a}.ipynb" for student in SAMPLE_STUDENTS for a in EQUALITY_ASSIGNMENTS]
 
-FEEDBACK = [f"feedback/{student}/{a}/{a}.html" for student in SAMPLE_STUDENTS for a in ASSIGNMENTS]
 
-
-def _csv_rows(path: Path) -> list[tuple]:
-    """The grades CSV's rows of the sample students, sorted."""
+def _csv_rows(path: Path, assignments=EQUALITY_ASSIGNMENTS) -> list[tuple]:
+    """The rows of a grades CSV (or statuses.csv) for the sample students and ``assignments``, sorted."""
     with open(path, newline="") as handle:
-        return sorted(tuple(row.values()) for row in csv.DictReader(handle) if row["student_id"] in SAMPLE_STUDENTS)
+        return sorted(tuple(row.values()) for row in csv.DictReader(handle)
+                      if row["student_id"] in SAMPLE_STUDENTS and row["assignment"] in assignments)
 
 
 def _summary(grades: dict) -> dict:
-    return {key: (scores.tasks, status) for key, (scores, status) in grades.items()}
+    return {key: (scores.tasks, status) for key, (scores, status) in grades.items() if key[1] in EQUALITY_ASSIGNMENTS}
+
+
+def _autograded_cells(path: Path) -> list[tuple]:
+    """What grading left in an autograded notebook (sources and outputs), without execution counts."""
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    return [(cell.cell_type, cell.source, json.dumps(
+        [{k: v for k, v in output.items() if k != "execution_count"} for output in cell.get("outputs", [])],
+        sort_keys=True)) for cell in notebook.cells]
 
 
 def test_two_jobs_give_exactly_what_one_job_gives(parallel_grades, sequential_grades):
     (course, parallel), (output, sequential) = parallel_grades, sequential_grades
     assert set(parallel) == {(s, a) for s in SAMPLE_STUDENTS for a in ASSIGNMENTS}
+    assert set(sequential) == {(s, a) for s in SAMPLE_STUDENTS for a in EQUALITY_ASSIGNMENTS}
     assert _summary(parallel) == _summary(sequential)
     assert _csv_rows(course / "grades.csv") == _csv_rows(output / "grades.csv")
+    assert _csv_rows(course / "statuses.csv") == _csv_rows(output / "statuses.csv")
     for path in FEEDBACK:
         assert (course / path).read_bytes() == (output / path).read_bytes(), path
+    for path in AUTOGRADED:
+        assert _autograded_cells(course / path) == _autograded_cells(output / path), path
 
 
 def test_shards_split_the_students_stably_and_evenly():
@@ -88,15 +108,17 @@ def test_merging_again_changes_nothing_and_the_newer_result_wins(sequential_grad
     again = output / SHARDS / "2-of-2"
     shutil.copytree(output / SHARDS / "1-of-1", again)
     records = read_results(again / RESULTS)
-    records = {"typical_mistakes": {**records["typical_mistakes"], "graded_at": records["typical_mistakes"]["graded_at"] + 60}}
+    later = records["typical_mistakes"]["graded_at"] + 60
+    records = {"typical_mistakes": {**records["typical_mistakes"], "graded_at": later}}
     write_results(again / RESULTS, records, shard="2-of-2")
     with sqlite3.connect(again / "gradebook.db") as database:
         database.execute("UPDATE grade SET auto_score = 1 WHERE notebook_id IN (SELECT sn.id FROM submitted_notebook sn"
-                         " JOIN submitted_assignment sa ON sn.assignment_id = sa.id WHERE sa.student_id = 'typical_mistakes')")
+                         " JOIN submitted_assignment sa ON sn.assignment_id = sa.id"
+                         " WHERE sa.student_id = 'typical_mistakes')")
     lines.clear()
     merge(output, log=lines.append)
-    assert any("typical_mistakes: graded in shard 1-of-1 and in shard 2-of-2; kept the newer result, from 2-of-2" in line
-               for line in lines), lines
+    newer = "typical_mistakes: graded in shard 1-of-1 and in shard 2-of-2; kept the newer result, from 2-of-2"
+    assert any(newer in line for line in lines), lines
     scores = {row[3]: float(row[7]) for row in _csv_rows(output / "grades.csv") if row[0] == ASSIGNMENTS[0]}
     earlier = {row[3]: float(row[7]) for row in _csv_rows(Path(before_path)) if row[0] == ASSIGNMENTS[0]}
     assert earlier["typical_mistakes"] == 0 and scores["typical_mistakes"] > 0
@@ -114,13 +136,13 @@ def test_a_rerun_grades_only_what_changed_and_force_regrades(built_course, sampl
     graded: list[list[str]] = []
     monkeypatch.setattr(grade, "_grade_all", lambda options, submissions, todo, *rest: graded.append(sorted(todo)))
     lines: list[str] = []
-    grade.grade_folder(folder, built_course, ASSIGNMENTS, output=output, log=lines.append)
+    grade.grade_folder(folder, built_course, EQUALITY_ASSIGNMENTS, output=output, log=lines.append)
     assert graded == [] and sum("unchanged since it was graded; skipped" in line for line in lines) == 3
     changed = folder / "unchanged_release" / ASSIGNMENTS[0] / f"{ASSIGNMENTS[0]}.ipynb"
     changed.write_text(changed.read_text().replace('"cells": [', '"cells": [{"cell_type": "markdown", "metadata": {}, '
                                                                  '"source": "a note"}, ', 1))
-    grade.grade_folder(folder, built_course, ASSIGNMENTS, output=output, log=lines.append)
-    grade.grade_folder(folder, built_course, ASSIGNMENTS, output=output, force=True, log=lines.append)
+    grade.grade_folder(folder, built_course, EQUALITY_ASSIGNMENTS, output=output, log=lines.append)
+    grade.grade_folder(folder, built_course, EQUALITY_ASSIGNMENTS, output=output, force=True, log=lines.append)
     assert graded == [["unchanged_release"], sorted(SAMPLE_STUDENTS)]
 
 
@@ -159,24 +181,34 @@ def test_the_kubernetes_manifest_is_valid():
     assert shards["completionMode"] == "Indexed"
     command = " ".join(shards["template"]["spec"]["containers"][0]["args"])
     assert f"--shard-count {shards['completions']}" in command and "grading.grade" in command
-    assert "grading.merge" in " ".join(jobs["grade-course-merge"]["spec"]["template"]["spec"]["containers"][0]["command"])
+    merge_container = jobs["grade-course-merge"]["spec"]["template"]["spec"]["containers"][0]
+    assert "grading.merge" in " ".join(merge_container["command"])
+
+
+def _unavailable(reason: str) -> None:
+    """Skip with ``reason`` here; in CI, where the cluster must run, fail with it."""
+    if os.environ.get("COURSE_CI"):
+        pytest.fail(f"CI must grade through Slurm, but {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
     """A one-node Slurm cluster: the one CI started (SLURM_CONF), or one started here for this module."""
-    if shutil.which("sbatch") is None:
-        pytest.skip("Slurm is not installed (apt-get install slurm-wlm munge)")
+    missing = [tool for tool in ("sbatch", "sinfo", "slurmctld", "slurmd", "munged") if shutil.which(tool) is None]
+    if missing:
+        _unavailable(f"Slurm is not installed ({', '.join(missing)} missing: apt-get install slurm-wlm munge)")
     env = dict(os.environ)
     if env.get("SLURM_CONF") and subprocess.run(["sinfo", "-h"], capture_output=True, env=env).returncode == 0:
         yield env
         return
     if os.geteuid() != 0:
-        pytest.skip("starting a one-node Slurm cluster needs root")
+        _unavailable("starting a one-node Slurm cluster needs root")
     state = tmp_path_factory.mktemp("slurm")
     script = ROOT / "deploy" / "slurm" / "one-node-cluster.sh"
     started = subprocess.run([str(script), "start", str(state)], capture_output=True, text=True, timeout=120)
-    assert started.returncode == 0, started.stderr
+    if started.returncode != 0:
+        pytest.fail(f"the one-node Slurm cluster did not start:\n{started.stderr}", pytrace=False)
     env["SLURM_CONF"] = started.stdout.strip().split("=", 1)[1]
     try:
         yield env
@@ -184,26 +216,33 @@ def slurm(tmp_path_factory):
         subprocess.run([str(script), "stop", str(state)], capture_output=True, timeout=60)
 
 
-@pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
-def test_three_slurm_shards_and_their_merge_give_exactly_what_one_job_gives(slurm, sample_folder, sequential_grades,
-                                                                            tmp_path):
+def test_four_slurm_shards_and_their_merge_give_exactly_what_one_job_gives(slurm, sample_folder, sequential_grades,
+                                                                           tmp_path):
     output = tmp_path / "output"
     output.mkdir()
     env = {**slurm, "COURSE_DIR": str(ROOT)}
     script = str(ROOT / "deploy" / "slurm" / "grade.sbatch")
-    shards = subprocess.run(["sbatch", "--parsable", "--wait", "--array=1-3", f"--output={output}/shard-%a.log",
-                             script, str(sample_folder), str(output)], capture_output=True, text=True, env=env,
-                            cwd=ROOT, timeout=1800)
+    assignments = [argument for a in EQUALITY_ASSIGNMENTS for argument in ("--assignment", a)]
+    # One CPU per array task, so that two shards run at once on a 2-core machine.
+    shards = subprocess.run(["sbatch", "--parsable", "--wait", "--array=1-4", "--cpus-per-task=1",
+                             f"--output={output}/shard-%a.log", script, str(sample_folder), str(output), *assignments],
+                            capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800)
     logs = "".join(path.read_text() for path in sorted(output.glob("shard-*.log")))
     assert shards.returncode == 0, shards.stderr + logs
     job = shards.stdout.strip().split(";")[0]
     merged = subprocess.run(["sbatch", "--wait", f"--dependency=afterok:{job}", f"--output={output}/merge.log", script,
                              "--merge", str(output)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert merged.returncode == 0, merged.stderr + (output / "merge.log").read_text()
-    assert sorted(path.name for path in (output / SHARDS).iterdir()) == ["1-of-3", "2-of-3", "3-of-3"]
-    assert "shard 2/3" in logs and "isolation: each kernel runs in a bubblewrap sandbox" in logs
+    assert sorted(path.name for path in (output / SHARDS).iterdir()) == [f"{k}-of-4" for k in (1, 2, 3, 4)]
+    counts = {k: len(read_results(output / SHARDS / f"{k}-of-4" / RESULTS)) for k in (1, 2, 3, 4)}
+    assert sorted(counts.values()) == [0, 1, 1, 1], counts
+    assert all(f"shard {k}/4" in logs for k in (1, 2, 3, 4))
+    if sandbox_problem() is None:
+        assert "isolation: each kernel runs in a bubblewrap sandbox" in logs
     sequential = sequential_grades[0]
     assert _csv_rows(output / "grades.csv") == _csv_rows(sequential / "grades.csv")
     assert (output / "statuses.csv").read_text() == (sequential / "statuses.csv").read_text()
     for path in FEEDBACK:
         assert (output / path).read_bytes() == (sequential / path).read_bytes(), path
+    for path in AUTOGRADED:
+        assert _autograded_cells(output / path) == _autograded_cells(sequential / path), path

@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import sandbox_problem
 
 from grading import grade, limits, sandbox
 from grading.config import ROOT
-
-from conftest import sandbox_problem
 
 _PROBLEM = sandbox_problem()
 needs_sandbox = pytest.mark.skipif(_PROBLEM is not None, reason=str(_PROBLEM))
@@ -31,8 +30,8 @@ def _run_inside(tmp_path: Path, code: str, uid: int | None = ROOT_UID, **plan_fi
         os.chown(sockets, uid, uid)
     plan = sandbox.Plan(sandbox=True, socket_dir=str(sockets), kept=sandbox.kept_folders(), uid=uid, **plan_fields)
     plan_file = plan.write(tmp_path / "plan.json")
-    run = subprocess.run([sys.executable, str(Path(sandbox.__file__)), str(plan_file), "--", sys.executable, "-c", code],
-                         capture_output=True, text=True, timeout=120, env={**os.environ, "GRADER_SECRET": "x"})
+    command = [sys.executable, str(Path(sandbox.__file__)), str(plan_file), "--", sys.executable, "-c", code]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120, env={**os.environ, "GRADER_SECRET": "x"})
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.strip().splitlines()[-1])
 

@@ -7,8 +7,8 @@ import pytest
 
 from grading.config import ASSIGNMENTS, ROOT
 from grading.guard import GUARD_ERROR, GuardedExecute
-from grading.samples import fill, load_mutants, solution_code
 from grading.repair import repair, restore_metadata
+from grading.samples import fill, load_mutants, solution_code
 from grading.scan import findings, imported_names, scan, student_cells
 
 GIVEN = "import math\nimport numpy as np\nimport torch\nfrom course import checks\nfrom course.checks import check_type"
@@ -121,7 +121,8 @@ def test_guard_takes_its_token_out_and_keeps_other_output():
     assert [output.text for output in cell.outputs] == ["checked 5 cases\n"]
 
 
-@pytest.mark.parametrize("outputs", [[], [nbformat.v4.new_output("stream", name="stdout", text="tok-2-but-not-this\n")]],
+@pytest.mark.parametrize("outputs", [[], [nbformat.v4.new_output("stream", name="stdout",
+                                                                 text="tok-2-but-not-this\n")]],
                          ids=["no output", "another token"])
 def test_guard_fails_a_test_cell_without_its_token(outputs):
     cell = _test_cell(outputs)

@@ -4,6 +4,9 @@
 # Needs root and Debian's slurm-wlm and munge (apt-get install slurm-wlm munge).
 #
 #   deploy/slurm/one-node-cluster.sh start [STATE_DIR]   # prints the SLURM_CONF to export
+#
+# Starting again with the same STATE_DIR while the cluster is up changes nothing (it prints the same
+# line); a cluster that is partly down is stopped and started afresh.
 #   deploy/slurm/one-node-cluster.sh stop  [STATE_DIR]
 #
 # Everything (config, spool, logs, munge socket) lives in STATE_DIR (default /tmp/course-slurm), so
@@ -22,6 +25,13 @@ stop() {
   sleep 1
 }
 
+# True when munged, slurmctld and slurmd of this state folder all run.
+running() {
+  for pidfile in "$state"/run/munged.pid "$state"/run/slurmctld.pid "$state"/run/slurmd.pid; do
+    [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null || return 1
+  done
+}
+
 case "$action" in
   stop)
     stop
@@ -31,6 +41,11 @@ case "$action" in
     for tool in munged slurmctld slurmd sbatch; do
       command -v "$tool" > /dev/null || { echo "one-node-cluster.sh: $tool is missing (apt-get install slurm-wlm munge)" >&2; exit 1; }
     done
+    # Already up with this state folder (a second call, or CI's cluster reused by the tests): keep it.
+    if [ -s "$conf" ] && running && SLURM_CONF=$conf sinfo -h -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then
+      echo "export SLURM_CONF=$conf"
+      exit 0
+    fi
     stop
     rm -rf "$state"
     mkdir -p "$state"/spool/ctld "$state"/spool/d "$state"/log "$state"/run "$state"/munge
