@@ -48,7 +48,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import nbformat
@@ -294,6 +294,19 @@ class GradingOptions:
     def destination(self) -> Path:
         return Path(self.output or self.root)
 
+    def to_json(self) -> dict:
+        """The options as JSON values: how each grading process (grading/worker.py) receives them."""
+        return json.loads(json.dumps(asdict(self), default=str))
+
+    @classmethod
+    def from_json(cls, values: dict) -> GradingOptions:
+        """The options that `to_json` wrote."""
+        paths = {"folder", "root", "output", "csv_path"}
+        known = {f.name for f in fields(cls)}
+        values = {key: Path(value) if key in paths and value is not None else value
+                  for key, value in values.items() if key in known}
+        return cls(**{**values, "shard": tuple(values.get("shard", (1, 1)))})
+
 
 def parse_shard(text: str | None, environ=os.environ, count: int | None = None) -> tuple[int, int]:
     """The shard ``K/N`` to grade: from ``text``, else from a Slurm job array or a Kubernetes Indexed Job.
@@ -351,15 +364,17 @@ def content_hash(submissions: list[Submission], root: Path) -> str:
 class Job:
     """One of the ``--jobs`` grading processes (grading/worker.py), owned by one thread at a time."""
 
-    def __init__(self, number: int, course: Path, settings: dict, memory_limit_gb: float | None):
+    def __init__(self, number: int, course: Path, options: GradingOptions, skip_tag: str):
         self.number = number
         self.course = course
         self.db = course / "jobs" / f"job-{number}.db"
         self.log_path = course / "jobs" / f"job-{number}.log"
         shutil.copy(course / "gradebook.db", self.db)
+        # The command's options travel whole; the scratch course, the tag and the gradebook are this run's.
         self.settings_path = course / "jobs" / f"job-{number}.json"
-        self.settings_path.write_text(json.dumps({**settings, "db": str(self.db)}))
-        self.memory_limit_gb = memory_limit_gb
+        self.settings_path.write_text(json.dumps({"options": options.to_json(), "course": str(course),
+                                                  "skip_tag": skip_tag, "db": str(self.db)}))
+        self.memory_limit_gb = options.memory_limit_gb
         self.process: subprocess.Popen | None = None
         self.events = None
         self.buffer = b""
@@ -687,10 +702,8 @@ def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dic
             limits = cgroup_limits.setup(f"course-grading-{os.getpid()}-{secrets.token_hex(4)}")
             if limits.warning:
                 log(limits.warning)
-        settings = {"course": str(course), "skip_tag": skip_tag, "cell_timeout": options.cell_timeout,
-                    "guard": options.guard, "feedback": options.feedback, "sanitize": options.sanitize}
         count = min(options.jobs, len(todo))
-        jobs = [Job(number, course, settings, options.memory_limit_gb) for number in range(1, count + 1)]
+        jobs = [Job(number, course, options, skip_tag) for number in range(1, count + 1)]
         free: queue.Queue[Job] = queue.Queue()
         for job in jobs:
             free.put(job)

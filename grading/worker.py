@@ -2,6 +2,9 @@
 
     python -m grading.worker SETTINGS.json EVENTS_FD
 
+SETTINGS.json holds the grading command's options (`grading.grade.GradingOptions`, whole) and what
+belongs to this run: the scratch course, the random tag of the skipped cells, the job's gradebook.
+
 The grading command (grading/grade.py) starts one worker per job and keeps it for every student
 of that job: nbgrader, nbconvert and their imports load once, not once per notebook. Requests come
 on stdin, one JSON line per student (``{"student": ..., "assignments": [...], "plan": ...}``);
@@ -25,8 +28,8 @@ import traceback
 from pathlib import Path
 
 
-def _api(settings: dict):
-    """nbgrader's API on the scratch course, with this run's settings and the job's own gradebook."""
+def _api(settings: dict, options):
+    """nbgrader's API on the scratch course, with the command's options and the job's own gradebook."""
     from nbgrader.apps.api import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config.loader import PyFileConfigLoader
@@ -35,11 +38,12 @@ def _api(settings: dict):
     config.CourseDirectory.root = settings["course"]
     config.CourseDirectory.db_url = f"sqlite:///{settings['db']}"
     config.Execute.skip_cells_with_tag = settings["skip_tag"]
-    if settings.get("cell_timeout"):
-        config.Execute.timeout = settings["cell_timeout"]
-    config.GuardedExecute.guard = settings["guard"]
-    config.StrictSaveAutoGrades.strict = settings["guard"]
-    config.SanitizeNotebook.enabled = settings.get("sanitize", True)
+    if options.cell_timeout:
+        config.Execute.timeout = options.cell_timeout
+    config.GuardedExecute.guard = options.guard
+    config.StrictSaveAutoGrades.strict = options.guard
+    # Sanitizing stays the last step of autograding in every worker (nbgrader_config.py).
+    config.SanitizeNotebook.enabled = options.sanitize
     config.NbGraderAPI.log_level = "WARN"
     config.Exchange.root = str(Path(settings["course"]) / "exchange")  # Not used; nbgrader wants it to exist.
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
@@ -60,7 +64,7 @@ def _cpu() -> tuple[float, float]:
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
-def grade_student(api, settings: dict, request: dict, emit) -> None:
+def grade_student(api, settings: dict, options, request: dict, emit) -> None:
     """Autograde (and give feedback on) each of the request's notebooks, emitting events."""
     from grading.guard import PLAN_VARIABLE
 
@@ -76,7 +80,7 @@ def grade_student(api, settings: dict, request: dict, emit) -> None:
         graded, graded_cpu = time.perf_counter(), _cpu()
         scores = _scores(settings["db"], assignment, student)
         feedback = None
-        if settings["feedback"] and scores:
+        if options.feedback and scores:
             feedback = api.generate_feedback(assignment, student, force=True)
         done_cpu = _cpu()
         emit({"event": "done", "assignment": assignment, "ok": bool(result.get("success")),
@@ -91,7 +95,10 @@ def grade_student(api, settings: dict, request: dict, emit) -> None:
 
 
 def main(argv: list[str]) -> int:
+    from grading.grade import GradingOptions
+
     settings = json.loads(Path(argv[0]).read_text())
+    options = GradingOptions.from_json(settings["options"])
     events = os.fdopen(int(argv[1]), "w", buffering=1, encoding="utf-8")
 
     def emit(event: dict) -> None:
@@ -103,13 +110,13 @@ def main(argv: list[str]) -> int:
     os.environ["COURSE_AUTOGRADE"] = "1"
     os.environ["PYTHONWARNINGS"] = "ignore"
     os.chdir(settings["course"])
-    api = _api(settings)
+    api = _api(settings, options)
     emit({"event": "ready"})
     for line in sys.stdin:
         if not line.strip():
             continue
         try:
-            grade_student(api, settings, json.loads(line), emit)
+            grade_student(api, settings, options, json.loads(line), emit)
         except Exception:  # noqa: BLE001 - reported to the command, which marks the notebook for a look.
             emit({"event": "crashed", "error": traceback.format_exc()[-4000:]})
     return 0
