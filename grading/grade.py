@@ -347,13 +347,14 @@ def shard_of(student: str, shards: int) -> int:
 def content_hash(submissions: list[Submission], root: Path) -> str:
     """A hash of a student's submitted files and of what grades them (the source notebooks, the config).
 
-    Colliding files (``rivals``) count with their names, so that keeping one of them regrades.
+    Colliding files (``rivals``) count with their names, so that keeping one of them regrades; the
+    folder they are in does not count (a copied or moved folder is not regraded).
     """
     digest = hashlib.sha256()
     for submission in sorted(submissions, key=lambda s: s.assignment):
         source = root / "source" / submission.assignment / f"{submission.assignment}.ipynb"
         files = [submission.path, *(submission.rivals or [])]
-        for part in (submission.assignment.encode(), *(str(path).encode() for path in files),
+        for part in (submission.assignment.encode(), *(path.name.encode() for path in files),
                      *(path.read_bytes() for path in files), source.read_bytes() if source.exists() else b""):
             digest.update(hashlib.sha256(part).digest())
     config = root / "nbgrader_config.py"
