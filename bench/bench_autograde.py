@@ -63,27 +63,6 @@ def _write_students(folder: Path, course: Path, count: int) -> None:
             nbformat.write(notebook, path)
 
 
-def _seconds(cell) -> float:
-    timing = cell.metadata.get("execution", {})
-    start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
-    if not start or not end:
-        return 0.0
-    parse = lambda stamp: datetime.fromisoformat(stamp.replace("Z", "+00:00"))  # noqa: E731
-    return (parse(end) - parse(start)).total_seconds()
-
-
-def _kernel_parts(notebook_path: Path) -> dict[str, float]:
-    """Wall seconds of a graded notebook's cells: the setup cell (imports), the tests, the others."""
-    parts = {"setup cell (imports)": 0.0, "test cells": 0.0, "other cells": 0.0}
-    for cell in nbformat.read(notebook_path, as_version=4).cells:
-        if cell.cell_type == "code":
-            meta = cell.metadata.get("nbgrader", {})
-            kind = ("setup cell (imports)" if meta.get("grade_id") == "setup" else "test cells" if meta.get("grade")
-                    else "other cells")
-            parts[kind] += _seconds(cell)
-    return parts
-
-
 def baseline(scratch: Path) -> tuple[float, float]:
     """One student, one nbgrader process per notebook and per feedback: (wall, machine-seconds)."""
     course = copy_course(scratch / "baseline")
@@ -115,7 +94,8 @@ def graded(scratch: Path, name: str, students: int, jobs: int) -> dict:
     if bad:
         raise RuntimeError(f"not every notebook was graded: {bad[:3]}")
     started = stamps[0][0]
-    first = next(t for t, line in stamps if line.startswith("student") and ":" in line)
+    # Ready to grade: the scratch course is built, the submissions placed, the sandbox probed.
+    first = next(t for t, line in stamps if line.startswith(("isolation:", "WARNING: grading without isolation")))
     merged = next(t for t, line in stamps if line.startswith("merged"))
     last = max(t for t, line in stamps if line.startswith("student"))
     records = json.loads((course / "grading-results.json").read_text())["students"]
@@ -128,15 +108,9 @@ def graded(scratch: Path, name: str, students: int, jobs: int) -> dict:
         for result in record["assignments"].values():
             for key, name in keys.items():
                 seconds[key].append(result["seconds"][name])
-    cells = {"wall: setup cell (imports)": [], "wall: test cells": [], "wall: other cells": []}
-    for student in records:
-        for assignment in ASSIGNMENTS:
-            autograded = course / "autograded" / student / assignment / f"{assignment}.ipynb"
-            for key, value in _kernel_parts(autograded).items():
-                cells[f"wall: {key}"].append(value)
     return {"wall": wall, "cpu": cpu, "students": students, "jobs": jobs,
-            "before the first student": first - started, "merge and export": merged - last,
-            "per notebook": {key: statistics.median(values) for key, values in {**seconds, **cells}.items()}}
+            "before grading starts": first - started, "merge and export": merged - last,
+            "per notebook": {key: statistics.median(values) for key, values in seconds.items()}}
 
 
 def slurm(scratch: Path, students: int) -> float | None:
@@ -168,7 +142,7 @@ def main(argv: list[str]) -> int:
         one = graded(scratch, "jobs1", args.students, 1)
         two = graded(scratch, "jobs2", args.students, 2)
         cluster = slurm(scratch, args.students) if args.slurm else None
-    fixed = one["before the first student"] + one["merge and export"]
+    fixed = one["before grading starts"] + one["merge and export"]
     per_student = one["cpu"] / one["students"]
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end; "
           f"{datetime.now():%Y-%m-%d}")
@@ -178,8 +152,8 @@ def main(argv: list[str]) -> int:
     print(f"   grading command, --jobs 1, {one['students']} students:             {per_student:6.1f} machine-s "
           f"per student ({one['wall'] / one['students']:.1f} s wall)   ratio {old_cpu / per_student:.2f}x "
           "(target: at most 20 machine-s)")
-    print(f"   fixed cost of a run: {one['before the first student']:.1f} s before the first student "
-          f"(scratch course, sandbox probe, workers), {one['merge and export']:.1f} s to merge and export")
+    print(f"   fixed cost of a run: {one['before grading starts']:.1f} s before grading starts "
+          f"(scratch course, placing, sandbox probe), {one['merge and export']:.1f} s to merge and export")
     print("   per notebook (medians; seconds):")
     for key, value in one["per notebook"].items():
         print(f"     {key:<52} {value:5.2f}")
