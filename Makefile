@@ -44,11 +44,11 @@ lock: venv
 	sed -i 's/^torch==\([0-9.]*\)+cpu$$/torch==\1/' requirements/lock.txt
 
 clean:
-	rm -rf $(VENV) gradebook.db submitted autograded/*/ feedback build
+	rm -rf $(VENV) gradebook.db grades.csv statuses.csv grading-shards grading-results.json submitted autograded/*/ feedback build
 
 # Benchmarks (not tests): each prints ratios measured in one run.
 bench: venv
 	$(BIN)/python bench/bench_victim.py
 	$(BIN)/python bench/bench_replay.py
 	$(BIN)/python bench/bench_scheduler.py
-	$(BIN)/python bench/bench_autograde.py --runs 5
+	$(BIN)/python bench/bench_autograde.py --students 4

@@ -18,6 +18,7 @@ So no line of hidden test code reaches the student, whatever a cell prints.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -114,3 +115,19 @@ class HideHiddenTests(NbGraderPreprocessor):
             cell.outputs = [new_output("stream", name="stdout", text=WITHHELD) if quotes_hidden_code(output, lines)
                             else output for output in cell.get("outputs", [])]
         return nb, resources
+
+
+@functools.lru_cache(maxsize=16384)
+def _highlighted(source: str, language: str | None, magics_language: str | None) -> str:
+    from nbconvert.filters.highlight import Highlight2HTML
+
+    return Highlight2HTML()(source, language, {"magics_language": magics_language} if magics_language else None)
+
+
+def highlight_code(source: str, language: str | None = None, metadata: dict | None = None) -> str:
+    """nbconvert's syntax highlighting of a cell, remembered for the grading process's lifetime.
+
+    Most cells of a feedback file (the given cells and the tests) are the same for every student,
+    and highlighting is much of what writing feedback costs; nbgrader_config.py makes feedback use it.
+    """
+    return _highlighted(source, language, (metadata or {}).get("magics_language"))

@@ -1,51 +1,73 @@
 """The instructor's grading command: grade a folder of submissions, export grades, print a table.
 
-    python -m grading.grade FOLDER [--assignment ID ...] [--cell-timeout S] [--student-timeout S]
-                                   [--csv grades.csv] [--students mapping.csv] [--memory-limit-gb G]
-                                   [--sandbox auto|on|off]
+    python -m grading.grade FOLDER [--jobs N] [--shard K/N] [--output DIR] [--force]
+                                   [--assignment ID ...] [--csv grades.csv] [--students mapping.csv]
+                                   [--cell-timeout S] [--student-timeout S] [--memory-limit-gb G]
+                                   [--max-processes N] [--sandbox auto|on|off] [--no-feedback]
 
 FOLDER may use nbgrader's layout (``FOLDER/<student>/<assignment>/<file>.ipynb``), or hold one
 folder per student (``FOLDER/<student>/<file>.ipynb``), or be flat with the student id before the
 assignment id in each file name (``FOLDER/alice_01_eviction_as_ranking.ipynb``) or given by a
 ``--students`` CSV of ``file,student_id`` rows. File names as
 Colab and LMSs save them ("Copy of 01_eviction_as_ranking.ipynb", "01_eviction_as_ranking (1).ipynb")
-are recognized. Every submission is copied to ``submitted/<student>/<assignment>/<assignment>.ipynb``
-and graded by nbgrader in its own process with a wall-clock limit; one that fails or runs too long
-is reported and the others are still graded.
+are recognized.
 
-Run as root (in a container, say), each student's kernel runs in a sandbox (grading/sandbox.py):
-another user, which cannot see the course directory, the submissions or the grader's files. Test
-cells earn points only when their last line runs with the test helpers intact (grading/guard.py),
-and code that tampers with grading is flagged for a manual look (grading/scan.py).
+``--jobs N`` students are graded at once (default: one per CPU core), each kernel with one
+torch/BLAS/OpenMP thread. Each job keeps one grading process (grading/worker.py) that runs nbgrader
+in-process for all the notebooks of its students, with a wall-clock limit per notebook, and writes
+a gradebook file of its own; the files are merged at the end (grading/merge.py). ``--shard K/N``
+grades a stable 1/N of the students (by a hash of the student id; Slurm job arrays and Kubernetes
+Indexed Jobs choose K themselves) into ``OUTPUT/grading-shards/K-of-N/``; ``python -m
+grading.merge OUTPUT`` then merges the shards. A student whose files did not change since they
+were graded is skipped (by content hash), unless ``--force``.
+
+Every student's kernels run in a bubblewrap sandbox of their own (grading/sandbox.py: no network,
+no view of the course's files or of other students, a uid per student when the grader is root),
+with the memory and processes of the whole process tree limited by a cgroup (grading/limits.py).
+Test cells earn points only when their last line runs with the test helpers and the kernel's
+messaging intact (grading/guard.py), and code that tampers with grading is flagged for a manual
+look (grading/scan.py). Whatever one submission does or contains, the others are graded and the
+CSV is written: a failure becomes that submission's status, ``needs a manual look: <reason>``.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
+import os
+import queue
 import re
 import secrets
+import selectors
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import nbformat
 
+from grading import limits as cgroup_limits
 from grading import sandbox
-from grading.build import build
 from grading.config import ASSIGNMENTS, ROOT
-from grading.guard import PLAN_VARIABLE
-from grading.nbgrader_cli import nbgrader
-from grading.repair import repair
-from grading.report import Scores, format_table, read_scores
-from grading.sanitize import UNSANITIZED, markdown_findings
+from grading.merge import RESULTS, SHARDS, copy_students, merge, newest_records, read_results, rows_of, write_results
+from grading.nbgrader_cli import tools_on_path
+from grading.repair import repair, restore_metadata
+from grading.report import Scores, format_table
+from grading.sanitize import markdown_findings
 from grading.scan import scan
 
 # Checked with fullmatch: "$" would also accept a trailing newline, which nbgrader strips.
 _STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# Every kernel computes with one thread, so that --jobs N kernels share N cores without fighting.
+ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS")}
 
 
 @dataclass
@@ -58,6 +80,7 @@ class Submission:
     notes: list[str]
     repaired: bool = False
     needs_manual_look: bool = False
+    failure: str | None = None  # Why it cannot be graded at all (its status), when it cannot.
     # Other files of the same student and assignment: when there are any, none of them is graded.
     rivals: list[Path] | None = None
 
@@ -85,7 +108,8 @@ def read_mapping(path: Path) -> dict[str, str]:
         if not row or (number == 1 and [cell.strip().lower() for cell in row[:2]] == ["file", "student_id"]):
             continue
         if len(row) < 2 or not row[0].strip() or not _STUDENT_ID.fullmatch(row[1].strip()):
-            raise ValueError(f"{path}, line {number}: expected 'file name,student id' with a valid student id, got {row}")
+            raise ValueError(f"{path}, line {number}: expected 'file name,student id' with a valid student id, "
+                             f"got {row}")
         mapping[row[0].strip()] = row[1].strip()
     return mapping
 
@@ -110,12 +134,14 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
         if len(parts) >= 3 and parts[-2] in assignments:
             assignment = parts[-2]
         if assignment is None:
-            problems.append(f"{path}: no assignment id ({', '.join(assignments)}) in its name or folder; needs a manual look")
+            problems.append(f"{path}: no assignment id ({', '.join(assignments)}) in its name or folder; "
+                            "needs a manual look")
             continue
         relative = "/".join(parts)
         student = mapping.get(relative) or mapping.get(path.name) or (parts[0] if len(parts) >= 2 else prefix)
         if not student or not _STUDENT_ID.fullmatch(student):
-            problems.append(f"{path}: cannot tell a valid student id (letters, digits, '_', '.', '-'); needs a manual look")
+            problems.append(f"{path}: cannot tell a valid student id (letters, digits, '_', '.', '-'); "
+                            "needs a manual look")
             continue
         notes = []
         if path.name != f"{assignment}.ipynb":
@@ -131,6 +157,7 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
             submission.needs_manual_look = True
             submission.notes = [f"{len(submission.rivals) + 1} files for {submission.student}/{submission.assignment} "
                                 f"({files}); none was graded: keep one and grade again"]
+            submission.failure = "needs a manual look: " + "; ".join(submission.notes)
     return list(found.values()), problems
 
 
@@ -147,209 +174,644 @@ def mark_experiments(notebook: nbformat.NotebookNode, tag: str) -> None:
             cell.metadata["tags"] = [*cell.metadata.get("tags", []), tag]
 
 
-def place(submissions: list[Submission], root: Path, skip_tag: str | None = None) -> None:
+def place(submissions: list[Submission], root: Path, skip_tag: str | None = None,
+          max_bytes: int | None = 64 << 20) -> None:
     """Copy each submission to ``root/submitted/<student>/<assignment>/<assignment>.ipynb``.
 
-    A submission whose graded cells lost their metadata or were moved, copied or deleted is
-    rebuilt on the release notebook first (grading.repair). Code that tampers with grading is noted
-    and flagged for a manual look (grading.scan). With ``skip_tag``, the experiment cells are
-    tagged with it (see `mark_experiments`).
+    Outputs are dropped (nbgrader clears them anyway). A submission whose graded cells lost their
+    metadata or were moved, copied or deleted is rebuilt on the release notebook first
+    (grading.repair), and every cell's grading metadata is the release's. Code that tampers with
+    grading is noted and flagged for a manual look (grading.scan). With ``skip_tag``, the
+    experiment cells are tagged with it (see `mark_experiments`). A submission that cannot be
+    prepared (too large, not a notebook, anything that raises) gets its ``failure`` and is not
+    graded; the others are. A submission that already has its ``failure`` (files that collide) is
+    left alone.
     """
-    staged = [(s, s.path.read_bytes()) for s in submissions]
     releases: dict[str, nbformat.NotebookNode | None] = {}  # Each release notebook is read once.
-    for submission, content in staged:
-        target_dir = root / "submitted" / submission.student / submission.assignment
-        if target_dir.exists():
-            shutil.rmtree(target_dir)
-        target_dir.mkdir(parents=True)
-        target = target_dir / f"{submission.assignment}.ipynb"
-        try:
-            notebook = nbformat.reads(content.decode("utf-8"), as_version=4)
-        except Exception as error:  # noqa: BLE001 - nbgrader reports an unreadable notebook itself.
-            submission.notes.append(f"not a readable notebook ({type(error).__name__})")
-            submission.needs_manual_look = True
-            target.write_bytes(content)
+    for submission in submissions:
+        if submission.failure:
             continue
-        if submission.assignment not in releases:
-            path = root / "release" / submission.assignment / f"{submission.assignment}.ipynb"
-            releases[submission.assignment] = nbformat.read(path, as_version=4) if path.exists() else None
-        release = releases[submission.assignment]
-        if release is not None:
-            fixed = repair(notebook, release)
-            if fixed.changed:
-                notebook = fixed.notebook
-                submission.repaired = True
-                submission.needs_manual_look |= fixed.needs_manual_look
-                submission.notes.extend(fixed.notes)
-        suspicious = scan(notebook, release)
-        if suspicious:
-            submission.needs_manual_look = True
-            submission.notes.append("code that no task needs and that can tamper with grading or with what a "
-                                    "grader's browser shows: " + "; ".join(suspicious))
-        markup = markdown_findings(notebook, release)
-        if markup:
-            submission.needs_manual_look = True
-            submission.notes.append("raw HTML or script links in markdown (formgrader and feedback show it "
-                                    "sanitized): " + "; ".join(markup))
-        if skip_tag:
-            mark_experiments(notebook, skip_tag)
-        nbformat.write(notebook, target)
+        try:
+            _place_one(submission, root, releases, skip_tag, max_bytes)
+        except Exception as error:  # noqa: BLE001 - one submission never stops the batch.
+            submission.failure = f"needs a manual look: could not prepare it for grading ({_describe(error)})"
 
 
-def autograde(root: Path, submission: Submission, cell_timeout: int | None, student_timeout: float,
-              skip_tag: str | None = None, memory_limit_gb: float | None = 8.0, plan: Path | None = None,
-              guard: bool = True, sanitize: bool = True) -> str:
-    """Autograde one submission in its own nbgrader process; return its status.
+def _describe(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:300]}" if text else type(error).__name__
 
-    ``skip_tag`` is the tag of the cells nbgrader skips (see `place`); when None, the random tag
-    of nbgrader_config.py applies and no cell is skipped. ``memory_limit_gb`` caps the memory of
-    nbgrader and of the student's kernel. With ``plan`` (a sandbox plan file), the kernel runs in
-    the sandbox and every process it leaves is killed afterwards. ``guard=False`` grades test cells
-    the way plain nbgrader does, and ``sanitize=False`` writes the autograded notebook unsanitized
-    (only the tests that prove the guard's and the sanitizer's worth use them).
-    """
-    args = ["autograde", submission.assignment, "--student", submission.student, "--force"]
-    if not guard:
-        args.append("--GuardedExecute.guard=False")
-    if not sanitize:
-        args.append(UNSANITIZED)
-    if skip_tag:
-        args.append(f"--Execute.skip_cells_with_tag={skip_tag}")
-    if cell_timeout is not None:
-        args.append(f"--Execute.timeout={cell_timeout}")
-    environment = {PLAN_VARIABLE: str(plan)} if plan else {}
+
+def _place_one(submission: Submission, root: Path, releases: dict, skip_tag: str | None,
+               max_bytes: int | None) -> None:
+    size = submission.path.stat().st_size
+    if max_bytes and size > max_bytes:
+        submission.failure = (f"needs a manual look: the file has {size / 2**20:.0f} MB, more than the "
+                              f"{max_bytes / 2**20:g} MB a notebook may have here (--max-notebook-mb)")
+        return
     try:
-        run = nbgrader(args, root, timeout=student_timeout, autograding=True, memory_limit_gb=memory_limit_gb,
-                       environment=environment)
-    finally:
-        if plan:
-            sandbox.kill_sandbox_processes(json.loads(plan.read_text())["uid"])
-    if run.timed_out:
-        return f"timed out after {student_timeout:g} s (0 points; needs a manual look)"
-    if run.returncode != 0:
-        if "CellTimeoutError" in run.output:
+        notebook = nbformat.reads(submission.path.read_bytes().decode("utf-8"), as_version=4)
+        nbformat.validate(notebook)
+    except Exception as error:  # noqa: BLE001 - JSON, encoding, schema and parser errors alike.
+        submission.failure = f"needs a manual look: not a readable notebook ({_describe(error)})"
+        return
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    if submission.assignment not in releases:
+        path = root / "release" / submission.assignment / f"{submission.assignment}.ipynb"
+        releases[submission.assignment] = nbformat.read(path, as_version=4) if path.exists() else None
+    release = releases[submission.assignment]
+    if release is not None:
+        fixed = repair(notebook, release)
+        if fixed.changed:
+            notebook = fixed.notebook
+            submission.repaired = True
+            submission.needs_manual_look |= fixed.needs_manual_look
+            submission.notes.extend(fixed.notes)
+        claimed = restore_metadata(notebook, release)
+        if claimed:
+            submission.needs_manual_look = True
+            submission.notes.extend(claimed)
+    suspicious = scan(notebook, release)
+    if suspicious:
+        submission.needs_manual_look = True
+        submission.notes.append("code that no task needs and that can tamper with grading or with what a "
+                                "grader's browser shows: " + "; ".join(suspicious))
+    markup = markdown_findings(notebook, release)
+    if markup:
+        submission.needs_manual_look = True
+        submission.notes.append("raw HTML or script links in markdown (formgrader and feedback show it "
+                                "sanitized): " + "; ".join(markup))
+    if skip_tag:
+        mark_experiments(notebook, skip_tag)
+    target_dir = root / "submitted" / submission.student / submission.assignment
+    if target_dir.exists():
+        shutil.rmtree(target_dir)
+    target_dir.mkdir(parents=True)
+    nbformat.write(notebook, target_dir / f"{submission.assignment}.ipynb")
+
+
+def default_jobs() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@dataclass
+class GradingOptions:
+    """Everything the grading command was asked to do, from the command line to each job."""
+
+    folder: Path
+    root: Path = ROOT  # The course directory: source/ and nbgrader_config.py.
+    assignments: list[str] | None = None
+    output: Path | None = None  # gradebook.db, autograded/, feedback/, grades.csv (default: root).
+    csv_path: Path | None = None
+    mapping: dict[str, str] | None = None
+    cell_timeout: int | None = None
+    student_timeout: float = 1200.0  # Seconds per student and notebook.
+    memory_limit_gb: float | None = 8.0  # Memory of a student's whole process tree.
+    max_processes: int | None = 256  # Processes (threads count) of a student's whole process tree.
+    tmpfs_mb: int = 512  # Size of each of the sandbox's home, /tmp and /dev/shm.
+    max_notebook_mb: float = 64.0
+    feedback: bool = True
+    isolation: str = "auto"  # "on", "off", or "auto" (the sandbox when it works here).
+    guard: bool = True  # False grades test cells as plain nbgrader does (tests of the guard only).
+    sanitize: bool = True  # False leaves autograded notebooks and feedback unsanitized (its tests only).
+    jobs: int = field(default_factory=default_jobs)
+    shard: tuple[int, int] = (1, 1)
+    force: bool = False
+    progress: bool | None = None  # A progress bar; None: when stderr is a terminal.
+
+    def __post_init__(self) -> None:
+        if self.isolation not in ("auto", "on", "off"):
+            raise ValueError(f"isolation must be 'auto', 'on' or 'off', not {self.isolation!r}")
+        k, n = self.shard
+        if not 1 <= k <= n:
+            raise ValueError(f"shard {k}/{n}: K must be between 1 and N")
+        if self.jobs < 1:
+            raise ValueError("jobs must be at least 1")
+
+    @property
+    def destination(self) -> Path:
+        return Path(self.output or self.root)
+
+    def to_json(self) -> dict:
+        """The options as JSON values: how each grading process (grading/worker.py) receives them."""
+        return json.loads(json.dumps(asdict(self), default=str))
+
+    @classmethod
+    def from_json(cls, values: dict) -> GradingOptions:
+        """The options that `to_json` wrote."""
+        paths = {"folder", "root", "output", "csv_path"}
+        known = {f.name for f in fields(cls)}
+        values = {key: Path(value) if key in paths and value is not None else value
+                  for key, value in values.items() if key in known}
+        return cls(**{**values, "shard": tuple(values.get("shard", (1, 1)))})
+
+
+def parse_shard(text: str | None, environ=os.environ, count: int | None = None) -> tuple[int, int]:
+    """The shard ``K/N`` to grade: from ``text``, else from a Slurm job array or a Kubernetes Indexed Job.
+
+    ``SLURM_ARRAY_TASK_ID`` and ``SLURM_ARRAY_TASK_COUNT`` (with ``SLURM_ARRAY_TASK_MIN`` and
+    ``_STEP`` when set) choose K of N; ``JOB_COMPLETION_INDEX`` (0-based) does with ``count``,
+    which a Kubernetes Job must give (``--shard-count``, its ``completions``). Otherwise 1/1.
+
+    Raises:
+        ValueError: for a malformed shard or an index outside 1..N.
+    """
+    if text:
+        match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+        if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
+            raise ValueError(f"--shard must be K/N with 1 <= K <= N, not {text!r}")
+        return int(match.group(1)), int(match.group(2))
+    if environ.get("SLURM_ARRAY_TASK_ID") and environ.get("SLURM_ARRAY_TASK_COUNT"):
+        first = int(environ.get("SLURM_ARRAY_TASK_MIN", "0") or 0)
+        step = int(environ.get("SLURM_ARRAY_TASK_STEP", "1") or 1)
+        k, n = (int(environ["SLURM_ARRAY_TASK_ID"]) - first) // step + 1, int(environ["SLURM_ARRAY_TASK_COUNT"])
+    elif environ.get("JOB_COMPLETION_INDEX"):
+        if not count:
+            raise ValueError("JOB_COMPLETION_INDEX is set: give the number of shards "
+                             "(--shard-count, the Job's completions)")
+        k, n = int(environ["JOB_COMPLETION_INDEX"]) + 1, count
+    else:
+        return 1, 1
+    if not 1 <= k <= n:
+        raise ValueError(f"the scheduler's index gives shard {k}/{n}, outside 1..{n}")
+    return k, n
+
+
+def shard_of(student: str, shards: int) -> int:
+    """The shard (1..``shards``) that grades ``student``: stable across runs and machines."""
+    return int(hashlib.sha256(student.encode("utf-8")).hexdigest(), 16) % shards + 1
+
+
+def content_hash(submissions: list[Submission], root: Path) -> str:
+    """A hash of a student's submitted files and of what grades them (the source notebooks, the config).
+
+    Colliding files (``rivals``) count with their names, so that keeping one of them regrades; the
+    folder they are in does not count (a copied or moved folder is not regraded).
+    """
+    digest = hashlib.sha256()
+    for submission in sorted(submissions, key=lambda s: s.assignment):
+        source = root / "source" / submission.assignment / f"{submission.assignment}.ipynb"
+        files = [submission.path, *(submission.rivals or [])]
+        for part in (submission.assignment.encode(), *(path.name.encode() for path in files),
+                     *(path.read_bytes() for path in files), source.read_bytes() if source.exists() else b""):
+            digest.update(hashlib.sha256(part).digest())
+    config = root / "nbgrader_config.py"
+    digest.update(config.read_bytes() if config.exists() else b"")
+    return digest.hexdigest()
+
+
+class Job:
+    """One of the ``--jobs`` grading processes (grading/worker.py), owned by one thread at a time."""
+
+    def __init__(self, number: int, course: Path, options: GradingOptions, skip_tag: str):
+        self.number = number
+        self.course = course
+        self.db = course / "jobs" / f"job-{number}.db"
+        self.log_path = course / "jobs" / f"job-{number}.log"
+        shutil.copy(course / "gradebook.db", self.db)
+        # The command's options travel whole; the scratch course, the tag and the gradebook are this run's.
+        self.settings_path = course / "jobs" / f"job-{number}.json"
+        self.settings_path.write_text(json.dumps({"options": options.to_json(), "course": str(course),
+                                                  "skip_tag": skip_tag, "db": str(self.db)}))
+        self.memory_limit_gb = options.memory_limit_gb
+        self.process: subprocess.Popen | None = None
+        self.events = None
+        self.buffer = b""
+
+    def _start(self) -> None:
+        read_end, write_end = os.pipe()
+        env = dict(os.environ)
+        package_home = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = package_home + os.pathsep + env.get("PYTHONPATH", "")
+        limit = int(self.memory_limit_gb * 2**30) if self.memory_limit_gb else None
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "grading.worker", str(self.settings_path), str(write_end)],
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=[write_end], cwd=self.course,
+                env=env, start_new_session=True,
+                preexec_fn=(lambda: _limit_data(limit)) if limit else None)
+        os.close(write_end)
+        self.events = read_end
+        self.buffer = b""
+        ready = self._next(time.monotonic() + 600)
+        if ready is None or ready.get("event") != "ready":
+            self.stop()
+            raise RuntimeError(f"the grading process did not start: {self.log_tail()}")
+
+    def _next(self, deadline: float) -> dict | None:
+        """The worker's next event; None when the deadline passed or the worker ended."""
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            with selectors.DefaultSelector() as selector:
+                selector.register(self.events, selectors.EVENT_READ)
+                if not selector.select(min(remaining, 5.0)):
+                    if self.process.poll() is not None:
+                        return None
+                    continue
+            chunk = os.read(self.events, 65536)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def log_tail(self) -> str:
+        try:
+            lines = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "(no log)"
+        return lines[-1][:300] if lines else "(no output)"
+
+    def stop(self, graceful: bool = False) -> None:
+        """End the worker: at once (it is stuck past a time limit), or once it has read its last request."""
+        if self.process is not None:
+            if graceful:
+                try:
+                    self.process.stdin.close()
+                    self.process.wait(timeout=30)
+                except (OSError, subprocess.TimeoutExpired):
+                    pass
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.process.wait()
+            self.process = None
+        if self.events is not None:
+            os.close(self.events)
+            self.events = None
+
+    def grade(self, student: str, assignments: list[str], plan: Path | None, timeout: float) -> dict[str, dict]:
+        """Grade the student's notebooks; return each one's ``done`` event, or what went wrong."""
+        results: dict[str, dict] = {}
+        pending = list(assignments)
+        while pending:
+            try:
+                if self.process is None or self.process.poll() is not None:
+                    self._start()
+                request = {"student": student, "assignments": pending, "plan": str(plan) if plan else None}
+                self.process.stdin.write((json.dumps(request) + "\n").encode())
+                self.process.stdin.flush()
+            except (OSError, RuntimeError) as error:
+                self.stop()
+                for assignment in pending:
+                    results[assignment] = {"event": "failed", "reason": f"the grading process failed: {error}"}
+                return results
+            current, deadline = None, time.monotonic() + 600
+            while True:
+                event = self._next(deadline)
+                if event is None:
+                    timed_out = current is not None and time.monotonic() >= deadline
+                    reason = (f"timed out after {timeout:g} s" if timed_out
+                              else f"the grading process ended: {self.log_tail()}")
+                    self.stop()
+                    failed = current or pending[0]
+                    results[failed] = {"event": "timeout" if timed_out else "failed", "reason": reason}
+                    pending.remove(failed)
+                    break
+                if event["event"] == "start":
+                    current, deadline = event["assignment"], time.monotonic() + timeout
+                elif event["event"] == "done":
+                    results[event["assignment"]] = event
+                    pending.remove(event["assignment"])
+                    current, deadline = None, time.monotonic() + 600
+                elif event["event"] == "crashed":
+                    failed = current or pending[0]
+                    results[failed] = {"event": "failed", "reason": event["error"].strip().splitlines()[-1]}
+                    pending.remove(failed)
+                    break
+                elif event["event"] == "finished":
+                    break
+        return results
+
+
+def _limit_data(limit_bytes: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_DATA, (limit_bytes, limit_bytes))
+
+
+def status_of(submission: Submission, event: dict, timeout: float) -> str:
+    """The status of a graded submission, from its worker event and what preparing it found."""
+    if event["event"] == "timeout":
+        return f"timed out after {timeout:g} s (0 points; needs a manual look)"
+    if event["event"] != "done":
+        return f"needs a manual look: grading failed: {event['reason']}"
+    if not event["ok"]:
+        if "CellTimeoutError" in event["log"] + event["error"]:
             return "timed out: a cell ignored the interrupt (0 points; needs a manual look)"
-        last = run.output.strip().splitlines()[-1] if run.output.strip() else ""
-        return f"needs a manual look: grading failed: {last}"
+        reason = next((line for line in reversed((event["error"] or event["log"]).strip().splitlines())
+                       if line.strip()), "nbgrader failed")
+        return f"needs a manual look: grading failed: {reason.strip()[:300]}"
     status = "needs a manual look" if submission.needs_manual_look else "repaired" if submission.repaired else "graded"
     details = list(submission.notes)
-    if "Timeout waiting for execute reply" in run.output:
+    if "Timeout waiting for execute reply" in event["log"]:
         details.insert(0, "a cell ran past the time limit and was interrupted")
+    if event.get("feedback_error"):
+        details.append(f"feedback failed: {event['feedback_error'].strip().splitlines()[-1][:200]}")
     return status + ("; " + "; ".join(details) if details else "")
 
 
-def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None = None,
-                 cell_timeout: int | None = None, student_timeout: float = 1200.0,
-                 csv_path: Path | None = None, log=print, mapping: dict[str, str] | None = None,
-                 memory_limit_gb: float | None = 8.0, feedback: bool = True, isolation: str = "auto",
-                 guard: bool = True, sanitize: bool = True) -> list[tuple[Scores, str]]:
-    """Grade every submission in ``folder``; export grades to CSV; return (scores, status) rows.
+@dataclass
+class _Run:
+    """What every job of one grading run shares."""
 
-    With ``feedback``, each graded student also gets ``feedback/<student>/<assignment>/*.html``:
-    scores, visible tests and error messages, without the hidden tests' code (grading.feedback).
-    ``isolation`` is "on" (kernels run in the sandbox, or nothing is graded), "off", or "auto" (the
-    sandbox when it works here, with a warning when it does not). ``sanitize=False`` leaves the
-    autograded notebooks and the feedback unsanitized (only for the tests that prove it matters).
-    A student's files that collide (see `collect`) are not graded; their row says why.
+    options: GradingOptions
+    course: Path  # The scratch course directory.
+    sandbox_on: bool
+    limits: cgroup_limits.Limits
+    kernels: Path  # Holds each student's socket folder and plan.
+    uids: dict[str, int]
+    jobs: "queue.Queue[Job]"
+    log: object
+
+
+def _grade_student(run: _Run, student: str, submissions: list[Submission], digest: str) -> dict:
+    """Grade one student's notebooks in the student's sandbox and cgroup; return the student's record."""
+    options = run.options
+    results = {s.assignment: {"status": s.failure, "tasks": {}} for s in submissions if s.failure}
+    todo = [s for s in submissions if not s.failure]
+    if todo:
+        uid = run.uids[student] if run.sandbox_on and os.geteuid() == 0 else None
+        index = str(run.uids[student] - sandbox.FIRST_UID)
+        memory = int(options.memory_limit_gb * 2**30) if options.memory_limit_gb else None
+        folders: list[str] = []
+        sockets = run.kernels / index
+        plan_file = run.kernels / f"plan-{index}.json"
+        job = run.jobs.get()
+        try:
+            folders = cgroup_limits.student_cgroups(run.limits, index, memory, options.max_processes)
+            sockets.mkdir(mode=0o700)
+            if uid is not None:
+                os.chown(sockets, uid, uid)
+            sandbox.Plan(sandbox=run.sandbox_on, socket_dir=str(sockets), kept=sandbox.kept_folders(), uid=uid,
+                         cgroups=folders, memory_bytes=memory, max_processes=options.max_processes,
+                         tmpfs_bytes=options.tmpfs_mb << 20, environment=dict(ONE_THREAD)).write(plan_file)
+            events = job.grade(student, [s.assignment for s in todo], plan_file, options.student_timeout)
+        except Exception as error:  # noqa: BLE001 - one student never stops the batch.
+            events = {s.assignment: {"event": "failed", "reason": _describe(error)} for s in todo}
+        finally:
+            run.jobs.put(job)
+            cgroup_limits.kill_and_remove(folders)
+            shutil.rmtree(sockets, ignore_errors=True)
+            plan_file.unlink(missing_ok=True)
+        for submission in todo:
+            event = events.get(submission.assignment, {"event": "failed", "reason": "not graded"})
+            tasks = event.get("scores") or {}
+            results[submission.assignment] = {"status": status_of(submission, event, options.student_timeout),
+                                              "tasks": tasks, "job": job.number, "seconds": event.get("seconds", {})}
+            _publish(run.course, options.destination, student, submission.assignment)
+    return {"hash": digest, "graded_at": time.time(), "assignments": results}
+
+
+def _publish(course: Path, destination: Path, student: str, assignment: str) -> None:
+    """Move what grading wrote for one notebook (autograded/, feedback/) to the output folder."""
+    for kind in ("autograded", "feedback"):
+        source = course / kind / student / assignment
+        target = destination / kind / student / assignment
+        if target.exists():
+            shutil.rmtree(target)
+        if source.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(source), str(target))
+
+
+def _prepare_course(options: GradingOptions, assignments: list[str]) -> Path:
+    """A scratch course directory with the release notebooks and a gradebook that defines them.
+
+    Shards that run at once (on one machine or on a cluster's shared disk) never write the course
+    directory itself: each builds its own.
     """
-    assignments = assignments or ASSIGNMENTS
-    submissions, problems = collect(folder, assignments, mapping)
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    course = Path(tempfile.mkdtemp(prefix="course-grading-"))
+    shutil.copy(options.root / "nbgrader_config.py", course / "nbgrader_config.py")
+    (course / "source").mkdir()
+    for assignment in assignments:
+        (course / "source" / assignment).symlink_to((options.root / "source" / assignment).resolve())
+    (course / "jobs").mkdir()
+    (course / "exchange").mkdir()
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
+    config.NbGraderAPI.log_level = "WARN"
+    config.Exchange.root = str(Path(course) / "exchange")  # Not used; nbgrader wants it to exist.
+    tools_on_path()
+    api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+    for assignment in assignments:
+        result = api.generate_assignment(assignment, force=True)
+        if not result["success"]:
+            raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n{result.get('log', '')}"
+                               f"{result.get('error', '')}")
+    return course
+
+
+def _isolation(options: GradingOptions, uid: int | None, log) -> bool:
+    """Whether kernels run in the sandbox: probe it once; ``on`` refuses to grade without it."""
+    if options.isolation == "off":
+        log("isolation: off (students' code runs as this user and can read and write what it can)")
+        return False
+    with tempfile.TemporaryDirectory(prefix="course-probe-") as sockets:
+        if uid is not None:
+            os.chown(sockets, uid, uid)
+        plan = sandbox.Plan(sandbox=True, socket_dir=sockets, kept=sandbox.kept_folders(), uid=uid)
+        problem = sandbox.probe(plan, [str(options.root), str(options.folder), str(options.destination),
+                                       str(Path.home())])
+    if problem:
+        if options.isolation == "on":
+            raise RuntimeError(f"the grading sandbox does not work here: {problem}")
+        log(f"WARNING: grading without isolation: {problem}. Students' code can read source/ and solutions/ "
+            "and write the gradebook; install bubblewrap (apt-get install bubblewrap) and allow user "
+            "namespaces, or grade as root, to isolate it.")
+        return False
+    who = "its own uid per student" if uid is not None else "this user's uid in a user namespace"
+    log(f"isolation: each kernel runs in a bubblewrap sandbox ({sandbox.bwrap_version()}) as {who}, "
+        "without network, seeing only the Python environment and the course package")
+    return True
+
+
+def grade(options: GradingOptions, log=print) -> list[tuple[Scores, str]]:
+    """Grade this run's shard of ``options.folder``; return (scores, status) rows of its students.
+
+    With one shard (the default) the result is merged into the output folder at once (its
+    ``gradebook.db``, grades CSV and statuses); with more, ``python -m grading.merge`` does that.
+    """
+    assignments = options.assignments or ASSIGNMENTS
+    destination = options.destination
+    k, n = options.shard
+    submissions, problems = collect(options.folder, assignments, options.mapping)
     for problem in problems:
         log(f"skipped: {problem}")
-    kept_aside = [s for s in submissions if s.rivals]
-    submissions = [s for s in submissions if not s.rivals]
+    everyone = sorted({s.student for s in submissions})
+    uids = sandbox.student_uids(everyone)
+    mine = [s for s in submissions if shard_of(s.student, n) == k]
+    by_student: dict[str, list[Submission]] = {}
+    for submission in sorted(mine, key=lambda s: (s.student, s.assignment)):
+        by_student.setdefault(submission.student, []).append(submission)
+    shard_dir = destination / SHARDS / f"{k}-of-{n}"
+    previous = {student: record for student, (record, _) in newest_records(destination, log=lambda line: None).items()}
+    digests, todo = {}, {}
+    for student, own in by_student.items():
+        try:
+            digests[student] = content_hash(own, options.root)
+        except OSError as error:
+            digests[student] = f"unreadable: {error}"
+        if not options.force and previous.get(student, {}).get("hash") == digests[student]:
+            log(f"{student}: unchanged since it was graded; skipped (--force regrades)")
+        else:
+            todo[student] = own
+    log(f"shard {k}/{n}: {len(by_student)} of {len(everyone)} student(s); grading {len(todo)} with "
+        f"{min(options.jobs, max(len(todo), 1))} job(s)")
+    if todo:
+        _grade_all(options, [s for own in todo.values() for s in own], todo, digests, uids, shard_dir, log)
+    elif not (shard_dir / RESULTS).exists():
+        write_results(shard_dir / RESULTS, {}, shard=shard_dir.name)  # The shard ran, with no one to grade.
+    if n == 1:
+        rows = merge(destination, options.csv_path, log)
+    else:
+        rows = rows_of(read_results(shard_dir / RESULTS))
+        log(f"shard {k}/{n} done; when every shard is done: python -m grading.merge {destination}")
+    return [row for row in rows if row[0].student in by_student]
+
+
+def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dict[str, list[Submission]],
+               digests: dict[str, str], uids: dict[str, int], shard_dir: Path, log) -> None:
     for submission in submissions:
-        for note in submission.notes:
+        for note in [] if submission.failure else submission.notes:
             log(f"{submission.student}/{submission.assignment}: {note}")
-    build(root, sorted({s.assignment for s in submissions}))
-    # A fresh random tag for this run: students cannot put it on a test cell in advance.
-    skip_tag = "experiment-" + secrets.token_hex(16)
-    place(submissions, root, skip_tag)
-    plan_file = _sandbox_plan(root, folder, isolation, log)
-    rows = []
+    course = _prepare_course(options, sorted({s.assignment for s in submissions}))
+    limits = cgroup_limits.Limits("rlimits")
+    kernels = Path(tempfile.mkdtemp(prefix="course-kernels-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    jobs: list[Job] = []
     try:
-        for submission in sorted(submissions, key=lambda s: (s.assignment, s.student)):
-            rows.append(_grade_one(root, submission, cell_timeout, student_timeout, skip_tag, memory_limit_gb,
-                                   plan_file, guard, feedback, log, sanitize))
+        # A fresh random tag for this run: students cannot put it on a test cell in advance.
+        skip_tag = "experiment-" + secrets.token_hex(16)
+        place(submissions, course, skip_tag, int(options.max_notebook_mb * 2**20) if options.max_notebook_mb else None)
+        for submission in submissions:
+            if submission.failure:
+                log(f"{submission.student}/{submission.assignment}: {submission.failure}")
+        root_uid = sandbox.FIRST_UID - 1 if os.geteuid() == 0 else None
+        sandbox_on = _isolation(options, root_uid, log)
+        os.chmod(kernels, 0o711)  # Each student's uid reaches its own socket folder inside.
+        if options.memory_limit_gb or options.max_processes:
+            limits = cgroup_limits.setup(f"course-grading-{os.getpid()}-{secrets.token_hex(4)}")
+            if limits.warning:
+                log(limits.warning)
+        count = min(options.jobs, len(todo))
+        jobs = [Job(number, course, options, skip_tag) for number in range(1, count + 1)]
+        free: queue.Queue[Job] = queue.Queue()
+        for job in jobs:
+            free.put(job)
+        run = _Run(options, course, sandbox_on, limits, kernels, uids, free, log)
+        records = _run_jobs(run, todo, digests, log)
+        shard_dir.mkdir(parents=True, exist_ok=True)
+        for job in jobs:
+            job.stop(graceful=True)
+            work = {student: [a for a, r in record["assignments"].items() if r.get("job") == job.number]
+                    for student, record in records.items()}
+            copy_students(job.db, shard_dir / "gradebook.db", {s: a for s, a in work.items() if a})
+        for record in records.values():
+            for result in record["assignments"].values():
+                result.pop("job", None)
+        stored = read_results(shard_dir / RESULTS)
+        stored.update(records)
+        write_results(shard_dir / RESULTS, stored, shard=shard_dir.name)
     finally:
-        if plan_file:
-            plan_file.unlink()
-    for submission in kept_aside:
-        status = "needs a manual look: " + "; ".join(submission.notes)
-        log(f"{submission.student}/{submission.assignment}: {status}")
-        rows.append((Scores(submission.student, submission.assignment), status))
-    csv_path = csv_path or root / "grades.csv"
-    run = nbgrader(["export", f"--to={csv_path}"], root)
-    if run.returncode != 0:
-        raise RuntimeError(f"nbgrader export failed:\n{run.output}")
-    log(f"grades exported to {csv_path}")
-    return rows
+        for job in jobs:
+            job.stop()
+        cgroup_limits.teardown(limits)
+        shutil.rmtree(kernels, ignore_errors=True)
+        shutil.rmtree(course, ignore_errors=True)
 
 
-def _sandbox_plan(root: Path, folder: Path, isolation: str, log) -> Path | None:
-    """Check that the sandbox works here and write its plan to a file; None when grading without it."""
-    if isolation not in ("auto", "on", "off"):
-        raise ValueError(f"isolation must be 'auto', 'on' or 'off', not {isolation!r}")
-    if isolation == "off":
-        log("isolation: off (students' code runs as this user and can read and write what it can)")
-        return None
-    plan = sandbox.plan_for(root, folder)
-    problem = sandbox.probe(plan)
-    if problem:
-        if isolation == "on":
-            raise RuntimeError(f"the grading sandbox does not work here: {problem}")
-        log(f"WARNING: grading without isolation: {problem}. Students' code can read source/ and "
-            "solutions/ and write the gradebook; run the grading command as root (in a container) to isolate it.")
-        return None
-    with tempfile.NamedTemporaryFile("w", prefix="sandbox-plan-", suffix=".json", delete=False) as handle:
-        json.dump(plan, handle)
-    log(f"isolation: each kernel runs as uid {plan['uid']} and cannot see {', '.join(plan['hidden'])}")
-    return Path(handle.name)
+def _run_jobs(run: _Run, todo: dict[str, list[Submission]], digests: dict[str, str], log) -> dict[str, dict]:
+    """Grade every student of ``todo`` with the run's jobs, with a progress bar on a terminal."""
+    from tqdm import tqdm
+
+    options = run.options
+    show = options.progress if options.progress is not None else sys.stderr.isatty()
+    records: dict[str, dict] = {}
+    failures = 0
+    with tqdm(total=len(todo), unit="student", disable=not show, dynamic_ncols=True) as bar, \
+            ThreadPoolExecutor(max_workers=max(1, run.jobs.qsize())) as pool:
+        say = bar.write if show and log is print else log
+        futures = {pool.submit(_grade_student, run, student, own, digests[student]): student
+                   for student, own in todo.items()}
+        for future in as_completed(futures):
+            student = futures[future]
+            try:
+                record = future.result()
+            except Exception as error:  # noqa: BLE001 - one student never stops the batch.
+                record = {"hash": digests[student], "graded_at": time.time(), "assignments": {
+                    s.assignment: {"status": f"needs a manual look: grading failed: {_describe(error)}", "tasks": {}}
+                    for s in todo[student]}}
+            records[student] = record
+            for assignment, result in sorted(record["assignments"].items()):
+                total = sum(score for score, _ in result["tasks"].values())
+                maximum = sum(m for _, m in result["tasks"].values())
+                say(f"{student}/{assignment}: {result['status']}, {total:g}/{maximum:g}")
+                failures += not (result["status"].startswith("graded") or result["status"].startswith("repaired"))
+            bar.set_postfix_str(f"{failures} to look at")
+            bar.update()
+    return records
 
 
-def _grade_one(root: Path, submission: Submission, cell_timeout: int | None, student_timeout: float,
-               skip_tag: str, memory_limit_gb: float | None, plan_file: Path | None, guard: bool,
-               feedback: bool, log, sanitize: bool = True) -> tuple[Scores, str]:
-    """Autograde one submission, read its scores and write its feedback."""
-    status = autograde(root, submission, cell_timeout, student_timeout, skip_tag, memory_limit_gb, plan_file, guard,
-                       sanitize)
-    try:
-        scores = read_scores(root, submission.assignment, submission.student)
-    except LookupError:
-        scores = Scores(submission.student, submission.assignment)
-    log(f"{submission.student}/{submission.assignment}: {status}, {scores.total:g}/{scores.max_total:g}")
-    if feedback and scores.tasks:
-        run = nbgrader(["generate_feedback", submission.assignment, "--student", submission.student, "--force",
-                        *([] if sanitize else [UNSANITIZED])], root, timeout=300)
-        if run.returncode != 0:
-            log(f"{submission.student}/{submission.assignment}: feedback failed: {run.output.strip()[-300:]}")
-    return scores, status
+def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None = None, *, log=print,
+                 **options) -> list[tuple[Scores, str]]:
+    """Grade every submission in ``folder`` (see `GradingOptions` for ``options``); return the rows."""
+    return grade(GradingOptions(folder=Path(folder), root=Path(root), assignments=assignments, **options), log)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m grading.grade", description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path, help="folder of submissions")
     parser.add_argument("--assignment", action="append", choices=ASSIGNMENTS, help="grade only these (repeatable)")
+    parser.add_argument("--jobs", type=int, default=default_jobs(),
+                        help=f"students graded at once (default: the CPU cores, {default_jobs()} here)")
+    parser.add_argument("--shard", default=None, metavar="K/N",
+                        help="grade the K-th of N stable parts of the students (default: from SLURM_ARRAY_TASK_ID "
+                             "and _COUNT, or JOB_COMPLETION_INDEX with --shard-count; else 1/1)")
+    parser.add_argument("--shard-count", type=int, default=None,
+                        help="the number of shards, with JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="folder for gradebook.db, autograded/, feedback/ and the shards (default: the course)")
+    parser.add_argument("--force", action="store_true", help="regrade students whose files did not change")
     parser.add_argument("--cell-timeout", type=int, default=None, help="seconds per cell (default: nbgrader_config.py)")
-    parser.add_argument("--student-timeout", type=float, default=1200.0, help="seconds per student and assignment")
-    parser.add_argument("--csv", type=Path, default=None, help="where to export grades (default: grades.csv)")
+    parser.add_argument("--student-timeout", type=float, default=1200.0, help="seconds per student and notebook")
+    parser.add_argument("--csv", type=Path, default=None, help="where to export grades (default: OUTPUT/grades.csv)")
     parser.add_argument("--students", type=Path, default=None,
                         help="CSV of 'file,student_id' rows naming the student of each file (flat folders)")
-    parser.add_argument("--memory-limit-gb", type=float, default=8.0, help="memory per grading process (0: no limit)")
+    parser.add_argument("--memory-limit-gb", type=float, default=8.0,
+                        help="memory of a student's kernel and every process it starts, together (0: no limit)")
+    parser.add_argument("--max-processes", type=int, default=256,
+                        help="processes and threads of a student's kernel, together (0: no limit)")
+    parser.add_argument("--max-notebook-mb", type=float, default=64.0, help="larger files get a manual look")
     parser.add_argument("--no-feedback", action="store_true", help="do not write feedback/ for the students")
     parser.add_argument("--sandbox", choices=["auto", "on", "off"], default="auto",
-                        help="run each kernel as another user that cannot see the course's files (needs root); "
+                        help="run each kernel in a bubblewrap sandbox (no network, no view of the course's files); "
                              "auto: when it works here, with a warning when it does not")
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         parser.error(f"{args.folder} is not a folder")
     try:
         mapping = read_mapping(args.students) if args.students else None
+        shard = parse_shard(args.shard, count=args.shard_count)
+        options = GradingOptions(
+            folder=args.folder.resolve(), root=ROOT, assignments=args.assignment,
+            output=args.output.resolve() if args.output else None, csv_path=args.csv, mapping=mapping,
+            cell_timeout=args.cell_timeout, student_timeout=args.student_timeout,
+            memory_limit_gb=args.memory_limit_gb or None, max_processes=args.max_processes or None,
+            max_notebook_mb=args.max_notebook_mb, feedback=not args.no_feedback, isolation=args.sandbox,
+            jobs=args.jobs, shard=shard, force=args.force)
     except (OSError, ValueError) as error:
         parser.error(str(error))
-    rows = grade_folder(args.folder.resolve(), ROOT, args.assignment, args.cell_timeout, args.student_timeout,
-                        args.csv, mapping=mapping, memory_limit_gb=args.memory_limit_gb or None,
-                        feedback=not args.no_feedback, isolation=args.sandbox)
+    rows = grade(options)
     print()
     print(format_table(rows))
     return 0

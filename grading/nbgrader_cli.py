@@ -27,6 +27,13 @@ def _limit_memory(limit_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_DATA, (limit_bytes, limit_bytes))
 
 
+def tools_on_path() -> None:
+    """Put this environment's ``bin/`` first on PATH: nbgrader runs ``alembic`` to make a new gradebook."""
+    tools = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != tools:
+        os.environ["PATH"] = tools + os.pathsep + os.environ.get("PATH", "")
+
+
 def nbgrader(args: list[str], root: Path, timeout: float | None = None, autograding: bool = False,
              memory_limit_gb: float | None = None, environment: dict[str, str] | None = None) -> Run:
     """Run ``nbgrader <args>`` with ``root`` as the course directory.

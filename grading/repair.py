@@ -40,8 +40,8 @@ def _grade_id(cell: NotebookNode) -> str | None:
 def _defined_names(source: str) -> set[str]:
     try:
         tree = ast.parse(source)
-    except SyntaxError:
-        return set()
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return set()  # grading/scan.py flags code that the parser cannot read.
     return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
 
 
@@ -132,3 +132,34 @@ def repair(submission: NotebookNode, release: NotebookNode) -> Repair:
     notebook.cells = repaired_cells
     missing = any(_grade_id(c) not in chosen for c in solutions)
     return Repair(notebook, notes, needs_manual_look=missing)
+
+
+def restore_metadata(submission: NotebookNode, release: NotebookNode) -> list[str]:
+    """Give every cell the release's grading metadata for its grade id; return what was changed.
+
+    nbgrader, the guard and the scan read a cell's role (test, solution, read-only, points) from
+    its metadata, which a student can edit. Here the release decides: a cell whose grade id is
+    the release's gets the release's metadata, and grading metadata with an unknown grade id, or
+    none, is dropped. A note names each cell whose metadata claimed something else.
+    """
+    release_meta = {_grade_id(c): c.metadata["nbgrader"] for c in release.cells if _grade_id(c)}
+    notes = []
+    for position, cell in enumerate(submission.cells, start=1):
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if meta is None:
+            continue
+        grade_id = meta.get("grade_id")
+        if grade_id in release_meta:
+            wanted = copy.deepcopy(release_meta[grade_id])
+            keys = ("grade", "solution", "locked", "task", "points", "cell_type")
+            if any(meta.get(key) != wanted.get(key) for key in keys):
+                notes.append(f"cell {position} ({grade_id}): its grading metadata claimed "
+                             + ", ".join(f"{key}={meta.get(key)!r}" for key in keys if meta.get(key) != wanted.get(key))
+                             + "; the release's was put back")
+            cell.metadata["nbgrader"] = wanted
+        else:
+            if any(meta.get(key) for key in ("grade", "solution", "locked", "task")):
+                what = "an unknown grade id" if grade_id else "no grade id"
+                notes.append(f"cell {position}: grading metadata with {what} was dropped")
+            del cell.metadata["nbgrader"]
+    return notes

@@ -41,11 +41,16 @@ def task_label(grade_id: str) -> str:
 def read_scores(root: Path, assignment: str, student: str) -> Scores:
     """Return a student's autograded scores on an assignment from ``root/gradebook.db``.
 
+    ``root`` may also be the gradebook file itself (a ``.db`` file).
+
     Raises:
         LookupError: when the gradebook has no such submission.
     """
     scores = Scores(student, assignment)
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+    database = root if root.suffix == ".db" else root / "gradebook.db"
+    if not database.exists():
+        raise LookupError(f"no gradebook at {database}")
+    with Gradebook(f"sqlite:///{database}") as gradebook:
         try:
             submission = gradebook.find_submission(assignment, student)
         except MissingEntry:

@@ -1,245 +1,401 @@
-"""Runs a student's kernel where it cannot read the course's files or write anything of the grader's.
+"""Starts a student's kernel in a bubblewrap sandbox, inside the student's cgroup and limits.
 
-When the grading command runs as root (in a container, say), each kernel starts through this file:
+nbgrader's kernel manager (grading/guard.py: `SandboxKernelManager`) starts every kernel through
+this file, with the student's plan (a JSON file the grading command writes, see `Plan`):
 
     python grading/sandbox.py PLAN.json -- python -m ipykernel_launcher -f CONNECTION_FILE ...
 
-As root it moves into a mount namespace of its own, covers the plan's hidden folders (the course
-directory with ``source/``, ``solutions/``, the gradebook and every student's folders; the folder
-of submissions; the grader's home; ``/tmp``) with empty in-memory file systems, puts back only what
-a kernel needs (the Python environment and the ``course`` package), then becomes an unprivileged
-user (a uid of its own for each grading run, no groups, no way back to root) in an empty home folder and starts the
-kernel with a minimal environment. nbgrader itself keeps running as root outside, so it still
-reads the student's notebook and writes the gradebook; after each student the grader kills every
-process left with the run's uid (`kill_sandbox_processes`); two grading runs at once do not meet.
+The launcher puts itself into the student's cgroups (memory and processes of the whole tree,
+grading/limits.py) and sets per-process rlimits, and then, with the sandbox on, becomes the
+student's own uid (when the grader is root) and replaces itself with ``bwrap`` (bubblewrap,
+the sandbox under Flatpak). In the sandbox the kernel has:
 
-This file runs as a script before the kernel exists, so it imports nothing from the course.
+- its own user, PID, network, IPC, UTS and cgroup namespaces; it is PID 2 under bwrap's reaper, so
+  when the kernel ends, every process it left ends with it (``--die-with-parent`` ends it all
+  when nbgrader ends);
+- no network at all: nbgrader reaches the kernel over ZMQ's ``ipc`` transport, Unix sockets in a
+  folder of the student's own that is the only host folder bound read-write;
+- a read-only view of the Python environment, the system's libraries and the ``course`` package,
+  and nothing else of the host: no course directory, submissions, gradebook, grader's home or
+  host /tmp, /var/tmp, /dev/shm, /run;
+- size-capped tmpfs for its home, /tmp and /dev/shm, a /proc that shows its own processes only,
+  a minimal /dev, no capabilities and no way to gain privileges (bwrap sets no_new_privs);
+- an allow-listed environment and the connection file copied in, readable by it alone.
+
+Without the sandbox (``--sandbox off``) the launcher still applies the cgroups and rlimits and
+then starts the kernel itself. This file runs as a script before the kernel exists, so it
+imports nothing from the course; `probe` checks all of the above from inside a sandbox.
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import secrets
+import resource
 import shutil
-import signal
+import socket
 import subprocess
 import sys
 import tempfile
-import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-SANDBOX_USER = "course-sandbox"
-
-_CLONE_NEWNS = 0x00020000
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
-_PR_SET_NO_NEW_PRIVS = 38
+SANDBOX_USER = "student"
+SANDBOX_HOME = f"/home/{SANDBOX_USER}"
+# The kernels of a root grader run as uids from FIRST_UID on, one per student (see `student_uids`).
+FIRST_UID = 2_000_000_000
+UID_RANGE = 1 << 24
 
 # Variables the kernel may inherit; everything else (tokens, the grader's paths) is dropped.
-_KEPT_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ", "COURSE_AUTOGRADE", "LD_LIBRARY_PATH",
-                   "PYTHONWARNINGS", "PYTHONHASHSEED", "MPLBACKEND", "JPY_PARENT_PID")
-_KEPT_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "OMP_", "MKL_")
+_KEPT_VARIABLES = ("LANG", "LANGUAGE", "TERM", "TZ", "COURSE_AUTOGRADE", "PYTHONWARNINGS", "PYTHONHASHSEED",
+                   "MPLBACKEND")
+_KEPT_PREFIXES = ("LC_", "CUDA_", "NVIDIA_")
+# Host folders of system libraries: read-only, so the interpreter and its extension modules load.
+_SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives")
+# CPU topology that torch and OpenMP read; GPU device files when the machine has them.
+_READ_ONLY_TRY = ("/sys/devices/system/cpu",)
 
 
-def plan_for(course_root: Path, submissions: Path | None = None) -> dict:
-    """The folders to hide from a student's kernel and the ones it needs, for grading ``course_root``.
+@dataclass
+class Plan:
+    """Everything the launcher needs for one student's kernels (written as JSON by the grader)."""
 
-    Hidden: the course directory, the submissions folder, the repository that holds the installed
-    ``course`` package, the grader's home and the shared temporary folders. Kept: the Python
-    environment (``sys.prefix`` and the interpreter's own ``sys.base_prefix``) and the ``course``
-    package folder.
+    sandbox: bool
+    socket_dir: str  # Holds the kernel's ipc sockets; bound read-write into the sandbox.
+    kept: list[str] = field(default_factory=list)  # Host folders shown read-only (Python, course).
+    uid: int | None = None  # The student's uid when the grader is root; None: the grader's own.
+    cgroups: list[str] = field(default_factory=list)  # cgroup folders to join (grading/limits.py).
+    memory_bytes: int | None = None  # RLIMIT_DATA of each process.
+    max_processes: int | None = None  # RLIMIT_NPROC, set only with a uid of the student's own.
+    tmpfs_bytes: int = 512 << 20  # Size of each of home, /tmp and /dev/shm.
+    environment: dict[str, str] = field(default_factory=dict)  # Added to the kernel's variables.
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps(asdict(self)))
+        return path
+
+    @classmethod
+    def read(cls, path: str | Path) -> "Plan":
+        return cls(**json.loads(Path(path).read_text()))
+
+
+def student_uids(students: list[str]) -> dict[str, int]:
+    """A uid for each student: from a hash of the student id, so the same in every run and shard.
+
+    Two students whose hashes meet get the next free uid, in the order of their ids, so every
+    student of a folder has a uid of their own, and every shard of it gives the same ones.
     """
+    import hashlib
+
+    uids: dict[str, int] = {}
+    taken: set[int] = set()
+    for student in sorted(set(students)):
+        offset = int(hashlib.sha256(student.encode("utf-8")).hexdigest(), 16) % UID_RANGE
+        while FIRST_UID + offset in taken:
+            offset = (offset + 1) % UID_RANGE
+        uids[student] = FIRST_UID + offset
+        taken.add(FIRST_UID + offset)
+    return uids
+
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+def bwrap_version() -> str:
+    """``bubblewrap 0.8.0``, say, or why there is none."""
+    path = bwrap_path()
+    if path is None:
+        return "bubblewrap is not installed"
+    run = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+    return run.stdout.strip() or run.stderr.strip()
+
+
+def kept_folders() -> list[str]:
+    """The host folders a kernel needs: the Python environment and the ``course`` package."""
     import course  # The grader's environment has it; the kernel gets the same folder.
 
     package = Path(course.__file__).resolve().parent
-    hidden = {Path(course_root), package.parent, Path.home(), Path(tempfile.gettempdir()),
-              Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")}
-    if submissions is not None:
-        hidden.add(Path(submissions))
-    kept = {Path(sys.prefix), Path(sys.base_prefix), package}
-    # A fresh uid (and gid) that no account uses, so that every process with it is this run's.
-    uid = 200_000 + secrets.randbelow(1 << 20)
-    return {"hidden": sorted(str(p.resolve()) for p in hidden if p.exists()),
-            "kept": sorted(str(p.resolve()) for p in kept if p.exists()),
-            "uid": uid, "gid": uid}
+    folders = {Path(sys.prefix), Path(sys.base_prefix), package}
+    return sorted(str(p.resolve()) for p in folders if p.exists())
 
 
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"{what}: {os.strerror(error)}")
-
-
-def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | None, flags: int,
-           data: str | None = None) -> None:
-    encode = (lambda text: text.encode() if text is not None else None)
-    _check(libc.mount(encode(source), encode(target), encode(fstype), ctypes.c_ulong(flags), encode(data)),
-           f"mount {source} on {target}")
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
-def _outermost(paths: list[str]) -> list[str]:
-    """Drop every path that lies inside another path of the list."""
-    kept: list[str] = []
-    for path in sorted(set(paths), key=len):
-        if not any(_inside(path, other) for other in kept):
-            kept.append(path)
-    return kept
-
-
-def enter(plan: dict) -> Path:
-    """As root: hide the plan's folders in a new mount namespace; return the sandbox's home folder.
-
-    The folders to keep are opened before anything is covered and bound back, read-only, through
-    those handles.
-    """
-    libc = _libc()
-    _check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)
-    hidden = _outermost(plan["hidden"])
-    kept = [path for path in _outermost(plan["kept"]) if any(_inside(path, folder) for folder in hidden)]
-    handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in kept}
-    for folder in hidden:
-        mode = "1777" if folder in ("/tmp", "/var/tmp", "/dev/shm") else "0755"
-        _mount(libc, "tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode={mode},size=2g")
-    for path, handle in handles.items():
-        os.makedirs(path, exist_ok=True)
-        _mount(libc, f"/proc/self/fd/{handle}", path, None, _MS_BIND | _MS_REC)
-        _mount(libc, None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)  # Read-only as well.
-        os.close(handle)
-    home = Path("/tmp") / SANDBOX_USER
-    home.mkdir(mode=0o700, exist_ok=True)
-    os.chown(home, plan["uid"], plan["gid"])
-    return home
-
-
-def become_sandbox_user(plan: dict) -> None:
-    """Drop root for good: no supplementary groups, the sandbox's gid and uid, no new privileges."""
-    libc = _libc()
-    _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-    os.setgroups([])
-    os.setgid(plan["gid"])
-    os.setuid(plan["uid"])
-
-
-def kernel_environment(home: Path) -> dict[str, str]:
-    """The few variables a kernel needs, with its home and caches in the sandbox."""
-    env = {key: value for key, value in os.environ.items()
-           if key in _KEPT_VARIABLES or key.startswith(_KEPT_PREFIXES)}
-    env.update(HOME=str(home), USER=SANDBOX_USER, LOGNAME=SANDBOX_USER, TMPDIR="/tmp",
-               MPLCONFIGDIR=str(home / ".config" / "matplotlib"), XDG_CACHE_HOME=str(home / ".cache"),
-               IPYTHONDIR=str(home / ".ipython"), JUPYTER_RUNTIME_DIR=str(home / ".runtime"))
-    env.setdefault("PATH", "/usr/bin:/bin")
+def kernel_environment(plan: Plan, parent: dict[str, str] | None = None) -> dict[str, str]:
+    """The few variables a sandboxed kernel gets: allow-listed ones, its home and caches, the plan's."""
+    parent = os.environ if parent is None else parent
+    env = {key: value for key, value in parent.items() if key in _KEPT_VARIABLES or key.startswith(_KEPT_PREFIXES)}
+    home = SANDBOX_HOME
+    env.update(PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin", HOME=home, USER=SANDBOX_USER,
+               LOGNAME=SANDBOX_USER, TMPDIR="/tmp", MPLCONFIGDIR=f"{home}/.config/matplotlib",
+               XDG_CACHE_HOME=f"{home}/.cache", IPYTHONDIR=f"{home}/.ipython",
+               JUPYTER_RUNTIME_DIR=f"{home}/.runtime", PYTHONDONTWRITEBYTECODE="1",
+               # ipykernel watches the parent pid it is given; PID 1 (bwrap's reaper) means "do not".
+               JPY_PARENT_PID="1")
+    env.update(plan.environment)
     return env
 
 
-def launch(plan: dict, command: list[str]) -> None:
-    """Start ``command`` (a kernel, with ``-f CONNECTION_FILE``) in the sandbox; does not return."""
+def _data_fd(content: bytes) -> int:
+    """A readable file descriptor holding ``content`` (an unlinked temporary file), inheritable."""
+    handle = tempfile.TemporaryFile()
+    handle.write(content)
+    handle.flush()
+    handle.seek(0)
+    fd = os.dup(handle.fileno())
+    handle.close()
+    os.set_inheritable(fd, True)
+    return fd
+
+
+def _matplotlib_fonts() -> dict[str, bytes]:
+    """The grader's matplotlib font list, so that a kernel's first plot does not rebuild it."""
+    cache = Path(os.environ.get("MPLCONFIGDIR", Path.home() / ".cache" / "matplotlib"))
+    try:
+        return {path.name: path.read_bytes() for path in cache.glob("fontlist-*.json")}
+    except OSError:
+        return {}
+
+
+# Runs inside the sandbox as its first program when the grader is root: bwrap has made the mounts
+# as root, and this hands the home folder to the student's uid, drops root for good and starts
+# the kernel. It must not import anything (python -I -S).
+_DROP_ROOT = """
+import os, sys
+uid = int(sys.argv[1])
+for folder, folders, files in os.walk(sys.argv[2]):
+    for name in [folder] + [os.path.join(folder, n) for n in folders + files]:
+        os.lchown(name, uid, uid)
+os.setgroups([])
+os.setresgid(uid, uid, uid)
+os.setresuid(uid, uid, uid)
+status = open("/proc/self/status").read()
+if "CapEff:\\t0000000000000000" not in status or "NoNewPrivs:\\t1" not in status:
+    raise SystemExit("the sandbox could not drop every privilege")
+os.execv(sys.argv[4], sys.argv[4:])
+"""
+
+
+def bwrap_command(plan: Plan, command: list[str], files: dict[str, bytes], env: dict[str, str]) -> list[str]:
+    """The ``bwrap`` command line that runs ``command`` in the sandbox; ``files`` are copied in.
+
+    As root, bwrap runs privileged (no user namespace is needed, so it works wherever bwrap
+    installs): it makes the mounts as root, and the sandbox's first program gives the student's
+    uid the home folder and becomes that uid before the kernel starts. Without root, bwrap makes
+    a user namespace in which the grader's own uid stays the only one.
+    """
+    as_root = plan.uid is not None
+    args = [bwrap_path() or "bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--hostname", "grading-sandbox", "--die-with-parent", "--new-session"]
+    if as_root:
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_CHOWN"]
+    else:
+        args += ["--unshare-user", "--disable-userns"]
+    for folder in _SYSTEM_FOLDERS:
+        if os.path.islink(folder):
+            args += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            args += ["--ro-bind", folder, folder]
+    for path in _SYSTEM_FILES + _READ_ONLY_TRY:
+        args += ["--ro-bind-try", path, path]
+    size = str(plan.tmpfs_bytes)
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
+             "--size", size, "--perms", "1777", "--tmpfs", "/dev/shm",
+             "--perms", "0755", "--dir", "/home", "--size", size, "--perms", "0700", "--tmpfs", SANDBOX_HOME]
+    for device in sorted(Path("/dev").glob("nvidia*")):
+        args += ["--dev-bind", str(device), str(device)]
+    made = {"/", "/tmp", "/dev", "/home", SANDBOX_HOME, *_SYSTEM_FOLDERS}
+    for folder, how in [*((folder, "--ro-bind") for folder in plan.kept), (plan.socket_dir, "--bind")]:
+        # bwrap would make the folders above a mount point private (0700); the kernel must pass them.
+        for parent in reversed(Path(folder).parents):
+            if str(parent) not in made and not any(str(parent).startswith(f + "/") for f in _SYSTEM_FOLDERS):
+                args += ["--perms", "0755", "--dir", str(parent)]
+                made.add(str(parent))
+        args += [how, folder, folder]
+    uid = os.getuid() if plan.uid is None else plan.uid
+    gid = os.getgid() if plan.uid is None else plan.uid
+    files = {"/etc/passwd": f"{SANDBOX_USER}:x:{uid}:{gid}::{SANDBOX_HOME}:/bin/sh\n".encode(),
+             "/etc/group": f"{SANDBOX_USER}:x:{gid}:\n".encode(),
+             "/etc/hostname": b"grading-sandbox\n", **files}
+    for destination, content in files.items():
+        args += ["--perms", "0600" if destination.startswith(SANDBOX_HOME) else "0644",
+                 "--file", str(_data_fd(content)), destination]
+    args += ["--remount-ro", "/", "--clearenv"]  # The sandbox's own root folder is read-only too.
+    for key, value in sorted(env.items()):
+        args += ["--setenv", key, value]
+    args += ["--chdir", SANDBOX_HOME, "--"]
+    if as_root:
+        args += [sys.executable, "-I", "-S", "-c", _DROP_ROOT, str(uid), SANDBOX_HOME, "--"]
+    return args + command
+
+
+def _join_cgroups(plan: Plan) -> None:
+    for folder in plan.cgroups:
+        with open(os.path.join(folder, "cgroup.procs"), "w") as procs:
+            procs.write(str(os.getpid()))
+
+
+def _set_rlimits(plan: Plan) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if plan.memory_bytes:
+        # RLIMIT_DATA counts the memory a process writes to, not address space only reserved, so
+        # a huge allocation fails with MemoryError in its cell while CUDA's reservations still work.
+        resource.setrlimit(resource.RLIMIT_DATA, (plan.memory_bytes, plan.memory_bytes))
+    if plan.max_processes and plan.uid is not None:
+        # Counted per uid: with a uid of the student's own it bounds the student's processes.
+        resource.setrlimit(resource.RLIMIT_NPROC, (plan.max_processes, plan.max_processes))
+
+
+def launch(plan: Plan, command: list[str]) -> None:
+    """Start ``command`` (a kernel, with ``-f CONNECTION_FILE``) under ``plan``; does not return."""
     command = list(command)
     command[0] = shutil.which(command[0]) or command[0]
-    command[0] = os.path.abspath(command[0]) if os.sep in command[0] else command[0]
-    connection = None
+    _join_cgroups(plan)
+    _set_rlimits(plan)
+    if not plan.sandbox:
+        os.execve(command[0], command, {**os.environ, **plan.environment})
+    env = kernel_environment(plan)
+    files: dict[str, bytes] = {}
     if "-f" in command:
+        # The kernel reads its sockets' addresses and key from a copy that only it can read.
         position = command.index("-f") + 1
-        connection = Path(command[position]).read_bytes()
-    fonts = {}
-    cache = Path(os.environ.get("MPLCONFIGDIR", Path.home() / ".cache" / "matplotlib"))
-    if cache.is_dir():
-        fonts = {path.name: path.read_bytes() for path in cache.glob("fontlist-*.json")}
-    home = enter(plan)
-    config = home / ".config" / "matplotlib"
-    config.mkdir(parents=True, exist_ok=True)
-    for name, content in fonts.items():
-        (config / name).write_bytes(content)
-    for path in (home / ".config", config, *config.iterdir()):
-        os.chown(path, plan["uid"], plan["gid"])
-    if connection is not None:
-        # The kernel reads its ports and key from a copy that only the sandbox user can read.
-        copy = home / "kernel.json"
-        copy.write_bytes(connection)
-        os.chmod(copy, 0o600)
-        os.chown(copy, plan["uid"], plan["gid"])
-        command[position] = str(copy)
-    env = kernel_environment(home)
-    os.chdir(home)
-    become_sandbox_user(plan)
-    os.execvpe(command[0], command, env)
+        files[f"{SANDBOX_HOME}/.kernel.json"] = Path(command[position]).read_bytes()
+        command[position] = f"{SANDBOX_HOME}/.kernel.json"
+    for name, content in _matplotlib_fonts().items():
+        files[f"{SANDBOX_HOME}/.config/matplotlib/{name}"] = content
+    if plan.uid is not None and os.geteuid() != 0:
+        raise SystemExit("a plan with a student uid needs the grader to run as root")
+    args = bwrap_command(plan, command, files, env)
+    os.execv(args[0], args)
 
 
-def probe(plan: dict, timeout: float = 60.0) -> str | None:
+_PROBE = r'''
+import json, os, socket, sys
+report = {"uid": os.getuid(), "home": os.environ.get("HOME"), "variables": sorted(os.environ)}
+report["root"] = sorted(os.listdir("/"))
+report["processes"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
+report["no_new_privs"] = status["NoNewPrivs"].strip()
+report["capabilities"] = status["CapEff"].strip()
+kept = json.loads(sys.argv[5])
+def leaks(path):
+    # A hidden folder may exist only as the way to a kept one (the course package inside the course).
+    if not os.path.isdir(path):
+        return [path] if os.path.exists(path) else []
+    found = []
+    for name in os.listdir(path):
+        inner = os.path.join(path, name)
+        if not any(k == inner or k.startswith(inner + "/") for k in kept):
+            found.append(inner)
+    return found[:3]
+report["visible"] = [leak for path in json.loads(sys.argv[1]) for leak in leaks(path)]
+report["imports"] = []
+for name in json.loads(sys.argv[2]):
+    try:
+        __import__(name)
+        report["imports"].append(name)
+    except Exception as error:
+        report["imports"].append(f"{name}: {error!r}")
+def reach(address, family=socket.AF_INET):
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as connection:
+            connection.settimeout(2)
+            connection.connect(address)
+        return True
+    except OSError:
+        return False
+port = int(sys.argv[3])
+report["network"] = [a for a in (("127.0.0.1", port), ("10.0.0.1", 80), ("1.1.1.1", 53)) if reach(a)]
+report["abstract socket"] = reach("\0" + sys.argv[4], socket.AF_UNIX)
+written = []
+for folder in ("/", "/usr", "/etc", sys.prefix, "/var/tmp", "/run/lock"):
+    try:
+        with open(os.path.join(folder, ".sandbox-probe"), "w"):
+            written.append(folder)
+    except OSError:
+        pass
+report["written"] = written
+report["private"] = []
+for folder in (os.environ["HOME"], "/tmp", "/dev/shm"):
+    try:
+        with open(os.path.join(folder, "probe"), "w") as handle:
+            handle.write("x")
+        report["private"].append(folder)
+    except OSError as error:
+        report["private"].append(f"{folder}: {error}")
+print(json.dumps(report))
+'''
+
+
+def probe(plan: Plan, secrets_to_hide: list[str] = (), imports: tuple[str, ...] = ("course",),
+          python: str | None = None, timeout: float = 60.0) -> str | None:
     """Start a Python in the sandbox and check what it can reach; return None or what is wrong.
 
-    The probe imports the ``course`` package, and must fail to list each hidden folder (each is
-    empty in the sandbox) and to write outside its home.
+    The sandbox must: run as the plan's uid (or the grader's, without root); see none of
+    ``secrets_to_hide`` and none of the host's top-level folders but the system and Python ones;
+    import ``imports``; see no process but its own; have no capabilities and no_new_privs; reach no
+    network (a listener on the host's loopback, an abstract Unix socket, outside addresses); write
+    nowhere but its home, /tmp and the socket folder; and get none of the grader's variables.
     """
-    if os.geteuid() != 0:
-        return "the grader is not running as root, so it cannot start kernels as another user"
-    check = (
-        "import json, os, sys, course\n"
-        f"plan = {plan!r}\n"
-        "def allowed(folder, name):\n"
-        "    path = os.path.join(folder, name)\n"
-        "    return path == os.environ['HOME'] or any(k == path or k.startswith(path + '/') for k in plan['kept'])\n"
-        "leaks = {p: [n for n in os.listdir(p) if not allowed(p, n)][:3] for p in plan['hidden'] if os.path.isdir(p)}\n"
-        "print(json.dumps({'uid': os.getuid(), 'leaks': {p: n for p, n in leaks.items() if n}}))\n"
-    )
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(plan, handle)
-    try:
-        run = subprocess.run([sys.executable, __file__, handle.name, "--", sys.executable, "-c", check],
-                             capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return f"the sandbox probe did not finish in {timeout:g} s"
-    finally:
-        os.unlink(handle.name)
-    if run.returncode != 0:
-        return f"the sandbox probe failed: {(run.stderr or run.stdout).strip().splitlines()[-1:]}"
+    if not plan.sandbox:
+        return None
+    if bwrap_path() is None:
+        return "bubblewrap is not installed (apt-get install bubblewrap)"
+    hidden = list(secrets_to_hide)
+    with socket.socket() as listener, socket.socket(socket.AF_UNIX) as abstract:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        abstract_name = f"course-sandbox-probe-{os.getpid()}"
+        abstract.bind("\0" + abstract_name)
+        abstract.listen(1)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+            handle.write(json.dumps(asdict(plan)))
+        command = [python or sys.executable, "-c", _PROBE, json.dumps(hidden), json.dumps(list(imports)),
+                   str(listener.getsockname()[1]), abstract_name, json.dumps(plan.kept + [plan.socket_dir])]
+        try:
+            run = subprocess.run([python or sys.executable, __file__, handle.name, "--", *command],
+                                 capture_output=True, text=True, timeout=timeout,
+                                 env={**os.environ, "GRADER_SECRET_PROBE": "x"})
+        except subprocess.TimeoutExpired:
+            return f"the sandbox probe did not finish in {timeout:g} s"
+        finally:
+            os.unlink(handle.name)
+    if run.returncode != 0 or not run.stdout.strip():
+        lines = (run.stderr or run.stdout).strip().splitlines()
+        return f"the sandbox probe failed: {lines[-1] if lines else f'exit status {run.returncode}'}"
     report = json.loads(run.stdout.strip().splitlines()[-1])
-    if report["uid"] != plan["uid"]:
-        return f"the sandbox probe ran as uid {report['uid']}, not {plan['uid']}"
-    if report["leaks"]:
-        return f"the sandbox probe could still list hidden folders: {report['leaks']}"
-    return None
-
-
-def kill_sandbox_processes(uid: int, timeout: float = 10.0) -> int:
-    """Kill every process running as ``uid`` (a kernel's leftovers); return how many were found."""
-    found = 0
-    deadline = time.monotonic() + timeout
-    while True:
-        pids = []
-        for status in Path("/proc").glob("[0-9]*/status"):
-            try:
-                lines = status.read_text().splitlines()
-            except OSError:
-                continue
-            uids = next((line.split()[1:] for line in lines if line.startswith("Uid:")), [])
-            if str(uid) in uids:
-                pids.append(int(status.parent.name))
-        if not pids or time.monotonic() > deadline:
-            return found
-        found = max(found, len(pids))
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.05)
+    uid = os.getuid() if plan.uid is None else plan.uid
+    problems = []
+    if report["uid"] != uid:
+        problems.append(f"it ran as uid {report['uid']}, not {uid}")
+    if report["visible"]:
+        problems.append(f"it could see {report['visible']}")
+    allowed_top = {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "sys", "tmp",
+                   "usr"} | {Path(folder).parts[1] for folder in plan.kept + [plan.socket_dir]}
+    if set(report["root"]) - allowed_top:
+        problems.append(f"it could see the host folders {sorted(set(report['root']) - allowed_top)}")
+    if [name for name in report["imports"] if ":" in name]:
+        problems.append(f"imports failed: {[name for name in report['imports'] if ':' in name]}")
+    if len(report["processes"]) > 2:
+        problems.append(f"it could see processes {report['processes']}")
+    if report["no_new_privs"] != "1" or int(report["capabilities"], 16) != 0:
+        problems.append("it kept privileges (no_new_privs unset or capabilities left)")
+    if report["network"] or report["abstract socket"]:
+        problems.append(f"it reached the network: {report['network'] or 'an abstract Unix socket of the host'}")
+    if [folder for folder in report["private"] if ":" in folder]:
+        problems.append(f"it could not write its own folders: {report['private']}")
+    if report["written"]:
+        problems.append(f"it could write to {report['written']}")
+    if "GRADER_SECRET_PROBE" in report["variables"]:
+        problems.append("it got the grader's environment")
+    return "the sandbox probe found: " + "; ".join(problems) if problems else None
 
 
 def main(argv: list[str]) -> None:
     if len(argv) < 3 or argv[1] != "--":
         raise SystemExit("usage: python sandbox.py PLAN.json -- COMMAND ...")
-    plan = json.loads(Path(argv[0]).read_text())
-    launch(plan, argv[2:])
+    launch(Plan.read(argv[0]), argv[2:])
 
 
 if __name__ == "__main__":

@@ -20,17 +20,24 @@ import nbformat
 
 _MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subprocess", "socket", "signal", "multiprocessing",
             "threading", "sqlite3", "shutil", "glob", "pickle", "marshal", "code", "codeop", "pty", "resource",
-            "mmap", "atexit", "pathlib", "tempfile", "_thread", "linecache", "traceback"}
+            "mmap", "atexit", "pathlib", "tempfile", "_thread", "IPython", "ipykernel", "jupyter_client", "zmq",
+            "traitlets", "comm", "linecache", "tracemalloc", "faulthandler", "sysconfig", "site", "posix", "io",
+            "fcntl", "selectors", "asyncio", "concurrent", "weakref", "types", "dis", "runpy", "zipimport",
+            "traceback"}
 _ALLOWED_SYS = {"maxsize", "float_info", "version_info", "getrecursionlimit", "setrecursionlimit", "stderr"}
 _ATTRIBUTES = {"__code__", "__globals__", "__builtins__", "__closure__", "__subclasses__", "__dict__", "__import__",
-               "settrace", "setprofile", "_getframe", "f_back", "f_globals", "f_locals", "f_builtins",
-               "gi_frame", "tb_frame", "meta_path", "path_hooks", "excepthook", "displayhook", "addaudithook",
-               "read_text",
+               "__getattribute__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__",
+               "settrace", "setprofile", "_getframe", "f_back", "f_globals", "f_locals", "f_builtins", "f_lineno",
+               "f_trace", "f_code", "gi_frame", "cr_frame", "ag_frame", "tb_frame", "tb_next", "meta_path",
+               "path_hooks", "excepthook", "displayhook", "addaudithook", "read_text",
                "read_bytes", "write_text", "write_bytes", "input_transformers_post", "input_transformers_cleanup",
-               "ast_transformers", "run_cell", "showtraceback"}
-_OS_FUNCTIONS = {"system", "popen", "fork", "kill", "killpg", "_exit", "execv", "execve", "spawnv", "unlink", "remove",
+               "ast_transformers", "run_cell", "showtraceback", "iopub_socket", "display_pub", "CodeType",
+               "FunctionType"}
+_OS_FUNCTIONS = {"system", "popen", "fork", "forkpty", "kill", "killpg", "_exit", "execv", "execve", "execl", "execlp",
+                 "execvp", "execvpe", "spawnv", "spawnl", "posix_spawn", "posix_spawnp", "unlink", "remove",
                  "rmdir", "rename", "replace", "walk", "listdir", "scandir", "chmod", "chown", "makedirs", "mkdir",
-                 "open", "setsid"}
+                 "open", "fdopen", "write", "setsid", "setpgid", "dup2", "pipe", "environ", "putenv", "getpid",
+                 "getppid", "chdir", "symlink", "link", "truncate", "memfd_create", "sched_setaffinity"}
 # Rich display that can carry script: IPython's HTML, JavaScript, Markdown and SVG objects, widgets
 # that show HTML, and the display hooks an object can define.
 _ACTIVE_DISPLAY = {"HTML", "Javascript", "Markdown", "SVG", "IFrame", "HTMLMath", "display_html",
@@ -38,7 +45,9 @@ _ACTIVE_DISPLAY = {"HTML", "Javascript", "Markdown", "SVG", "IFrame", "HTMLMath"
 _RICH_REPR = {"_repr_html_", "_repr_javascript_", "_repr_markdown_", "_repr_svg_", "_repr_mimebundle_",
               "_ipython_display_"}
 _NAMES = {"get_ipython", "In", "Out", "_ih", "_oh", "_i", "_ii", "_iii", "__builtins__", "__import__", "exec", "eval",
-          "compile", "globals", "locals", "vars", "open", "breakpoint", "exit", "quit"}
+          "compile", "globals", "locals", "vars", "open", "breakpoint", "exit", "quit", "display", "__loader__",
+          "__spec__"}
+_ATTRIBUTE_FUNCTIONS = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 
 
 def _root_name(node: ast.AST) -> str | None:
@@ -46,6 +55,29 @@ def _root_name(node: ast.AST) -> str | None:
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 
+
+def _constant_string(node: ast.AST | None) -> str | None:
+    """The value of a string that the code spells out ("f_" + "back", f"{'_get'}frame"), or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _constant_string(node.left), _constant_string(node.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = [_constant_string(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
+        return "".join(parts) if all(part is not None for part in parts) else None
+    return None
+
+
+def _attribute_finding(module: str | None, attribute: str) -> str | None:
+    """What is wrong with reading ``attribute`` (of the module ``module``, when known), or None."""
+    if attribute in _ATTRIBUTES:
+        return f"uses .{attribute}"
+    if module == "sys" and attribute not in _ALLOWED_SYS:
+        return f"uses sys.{attribute}"
+    if module == "os" and attribute in _OS_FUNCTIONS:
+        return f"uses os.{attribute}"
+    return None
 
 
 _HARMLESS_MAGICS = re.compile(r"^(\s*)%{1,2}(time|timeit|matplotlib)\b(?!\s*-)(.*)$")
@@ -67,63 +99,108 @@ def _python_source(source: str) -> str:
             statement = match.group(3).strip() if match.group(2) != "matplotlib" else ""
             line = match.group(1) + (statement or "pass")
         lines.append(line)
-    return TransformerManager().transform_cell("\n".join(lines))
+    try:
+        return TransformerManager().transform_cell("\n".join(lines))
+    except Exception:  # noqa: BLE001 - IPython's tokenizer gave up; the parser will say why.
+        return "\n".join(lines)
 
 
-def imported_names(sources: list[str]) -> set[str]:
-    """Every name that an import statement in ``sources`` binds (``import numpy as np`` binds ``np``)."""
-    names = set()
+class Unparsable(Exception):
+    """The parser itself failed on a cell (RecursionError, MemoryError): code no task needs."""
+
+
+def _parse(source: str) -> ast.AST | None:
+    """The cell's syntax tree; None for a syntax error (an honest mistake the kernel reports).
+
+    Raises:
+        Unparsable: when the parser runs out of stack or memory (deeply nested code).
+    """
+    try:
+        return ast.parse(_python_source(source))
+    except SyntaxError:
+        return None
+    except (RecursionError, MemoryError, ValueError, OverflowError) as error:
+        raise Unparsable(f"{type(error).__name__}: the parser gave up (deeply nested or huge code)") from None
+
+
+def imported_names(sources: list[str]) -> dict[str, str]:
+    """Every name that an import statement in ``sources`` binds, and the module it stands for.
+
+    ``import numpy as np`` binds ``np`` to ``numpy``; ``from os import path`` binds ``path`` to
+    ``os.path``. Cells the parser cannot read are left out (`findings` flags them).
+    """
+    names: dict[str, str] = {}
     for source in sources:
         try:
-            tree = ast.parse(_python_source(source))
-        except SyntaxError:
+            tree = _parse(source)
+        except Unparsable:
             continue
-        for node in ast.walk(tree):
+        for node in ast.walk(tree) if tree is not None else ():
             if isinstance(node, ast.Import):
-                names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+                for alias in node.names:
+                    top = alias.name.split(".")[0]
+                    names[alias.asname or top] = alias.name if alias.asname else top
             elif isinstance(node, ast.ImportFrom):
-                names.update(alias.asname or alias.name for alias in node.names)
+                for alias in node.names:
+                    names[alias.asname or alias.name] = f"{node.module or ''}.{alias.name}"
     return names
 
 
-def findings(source: str, imported: set[str]) -> list[tuple[int, str]]:
+def findings(source: str, imported) -> list[tuple[int, str]]:
     """(line, what) for each suspicious construct in one cell's code; ``imported`` as from `imported_names`."""
     try:
-        tree = ast.parse(_python_source(source))
-    except SyntaxError:
+        tree = _parse(source)
+    except Unparsable as problem:
+        return [(0, f"cannot be parsed: {problem}")]
+    if tree is None:
         return []
+    modules = imported if isinstance(imported, dict) else {name: name for name in imported}
+    try:
+        return _findings(tree, modules)
+    except (RecursionError, MemoryError) as error:
+        return [(0, f"cannot be analysed: {type(error).__name__} (deeply nested code)")]
+
+
+def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
     found = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            for module in modules:
-                if module.split(".")[0] in _MODULES:
-                    found.append((line, f"imports {module}"))
-            if isinstance(node, ast.ImportFrom):
-                active = [alias.name for alias in node.names if alias.name in _ACTIVE_DISPLAY]
-                if active:
-                    names = ", ".join(active)
-                    found.append((line, f"displays HTML, JavaScript or Markdown ({names} from {node.module})"))
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in _MODULES:
+                    found.append((line, f"imports {alias.name}"))
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if module.split(".")[0] in _MODULES:
+                found.append((line, f"imports {module}"))
+            for alias in node.names:
+                # "from sys import displayhook" reads sys.displayhook as surely as the attribute does.
+                what = _attribute_finding(module, alias.name) or (
+                    f"imports {alias.name} from {module}" if alias.name in _NAMES or alias.name == "*" else None)
+                if what:
+                    found.append((line, what))
+            active = [alias.name for alias in node.names if alias.name in _ACTIVE_DISPLAY]
+            if active:
+                names = ", ".join(active)
+                found.append((line, f"displays HTML, JavaScript or Markdown ({names} from {node.module})"))
         elif isinstance(node, ast.Attribute):
-            if node.attr in _ATTRIBUTES:
-                found.append((line, f"uses .{node.attr}"))
+            module = modules.get(node.value.id) if isinstance(node.value, ast.Name) else None
+            what = _attribute_finding(module, node.attr)
+            if what:
+                found.append((line, what))
             elif node.attr in _ACTIVE_DISPLAY or node.attr in _RICH_REPR:
                 found.append((line, f"displays HTML, JavaScript or Markdown (.{node.attr})"))
-            elif isinstance(node.value, ast.Name) and node.value.id == "sys" and node.attr not in _ALLOWED_SYS:
-                found.append((line, f"uses sys.{node.attr}"))
-            elif isinstance(node.value, ast.Name) and node.value.id == "os" and node.attr in _OS_FUNCTIONS:
-                found.append((line, f"uses os.{node.attr}"))
         elif isinstance(node, ast.Name) and node.id in _NAMES:
             found.append((line, f"uses {node.id}"))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _RICH_REPR:
             found.append((line, f"displays HTML, JavaScript or Markdown (defines {node.name})"))
-        elif isinstance(node, ast.Call) and any(keyword.arg == "raw" for keyword in node.keywords):
+        if isinstance(node, ast.Call) and any(keyword.arg == "raw" for keyword in node.keywords):
             found.append((line, "displays raw output data (raw=...)"))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
-            target = node.args[0] if node.args else None
-            if not (isinstance(target, ast.Name) and target.id in ("self", "cls")):
-                found.append((line, f"calls {node.func.id} on {ast.unparse(target) if target else 'something'}"))
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else (
+                node.func.attr if isinstance(node.func, ast.Attribute) else None)
+            if name in _ATTRIBUTE_FUNCTIONS:
+                found.extend((line, what) for what in _attribute_call(name, node, modules))
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
@@ -132,33 +209,80 @@ def findings(source: str, imported: set[str]) -> list[tuple[int, str]]:
                         continue
                     root = _root_name(part)
                     dunder = isinstance(part, ast.Attribute) and part.attr.startswith("__") and part.attr.endswith("__")
-                    if root in imported or dunder:
+                    if root in modules or dunder:
                         found.append((line, f"assigns to {ast.unparse(part)}"
-                                      + (", part of an imported module or class" if root in imported else "")))
+                                      + (", part of an imported module or class" if root in modules else "")))
                         break
     return sorted(set(found))
 
 
-def scan(notebook: nbformat.NotebookNode, release: nbformat.NotebookNode | None = None,
-         limit: int = 5) -> list[str]:
-    """Notes on the suspicious code in the cells a student wrote (solution cells and added cells).
+def _attribute_call(name: str, node: ast.Call, modules: dict[str, str]) -> list[str]:
+    """Findings for ``getattr(obj, "f_back")``-style lookups and for setattr/delattr on anything."""
+    if name in ("attrgetter", "methodcaller"):
+        spelled = [_constant_string(arg) for arg in node.args]
+        return [f"looks up .{text}" for text in spelled if text and any(
+            _attribute_finding(None, part) for part in text.split("."))] + (
+            [f"calls {name} with a computed name"] if None in spelled else [])
+    target = node.args[0] if node.args else None
+    attribute = node.args[1] if len(node.args) > 1 else None
+    own = isinstance(target, ast.Name) and target.id in ("self", "cls")
+    module = modules.get(target.id) if isinstance(target, ast.Name) else None
+    text = _constant_string(attribute)
+    found = []
+    if name in ("setattr", "delattr") and not own:
+        found.append(f"calls {name} on {ast.unparse(target) if target else 'something'}")
+    if text is not None:
+        what = _attribute_finding(module, text) or (
+            f"looks up {text}" if text.startswith("__") and text.endswith("__") else None)
+        if what:
+            found.append(f"{what} (through {name})")
+    elif module is not None and not own:
+        found.append(f"calls {name} on {target.id} with a computed name")
+    return found
 
-    Test cells, read-only cells and cells identical to one of ``release`` (the course's own demo
-    cells) are not scanned, but the names they import count: assigning to ``torch.equal`` is
-    flagged even when only a given cell imported ``torch``.
+
+def student_cells(notebook: nbformat.NotebookNode, release: nbformat.NotebookNode | None
+                  ) -> list[tuple[int, str, nbformat.NotebookNode]]:
+    """(position, label, cell) of every cell whose code the student wrote and that will run.
+
+    The release notebook decides, never the submission's own metadata (which a student can
+    edit): a cell is the course's when nbgrader puts the release's source back into it (its
+    grade id names a read-only or test cell of the release) or when its source is that of one of
+    the release's given cells. Every other code cell is the student's, and so is a cell of another
+    type whose grade id names a release code cell, since nbgrader makes it a code cell again.
     """
-    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    release_cells = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell
+                     for cell in (release.cells if release else [])
+                     if cell.metadata.get("nbgrader", {}).get("grade_id")}
     given = {cell.source.strip() for cell in (release.cells if release else []) if cell.cell_type == "code"
              and not cell.metadata.get("nbgrader", {}).get("solution")}
+    cells = []
+    for position, cell in enumerate(notebook.cells):
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        original = release_cells.get(grade_id)
+        restored = original is not None and original.metadata["nbgrader"].get("locked") and not original.metadata[
+            "nbgrader"].get("solution")
+        runs = cell.cell_type == "code" or (original is not None and original.cell_type == "code")
+        if not runs or restored or cell.source.strip() in given:
+            continue
+        label = grade_id if original is not None else f"a cell you added (cell {position + 1})"
+        cells.append((position, label, cell))
+    return cells
+
+
+def scan(notebook: nbformat.NotebookNode, release: nbformat.NotebookNode | None = None,
+         limit: int = 5) -> list[str]:
+    """Notes on the suspicious code in the cells the student wrote (see `student_cells`).
+
+    The names that every cell imports count, the course's own cells included: assigning to
+    ``torch.equal`` is flagged even when only a given cell imported ``torch``.
+    """
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     imported = imported_names([cell.source for cell in code_cells])
     notes = []
-    for cell in code_cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("grade") and not meta.get("solution") or meta.get("locked") or cell.source.strip() in given:
-            continue
-        where = meta.get("grade_id") or "a cell you added"
+    for _, where, cell in student_cells(notebook, release):
         for line, what in findings(cell.source, imported):
-            notes.append(f"{where}, line {line}: {what}")
+            notes.append(f"{where}, line {line}: {what}" if line else f"{where}: {what}")
     if len(notes) > limit:
         notes = notes[:limit] + [f"and {len(notes) - limit} more"]
     return notes

@@ -80,7 +80,7 @@ def lab(tmp_path_factory):
         except OSError:
             if time.time() > deadline or server.poll() is not None:
                 server.kill()
-                raise RuntimeError("JupyterLab did not start within 90 s")
+                raise RuntimeError("JupyterLab did not start within 90 s") from None
             time.sleep(0.5)
     yield base, token, root
     server.terminate()
@@ -103,7 +103,8 @@ def _widget_state(page) -> str:
     return page.evaluate("""() => {
         const texts = [...document.querySelectorAll('.widget-html, .widget-label, .widget-output')]
             .map(e => e.innerText);
-        const images = [...document.querySelectorAll('.widget-output img')].map(i => i.src.length + ':' + i.src.slice(-64));
+        const images = [...document.querySelectorAll('.widget-output img')]
+            .map(i => i.src.length + ':' + i.src.slice(-64));
         return JSON.stringify([texts, images]);
     }""")
 
@@ -180,7 +181,8 @@ def test_notebook_runs_and_renders_in_jupyterlab(lab, browser, assignment):
     page.close()
 
     saved = nbformat.read(path, as_version=4)
-    not_run = [i for i, c in enumerate(saved.cells) if c.cell_type == "code" and c.source.strip() and not c.execution_count]
+    not_run = [i for i, c in enumerate(saved.cells)
+               if c.cell_type == "code" and c.source.strip() and not c.execution_count]
     assert not not_run, f"{assignment}: cells {not_run} did not run"
     errors = [f"cell {i}: {o.get('ename')}: {o.get('evalue')}" for i, c in enumerate(saved.cells)
               for o in c.get("outputs", []) if o.output_type == "error"]

@@ -12,8 +12,6 @@ files of one student in a flat folder (the original and a newer "_copy").
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import nbformat
 import pytest
 
@@ -58,7 +56,8 @@ def graded(built_course, tmp_path_factory):
 
     save("infinite_loop", fill(release, {**answers, "task1_1_select_victim": "while True:\n    pass"}))
 
-    stubborn = "import time\nwhile True:\n    try:\n        time.sleep(0.1)\n    except KeyboardInterrupt:\n        pass"
+    stubborn = ("import time\nwhile True:\n    try:\n        time.sleep(0.1)\n"
+                "    except KeyboardInterrupt:\n        pass")
     save("ignores_interrupts", fill(release, {**answers, "task1_2_eviction_order": stubborn}))
 
     save("copy_of_name", fill(release, answers), name=f"Copy of {FILE}")
@@ -94,7 +93,7 @@ def graded(built_course, tmp_path_factory):
     nbformat.write(fill(release, answers), folder / f"carol_{FILE}")
     nbformat.write(release, folder / f"carol_{ASSIGNMENT}_copy.ipynb")
 
-    rows = grade_folder(folder, built_course, [ASSIGNMENT], cell_timeout=10, student_timeout=45,
+    rows = grade_folder(folder, built_course, [ASSIGNMENT], cell_timeout=20, student_timeout=60,
                         log=lambda line: None, memory_limit_gb=4)
     return {scores.student: (scores, status) for scores, status in rows}
 

@@ -1,45 +1,110 @@
-"""Deliberate attacks from inside the kernel, graded through the command, earn nothing and harm no one.
+"""Hostile submissions, graded through the grading command, earn nothing, harm no one, stop nothing.
 
-One batch of crafted submissions is graded twice: once as the grading command grades (kernels in
-the sandbox, test cells guarded), and once with both protections off. The unprotected run shows
-that every attack is real (it gains points, or hurts another student, or outlives its kernel); the
-protected run shows that it gains and harms nothing, and that honest students keep full marks.
+One batch of crafted submissions of notebook 01 is graded twice: once with every protection off
+(no sandbox, no guard, nbgrader's own scoring rule, no limits), which shows that each attack is
+real, and once as the grading command grades (bubblewrap sandbox per student, guard, strict
+scoring, cgroup limits), which shows that it gains and harms nothing, that honest students graded
+before and after the attackers keep full marks, that the batch completes with its CSV, and that
+no file or process of a student is left on the host. One attacker per class:
 
-The attacks: reading the instructor's source and solution notebooks and another student's
-submission from disk; writing to the gradebook; overwriting another student's submitted notebook;
-patching the test helpers of ``course.checks``; wrapping every later cell in ``try/except`` with an
-IPython input transformer; and leaving a background process behind.
+- forged outputs: an ``execute_result`` before each test's error (from an IPython event, or from
+  ``from sys import displayhook`` inside the answer), a rewritten ``Session.send`` (on the object
+  and on the class), a solution cell whose metadata claims to be read-only;
+- reading and writing what is not theirs: the instructor's notebooks, another student's upload,
+  the gradebook files, another student's submitted notebook; patching the checks; wrapping every
+  later cell in ``try/except``;
+- surviving processes and shared identities: a background process, a chain of short-lived forks
+  that hunts the next student's kernel, a look at other processes' command lines, the uid;
+- host leftovers: files written to every world-writable host folder;
+- limits: children that together hold more memory than the limit, more processes than the limit;
+- parser and cleanup crashes: code that makes Python's parser raise RecursionError and
+  MemoryError, a file that is not JSON, a notebook nbformat rejects, a 100 MB file, processes
+  that keep appearing and vanishing while the cleanup kills them.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import signal
 from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import sandbox_problem
 
 from grading.grade import grade_folder
 from grading.report import read_scores
 from grading.samples import fill, solution_code
-
-from conftest import sandbox_problem
+from grading.sandbox import student_uids
 
 ASSIGNMENT = "01_eviction_as_ranking"
 FILE = f"{ASSIGNMENT}.ipynb"
 TASK = "task1_1_select_victim"
 WRONG_1_1 = "def select_victim(values):\n    return 'not a key'"
-MARKER_SECONDS = "598.25"  # The leftover process sleeps this long; its command line identifies it.
+MARKER = "grading-isolation-test-7f3a"  # In the command line or file name of everything an attacker leaves.
+HOST_FOLDERS = ["/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/run", "/var/lock", "/var/crash"]
+PRINT_UID = "\nimport os\nprint('uid', os.getuid())"  # What each of two students prints, to compare uids.
 
 
-def _steal(paths: list[Path]) -> str:
-    """Task 1.1's answer read from the first of ``paths`` that can be opened, and run."""
-    return f'''
+def _answer(gain: str, answers: dict[str, str]) -> str:
+    """Task 1.1 answered correctly (the reference) when ``gain`` (an expression) is true, wrongly otherwise."""
+    right = "\n".join("    " + line for line in answers[TASK].splitlines())
+    return f"\nif {gain}:\n{right}\nelse:\n    def select_victim(values):\n        return 'not a key'\n"
+
+
+def _attacks(course: Path, folder: Path, answers: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Each attacker's solution cells (grade id -> code), by student id."""
+    source, solution = course / "source" / ASSIGNMENT / FILE, course / "solutions" / ASSIGNMENT / FILE
+    scratch = "__import__('pathlib').Path.cwd().parents[2]"  # The grader's scratch course, from the kernel's cwd.
+    return {
+        # Forged outputs.
+        "f_result_from_event": {TASK: WRONG_1_1 + '''
+_shell = get_ipython()
+def _forge(*args):
+    _shell.displayhook("all tests passed")
+_shell.events.register("pre_run_cell", _forge)
+'''},
+        "f_result_from_answer": {TASK: '''
+from sys import displayhook as _show
+def select_victim(values):
+    _show("all tests passed")
+    return 'not a key'
+'''},
+        "f_session_send": {TASK: WRONG_1_1 + '''
+_session = get_ipython().kernel.session
+_send = _session.send
+def _send_quietly(stream, kind, content=None, *args, **kwargs):
+    name = kind if isinstance(kind, str) else kind["header"]["msg_type"]
+    if name == "error":
+        return None
+    if name == "execute_reply" and isinstance(content, dict) and content.get("status") == "error":
+        content = {"status": "ok", "execution_count": content.get("execution_count"), "user_expressions": {},
+                   "payload": []}
+    return _send(stream, kind, content, *args, **kwargs)
+_session.send = _send_quietly
+'''},
+        "f_session_class": {TASK: WRONG_1_1 + '''
+import jupyter_client.session as _messaging
+_original = _messaging.Session.send
+def _send_quietly(self, stream, kind, content=None, *args, **kwargs):
+    name = kind if isinstance(kind, str) else kind["header"]["msg_type"]
+    if name == "error":
+        return None
+    if name == "execute_reply" and isinstance(content, dict) and content.get("status") == "error":
+        content = {"status": "ok", "execution_count": content.get("execution_count"), "user_expressions": {},
+                   "payload": []}
+    return _original(self, stream, kind, content, *args, **kwargs)
+_messaging.Session.send = _send_quietly
+'''},
+        # Reading and writing what is not theirs.
+        "a_reads_files": {TASK: f'''
 import json
 def select_victim(values):
     return 'not a key'
-for path in {[str(p) for p in paths]!r}:
+for path in {[str(source), str(solution), str(folder / "zz_victim" / FILE)]!r}:
     try:
         notebook = json.load(open(path))
     except OSError:
@@ -48,81 +113,245 @@ for path in {[str(p) for p in paths]!r}:
         if cell["metadata"].get("nbgrader", {{}}).get("grade_id") == "{TASK}":
             exec("".join(cell["source"]))
     break
-'''
-
-
-def _attacks(course: Path, folder: Path) -> dict[str, str]:
-    source = course / "source" / ASSIGNMENT / FILE
-    solution = course / "solutions" / ASSIGNMENT / FILE
-    victim_upload = folder / "zz_victim" / FILE
-    return {
-        "a_reads_files": _steal([source, solution, victim_upload]),
-        "a_writes_gradebook": WRONG_1_1 + f'''
+'''},
+        "a_writes_gradebook": {TASK: WRONG_1_1 + f'''
 import sqlite3
-try:
-    with sqlite3.connect("{course / 'gradebook.db'}") as database:
-        database.execute("UPDATE grade SET manual_score = 0")
-except Exception:
-    pass
-''',
-        "a_writes_other_students": WRONG_1_1 + f'''
+for path in [{str(course / "gradebook.db")!r}, *map(str, {scratch}.rglob("*.db"))]:
+    try:
+        with sqlite3.connect(path) as database:
+            database.execute("UPDATE grade SET auto_score = 0, manual_score = 0")
+    except Exception:
+        pass
+'''},
+        "a_writes_other_students": {TASK: WRONG_1_1 + f'''
 import shutil
 try:
-    shutil.copy("{course / 'release' / ASSIGNMENT / FILE}", "{course / 'submitted' / 'zz_victim' / ASSIGNMENT / FILE}")
+    shutil.copy({str(course / "release" / ASSIGNMENT / FILE)!r},
+                {scratch} / "submitted" / "zz_victim" / {ASSIGNMENT!r} / {FILE!r})
 except OSError:
     pass
-''',
-        "a_patches_checks": WRONG_1_1 + '''
+'''},
+        "a_patches_checks": {TASK: WRONG_1_1 + '''
 import course.checks
 course.checks.check_type = lambda *args, **kwargs: None
 course.checks.assert_plain_equal = lambda *args, **kwargs: None
-''',
-        "a_wraps_cells": WRONG_1_1 + '''
+'''},
+        "a_wraps_cells": {TASK: WRONG_1_1 + '''
 def _swallow_errors(lines):
     return ["try:\\n"] + ["    " + line for line in lines] + ["\\n", "except BaseException:\\n", "    pass\\n"]
 get_ipython().input_transformers_post.append(_swallow_errors)
-''',
-        "a_leaves_a_process": WRONG_1_1 + f'''
+'''},
+        # Surviving processes and shared identities.
+        "p_leaves_a_process": {TASK: WRONG_1_1 + f'''
 import os
 if os.fork() == 0:
     os.setsid()
-    os.execv("/bin/sleep", ["sleep", "{MARKER_SECONDS}"])
-''',
+    os.execv("/bin/sleep", ["sleep", "600", "{MARKER}"])
+'''},
+        "p_hunts_the_next_kernel": {TASK: WRONG_1_1 + f'''
+import os, sys
+HUNT = """
+import os, signal, sys, time
+for hop in range(100):  # A chain of short-lived forks: a scan of /proc never sees the same one twice.
+    if os.fork():
+        os._exit(0)
+os.setsid()
+deadline = time.time() + 600
+while time.time() < deadline:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if "zz_victim" in os.readlink(f"/proc/{{pid}}/cwd"):
+                os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
+    time.sleep(0.05)
+"""
+if os.fork() == 0:
+    os.execv(sys.executable, [sys.executable, "-c", HUNT, "{MARKER}"])
+'''},
+        "p_reads_other_processes": {TASK: """
+import os
+gained = False
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        line = open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        continue
+    gained |= any(word in line for word in (b"grading.worker", b"nbgrader", b"zz_victim"))
+""" + _answer("gained", answers)},
+        "i_one": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + PRINT_UID},
+        "i_two": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + PRINT_UID},
+        # Host leftovers.
+        "h_writes_host_folders": {TASK: WRONG_1_1 + f"""
+import os
+for folder in {HOST_FOLDERS!r}:
+    try:
+        with open(os.path.join(folder, "{MARKER}-h"), "w") as handle:
+            handle.write("left behind")
+    except OSError:
+        pass
+"""},
+        # Limits.
+        "l_memory_of_children": {TASK: """
+import os, select, time
+reader, writer = os.pipe()
+for _ in range(8):
+    if os.fork() == 0:
+        try:
+            block = b"x" * (300 << 20)
+            os.write(writer, b"k")
+            time.sleep(20)
+        finally:
+            os._exit(0)
+held, deadline = 0, time.time() + 15
+while held < 8 and time.time() < deadline:
+    if select.select([reader], [], [], 1)[0]:
+        held += len(os.read(reader, 8))
+gained = held == 8
+""" + _answer("gained", answers)},
+        "l_many_processes": {TASK: """
+import os, time
+started = 0
+try:
+    for _ in range(300):
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        started += 1
+except OSError:
+    pass
+gained = started == 300
+""" + _answer("gained", answers)},
+        # Parser and cleanup crashes.
+        "c_parser": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + "\nx = " + "+".join(["1"] * 3000),
+                     "task1_3_quotas": answers["task1_3_quotas"] + "\ny = " + "-" * 10000 + "1"},
+        "c_vanishing_processes": {TASK: answers[TASK] + '''
+import os, threading, time
+def _churn():
+    while True:
+        if os.fork() == 0:
+            time.sleep(0.01)
+            os._exit(0)
+        time.sleep(0.005)
+threading.Thread(target=_churn, daemon=True).start()
+'''},
     }
 
 
-def _leftover_processes() -> list[int]:
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if MARKER_SECONDS.encode() in cmdline.read_bytes():
-                found.append(int(cmdline.parent.name))
-        except OSError:
-            continue
-    return found
-
-
-def _grade(built_course: Path, tmp_path_factory, protected: bool) -> dict[str, tuple]:
-    """Grade the batch in a course of its own (the unprotected run's attacks damage its course)."""
-    course = shutil.copytree(built_course, tmp_path_factory.mktemp("course") / "course")
+def _write_batch(course: Path, folder: Path) -> None:
     source = nbformat.read(course / "source" / ASSIGNMENT / FILE, as_version=4)
     release = nbformat.read(course / "release" / ASSIGNMENT / FILE, as_version=4)
     answers = solution_code(source)
-    folder = tmp_path_factory.mktemp("attacks")
-    for student, code in {"0_first": answers[TASK], "zz_victim": answers[TASK],
-                          **_attacks(course, folder)}.items():
+    students = {"0_first": {}, "zz_victim": {}, **_attacks(course, folder, answers)}
+    for student, changes in students.items():
         (folder / student).mkdir()
-        nbformat.write(fill(release, {**answers, TASK: code}), folder / student / FILE)
-    rows = grade_folder(folder, course, [ASSIGNMENT], cell_timeout=20, student_timeout=120,
-                        log=lambda line: None, memory_limit_gb=4, feedback=False,
-                        isolation="on" if protected else "off", guard=protected)
-    # Each student's scores as graded, its status, and its scores read again after the whole batch
-    # (an attack on the gradebook changes those of students graded before it).
-    results = {scores.student: (scores, status, read_scores(course, ASSIGNMENT, scores.student))
-               for scores, status in rows}
-    results["leftover processes"] = _leftover_processes()
-    for pid in results["leftover processes"]:
-        os.kill(pid, 9)
+        nbformat.write(fill(release, {**answers, **changes}), folder / student / FILE)
+    # A solution cell that claims to be read-only, with a forged result in it.
+    claims = fill(release, {**answers, TASK: students["f_result_from_answer"][TASK]})
+    next(c for c in claims.cells if c.metadata.get("nbgrader", {}).get("grade_id") == TASK).metadata["nbgrader"][
+        "locked"] = True
+    (folder / "f_claims_read_only").mkdir()
+    nbformat.write(claims, folder / "f_claims_read_only" / FILE)
+    for student, content in {"c_not_json": b"{ this is not a notebook", "c_schema": json.dumps(
+            {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", "oops": 1}]}).encode()
+                             }.items():
+        (folder / student).mkdir()
+        (folder / student / FILE).write_bytes(content)
+    (folder / "c_huge").mkdir()
+    with open(folder / "c_huge" / FILE, "wb") as huge:
+        huge.truncate(100 << 20)  # 100 MB.
+
+
+def _leftovers() -> dict[str, list]:
+    """What attackers may have left on the host: processes and files carrying the marker."""
+    processes = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if MARKER.encode() in cmdline.read_bytes():
+                processes.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    files = [str(path) for folder in HOST_FOLDERS if os.path.isdir(folder)
+             for path in Path(folder).glob(f"{MARKER}*")]
+    return {"processes": processes, "files": files}
+
+
+def _clean(leftovers: dict[str, list]) -> None:
+    for pid in leftovers["processes"]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for path in leftovers["files"]:
+        Path(path).unlink(missing_ok=True)
+
+
+def _two_levels(folder: str) -> list[str]:
+    """The entries of ``folder`` and of its subfolders; what vanishes meanwhile is left out."""
+    found = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                found.append(entry.path)
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        with os.scandir(entry.path) as inner:
+                            found.extend(child.path for child in inner)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return found
+
+
+def _owned_by_students(uids: set[int]) -> list[str]:
+    found = []
+    for folder in HOST_FOLDERS:
+        # Two levels deep: what a kernel could write there, and into a folder it made there.
+        for path in _two_levels(folder):
+            try:
+                if os.lstat(path).st_uid in uids:
+                    found.append(path)
+            except OSError:
+                continue  # Other programs' files come and go meanwhile.
+    processes = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            uid = int(next(line for line in status.read_text().splitlines() if line.startswith("Uid:")).split()[1])
+        except (OSError, StopIteration, ValueError):
+            continue
+        if uid in uids:
+            processes.append(int(status.parent.name))
+    return found + [f"process {pid}" for pid in processes]
+
+
+def _grade(built_course: Path, tmp_path_factory, protected: bool) -> dict:
+    """Grade the batch in a course of its own (the unprotected run's attacks damage its course)."""
+    course = shutil.copytree(built_course, tmp_path_factory.mktemp("course") / "course")
+    folder = tmp_path_factory.mktemp("attacks")
+    _write_batch(course, folder)
+    lines: list[str] = []
+    if protected:
+        settings = dict(isolation="on", guard=True, memory_limit_gb=2, max_processes=256)
+    else:
+        settings = dict(isolation="off", guard=False, memory_limit_gb=None, max_processes=None)
+    uids = set(student_uids([path.name for path in folder.iterdir()]).values())
+    before = set(_owned_by_students(uids))
+    rows = grade_folder(folder, course, [ASSIGNMENT], student_timeout=300, log=lines.append,
+                        feedback=False, jobs=2, **settings)
+    results = {"log": lines, "course": course, "students": sorted(p.name for p in folder.iterdir())}
+    # Each student's scores as graded, its status, and its scores in the merged gradebook.
+    for scores, status in rows:
+        try:
+            final = read_scores(course, ASSIGNMENT, scores.student)
+        except LookupError:
+            final = None
+        results[scores.student] = (scores, status, final)
+    results["leftovers"] = _leftovers()
+    try:
+        results["student files and processes"] = sorted(set(_owned_by_students(uids)) - before)
+    finally:
+        _clean(results["leftovers"])
     return results
 
 
@@ -140,39 +369,80 @@ def protected(built_course, tmp_path_factory, unprotected):
     return _grade(built_course, tmp_path_factory, protected=True)
 
 
-def test_honest_students_keep_full_marks(protected):
-    for student in ("0_first", "zz_victim"):
-        scores, status, _ = protected[student]
-        assert scores.total == scores.max_total == 22, (student, scores.tasks, status)
-        assert status == "graded", status
+def _printed_uid(course: Path, student: str) -> int:
+    notebook = nbformat.read(course / "autograded" / student / ASSIGNMENT / FILE, as_version=4)
+    text = "".join(output.get("text", "") for cell in notebook.cells for output in cell.get("outputs", []))
+    return int(re.search(r"uid (\d+)", text).group(1))
 
 
-@pytest.mark.parametrize("student", ["a_reads_files", "a_patches_checks", "a_wraps_cells"])
+def test_the_batch_completes_with_every_student_and_a_csv(protected):
+    assert set(protected["students"]) <= set(protected), set(protected["students"]) - set(protected)
+    lines = (protected["course"] / "grades.csv").read_text().splitlines()
+    assert lines[0].startswith("assignment,") and sum(line.startswith(f"{ASSIGNMENT},") and ",0_first," in line
+                                                      for line in lines) == 1
+    statuses = (protected["course"] / "statuses.csv").read_text()
+    assert all(f",{student}," in statuses for student in protected["students"])
+
+
+def test_honest_students_before_and_after_the_attackers_keep_full_marks(protected):
+    for student in ("0_first", "zz_victim", "i_one", "i_two"):
+        scores, status, final = protected[student]
+        assert scores.total == scores.max_total == 22 and final.total == 22, (student, scores.tasks, status)
+        assert status == "graded", (student, status)
+
+
+@pytest.mark.parametrize("student", ["f_result_from_event", "f_result_from_answer", "f_session_send",
+                                     "f_session_class", "f_claims_read_only", "a_reads_files", "a_patches_checks",
+                                     "a_wraps_cells", "p_reads_other_processes", "l_memory_of_children",
+                                     "l_many_processes"])
 def test_attacks_for_points_gain_nothing(unprotected, protected, student):
-    assert unprotected[student][0].tasks["1.1"] == (2.0, 2.0), "without protection the attack gains task 1.1"
+    if student in unprotected:
+        assert unprotected[student][0].tasks["1.1"] == (2.0, 2.0), "without protection the attack gains task 1.1"
     scores, status, _ = protected[student]
-    assert scores.tasks["1.1"] == (0.0, 2.0), (scores.tasks, status)
-    assert "needs a manual look" in status and "tamper" in status, status
+    assert scores.tasks.get("1.1", (0.0, 2.0)) == (0.0, 2.0), (scores.tasks, status)
 
 
-def test_tampering_with_the_checks_voids_every_test(protected):
-    for student in ("a_patches_checks", "a_wraps_cells"):
+@pytest.mark.parametrize("student, reason", [
+    ("f_result_from_event", "displayhook"), ("f_result_from_answer", "displayhook"),
+    ("f_session_send", "get_ipython"), ("f_session_class", "jupyter_client"), ("f_claims_read_only", "locked"),
+    ("a_patches_checks", "tamper"), ("a_wraps_cells", "tamper"), ("c_parser", "cannot be parsed"),
+    ("c_not_json", "not a readable notebook"), ("c_schema", "not a readable notebook"), ("c_huge", "100 MB")])
+def test_tampering_and_unreadable_notebooks_are_flagged(protected, student, reason):
+    status = protected[student][1]
+    assert status.startswith(("needs a manual look", "timed out")) and reason in status, status
+
+
+def test_tampering_with_checks_or_messaging_voids_every_test(protected):
+    for student in ("a_patches_checks", "a_wraps_cells", "f_session_send", "f_session_class", "f_result_from_event"):
         scores, status, _ = protected[student]
         assert scores.total == 0, (student, scores.tasks, status)
 
 
-def test_writing_the_gradebook_changes_no_one_s_scores(unprotected, protected):
+def test_writing_the_gradebook_or_another_submission_changes_no_one_s_scores(unprotected, protected):
     assert unprotected["0_first"][2].total == 0, "without protection the attack zeroes an earlier student"
-    assert protected["0_first"][2].total == 22
-    assert protected["a_writes_gradebook"][0].tasks["1.1"] == (0.0, 2.0)
+    assert unprotected["zz_victim"][2] is None or unprotected["zz_victim"][2].total < 22, (
+        "without protection another student's notebook is replaced or their kernel killed")
+    assert protected["0_first"][2].total == protected["zz_victim"][2].total == 22
 
 
-def test_writing_another_student_s_submission_changes_nothing(unprotected, protected):
-    assert unprotected["zz_victim"][2].total == 0, "without protection the attack replaces the victim's notebook"
-    assert protected["zz_victim"][2].total == 22
+def test_kernels_see_no_other_process_and_each_student_has_a_uid_of_their_own(unprotected, protected):
+    assert _printed_uid(unprotected["course"], "i_one") == _printed_uid(unprotected["course"], "i_two") == os.geteuid()
+    uids = [_printed_uid(protected["course"], student) for student in ("i_one", "i_two")]
+    expected = student_uids(protected["students"])
+    assert uids == [expected["i_one"], expected["i_two"]] and uids[0] != uids[1], uids
+    assert student_uids(["i_one"])["i_one"] == uids[0], "a student's uid does not depend on the others"
 
 
-def test_no_process_outlives_its_student(unprotected, protected):
-    assert unprotected["leftover processes"], "without the sandbox the background process survives"
-    assert protected["leftover processes"] == []
-    assert protected["a_leaves_a_process"][0].tasks["1.2"] == (2.0, 2.0), "the attacker's other tasks still count"
+def test_no_process_or_file_of_a_student_outlives_the_batch(unprotected, protected):
+    assert unprotected["leftovers"]["processes"], "without the sandbox background processes survive"
+    assert unprotected["leftovers"]["files"], "without the sandbox files stay in host folders"
+    assert protected["leftovers"] == {"processes": [], "files": []}
+    assert protected["student files and processes"] == []
+    assert protected["p_leaves_a_process"][0].tasks["1.2"] == (2.0, 2.0), "the attacker's other tasks still count"
+
+
+def test_parser_bombs_and_vanishing_processes_cost_only_their_own_cells(protected):
+    scores, status, _ = protected["c_parser"]
+    assert scores.tasks["1.1"] == (2.0, 2.0) and scores.tasks["1.4"] == (2.0, 2.0), (scores.tasks, status)
+    scores, status, _ = protected["c_vanishing_processes"]
+    assert scores.tasks["1.1"] == (2.0, 2.0), (scores.tasks, status)

@@ -59,7 +59,8 @@ def test_reordered_and_copied_cells(notebooks, harness):
     release, solved = notebooks
     damaged = copy.deepcopy(solved)
     cells = damaged.cells
-    task = next(i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "task1_2_eviction_order")
+    task = next(i for i, c in enumerate(cells)
+                if c.metadata.get("nbgrader", {}).get("grade_id") == "task1_2_eviction_order")
     wrong = copy.deepcopy(cells[task])
     wrong.source = next(iter(load_mutants(ASSIGNMENT).WRONG["task1_2_eviction_order"].values()))
     moved = cells.pop(task)
@@ -79,7 +80,8 @@ def test_reordered_and_copied_cells(notebooks, harness):
 def test_a_deleted_solution_cell_needs_a_manual_look(notebooks):
     release, solved = notebooks
     damaged = copy.deepcopy(solved)
-    damaged.cells = [c for c in damaged.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "task1_5_victim_tenant"]
+    damaged.cells = [c for c in damaged.cells
+                     if c.metadata.get("nbgrader", {}).get("grade_id") != "task1_5_victim_tenant"]
     result = repair(damaged, release)
     assert result.needs_manual_look
     assert any("task1_5_victim_tenant: no cell defines victim_tenant" in note for note in result.notes)
@@ -89,5 +91,6 @@ def test_a_deleted_solution_cell_needs_a_manual_look(notebooks):
 def test_feedback_cuts_hidden_tests():
     from grading.feedback import PLACEHOLDER, without_hidden_tests
 
-    source = 'assert f(1) == 2\n### BEGIN HIDDEN TESTS\n_secret = 42\nassert f(_secret) == 43\n### END HIDDEN TESTS\nprint("ok")'
+    source = ('assert f(1) == 2\n### BEGIN HIDDEN TESTS\n_secret = 42\nassert f(_secret) == 43\n'
+              '### END HIDDEN TESTS\nprint("ok")')
     assert without_hidden_tests(source) == f'assert f(1) == 2\n{PLACEHOLDER}\nprint("ok")'

@@ -7,8 +7,9 @@ import pytest
 
 from grading.config import ASSIGNMENTS, ROOT
 from grading.guard import GUARD_ERROR, GuardedExecute
+from grading.repair import repair, restore_metadata
 from grading.samples import fill, load_mutants, solution_code
-from grading.scan import findings, imported_names, scan
+from grading.scan import findings, imported_names, scan, student_cells
 
 GIVEN = "import math\nimport numpy as np\nimport torch\nfrom course import checks\nfrom course.checks import check_type"
 
@@ -41,6 +42,18 @@ TRICKS = {
     "gc": "import gc\ngc.get_objects()",
     "sqlite": "import sqlite3",
     "fork": "import os\nos.fork()",
+    "from-import of the display hook": "from sys import displayhook\ndisplayhook('passed')",
+    "from-import of fork": "from os import fork as spawn\nspawn()",
+    "getattr of a frame attribute": "def f(frame):\n    return getattr(frame, 'f_back')",
+    "getattr with a spelled-out name": "def f(frame):\n    return getattr(frame, 'f_' + 'back')",
+    "getattr on a module with a computed name": "import sys\nname = 'std' + 'out'[:0]\nhook = getattr(sys, name)",
+    "attrgetter": "from operator import attrgetter\nback = attrgetter('f_back.f_globals')",
+    "an aliased module": "import os as system_calls\nsystem_calls.fork()",
+    "the kernel's session": "get_ipython().kernel.session.send = print",
+    "the messaging library": "import jupyter_client.session",
+    "IPython's source cache": "import linecache\nlines = linecache.cache",
+    "object.__setattr__": "import math\nobject.__setattr__(math, 'pi', 3)",
+    "IPython events": "import IPython\nIPython.get_ipython().events.register('pre_run_cell', print)",
 }
 
 
@@ -71,7 +84,7 @@ def test_honest_code_is_not_flagged():
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_no_answer_of_the_course_is_flagged(assignment):
-    """The reference, the release and all 270 correct and wrong variants of the mutation suite."""
+    """The reference, the release and every correct and wrong variant of the mutation suite."""
     source = nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
     release = nbformat.read(ROOT / "release" / assignment / f"{assignment}.ipynb", as_version=4)
     answers = solution_code(source)
@@ -92,7 +105,7 @@ def test_scan_names_the_cell_and_line_and_skips_course_cells():
     notebook.cells.append(nbformat.v4.new_code_cell("exec('1')"))
     notes = scan(notebook, release)
     assert any(note.startswith(f"{grade_id}, line ") and "imports ctypes" in note for note in notes), notes
-    assert "a cell you added, line 1: uses exec" in notes
+    assert f"a cell you added (cell {len(notebook.cells)}), line 1: uses exec" in notes
 
 
 def _test_cell(outputs):
@@ -108,9 +121,73 @@ def test_guard_takes_its_token_out_and_keeps_other_output():
     assert [output.text for output in cell.outputs] == ["checked 5 cases\n"]
 
 
-@pytest.mark.parametrize("outputs", [[], [nbformat.v4.new_output("stream", name="stdout", text="tok-2-but-not-this\n")]],
+@pytest.mark.parametrize("outputs", [[], [nbformat.v4.new_output("stream", name="stdout",
+                                                                 text="tok-2-but-not-this\n")]],
                          ids=["no output", "another token"])
 def test_guard_fails_a_test_cell_without_its_token(outputs):
     cell = _test_cell(outputs)
     GuardedExecute._settle(cell, "tok-1")
     assert cell.outputs[-1].output_type == "error" and cell.outputs[-1].ename == GUARD_ERROR
+
+
+def _release_and_answers():
+    release = nbformat.read(ROOT / "release" / ASSIGNMENTS[0] / f"{ASSIGNMENTS[0]}.ipynb", as_version=4)
+    answers = solution_code(nbformat.read(ROOT / "source" / ASSIGNMENTS[0] / f"{ASSIGNMENTS[0]}.ipynb", as_version=4))
+    return release, answers
+
+
+def test_the_release_decides_which_cells_are_the_student_s_never_the_submission_s_metadata():
+    release, answers = _release_and_answers()
+    grade_id = next(iter(answers))
+    notebook = fill(release, {**answers, grade_id: answers[grade_id] + "\nimport ctypes"})
+    cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    cell.metadata["nbgrader"].update(locked=True, grade=True, solution=False)  # It claims to be a test cell.
+    test_cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == f"test_{grade_id}")
+    test_cell.source = "import ctypes"  # nbgrader puts the release's test back, so this never runs.
+    markdown = nbformat.v4.new_markdown_cell("import gc")
+    markdown.metadata["nbgrader"] = dict(cell.metadata["nbgrader"], grade_id=grade_id)  # nbgrader makes it code again.
+    notebook.cells.append(markdown)
+    labels = [label for _, label, _ in student_cells(notebook, release)]
+    assert labels.count(grade_id) == 2 and f"test_{grade_id}" not in labels
+    notes = scan(notebook, release)
+    assert any("imports ctypes" in note for note in notes) and any("imports gc" in note for note in notes), notes
+
+
+@pytest.mark.parametrize("bomb", ["x = " + "+".join(["1"] * 3000), "y = " + "-" * 10000 + "1"],
+                         ids=["RecursionError", "MemoryError"])
+def test_code_the_parser_gives_up_on_is_flagged_not_fatal(bomb):
+    release, answers = _release_and_answers()
+    notebook = fill(release, answers)
+    notebook.cells.append(nbformat.v4.new_code_cell(bomb))
+    notes = scan(notebook, release)
+    assert len(notes) == 1 and "cannot be parsed" in notes[0], notes
+    assert repair(notebook, release) is not None
+
+
+def test_grading_metadata_comes_from_the_release():
+    release, answers = _release_and_answers()
+    notebook = fill(release, answers)
+    grade_id = next(iter(answers))
+    cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    cell.metadata["nbgrader"]["locked"] = True
+    stray = nbformat.v4.new_code_cell("pass")
+    stray.metadata["nbgrader"] = {"grade": True, "grade_id": "invented", "points": 100, "solution": False}
+    notebook.cells.append(stray)
+    notes = restore_metadata(notebook, release)
+    assert any(grade_id in note and "locked=True" in note for note in notes), notes
+    assert any("unknown grade id" in note for note in notes) and "nbgrader" not in stray.metadata
+    assert cell.metadata["nbgrader"]["locked"] is False
+    assert restore_metadata(fill(release, answers), release) == []
+
+
+def test_guard_fails_a_test_cell_whose_kernel_reply_was_not_ok():
+    cell = _test_cell([nbformat.v4.new_output("stream", name="stdout", text="tok-3\n")])
+    GuardedExecute._settle(cell, "tok-3", "error")
+    assert cell.outputs[-1].ename == GUARD_ERROR and "'error'" in cell.outputs[-1].evalue
+
+
+def test_the_token_counts_only_on_stdout():
+    cell = _test_cell([nbformat.v4.new_output("display_data", data={"text/plain": "tok-4"}),
+                       nbformat.v4.new_output("stream", name="stderr", text="tok-4\n")])
+    GuardedExecute._settle(cell, "tok-4")
+    assert cell.outputs[-1].ename == GUARD_ERROR

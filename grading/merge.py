@@ -1,0 +1,267 @@
+"""Merges the gradebooks of grading shards into the course's gradebook, exports CSV, prints the table.
+
+    python -m grading.merge OUTPUT [--csv grades.csv]
+
+Every run of the grading command (python -m grading.grade) grades one shard of the students and
+keeps what it graded in ``OUTPUT/grading-shards/K-of-N/``: a gradebook file and ``results.json``
+(each student's statuses, scores, content hash and grading time). Merging copies each student's
+newest result into ``OUTPUT/gradebook.db`` and ``OUTPUT/grading-results.json``:
+
+- a student graded in two shard files (the shards were re-cut, or a student was graded twice)
+  keeps the newer result, and the log says so;
+- merging again changes nothing (a student already merged from the same result is skipped), and a
+  re-run shard replaces its own students' rows;
+- the assignments' definitions are copied into the target gradebook when it lacks them.
+
+Then the grades are exported to CSV with nbgrader's exporter, and the statuses to
+``statuses.csv`` beside it, and the score table is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from nbgrader.api import Gradebook, MissingEntry
+
+from grading.nbgrader_cli import tools_on_path
+from grading.report import Scores, format_table
+
+SHARDS = "grading-shards"
+RESULTS = "results.json"
+MERGED = "grading-results.json"
+
+
+def read_results(path: Path) -> dict:
+    """The students' records of a results file ({} when there is none yet)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("students", {})
+    except FileNotFoundError:
+        return {}
+
+
+def write_results(path: Path, students: dict, **extra) -> None:
+    """Write a results file atomically (a reader never sees half of it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps({**extra, "students": students}, indent=1, sort_keys=True), encoding="utf-8")
+    partial.replace(path)
+
+
+def _open(db: Path) -> Gradebook:
+    tools_on_path()
+    return Gradebook(f"sqlite:///{db}")
+
+
+def _definition(gradebook: Gradebook, assignment: str) -> list:
+    """What defines an assignment in a gradebook: its notebooks and cells, with scores and checksums."""
+    try:
+        found = gradebook.find_assignment(assignment)
+    except MissingEntry:
+        return []
+    return sorted((notebook.name, sorted((c.name, c.max_score, c.cell_type) for c in notebook.grade_cells),
+                   sorted(c.name for c in notebook.solution_cells),
+                   sorted((c.name, c.checksum, c.locked) for c in notebook.source_cells))
+                  for notebook in found.notebooks)
+
+
+def copy_definition(source: Gradebook, target: Gradebook, assignment: str) -> None:
+    """Make ``target`` define ``assignment`` as ``source`` does (notebooks, cells, due date)."""
+    if _definition(source, assignment) == _definition(target, assignment):
+        return
+    original = source.find_assignment(assignment)
+    target.update_or_create_assignment(assignment, duedate=original.duedate)
+    for notebook in original.notebooks:
+        target.update_or_create_notebook(notebook.name, assignment)
+        for cell in notebook.source_cells:
+            target.update_or_create_source_cell(cell.name, notebook.name, assignment, cell_type=cell.cell_type,
+                                                locked=cell.locked, source=cell.source, checksum=cell.checksum)
+        for cell in notebook.grade_cells:
+            target.update_or_create_grade_cell(cell.name, notebook.name, assignment, max_score=cell.max_score,
+                                               cell_type=cell.cell_type)
+        for cell in notebook.solution_cells:
+            target.update_or_create_solution_cell(cell.name, notebook.name, assignment)
+        for cell in notebook.task_cells:
+            target.update_or_create_task_cell(cell.name, notebook.name, assignment, max_score=cell.max_score,
+                                              cell_type=cell.cell_type)
+
+
+# One submission's rows, copied between two gradebooks of nbgrader's schema. The notebooks and cells
+# are matched by name, so two gradebooks built apart (two shards) merge as well as copies of one.
+_COPY_SUBMISSION = [
+    """DELETE FROM grade WHERE notebook_id IN (SELECT sn.id FROM submitted_notebook sn
+         JOIN submitted_assignment sa ON sn.assignment_id = sa.id JOIN assignment a ON sa.assignment_id = a.id
+         WHERE a.name = :assignment AND sa.student_id = :student)""",
+    """DELETE FROM comment WHERE notebook_id IN (SELECT sn.id FROM submitted_notebook sn
+         JOIN submitted_assignment sa ON sn.assignment_id = sa.id JOIN assignment a ON sa.assignment_id = a.id
+         WHERE a.name = :assignment AND sa.student_id = :student)""",
+    """DELETE FROM submitted_notebook WHERE assignment_id IN (SELECT sa.id FROM submitted_assignment sa
+         JOIN assignment a ON sa.assignment_id = a.id WHERE a.name = :assignment AND sa.student_id = :student)""",
+    """DELETE FROM submitted_assignment WHERE student_id = :student
+         AND assignment_id IN (SELECT id FROM assignment WHERE name = :assignment)""",
+    """INSERT OR IGNORE INTO student (id, first_name, last_name, email, lms_user_id)
+         SELECT id, first_name, last_name, email, lms_user_id FROM source.student WHERE id = :student""",
+    """INSERT INTO submitted_assignment (id, assignment_id, student_id, timestamp, extension)
+         SELECT sa.id, ta.id, sa.student_id, sa.timestamp, sa.extension FROM source.submitted_assignment sa
+         JOIN source.assignment a ON sa.assignment_id = a.id JOIN assignment ta ON ta.name = a.name
+         WHERE a.name = :assignment AND sa.student_id = :student""",
+    """INSERT INTO submitted_notebook (id, assignment_id, notebook_id, flagged, late_submission_penalty)
+         SELECT sn.id, sn.assignment_id, tn.id, sn.flagged, sn.late_submission_penalty
+         FROM source.submitted_notebook sn JOIN source.submitted_assignment sa ON sn.assignment_id = sa.id
+         JOIN source.assignment a ON sa.assignment_id = a.id JOIN source.notebook n ON sn.notebook_id = n.id
+         JOIN assignment ta ON ta.name = a.name JOIN notebook tn ON tn.assignment_id = ta.id AND tn.name = n.name
+         WHERE a.name = :assignment AND sa.student_id = :student""",
+]
+_COPY_CELL_ROWS = """INSERT INTO {table} (id, notebook_id, cell_id, {columns})
+    SELECT r.id, r.notebook_id, tc.id, {selected} FROM source.{table} r
+    JOIN source.submitted_notebook sn ON r.notebook_id = sn.id
+    JOIN source.submitted_assignment sa ON sn.assignment_id = sa.id
+    JOIN source.assignment a ON sa.assignment_id = a.id JOIN source.base_cell c ON r.cell_id = c.id
+    JOIN source.notebook n ON c.notebook_id = n.id
+    JOIN assignment ta ON ta.name = a.name JOIN notebook tn ON tn.assignment_id = ta.id AND tn.name = n.name
+    JOIN base_cell tc ON tc.notebook_id = tn.id AND tc.name = c.name AND tc.type = c.type
+    WHERE a.name = :assignment AND sa.student_id = :student"""
+_CELL_ROWS = {"grade": ("auto_score", "manual_score", "extra_credit", "needs_manual_grade"),
+              "comment": ("auto_comment", "manual_comment")}
+_SUBMISSION_TABLES = ("grade", "comment", "submitted_notebook", "submitted_assignment", "student")
+
+
+def copy_students(source_db: Path, target_db: Path, work: dict[str, list[str]]) -> None:
+    """Copy each ``student: [assignment, ...]`` of ``work`` from one gradebook file to another.
+
+    A student's earlier rows for those assignments in the target are replaced; one the source
+    does not have (grading never got that far) is removed. The target is made from the source's
+    definitions when it does not exist yet, and gets them when it lacks an assignment.
+    """
+    import sqlite3
+
+    if not work:
+        return
+    target_db.parent.mkdir(parents=True, exist_ok=True)
+    if not target_db.exists():
+        partial = target_db.with_suffix(".partial")
+        shutil.copy(source_db, partial)
+        with sqlite3.connect(partial) as fresh:
+            for table in _SUBMISSION_TABLES:
+                fresh.execute(f"DELETE FROM {table}")  # Keep the definitions only.
+        partial.replace(target_db)
+    assignments = sorted({a for names in work.values() for a in names})
+    with _open(source_db) as source, _open(target_db) as target:
+        for assignment in assignments:
+            copy_definition(source, target, assignment)
+    connection = sqlite3.connect(target_db)
+    try:
+        connection.execute("PRAGMA foreign_keys = OFF")
+        connection.execute("ATTACH DATABASE ? AS source", (str(source_db),))
+        with connection:
+            for student, names in sorted(work.items()):
+                for assignment in names:
+                    parameters = {"assignment": assignment, "student": student}
+                    for statement in _COPY_SUBMISSION:
+                        connection.execute(statement, parameters)
+                    for table, columns in _CELL_ROWS.items():
+                        connection.execute(_COPY_CELL_ROWS.format(
+                            table=table, columns=", ".join(columns), selected=", ".join(f"r.{c}" for c in columns)),
+                            parameters)
+    finally:
+        connection.close()
+
+
+def newest_records(output: Path, log=print) -> dict[str, tuple[dict, Path]]:
+    """Each student's newest record among the shard results in ``output``, with its shard folder."""
+    chosen: dict[str, tuple[dict, Path]] = {}
+    for results in sorted((output / SHARDS).glob(f"*/{RESULTS}")):
+        for student, record in read_results(results).items():
+            if student in chosen:
+                older, newer = sorted([chosen[student], (record, results.parent)], key=lambda r: r[0]["graded_at"])
+                if older[0]["graded_at"] != newer[0]["graded_at"]:
+                    log(f"{student}: graded in shard {older[1].name} and in shard {newer[1].name}; kept the newer "
+                        f"result, from {newer[1].name}")
+                chosen[student] = newer
+            else:
+                chosen[student] = (record, results.parent)
+    return chosen
+
+
+def rows_of(records: dict[str, dict]) -> list[tuple[Scores, str]]:
+    """(scores, status) rows of the records, by assignment and student."""
+    rows = []
+    for student, record in records.items():
+        for assignment, result in record["assignments"].items():
+            tasks = {label: (float(score), float(maximum)) for label, (score, maximum) in result["tasks"].items()}
+            rows.append((Scores(student, assignment, tasks), result["status"]))
+    return sorted(rows, key=lambda row: (row[0].assignment, row[0].student))
+
+
+def merge(output: Path, csv_path: Path | None = None, log=print) -> list[tuple[Scores, str]]:
+    """Merge every shard of ``output`` into ``output/gradebook.db``; export; return the rows."""
+    merged_path = output / MERGED
+    target_db = output / "gradebook.db"
+    # What was merged before counts only while the gradebook it went into is still there.
+    merged = read_results(merged_path) if target_db.exists() else {}
+    chosen = newest_records(output, log)
+    changed = 0
+    by_shard: dict[Path, dict[str, list[str]]] = {}
+    for student, (record, shard) in sorted(chosen.items()):
+        previous = merged.get(student)
+        if previous is not None and previous["graded_at"] >= record["graded_at"]:
+            continue  # Merged already (or a newer result is in the target).
+        by_shard.setdefault(shard, {})[student] = sorted(record["assignments"])
+        merged[student] = {**record, "shard": shard.name}
+        changed += 1
+    for shard, work in sorted(by_shard.items()):
+        copy_students(shard / "gradebook.db", target_db, work)
+    write_results(merged_path, merged)
+    log(f"merged {changed} student(s) from {len(list((output / SHARDS).glob('*/' + RESULTS)))} shard(s) into "
+        f"{target_db} ({len(merged)} student(s) in all)")
+    rows = rows_of(merged)
+    export(target_db, csv_path or output / "grades.csv", rows, log)
+    return rows
+
+
+def export(db: Path, csv_path: Path, rows: list[tuple[Scores, str]], log=print) -> None:
+    """nbgrader's CSV export of the gradebook, and ``statuses.csv`` (every status) beside it."""
+    from nbgrader.plugins import CsvExportPlugin
+
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with _open(db) as gradebook:
+            CsvExportPlugin(to=str(csv_path)).export(gradebook)
+    except Exception as error:  # noqa: BLE001 - the CSV is written whatever the gradebook holds.
+        log(f"WARNING: nbgrader's export failed ({type(error).__name__}: {error}); {csv_path} is written from "
+            "this run's scores instead")
+        with open(csv_path, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+                             "raw_score", "late_submission_penalty", "score", "max_score"])
+            for scores, _ in rows:
+                writer.writerow([scores.assignment, "", "", scores.student, "", "", "", scores.total, 0.0,
+                                 scores.total, scores.max_total])
+    with open(csv_path.with_name("statuses.csv"), "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["assignment", "student_id", "score", "max_score", "status"])
+        for scores, status in rows:
+            writer.writerow([scores.assignment, scores.student, f"{scores.total:g}", f"{scores.max_total:g}", status])
+    log(f"grades exported to {csv_path}; every status in {csv_path.with_name('statuses.csv')}")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grading.merge", description=__doc__.split("\n\n")[0])
+    parser.add_argument("output", type=Path, help="the shared output folder the shards wrote to")
+    parser.add_argument("--csv", type=Path, default=None, help="where to export grades (default: OUTPUT/grades.csv)")
+    args = parser.parse_args(argv)
+    if not (args.output / SHARDS).is_dir():
+        parser.error(f"{args.output} holds no {SHARDS}/ folder: grade into it first (python -m grading.grade "
+                     "SUBMISSIONS --output OUTPUT --shard K/N)")
+    rows = merge(args.output.resolve(), args.csv)
+    print()
+    print(format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,126 @@
+"""One grading job's process: autogrades students' notebooks and writes their feedback, with nbgrader in-process.
+
+    python -m grading.worker SETTINGS.json EVENTS_FD
+
+SETTINGS.json holds the grading command's options (`grading.grade.GradingOptions`, whole) and what
+belongs to this run: the scratch course, the random tag of the skipped cells, the job's gradebook.
+
+The grading command (grading/grade.py) starts one worker per job and keeps it for every student
+of that job: nbgrader, nbconvert and their imports load once, not once per notebook. Requests come
+on stdin, one JSON line per student (``{"student": ..., "assignments": [...], "plan": ...}``);
+for each notebook the worker writes a ``start`` event, runs nbgrader's autograde (the student's
+kernel starts through the plan's sandbox and limits), reads the scores back, writes the feedback,
+and writes a ``done`` event with what happened; then ``finished``. Events are JSON lines on their
+own file descriptor, so nothing a kernel prints can mix into them.
+
+The command enforces the time limit of each notebook by killing the worker, and starts a new one
+for the rest: a worker holds no state that a student's code could reach.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+
+
+def _api(settings: dict, options):
+    """nbgrader's API on the scratch course, with the command's options and the job's own gradebook."""
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=settings["course"]).load_config()
+    config.CourseDirectory.root = settings["course"]
+    config.CourseDirectory.db_url = f"sqlite:///{settings['db']}"
+    config.Execute.skip_cells_with_tag = settings["skip_tag"]
+    if options.cell_timeout:
+        config.Execute.timeout = options.cell_timeout
+    config.GuardedExecute.guard = options.guard
+    config.StrictSaveAutoGrades.strict = options.guard
+    # Sanitizing stays the last step of autograding in every worker (nbgrader_config.py).
+    config.SanitizeNotebook.enabled = options.sanitize
+    config.NbGraderAPI.log_level = "WARN"
+    config.Exchange.root = str(Path(settings["course"]) / "exchange")  # Not used; nbgrader wants it to exist.
+    return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+
+
+def _scores(db: str, assignment: str, student: str) -> dict[str, list[float]] | None:
+    from grading.report import read_scores
+
+    try:
+        return {label: list(pair) for label, pair in read_scores(Path(db), assignment, student).tasks.items()}
+    except LookupError:
+        return None
+
+
+def _cpu() -> tuple[float, float]:
+    """CPU seconds of this process, and of the children it waited for (the kernels)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+def grade_student(api, settings: dict, options, request: dict, emit) -> None:
+    """Autograde (and give feedback on) each of the request's notebooks, emitting events."""
+    from grading.guard import PLAN_VARIABLE
+
+    student = request["student"]
+    if request.get("plan"):
+        os.environ[PLAN_VARIABLE] = request["plan"]
+    else:
+        os.environ.pop(PLAN_VARIABLE, None)
+    for assignment in request["assignments"]:
+        emit({"event": "start", "assignment": assignment})
+        started, cpu = time.perf_counter(), _cpu()
+        result = api.autograde(assignment, student, force=True, create=True)
+        graded, graded_cpu = time.perf_counter(), _cpu()
+        scores = _scores(settings["db"], assignment, student)
+        feedback = None
+        if options.feedback and scores:
+            feedback = api.generate_feedback(assignment, student, force=True)
+        done_cpu = _cpu()
+        emit({"event": "done", "assignment": assignment, "ok": bool(result.get("success")),
+              "log": result.get("log", "")[-20000:], "error": (result.get("error") or "")[-4000:],
+              "scores": scores, "feedback_error": None if feedback is None or feedback.get("success")
+              else (feedback.get("error") or feedback.get("log") or "")[-2000:],
+              # Wall seconds, and CPU seconds of this process (nbgrader) and of the kernel it waited for.
+              "seconds": {"autograde": graded - started, "feedback": time.perf_counter() - graded,
+                          "nbgrader cpu": graded_cpu[0] - cpu[0], "kernel cpu": graded_cpu[1] - cpu[1],
+                          "feedback cpu": done_cpu[0] - graded_cpu[0]}})
+    emit({"event": "finished"})
+
+
+def main(argv: list[str]) -> int:
+    from grading.grade import GradingOptions
+
+    settings = json.loads(Path(argv[0]).read_text())
+    options = GradingOptions.from_json(settings["options"])
+    events = os.fdopen(int(argv[1]), "w", buffering=1, encoding="utf-8")
+
+    def emit(event: dict) -> None:
+        events.write(json.dumps(event) + "\n")
+        events.flush()
+
+    # nbgrader runs alembic as a program; the kernel's threads are set per kernel by its plan.
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    os.environ["COURSE_AUTOGRADE"] = "1"
+    os.environ["PYTHONWARNINGS"] = "ignore"
+    os.chdir(settings["course"])
+    api = _api(settings, options)
+    emit({"event": "ready"})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            grade_student(api, settings, options, json.loads(line), emit)
+        except Exception:  # noqa: BLE001 - reported to the command, which marks the notebook for a look.
+            emit({"event": "crashed", "error": traceback.format_exc()[-4000:]})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
