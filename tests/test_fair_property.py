@@ -35,10 +35,12 @@ def _tenant_of(seq_id: str) -> str:
 def _decide_both(ns, rows, weights, total_blocks, protected, device):
     """Return (FairPolicy's victim, the seq_id at fair_victim_t's index) for one state.
 
+    Either is ValueError when it raised one: both must raise for the same states.
+
     ``rows`` are (seq_id, num_blocks, last_access_step); ``weights`` maps tenant to weight.
     """
     sequences = {seq_id: ns["make_sequence"](seq_id, blocks, step) for seq_id, blocks, step in rows}
-    expected = ns["FairPolicy"](dict(weights), total_blocks).select_victim(sequences, frozenset(protected))
+    expected = _outcome(ns["FairPolicy"](dict(weights), total_blocks).select_victim, sequences, frozenset(protected))
     ids = sorted(sequences)
     tenants = sorted(set(weights) | {_tenant_of(s) for s in ids})
     index_of = {t: k for k, t in enumerate(tenants)}
@@ -50,9 +52,19 @@ def _decide_both(ns, rows, weights, total_blocks, protected, device):
         total_blocks,
         torch.tensor([s not in protected for s in ids], dtype=torch.bool, device=device),
     )
-    index = ns["fair_victim_t"](*tensors)
+    index = _outcome(ns["fair_victim_t"], *tensors)
+    if index is ValueError:
+        return expected, index
     assert type(index) is int
     return expected, (None if index == -1 else ids[index])
+
+
+def _outcome(function, *args):
+    """``function(*args)``, or ValueError when it raises one (weights that sum to 0 with a sequence to evict)."""
+    try:
+        return function(*args)
+    except ValueError:
+        return ValueError
 
 
 def _random_state(rng: random.Random):
