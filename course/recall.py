@@ -33,8 +33,8 @@ import torch.nn.functional as F
 
 __all__ = [
     "BOS", "QUERY", "FIRST_KEY", "NUM_KEYS", "FIRST_VALUE", "NUM_VALUES", "VOCAB_SIZE", "NUM_PAIRS",
-    "NUM_QUERIES", "CONTEXT_LENGTH", "QUERY_LENGTH", "SEQUENCE_LENGTH", "RecallBatch", "recall_batch",
-    "recall_accuracy",
+    "NUM_QUERIES", "CONTEXT_LENGTH", "QUERY_LENGTH", "SEQUENCE_LENGTH", "RecallBatch", "answer_loss",
+    "next_token_loss", "recall_accuracy", "recall_batch", "training_loss",
 ]
 
 BOS = 0
@@ -145,6 +145,27 @@ def answer_loss(logits: torch.Tensor, batch: RecallBatch) -> torch.Tensor:
     """Mean cross-entropy (nats) of the answers under ``logits`` ``[num_sequences, length, vocab]``."""
     picked = logits[:, batch.answer_positions.to(logits.device)]
     return F.cross_entropy(picked.reshape(-1, picked.shape[-1]), batch.answers.to(logits.device).reshape(-1))
+
+
+def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy (nats) of every next token: ``logits[:, i]`` scored on ``tokens[:, i + 1]``.
+
+    ``logits`` ``[num_sequences, length, vocab]`` are the model's outputs on ``tokens``
+    ``[num_sequences, length]``; the last position has no next token and is left out.
+    """
+    vocab = logits.shape[-1]
+    return F.cross_entropy(logits[:, :-1].reshape(-1, vocab), tokens[:, 1:].to(logits.device).reshape(-1))
+
+
+def training_loss(logits: torch.Tensor, batch: RecallBatch) -> torch.Tensor:
+    """What course.train_recall minimizes: `next_token_loss` plus `answer_loss` (answers count twice).
+
+    The next-token part trains every position, as a language model is trained; without it the
+    model has no reason to do anything useful at the context's positions, and no head develops
+    an attention sink. The answer part keeps the few recall targets from drowning among the ~60
+    random tokens of a sequence.
+    """
+    return next_token_loss(logits, batch.tokens) + answer_loss(logits, batch)
 
 
 @torch.no_grad()

@@ -257,7 +257,7 @@ def test_a_pruned_cache_that_keeps_everything_equals_the_full_cache_exactly():
     assert all(torch.equal(a, b) for a, b in zip(got[2], expected[2]))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_a_pruned_cache_is_attention_restricted_to_the_kept_slots(data):
     """Layer 0's queries do not depend on the cache, so with a pruned cache its attention over the
