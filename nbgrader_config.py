@@ -9,11 +9,14 @@ import secrets
 import sys
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearMarkScheme, ClearOutput, GetGrades,
                                     IgnorePattern, IncludeHeaderFooter, LimitOutput, LockCells, SaveAutoGrades)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from grading.feedback import HideHiddenTests  # noqa: E402 - needs the course directory on sys.path.
+
+from grading.build import DropAuthoringMetadata  # noqa: E402 - needs the course directory on sys.path.
+from grading.feedback import HideHiddenTests  # noqa: E402 - the same.
 from grading.guard import GuardedExecute  # noqa: E402 - the same.
 
 c = get_config()  # noqa: F821 - nbgrader provides get_config when it loads this file.
@@ -23,7 +26,11 @@ c.CourseDirectory.solution_directory = "solutions"
 
 # The reference solutions are generated without running them: fast, and the same on every machine.
 # Self-learners run them; the tests run every source notebook headless.
-c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme]
+c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, DropAuthoringMetadata]
+
+# nbgrader's own steps for the student notebooks, then the authoring metadata goes (grading/build.py).
+c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(),
+                                      DropAuthoringMetadata]
 
 # A cell that runs longer than this is interrupted; grading goes on with the next cell, so an
 # infinite loop costs the student the tests that depend on it and nothing else. The grading command

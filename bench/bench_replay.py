@@ -71,7 +71,7 @@ def main() -> None:
         ("libCacheSim Belady (Python loop)", "lcs:Belady", 1),
     ):
         wall, cpu, result = best_time(
-            lambda: R.replay(trace, capacity, policy, progress=False), repeats)
+            lambda policy=policy: R.replay(trace, capacity, policy, progress=False), repeats)
         rows.append((label, policy, wall, cpu, result))
 
     hits = {policy: result.hits for _, policy, _, _, result in rows}

@@ -71,14 +71,16 @@ def main(argv: list[str]) -> int:
         evictable = torch.ones(n, dtype=torch.bool, device=device)
         repeats = 3 if n >= 1_000_000 else 10
         for name, policy, tensor_call in (
-            ("LRU", lru, lambda: lru_t(step_t, evictable)),
-            ("LFU", lfu, lambda: lfu_t(count_t, step_t, evictable)),
+            ("LRU", lru, lambda step_t=step_t, evictable=evictable: lru_t(step_t, evictable)),
+            ("LFU", lfu, lambda count_t=count_t, step_t=step_t, evictable=evictable: lfu_t(count_t, step_t, evictable)),
         ):
-            dict_s, dict_victim = best_time(lambda: policy.select_victim(sequences), repeats)
+            dict_s, dict_victim = best_time(lambda policy=policy, sequences=sequences: policy.select_victim(sequences),
+                                            repeats)
             tensor_call()  # warm-up
             tensor_s, index = best_time(tensor_call, repeats * 3, sync)
             same = ids[index] == dict_victim
-            print(f"{n:>10,}  {name:>6}  {dict_s * 1e3:>8.2f}ms  {tensor_s * 1e3:>8.3f}ms  {dict_s / tensor_s:>14.0f}x  {same}")
+            print(f"{n:>10,}  {name:>6}  {dict_s * 1e3:>8.2f}ms  {tensor_s * 1e3:>8.3f}ms  "
+                  f"{dict_s / tensor_s:>14.0f}x  {same}")
             if device.type == "cuda":
                 bytes_read = n * (8 if name == "LRU" else 16) + n
                 bound_us = bytes_read / (args.bandwidth_gbs * 1e9) * 1e6

@@ -80,7 +80,8 @@ def _compare(actual: Any, expected: Any, call: str, where: str, rel_tol: float, 
         return
     if isinstance(expected, (list, tuple)):
         if len(actual) != len(expected):
-            detail = f"{len(actual)} items; expected {len(expected)}" if reveal else f"{len(actual)} items, which is wrong"
+            detail = (f"{len(actual)} items; expected {len(expected)}" if reveal
+                      else f"{len(actual)} items, which is wrong")
             raise AssertionError(f"{call} returned{place} {detail}")
         for index, (a, e) in enumerate(zip(actual, expected)):
             _compare(a, e, call, f"{where}[{index}]", rel_tol, abs_tol, reveal)
@@ -124,22 +125,24 @@ def assert_same_tensor(
             raise AssertionError(f"{call} returned a tensor with {name} {detail}")
     got = actual.detach().cpu()
     want = expected.detach().cpu()
-    if got.is_floating_point():
+    if got.is_floating_point() or got.is_complex():
         nan_got, nan_want = torch.isnan(got), torch.isnan(want)
-        if not torch.equal(nan_got, nan_want):
-            raise AssertionError(f"{call} returned a tensor with NaN in the wrong places")
-        got, want = got[~nan_got], want[~nan_want]
-        close = torch.equal(got, want) if atol == 0 and rtol == 0 else bool(
-            torch.all(torch.abs(got - want) <= atol + rtol * torch.abs(want)))
-    else:
-        close = torch.equal(got, want)
-    if not close:
-        if reveal:
-            detail = f"{actual.detach().cpu().tolist()}; expected {expected.detach().cpu().tolist()}"
+        differs = nan_got != nan_want
+        both = ~(nan_got | nan_want)
+        if atol == 0 and rtol == 0:
+            differs |= both & (got != want)
         else:
-            worst = int(torch.argmax((got.double() - want.double()).abs().flatten())) if got.numel() else 0
-            detail = f"wrong values (first large difference at flat index {worst})"
-        raise AssertionError(f"{call} returned a tensor with {detail}")
+            differs |= both & ~(torch.abs(got - want) <= atol + rtol * torch.abs(want))
+    else:
+        differs = got != want
+    if bool(differs.any()):
+        where = [int(i) for i in torch.nonzero(differs)[0]]
+        index = "[" + ", ".join(map(str, where)) + "]"
+        value = got[tuple(where)].item()
+        wanted = f"; expected {want[tuple(where)].item()!r}" if reveal else ", which is wrong"
+        raise AssertionError(
+            f"{call} returned a tensor (shape {list(got.shape)}, {got.dtype}, {actual.device}) whose entry "
+            f"{index} is {value!r}{wanted} ({int(differs.sum())} of {differs.numel()} entries differ)")
 
 
 def assert_raises(exception: type[BaseException], call: str, function: Any, *args: Any, **kwargs: Any) -> None:

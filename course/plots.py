@@ -1,6 +1,6 @@
-"""Plots and summary numbers for the hit ratio experiments.
+"""Plots and summary numbers for the hit ratio experiments, and bilingual plot labels.
 
-Used in notebooks 03, 04, 05 and 06.
+Used in notebooks 03, 04, 05 and 06 (`label` in every notebook's plots).
 """
 
 from __future__ import annotations
@@ -9,7 +9,42 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["gap_closed", "plot_hit_ratio_curves"]
+__all__ = ["cjk_font", "gap_closed", "label", "plot_hit_ratio_curves"]
+
+# Font families that carry Chinese glyphs, in order of preference (Noto: Debian's fonts-noto-cjk;
+# the others ship with Windows, macOS or common Linux desktops; Colab has none of them).
+_CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Serif CJK SC", "Source Han Sans SC", "WenQuanYi Zen Hei",
+                 "WenQuanYi Micro Hei", "Microsoft YaHei", "SimHei", "PingFang SC", "Heiti SC")
+_cjk_font: list[str | None] = []  # Found once, then remembered.
+
+
+def cjk_font() -> str | None:
+    """The name of an installed font family with Chinese glyphs, or None; it is also put first in
+    matplotlib's sans-serif list, so that Chinese labels render instead of empty boxes."""
+    if not _cjk_font:
+        from matplotlib import font_manager, rcParams
+
+        installed = {font.name for font in font_manager.fontManager.ttflist}
+        found = next((family for family in _CJK_FAMILIES if family in installed), None)
+        if found:
+            rcParams["font.sans-serif"] = [found, *[f for f in rcParams["font.sans-serif"] if f != found]]
+            rcParams["axes.unicode_minus"] = False
+        _cjk_font.append(found)
+    return _cjk_font[0]
+
+
+def label(english: str, chinese: str) -> str:
+    """A plot label: ``"English / 中文"`` where a font with Chinese glyphs is installed, else the English.
+
+    Matplotlib draws Chinese as empty boxes without such a font (Colab has none), so the Chinese is
+    added only where it renders.
+
+    Raises:
+        TypeError: when either argument is not a str.
+    """
+    if type(english) is not str or type(chinese) is not str:
+        raise TypeError("label(english, chinese) takes two strings")
+    return f"{english} / {chinese}" if chinese and cjk_font() else english
 
 
 def _check_curve(name: str, curve: object) -> list[tuple[int, float]]:

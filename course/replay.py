@@ -642,8 +642,8 @@ def lru_hit_ratio_curve(
 
     Exactly equal to ``replay(trace, c, "lru")`` for each capacity c in hits, misses, evictions and
     prefix hits (the per-request arrays are left as None), but computed from the stack distance
-    of every reference: a hit at capacity c is a distance <= c, and a request's leading hits are those whose running maximum
-    distance within the request is <= c. Used in notebooks 03-06.
+    of every reference: a hit at capacity c is a distance <= c, and a request's leading hits are
+    those whose running maximum distance within the request is <= c. Used in notebooks 03-06.
     """
     tokens_per_block = _check_tokens_per_block(tokens_per_block)
     if isinstance(capacities, (int, np.integer)):

@@ -8,10 +8,25 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 from grading.config import ASSIGNMENTS, ROOT
 from grading.nbgrader_cli import nbgrader
+
+
+class DropAuthoringMetadata(NbGraderPreprocessor):
+    """Keep the authoring metadata out of release/ and solutions/.
+
+    The source notebooks carry jupytext's pairing (``source/NN//ipynb,authoring//py:percent``) and
+    the ``given`` marks of grading/given.py. A student's JupyterLab with jupytext would try to pair
+    the release notebook with files that are not there, so both are dropped.
+    """
+
+    def preprocess(self, nb, resources):
+        nb.metadata.pop("jupytext", None)
+        for cell in nb.cells:
+            cell.metadata.pop("given", None)
+        return nb, resources
 
 
 def build(root: Path = ROOT, assignments: list[str] | None = None) -> None:
@@ -25,15 +40,6 @@ def build(root: Path = ROOT, assignments: list[str] | None = None) -> None:
             run = nbgrader([step, assignment, "--force"], root)
             if run.returncode != 0:
                 raise RuntimeError(f"nbgrader {step} {assignment} failed:\n{run.output}")
-
-
-def digest(path: Path) -> list[tuple[str, str, dict]]:
-    """Return what must match between a committed notebook and a regenerated one.
-
-    That is each cell's type, source and nbgrader metadata; outputs and cell ids are left out.
-    """
-    notebook = nbformat.read(path, as_version=4)
-    return [(cell.cell_type, cell.source, dict(cell.metadata.get("nbgrader", {}))) for cell in notebook.cells]
 
 
 def main(argv: list[str]) -> int:

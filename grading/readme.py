@@ -1,53 +1,52 @@
 """The README's generated tables: the course table and the mutation suite's kill rates.
 
-    python -m grading.readme        # prints both tables; paste them into README.md
+    python -m grading.readme        # prints both tables
 
-tests/test_readme.py fails when the README's tables differ from what this prints.
+``make notebooks`` writes them into README.md between their BEGIN/END GENERATED markers
+(`update`); CI fails when they are stale (``git diff --exit-code`` after ``make notebooks``).
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import nbformat
 
 from grading.config import ASSIGNMENTS, ROOT
+from grading.given import catalogue, points
 from grading.harness import NotebookHarness
 from grading.samples import load_mutants
 
-
-def _header(assignment: str) -> tuple[str, str, int, str]:
-    notebook = nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
-    first = notebook.cells[0].source
-    title = re.match(r"# \d+\. (.+)", first).group(1).replace("|", "·")
-    points = int(re.search(r"\*\*Points:\*\* (\d+)", first).group(1))
-    gpu = re.search(r"\*\*GPU:\*\* ([^\n]+)", first).group(1).strip()
-    tasks = []
-    for cell in notebook.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        match = re.fullmatch(r"task(\d+)_(\d+)_(\w+)", meta.get("grade_id", "")) if meta.get("solution") else None
-        if match:
-            tasks.append(f"{match.group(1)}.{match.group(2)} {match.group(3)}")
-    return title, " · ".join(tasks), points, gpu
+_TASK = re.compile(r"task(\d+)_(\d+)_(\w+)")
 
 
-def course_table() -> str:
+def course_table(root: Path = ROOT) -> str:
     """The course table: number, title with a link to the release notebook, tasks, points, GPU."""
+    entries = catalogue(root)
     lines = ["| # | notebook | tasks (task id and name) | points | GPU |", "|---|---|---|---|---|"]
     for assignment in ASSIGNMENTS:
-        title, tasks, points, gpu = _header(assignment)
+        notebook = nbformat.read(root / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+        tasks = []
+        for cell in notebook.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            match = _TASK.fullmatch(meta.get("grade_id", "")) if meta.get("solution") else None
+            if match:
+                tasks.append(f"{match.group(1)}.{match.group(2)} {match.group(3)}")
+        entry = entries[assignment]
         link = f"release/{assignment}/{assignment}.ipynb"
-        lines.append(f"| {assignment[:2]} | [{title}]({link}) | {tasks} | {points} | {gpu} |")
+        lines.append(f"| {assignment[:2]} | [{entry['title']} · {entry['title_zh']}]({link}) | {' · '.join(tasks)} | "
+                     f"{points(notebook)} | {entry['gpu']} |")
     return "\n".join(lines)
 
 
-def mutation_table() -> str:
+def mutation_table(root: Path = ROOT) -> str:
     """Per notebook: wrong answers that lose points, and correct alternatives that keep them."""
     lines = ["| notebook | wrong answers that lose points (kill rate) | correct alternatives that keep full points |",
              "|---|---|---|"]
     for assignment in ASSIGNMENTS:
-        harness = NotebookHarness(ROOT / "source" / assignment / f"{assignment}.ipynb")
+        harness = NotebookHarness(root / "source" / assignment / f"{assignment}.ipynb")
         mutants = load_mutants(assignment)
         wrong = [harness.grade(g, a)[0] for g, variants in mutants.WRONG.items() for a in variants.values()]
         right = [harness.grade(g, a)[0] for g, variants in mutants.ALTERNATIVES.items() for a in variants.values()]
@@ -57,10 +56,33 @@ def mutation_table() -> str:
     return "\n".join(lines)
 
 
+TABLES = {"course table": course_table, "mutation table": mutation_table}
+
+
+def update(readme: Path) -> bool:
+    """Write every table of `TABLES` between its markers in ``readme``; return True when it changed.
+
+    Raises:
+        ValueError: naming a table whose markers are missing.
+    """
+    text = original = readme.read_text(encoding="utf-8")
+    for name, make in TABLES.items():
+        begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
+        pattern = re.compile(re.escape(begin) + r"\n.*?\n" + re.escape(end), re.S)
+        if not pattern.search(text):
+            raise ValueError(f"{readme}: no '{begin}' ... '{end}' markers")
+        replacement = f"{begin}\n{make()}\n{end}"
+        text = pattern.sub(lambda _, replacement=replacement: replacement, text)
+    if text == original:
+        return False
+    readme.write_text(text, encoding="utf-8")
+    return True
+
+
 def main() -> int:
-    print(course_table())
-    print()
-    print(mutation_table())
+    for make in TABLES.values():
+        print(make())
+        print()
     return 0
 
 

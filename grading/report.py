@@ -8,7 +8,8 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-_TASK = re.compile(r"^test_task(\d+)_(\d+)_")
+# A task's test cell is test_taskN_M_<name>; a task graded in parts has test_taskN_M_K_<name>, K = 1, 2, ...
+_TASK = re.compile(r"^test_task(\d+)_(\d+)_(?:(\d+)_)?[A-Za-z]")
 
 
 @dataclass
@@ -29,9 +30,12 @@ class Scores:
 
 
 def task_label(grade_id: str) -> str:
-    """Turn ``test_task1_3_quotas`` into ``1.3``; other grade ids stay as they are."""
+    """Turn ``test_task1_3_quotas`` into ``1.3`` and ``test_task6_2_1_lookup`` (part 1 of task 6.2) into
+    ``6.2.1``; other grade ids stay as they are."""
     match = _TASK.match(grade_id)
-    return f"{match.group(1)}.{match.group(2)}" if match else grade_id
+    if not match:
+        return grade_id
+    return ".".join(part for part in match.groups() if part)
 
 
 def read_scores(root: Path, assignment: str, student: str) -> Scores:
@@ -53,10 +57,12 @@ def read_scores(root: Path, assignment: str, student: str) -> Scores:
     return scores
 
 
-def _label_key(label: str) -> tuple[int, int, str]:
-    """Order task labels numerically ("1.2" before "1.10"); other labels go last, by name."""
-    match = re.fullmatch(r"(\d+)\.(\d+)", label)
-    return (int(match.group(1)), int(match.group(2)), "") if match else (10**9, 0, label)
+def _label_key(label: str) -> tuple[int, int, int, str]:
+    """Order task labels numerically ("1.2" before "1.10", "6.2" before "6.2.1"); others go last, by name."""
+    match = re.fullmatch(r"(\d+)\.(\d+)(?:\.(\d+))?", label)
+    if not match:
+        return (10**9, 0, 0, label)
+    return (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0), "")
 
 
 def format_table(rows: list[tuple[Scores, str]]) -> str:

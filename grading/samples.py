@@ -2,13 +2,13 @@
 
 For each assignment: ``reference_solution`` (the source's solutions filled into the release
 notebook), ``unchanged_release`` (the release notebook itself) and ``typical_mistakes`` (the
-first wrong answer of every task from grading/mutants/<assignment>.py).
+first wrong answer of every task from its module in grading/mutants/).
 """
 
 from __future__ import annotations
 
 import copy
-import importlib.util
+import importlib
 from pathlib import Path
 from types import ModuleType
 
@@ -16,30 +16,20 @@ import nbformat
 from nbformat.notebooknode import NotebookNode
 
 from grading.config import ROOT
+from grading.reference import solution_code
 
-MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
-
-
-def load_mutants(assignment: str, root: Path = ROOT) -> ModuleType:
-    """Load grading/mutants/<assignment>.py, which defines WRONG (and ALTERNATIVES) per grade_id."""
-    path = root / "grading" / "mutants" / f"{assignment}.py"
-    spec = importlib.util.spec_from_file_location(f"mutants_{assignment}", path)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(f"no mutants file at {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+__all__ = ["fill", "load_mutants", "mutants_module_name", "sample_submissions", "solution_code", "write_samples"]
 
 
-def solution_code(source: NotebookNode) -> dict[str, str]:
-    """Return each solution cell's code with the solution markers taken out, by grade_id."""
-    answers = {}
-    for cell in source.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            lines = [line for line in cell.source.splitlines() if line.strip() not in MARKERS]
-            answers[meta["grade_id"]] = "\n".join(lines)
-    return answers
+def mutants_module_name(assignment: str) -> str:
+    """The module of an assignment's wrong and alternative answers: ``01_eviction_as_ranking`` ->
+    ``grading.mutants.eviction_as_ranking``."""
+    return "grading.mutants." + assignment.split("_", 1)[1]
+
+
+def load_mutants(assignment: str) -> ModuleType:
+    """Import the module of ``assignment``'s answers, which defines WRONG and ALTERNATIVES per grade_id."""
+    return importlib.import_module(mutants_module_name(assignment))
 
 
 def fill(release: NotebookNode, answers: dict[str, str]) -> NotebookNode:
@@ -57,7 +47,7 @@ def sample_submissions(assignment: str, root: Path = ROOT) -> dict[str, Notebook
     name = f"{assignment}/{assignment}.ipynb"
     source = nbformat.read(root / "source" / name, as_version=4)
     release = nbformat.read(root / "release" / name, as_version=4)
-    wrong = load_mutants(assignment, root).WRONG
+    wrong = load_mutants(assignment).WRONG
     first_mistakes = {grade_id: next(iter(variants.values())) for grade_id, variants in wrong.items()}
     return {
         "reference_solution": fill(release, solution_code(source)),

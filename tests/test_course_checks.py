@@ -84,7 +84,7 @@ def test_assert_same_tensor_checks_each_property():
         assert_same_tensor(expected.float(), expected, "f()")
     with pytest.raises(AssertionError, match="shape"):
         assert_same_tensor(expected[:1], expected, "f()")
-    with pytest.raises(AssertionError, match="values|tensor with"):
+    with pytest.raises(AssertionError, match=r"entry \[0\] is 2.0; expected 1.0 \(2 of 2 entries differ\)"):
         assert_same_tensor(expected + 1, expected, "f()")
     assert_same_tensor(expected + 1e-12, expected, "f()", atol=1e-9)
     with pytest.raises(AssertionError, match="type list"):
@@ -100,8 +100,23 @@ def test_assert_same_tensor_checks_each_property():
 def test_assert_same_tensor_compares_nan_positions():
     expected = torch.tensor([float("nan"), 1.0])
     assert_same_tensor(expected.clone(), expected, "f()")
-    with pytest.raises(AssertionError, match="NaN"):
+    with pytest.raises(AssertionError, match=r"entry \[0\] is 1.0; expected nan"):
         assert_same_tensor(torch.tensor([1.0, float("nan")]), expected, "f()")
+
+
+def test_assert_same_tensor_names_the_first_difference_not_the_whole_tensor():
+    expected = torch.zeros(64, 8, 4, dtype=torch.float32)
+    actual = expected.clone()
+    actual[5, 3, 2], actual[60, 0, 0] = 0.5, 7.0
+    with pytest.raises(AssertionError) as caught:
+        assert_same_tensor(actual, expected, "gather_kv(pool, [3, 1], 20)")
+    message = str(caught.value)
+    assert "shape [64, 8, 4]" in message and "torch.float32" in message and "cpu" in message
+    assert "entry [5, 3, 2] is 0.5; expected 0.0 (2 of 2048 entries differ)" in message
+    assert len(message) < 300, "the message must not dump the tensor"
+    with pytest.raises(AssertionError) as hidden:
+        assert_same_tensor(actual, expected, "a hidden case", reveal=False)
+    assert "expected" not in str(hidden.value) and "is 0.5, which is wrong" in str(hidden.value)
 
 
 def test_assert_raises():

@@ -31,7 +31,7 @@ def graded(built_course, tmp_path_factory):
     source = nbformat.read(built_course / "source" / ASSIGNMENT / FILE, as_version=4)
     release = nbformat.read(built_course / "release" / ASSIGNMENT / FILE, as_version=4)
     answers = solution_code(source)
-    wrong_1_1 = next(iter(load_mutants(ASSIGNMENT, built_course).WRONG["task1_1_select_victim"].values()))
+    wrong_1_1 = next(iter(load_mutants(ASSIGNMENT).WRONG["task1_1_select_victim"].values()))
     folder = tmp_path_factory.mktemp("crafted")
 
     def save(student: str, notebook, name: str = FILE) -> None:

@@ -1,7 +1,9 @@
-"""Every task's test cell fails plausible wrong answers and passes correct ones in other styles.
+"""Every task's test cells fail plausible wrong answers and pass correct ones in other styles.
 
-The answers live in grading/mutants/<assignment>.py. Each runs through the notebook's own test
-cell (hidden tests included) by grading.harness, in one process per notebook.
+The answers live in grading/mutants/<topic>.py. Each runs through the notebook's own test cells
+(hidden tests included) by grading.harness, in one process per notebook. No surprise at grading:
+each wrong answer also fails a visible test, the one a student runs before submitting, unless its
+module's ``HIDDEN_ONLY`` says why no visible case can show that mistake.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import pytest
 from grading.config import ASSIGNMENTS, ROOT
 from grading.harness import NotebookHarness
 from grading.samples import load_mutants
+from grading.task import show
 
 MIN_WRONG = 3
 MIN_ALTERNATIVES = 2
@@ -28,7 +31,8 @@ def test_every_task_has_enough_wrong_and_alternative_answers(notebook):
     assignment, harness, mutants = notebook
     for grade_id in harness.tasks:
         assert len(mutants.WRONG.get(grade_id, {})) >= MIN_WRONG, f"{assignment} {grade_id}: too few wrong answers"
-        assert len(mutants.ALTERNATIVES.get(grade_id, {})) >= MIN_ALTERNATIVES, f"{assignment} {grade_id}: too few alternatives"
+        assert len(mutants.ALTERNATIVES.get(grade_id, {})) >= MIN_ALTERNATIVES, (
+            f"{assignment} {grade_id}: too few alternatives")
     assert set(mutants.WRONG) <= set(harness.tasks), "mutants name a grade_id the notebook does not have"
 
 
@@ -48,6 +52,27 @@ def test_wrong_answers_lose_points(notebook):
             if passed:
                 survivors.append(f"{grade_id}: {name}")
     assert not survivors, f"{assignment}: wrong answers that pass: {survivors}"
+
+
+# Notebooks whose visible tests do not yet catch every wrong answer (issue 18 fixes them one by one).
+VISIBLE_CHECKS_PENDING = {"02_paged_kv_cache", "03_lru_lfu", "05_scheduler_sim"}
+
+
+def test_wrong_answers_fail_a_visible_test(notebook, request):
+    assignment, harness, mutants = notebook
+    if assignment in VISIBLE_CHECKS_PENDING:
+        request.applymarker(pytest.mark.xfail(reason="visible tests still to be completed", strict=True))
+    hidden_only = getattr(mutants, "HIDDEN_ONLY", {})
+    surprises = []
+    for grade_id, variants in mutants.WRONG.items():
+        for name, answer in variants.items():
+            reason = hidden_only.get(grade_id, {}).get(name)
+            caught = not harness.grade(grade_id, answer, visible_only=True)[0]
+            if caught and reason:
+                surprises.append(f"{grade_id}: {name}: HIDDEN_ONLY says {reason!r}, but a visible test catches it")
+            elif not caught and not reason:
+                surprises.append(f"{grade_id}: {name}: only hidden tests catch it")
+    assert not surprises, f"{assignment}: {surprises}"
 
 
 def test_alternative_answers_keep_points(notebook):
@@ -71,3 +96,13 @@ def test_release_stubs_fail(notebook):
         assert "raise NotImplementedError()" in stub
         passed, _ = harness.grade(grade_id, stub)
         assert not passed, f"the release stub of {grade_id} passes its tests"
+
+
+def test_task_viewer_shows_a_task_whole():
+    text = show("1.1", show_diff=True)
+    for part in ("## Task 1.1: select_victim", "def select_victim(values):", "### BEGIN HIDDEN TESTS",
+                 "## Wrong answers (each must lose points)", "- [ok] 0/2  max instead of min", "-    return min(",
+                 "## Correct alternatives (each must keep every point)", "- [ok] 2/2  an explicit scan"):
+        assert part in text, part
+    with pytest.raises(LookupError, match="the tasks are 1.1, 1.2"):
+        show("9.9")

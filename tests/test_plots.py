@@ -51,3 +51,30 @@ def test_gap_closed() -> None:
         gap_closed(0.3, 0.5, 0.4)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         gap_closed(30.0, 0.2, 0.4)
+
+
+def test_label_is_bilingual_only_where_chinese_renders(monkeypatch) -> None:
+    import course.plots as plots
+
+    monkeypatch.setattr(plots, "_cjk_font", [None])
+    assert plots.label("Hit ratio", "命中率") == "Hit ratio"
+    monkeypatch.setattr(plots, "_cjk_font", ["Noto Sans CJK SC"])
+    assert plots.label("Hit ratio", "命中率") == "Hit ratio / 命中率"
+    with pytest.raises(TypeError):
+        plots.label("Hit ratio", None)
+
+
+def test_a_chinese_label_renders_glyphs_when_a_cjk_font_is_installed() -> None:
+    import warnings
+
+    import course.plots as plots
+
+    plots._cjk_font.clear()
+    if plots.cjk_font() is None:
+        pytest.skip("no font with Chinese glyphs here (Debian: apt-get install fonts-noto-cjk)")
+    fig, ax = plt.subplots()
+    ax.set_title(plots.label("Hit ratio", "命中率"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns "Glyph ... missing from font(s)" for boxes.
+        fig.canvas.draw()
+    plt.close(fig)

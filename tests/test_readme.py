@@ -1,19 +1,12 @@
-"""The README's generated tables are current, and its commands are the ones CI and make run."""
+"""The README's commands are the ones CI and make run.
+
+(Its generated tables are written by ``make notebooks``; CI fails when they are stale.)"""
 
 from __future__ import annotations
 
 from grading.config import ROOT
-from grading.readme import course_table, mutation_table
 
 README = (ROOT / "README.md").read_text()
-
-
-def test_course_table_matches_the_notebooks():
-    assert course_table() in README, "the README's course table is stale: paste `python -m grading.readme`"
-
-
-def test_mutation_table_matches_the_mutation_suite():
-    assert mutation_table() in README, "the README's kill-rate table is stale: paste `python -m grading.readme`"
 
 
 def test_ci_runs_the_readme_test_command():

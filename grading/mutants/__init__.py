@@ -1,8 +1,19 @@
-"""Wrong and alternative answers for every task, by notebook.
+"""Wrong and alternative answers for every task, one module per notebook.
 
-Each ``<assignment>.py`` here defines two dicts keyed by a solution cell's grade_id:
-``WRONG`` (plausible wrong answers that must lose the task's points) and ``ALTERNATIVES``
-(correct answers in another style than the reference, which must keep every point). The test
-suite runs each through the notebook's own test cells; the first wrong answer of every task is
-also the bundled ``typical_mistakes`` submission that the main job grades with nbgrader.
+``grading/mutants/<topic>.py`` belongs to ``source/NN_<topic>/`` (``eviction_as_ranking`` to
+``01_eviction_as_ranking``; grading.samples.load_mutants imports it). It defines two dicts keyed by
+a solution cell's grade_id, each mapping a short description to an answer:
+
+- ``WRONG``: plausible wrong answers, each of which must lose the task's points;
+- ``ALTERNATIVES``: correct answers in another style than the reference, which must keep them.
+
+Every answer is built from the notebook's own reference solution through grading.reference, never
+typed again: a wrong answer is the reference with the few edits that make the mistake
+(``ref.edit(grade_id, (old, new), ...)``); an alternative keeps the reference's signatures and
+docstrings and writes the solution regions anew (``ref.solve(grade_id, name=body, ...)``). An edit
+whose text is no longer in the reference raises at import, so a stale answer fails loudly.
+
+The mutation suite (tests/test_mutants.py) runs each answer through the notebook's own test cells;
+the first wrong answer of every task is also the bundled ``typical_mistakes`` submission that the
+main job grades with nbgrader. ``python -m grading.task 2.4`` shows one task's answers and results.
 """

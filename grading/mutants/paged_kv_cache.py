@@ -9,37 +9,14 @@ at import, so a stale mutant fails loudly instead of silently testing nothing.
 
 from __future__ import annotations
 
-from pathlib import Path
+from grading.reference import Reference
 
-import nbformat
-
-_ASSIGNMENT = "02_paged_kv_cache"
-_NOTEBOOK = Path(__file__).resolve().parents[2] / "source" / _ASSIGNMENT / f"{_ASSIGNMENT}.ipynb"
-_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
-
-
-def _reference_solutions() -> dict[str, str]:
-    notebook = nbformat.read(_NOTEBOOK, as_version=4)
-    answers = {}
-    for cell in notebook.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            answers[meta["grade_id"]] = "\n".join(
-                line for line in cell.source.splitlines() if line.strip() not in _MARKERS)
-    return answers
-
-
-_REFERENCE = _reference_solutions()
+_REFERENCE = Reference("02_paged_kv_cache")
 
 
 def _edit(grade_id: str, *edits: tuple[str, str]) -> str:
     """Return the reference solution of ``grade_id`` with each (old, new) edit applied once."""
-    source = _REFERENCE[grade_id]
-    for old, new in edits:
-        if source.count(old) != 1:
-            raise ValueError(f"mutant edit of {grade_id}: {old!r} occurs {source.count(old)} times in the reference")
-        source = source.replace(old, new)
-    return source
+    return _REFERENCE.edit(grade_id, *edits)
 
 
 ALLOC = "task2_2_BlockAllocator"
