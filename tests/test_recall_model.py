@@ -160,9 +160,8 @@ def test_weights_file_is_package_data(tmp_path):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     shutil.copytree(ROOT / "course", source / "course", ignore=shutil.ignore_patterns("__pycache__"))
-    built = subprocess.run(
-        [sys.executable, "-c", "import sys; from setuptools import build_meta; print(build_meta.build_wheel(sys.argv[1]))",
-         str(tmp_path)], cwd=source, capture_output=True, text=True)
+    build = "import sys; from setuptools import build_meta; print(build_meta.build_wheel(sys.argv[1]))"
+    built = subprocess.run([sys.executable, "-c", build, str(tmp_path)], cwd=source, capture_output=True, text=True)
     assert built.returncode == 0, built.stderr[-2000:]
     wheel = tmp_path / built.stdout.strip().splitlines()[-1]
     with zipfile.ZipFile(wheel) as archive:
