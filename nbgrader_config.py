@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grading.build import DropAuthoringMetadata  # noqa: E402 - needs the course directory on sys.path.
 from grading.feedback import HideHiddenTests  # noqa: E402 - the same.
 from grading.guard import GuardedExecute  # noqa: E402 - the same.
+from grading.sanitize import SanitizeNotebook  # noqa: E402 - the same.
 
 c = get_config()  # noqa: F821 - nbgrader provides get_config when it loads this file.
 
@@ -50,11 +51,16 @@ c.IgnorePattern.pattern = r"[\s\S]"
 # A test cell earns points only if its last line ran in a kernel whose test helpers and libraries
 # were not patched; kernels start in the grading command's sandbox when it asks for one
 # (grading/guard.py, grading/sandbox.py). Otherwise these are nbgrader's own autograding steps.
+# Last, the autograded notebook (what formgrader renders) is sanitized: no markup, output or
+# metadata that a student wrote or made while grading can run script in a grader's browser
+# (grading/sanitize.py).
 c.Autograde.autograde_preprocessors = [GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata, SanitizeNotebook]
+c.SanitizeNotebook.release_directory = os.path.join(os.path.dirname(os.path.abspath(__file__)), "release")
 
 # A test cell that a student deleted is put back from the gradebook and graded.
 c.OverwriteCells.add_missing_cells = True
 
-# Feedback shows scores, visible tests and error messages, never the hidden tests' code.
-c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+# Feedback shows scores, visible tests and the checks' messages, never the hidden tests' code, and
+# is sanitized again (an autograded notebook from an older run may not have been).
+c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, SanitizeNotebook, CSSHTMLHeaderPreprocessor]

@@ -1199,6 +1199,8 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | block | 块 | a fixed number of token slots |
 # | block size | 块大小 | |
 # | block table | 块表 | |
+# | logical / physical block | 逻辑块 / 物理块 | |
+# | offset (in a block) | 偏移 | |
 # | slot | 槽位 | |
 # | paged (KV cache), paging | 分页 | |
 # | allocator | 分配器 | |
@@ -1249,6 +1251,9 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | device | 设备 | |
 # | dtype | 数据类型（dtype） | |
 # | index | 索引 | |
+# | advanced indexing | 高级索引 | |
+# | contiguous | 连续存储 | |
+# | overflow | 溢出 | |
 # | vectorize | 向量化 | |
 # | in place | 原地 | an operation that changes its input |
 # | copy / view (of a tensor) | 副本 / 视图 | |
@@ -1264,6 +1269,9 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | wall time / CPU time | 墙钟时间 / CPU 时间 | |
 # | cost model, fixed cost | 代价模型, 固定开销 | |
 # | attention, attention head | 注意力, 注意力头 | |
+# | query (vector) | 查询向量 | |
+# | grouped-query attention (GQA) | 分组查询注意力（GQA） | |
+# | parallel sampling, beam search | 并行采样, 束搜索 | |
 # | attention sink | 注意力汇点 | |
 # | budget (of kept tokens) | 预算 | |
 # | recent window | 最近窗口 | |
@@ -1276,6 +1284,13 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | promote / demote | 提升 / 降级 | |
 # | admission (filter) | 准入（过滤器） | |
 # | write-through / write-back | 直写 / 回写 | |
+# | selective write-through | 选择性直写 | SGLang HiCache |
+# | device hit / host hit | 显存命中 / 主机命中 | |
+# | resident (in a tier) | 驻留 | |
+# | count table | 计数表 | of an admission filter |
+# | target size (ARC's p) | 目标大小 | |
+# | break-even bandwidth | 盈亏平衡带宽 | |
+# | page-locked host memory | 锁页内存 | not 固定, which is for pinned blocks |
 # | ghost list | 幽灵列表 | ARC |
 # | recompute | 重新计算 | |
 # | bandwidth | 带宽 | |

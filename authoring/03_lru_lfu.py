@@ -160,6 +160,7 @@ class KVBlock:
         is_full: bool, True when filled == capacity.
         free_slots: int, capacity - filled.
     """
+
     block_id: int
     capacity: int
     filled: int = 0
@@ -167,10 +168,12 @@ class KVBlock:
 
     @property
     def is_full(self) -> bool:
+        """bool: True when every slot holds a token (filled == capacity)."""
         return self.filled >= self.capacity
 
     @property
     def free_slots(self) -> int:
+        """int: how many slots are still empty (capacity - filled)."""
         return self.capacity - self.filled
 
 
@@ -243,7 +246,7 @@ class BlockAllocator:
         """Drop one reference to ``block``; at ref_count 0 it goes back to the pool with filled 0.
 
         Raises:
-            ValueError: when the block is already free (ref_count 0).
+            ValueError: when the block is already free (ref_count 0); nothing changes.
         """
         if block.ref_count < 1:
             raise ValueError(f"block {block.block_id} is already free")
@@ -282,6 +285,7 @@ class SequenceKVCache:
     Methods:
         num_blocks() -> int: len(block_table).
     """
+
     seq_id: str
     block_table: list = field(default_factory=list)
     num_tokens: int = 0
@@ -289,6 +293,7 @@ class SequenceKVCache:
     use_count: int = 0
 
     def num_blocks(self) -> int:
+        """int: how many blocks the sequence holds, len(block_table)."""
         return len(self.block_table)
 
 
@@ -324,6 +329,17 @@ class PagedKVCacheManager:
         """int: the logical clock, read-only."""
         return self._step
 
+    def _check_active(self, seq):
+        """Raise ValueError unless ``seq`` is one of this manager's active sequences (the object itself)."""
+        if self.sequences.get(seq.seq_id) is not seq:
+            raise ValueError(f"sequence {seq.seq_id!r} is not active in this manager")
+
+    def _access(self, seq):
+        """Count one access of ``seq``: step += 1, seq.last_access_step = step, seq.use_count += 1."""
+        self._step += 1
+        seq.last_access_step = self._step
+        seq.use_count += 1
+
     def allocate_for_sequence(self, seq_id, num_tokens):
         """Register a new sequence of ``num_tokens`` tokens with ceil(num_tokens / block_size) blocks.
 
@@ -331,7 +347,7 @@ class PagedKVCacheManager:
         last_access_step = step, use_count = 1.
 
         Returns:
-            The new SequenceKVCache, also stored in ``self.sequences[seq_id]``.
+            The new SequenceKVCache, also stored in ``self.sequences[seq_id]`` (the same object).
 
         Raises:
             ValueError: seq_id is already active, or num_tokens < 0.
@@ -346,9 +362,9 @@ class PagedKVCacheManager:
         for block in blocks:
             block.filled = min(self.block_size, remaining)
             remaining -= block.filled
-        self._step += 1
-        seq = SequenceKVCache(seq_id, blocks, num_tokens, last_access_step=self._step, use_count=1)
+        seq = SequenceKVCache(seq_id, blocks, num_tokens)
         self.sequences[seq_id] = seq
+        self._access(seq)
         return seq
 
     def append_tokens(self, seq, num_new_tokens):
@@ -363,8 +379,7 @@ class PagedKVCacheManager:
             ValueError: seq is not active here, or num_new_tokens < 0.
             RuntimeError: not enough free blocks (copy included); nothing changes.
         """
-        if self.sequences.get(seq.seq_id) is not seq:
-            raise ValueError(f"sequence {seq.seq_id!r} is not active in this manager")
+        self._check_active(seq)
         if num_new_tokens < 0:
             raise ValueError(f"num_new_tokens must be >= 0, got {num_new_tokens}")
         last = seq.block_table[-1] if seq.block_table else None
@@ -388,9 +403,7 @@ class PagedKVCacheManager:
             remaining -= block.filled
             seq.block_table.append(block)
         seq.num_tokens += num_new_tokens
-        self._step += 1
-        seq.last_access_step = self._step
-        seq.use_count += 1
+        self._access(seq)
 
     def fork(self, src, new_seq_id):
         """Return a new sequence that shares every block of ``src`` (each block's ref_count + 1).
@@ -399,18 +412,16 @@ class PagedKVCacheManager:
         child.last_access_step = step, child.use_count = 1. src's metadata does not change.
 
         Raises:
-            ValueError: src is not active here, or new_seq_id is already active.
+            ValueError: src is not active here, or new_seq_id is already active; nothing changes.
         """
-        if self.sequences.get(src.seq_id) is not src:
-            raise ValueError(f"sequence {src.seq_id!r} is not active in this manager")
+        self._check_active(src)
         if new_seq_id in self.sequences:
             raise ValueError(f"sequence {new_seq_id!r} already exists")
         for block in src.block_table:
             block.ref_count += 1
-        self._step += 1
-        child = SequenceKVCache(new_seq_id, list(src.block_table), src.num_tokens,
-                                last_access_step=self._step, use_count=1)
+        child = SequenceKVCache(new_seq_id, list(src.block_table), src.num_tokens)
         self.sequences[new_seq_id] = child
+        self._access(child)
         return child
 
     def touch(self, seq):
@@ -419,11 +430,8 @@ class PagedKVCacheManager:
         Raises:
             ValueError: seq is not active here.
         """
-        if self.sequences.get(seq.seq_id) is not seq:
-            raise ValueError(f"sequence {seq.seq_id!r} is not active in this manager")
-        self._step += 1
-        seq.last_access_step = self._step
-        seq.use_count += 1
+        self._check_active(seq)
+        self._access(seq)
 
     def release(self, seq):
         """Drop seq's reference to each of its blocks and remove it from ``sequences``.
@@ -433,10 +441,9 @@ class PagedKVCacheManager:
             The clock does not move.
 
         Raises:
-            ValueError: seq is not active here (for example, released already).
+            ValueError: seq is not active here (for example, released already); nothing changes.
         """
-        if self.sequences.get(seq.seq_id) is not seq:
-            raise ValueError(f"sequence {seq.seq_id!r} is not active in this manager")
+        self._check_active(seq)
         freed = 0
         for block in seq.block_table:
             self.allocator.free(block)

@@ -175,6 +175,7 @@ class KVBlock:
         is_full: bool, True when filled == capacity.
         free_slots: int, capacity - filled.
     """
+
     block_id: int
     capacity: int
     filled: int = 0
@@ -182,10 +183,12 @@ class KVBlock:
 
     @property
     def is_full(self) -> bool:
+        """bool: True when every slot holds a token (filled == capacity)."""
         return self.filled >= self.capacity
 
     @property
     def free_slots(self) -> int:
+        """int: how many slots are still empty (capacity - filled)."""
         return self.capacity - self.filled
 
 
@@ -207,6 +210,7 @@ class SequenceKVCache:
     Methods:
         num_blocks() -> int: len(block_table).
     """
+
     seq_id: str
     block_table: list = field(default_factory=list)
     num_tokens: int = 0
@@ -214,6 +218,7 @@ class SequenceKVCache:
     use_count: int = 0
 
     def num_blocks(self) -> int:
+        """int: how many blocks the sequence holds, len(block_table)."""
         return len(self.block_table)
 
 

@@ -2,19 +2,37 @@
 
 nbgrader's feedback is the autograded notebook as HTML, hidden tests and their tracebacks
 included. `HideHiddenTests` runs before the HTML is written (nbgrader_config.py puts it in
-GenerateFeedback's preprocessors): it cuts every hidden-test block out of the test cells and
-reduces a test cell's error to its last line, the message that says what was called and what was
-wrong, so that no line of hidden test code reaches the student.
+GenerateFeedback's preprocessors, before grading.sanitize):
+
+- it cuts every hidden-test block out of the test cells' source;
+- a test cell's outputs are limited to the pass/fail message the course's checks produce: a cell
+  that passed shows nothing, a cell that failed shows one line, the error's type and message
+  (what was called and what was wrong), shortened to `MESSAGE_LIMIT` characters; whatever else
+  the cell printed or displayed (a student's function runs inside it) is dropped;
+- any output of any cell that quotes a line of hidden test code (code that reads the calling
+  cell's source through linecache, traceback or inspect can print it anywhere, or update an
+  earlier cell's display) is replaced by a note.
+
+So no line of hidden test code reaches the student, whatever a cell prints.
 """
 
 from __future__ import annotations
 
+import html
+import json
+import re
+
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.notebooknode import NotebookNode
+from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 PLACEHOLDER = "# (hidden tests ran here; their code is not shown)"
+MESSAGE_LIMIT = 500
+WITHHELD = "[this output quoted hidden test code, so it is not shown in feedback]"
+# Hidden lines shorter than this (``else:``, ``return best``) are too common to mean a quote.
+_QUOTE_LENGTH = 12
 
 
 def without_hidden_tests(source: str) -> str:
@@ -32,15 +50,67 @@ def without_hidden_tests(source: str) -> str:
     return "\n".join(kept)
 
 
-class HideHiddenTests(NbGraderPreprocessor):
-    """Cut hidden tests and their tracebacks out of test cells (see the module's docstring)."""
+def hidden_lines(source: str) -> set[str]:
+    """The lines of ``source``'s hidden-test blocks (stripped) that are long enough to recognize."""
+    lines, hidden = set(), False
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(BEGIN):
+            hidden = True
+        elif stripped.startswith(END):
+            hidden = False
+        elif hidden and len(stripped) >= _QUOTE_LENGTH:
+            lines.add(stripped)
+    return lines
 
-    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict, index: int
-                        ) -> tuple[NotebookNode, ResourcesDict]:
-        if not cell.metadata.get("nbgrader", {}).get("grade") or cell.cell_type != "code":
-            return cell, resources
-        cell.source = without_hidden_tests(cell.source)
-        for output in cell.get("outputs", []):
-            if output.output_type == "error":
-                output.traceback = [f"{output.ename}: {output.evalue}"]
-        return cell, resources
+
+def _output_text(output: NotebookNode) -> str:
+    """Everything an output shows, with the escapes of repr, JSON and HTML undone."""
+    parts = [output.get("text", ""), output.get("ename", ""), output.get("evalue", ""), *output.get("traceback", [])]
+    for value in (output.get("data") or {}).values():
+        parts.append(value if isinstance(value, str) else "".join(value) if isinstance(value, list)
+                     else json.dumps(value))
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", html.unescape("\n".join(str(part) for part in parts)))
+    return text.replace("\\n", "\n").replace("\\'", "'").replace('\\"', '"')
+
+
+def quotes_hidden_code(output: NotebookNode, lines: set[str]) -> bool:
+    """True when ``output`` shows one of the hidden test ``lines``."""
+    text = _output_text(output)
+    return any(line in text for line in lines)
+
+
+def _is_test_cell(cell: NotebookNode) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def _check_message(outputs: list) -> list:
+    """A test cell's outputs reduced to the failing check's one-line message (none when it passed)."""
+    for output in outputs:
+        if output.get("output_type") == "error":
+            message = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
+            if len(message) > MESSAGE_LIMIT:
+                message = message[:MESSAGE_LIMIT] + " … (shortened)"
+            return [new_output("error", ename=output.get("ename", "Error"), evalue=output.get("evalue", ""),
+                               traceback=[message])]
+    return []
+
+
+class HideHiddenTests(NbGraderPreprocessor):
+    """Keep hidden tests and what quotes them out of feedback (see the module's docstring)."""
+
+    def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
+        visible = {line.strip() for cell in nb.cells if _is_test_cell(cell)
+                   for line in without_hidden_tests(cell.source).splitlines()}
+        lines = {line for cell in nb.cells if _is_test_cell(cell) for line in hidden_lines(cell.source)} - visible
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            if _is_test_cell(cell) or cell.metadata.get("nbgrader", {}).get("grade"):
+                cell.source = without_hidden_tests(cell.source)
+                if _is_test_cell(cell):
+                    cell.outputs = _check_message(cell.get("outputs", []))
+            cell.outputs = [new_output("stream", name="stdout", text=WITHHELD) if quotes_hidden_code(output, lines)
+                            else output for output in cell.get("outputs", [])]
+        return nb, resources

@@ -41,9 +41,11 @@ from grading.guard import PLAN_VARIABLE
 from grading.nbgrader_cli import nbgrader
 from grading.repair import repair
 from grading.report import Scores, format_table, read_scores
+from grading.sanitize import UNSANITIZED, markdown_findings
 from grading.scan import scan
 
-_STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# Checked with fullmatch: "$" would also accept a trailing newline, which nbgrader strips.
+_STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 @dataclass
@@ -56,6 +58,8 @@ class Submission:
     notes: list[str]
     repaired: bool = False
     needs_manual_look: bool = False
+    # Other files of the same student and assignment: when there are any, none of them is graded.
+    rivals: list[Path] | None = None
 
 
 def _assignment_in(name: str, assignments: list[str]) -> tuple[str | None, str]:
@@ -80,7 +84,7 @@ def read_mapping(path: Path) -> dict[str, str]:
     for number, row in enumerate(csv.reader(path.read_text(encoding="utf-8").splitlines()), start=1):
         if not row or (number == 1 and [cell.strip().lower() for cell in row[:2]] == ["file", "student_id"]):
             continue
-        if len(row) < 2 or not row[0].strip() or not _STUDENT_ID.match(row[1].strip()):
+        if len(row) < 2 or not row[0].strip() or not _STUDENT_ID.fullmatch(row[1].strip()):
             raise ValueError(f"{path}, line {number}: expected 'file name,student id' with a valid student id, got {row}")
         mapping[row[0].strip()] = row[1].strip()
     return mapping
@@ -91,7 +95,9 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
     """Find the submissions in ``folder``; return them and the problems found (one line each).
 
     ``mapping`` gives the student id of files by their name (or path relative to ``folder``);
-    it wins over the id taken from the folder or the file name.
+    it wins over the id taken from the folder or the file name. Two or more files that map to the
+    same student and assignment are all kept aside: the submission is returned with its ``rivals``
+    set, is not graded, and is reported as needing a manual look (the instructor chooses the file).
     """
     mapping = mapping or {}
     found: dict[tuple[str, str], Submission] = {}
@@ -108,7 +114,7 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
             continue
         relative = "/".join(parts)
         student = mapping.get(relative) or mapping.get(path.name) or (parts[0] if len(parts) >= 2 else prefix)
-        if not student or not _STUDENT_ID.match(student):
+        if not student or not _STUDENT_ID.fullmatch(student):
             problems.append(f"{path}: cannot tell a valid student id (letters, digits, '_', '.', '-'); needs a manual look")
             continue
         notes = []
@@ -116,12 +122,15 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
             notes.append(f"renamed '{path.name}' to '{assignment}.ipynb'")
         key = (student, assignment)
         if key in found:
-            older, newer = sorted([found[key], Submission(student, assignment, path, notes)],
-                                  key=lambda s: s.path.stat().st_mtime)
-            newer.notes.append(f"kept the newest of two files; ignored '{older.path.name}'")
-            found[key] = newer
+            found[key].rivals = [*(found[key].rivals or []), path]
         else:
             found[key] = Submission(student, assignment, path, notes)
+    for submission in found.values():
+        if submission.rivals:
+            files = ", ".join(f"'{p.relative_to(folder)}'" for p in [submission.path, *submission.rivals])
+            submission.needs_manual_look = True
+            submission.notes = [f"{len(submission.rivals) + 1} files for {submission.student}/{submission.assignment} "
+                                f"({files}); none was graded: keep one and grade again"]
     return list(found.values()), problems
 
 
@@ -175,7 +184,13 @@ def place(submissions: list[Submission], root: Path, skip_tag: str | None = None
         suspicious = scan(notebook, release)
         if suspicious:
             submission.needs_manual_look = True
-            submission.notes.append("code that no task needs and that can tamper with grading: " + "; ".join(suspicious))
+            submission.notes.append("code that no task needs and that can tamper with grading or with what a "
+                                    "grader's browser shows: " + "; ".join(suspicious))
+        markup = markdown_findings(notebook, release)
+        if markup:
+            submission.needs_manual_look = True
+            submission.notes.append("raw HTML or script links in markdown (formgrader and feedback show it "
+                                    "sanitized): " + "; ".join(markup))
         if skip_tag:
             mark_experiments(notebook, skip_tag)
         nbformat.write(notebook, target)
@@ -183,18 +198,21 @@ def place(submissions: list[Submission], root: Path, skip_tag: str | None = None
 
 def autograde(root: Path, submission: Submission, cell_timeout: int | None, student_timeout: float,
               skip_tag: str | None = None, memory_limit_gb: float | None = 8.0, plan: Path | None = None,
-              guard: bool = True) -> str:
+              guard: bool = True, sanitize: bool = True) -> str:
     """Autograde one submission in its own nbgrader process; return its status.
 
     ``skip_tag`` is the tag of the cells nbgrader skips (see `place`); when None, the random tag
     of nbgrader_config.py applies and no cell is skipped. ``memory_limit_gb`` caps the memory of
     nbgrader and of the student's kernel. With ``plan`` (a sandbox plan file), the kernel runs in
     the sandbox and every process it leaves is killed afterwards. ``guard=False`` grades test cells
-    the way plain nbgrader does (only the tests that prove the guard's worth use it).
+    the way plain nbgrader does, and ``sanitize=False`` writes the autograded notebook unsanitized
+    (only the tests that prove the guard's and the sanitizer's worth use them).
     """
     args = ["autograde", submission.assignment, "--student", submission.student, "--force"]
     if not guard:
         args.append("--GuardedExecute.guard=False")
+    if not sanitize:
+        args.append(UNSANITIZED)
     if skip_tag:
         args.append(f"--Execute.skip_cells_with_tag={skip_tag}")
     if cell_timeout is not None:
@@ -224,18 +242,22 @@ def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None 
                  cell_timeout: int | None = None, student_timeout: float = 1200.0,
                  csv_path: Path | None = None, log=print, mapping: dict[str, str] | None = None,
                  memory_limit_gb: float | None = 8.0, feedback: bool = True, isolation: str = "auto",
-                 guard: bool = True) -> list[tuple[Scores, str]]:
+                 guard: bool = True, sanitize: bool = True) -> list[tuple[Scores, str]]:
     """Grade every submission in ``folder``; export grades to CSV; return (scores, status) rows.
 
     With ``feedback``, each graded student also gets ``feedback/<student>/<assignment>/*.html``:
     scores, visible tests and error messages, without the hidden tests' code (grading.feedback).
     ``isolation`` is "on" (kernels run in the sandbox, or nothing is graded), "off", or "auto" (the
-    sandbox when it works here, with a warning when it does not).
+    sandbox when it works here, with a warning when it does not). ``sanitize=False`` leaves the
+    autograded notebooks and the feedback unsanitized (only for the tests that prove it matters).
+    A student's files that collide (see `collect`) are not graded; their row says why.
     """
     assignments = assignments or ASSIGNMENTS
     submissions, problems = collect(folder, assignments, mapping)
     for problem in problems:
         log(f"skipped: {problem}")
+    kept_aside = [s for s in submissions if s.rivals]
+    submissions = [s for s in submissions if not s.rivals]
     for submission in submissions:
         for note in submission.notes:
             log(f"{submission.student}/{submission.assignment}: {note}")
@@ -248,10 +270,14 @@ def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None 
     try:
         for submission in sorted(submissions, key=lambda s: (s.assignment, s.student)):
             rows.append(_grade_one(root, submission, cell_timeout, student_timeout, skip_tag, memory_limit_gb,
-                                   plan_file, guard, feedback, log))
+                                   plan_file, guard, feedback, log, sanitize))
     finally:
         if plan_file:
             plan_file.unlink()
+    for submission in kept_aside:
+        status = "needs a manual look: " + "; ".join(submission.notes)
+        log(f"{submission.student}/{submission.assignment}: {status}")
+        rows.append((Scores(submission.student, submission.assignment), status))
     csv_path = csv_path or root / "grades.csv"
     run = nbgrader(["export", f"--to={csv_path}"], root)
     if run.returncode != 0:
@@ -283,17 +309,18 @@ def _sandbox_plan(root: Path, folder: Path, isolation: str, log) -> Path | None:
 
 def _grade_one(root: Path, submission: Submission, cell_timeout: int | None, student_timeout: float,
                skip_tag: str, memory_limit_gb: float | None, plan_file: Path | None, guard: bool,
-               feedback: bool, log) -> tuple[Scores, str]:
+               feedback: bool, log, sanitize: bool = True) -> tuple[Scores, str]:
     """Autograde one submission, read its scores and write its feedback."""
-    status = autograde(root, submission, cell_timeout, student_timeout, skip_tag, memory_limit_gb, plan_file, guard)
+    status = autograde(root, submission, cell_timeout, student_timeout, skip_tag, memory_limit_gb, plan_file, guard,
+                       sanitize)
     try:
         scores = read_scores(root, submission.assignment, submission.student)
     except LookupError:
         scores = Scores(submission.student, submission.assignment)
     log(f"{submission.student}/{submission.assignment}: {status}, {scores.total:g}/{scores.max_total:g}")
     if feedback and scores.tasks:
-        run = nbgrader(["generate_feedback", submission.assignment, "--student", submission.student, "--force"],
-                       root, timeout=300)
+        run = nbgrader(["generate_feedback", submission.assignment, "--student", submission.student, "--force",
+                        *([] if sanitize else [UNSANITIZED])], root, timeout=300)
         if run.returncode != 0:
             log(f"{submission.student}/{submission.assignment}: feedback failed: {run.output.strip()[-300:]}")
     return scores, status

@@ -1,11 +1,14 @@
 """Finds code in a submission that no exercise needs and that tampers with grading; flags it for a look.
 
 No task of this course needs to patch a library, reach into the interpreter, run strings as code,
-touch files or processes, or read IPython's history. Code that does is most likely an attempt to
-game the grader (or a very unusual answer), so the grading command gives it the status "needs a
-manual look" and says where it is. The scan takes no points away: the guard (grading/guard.py) and
-the sandbox (grading/sandbox.py) already make such code fail the tests; the scan makes sure an
-instructor sees it, including tricks subtle enough to get past the guard.
+touch files or processes, read IPython's history or the source of the calling cell (``linecache``,
+``traceback``, ``inspect``), or display HTML, JavaScript or Markdown (which could run script in the
+grader's browser; grading/sanitize.py removes it from what formgrader and feedback show). Code
+that does is most likely an attempt to game the grader (or a very unusual answer), so the grading
+command gives it the status "needs a manual look" and says where it is. The scan takes no points
+away: the guard (grading/guard.py) and the sandbox (grading/sandbox.py) already make such code fail
+the tests; the scan makes sure an instructor sees it, including tricks subtle enough to get past
+the guard.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import nbformat
 
 _MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subprocess", "socket", "signal", "multiprocessing",
             "threading", "sqlite3", "shutil", "glob", "pickle", "marshal", "code", "codeop", "pty", "resource",
-            "mmap", "atexit", "pathlib", "tempfile", "_thread"}
+            "mmap", "atexit", "pathlib", "tempfile", "_thread", "linecache", "traceback"}
 _ALLOWED_SYS = {"maxsize", "float_info", "version_info", "getrecursionlimit", "setrecursionlimit", "stderr"}
 _ATTRIBUTES = {"__code__", "__globals__", "__builtins__", "__closure__", "__subclasses__", "__dict__", "__import__",
                "settrace", "setprofile", "_getframe", "f_back", "f_globals", "f_locals", "f_builtins",
@@ -28,6 +31,12 @@ _ATTRIBUTES = {"__code__", "__globals__", "__builtins__", "__closure__", "__subc
 _OS_FUNCTIONS = {"system", "popen", "fork", "kill", "killpg", "_exit", "execv", "execve", "spawnv", "unlink", "remove",
                  "rmdir", "rename", "replace", "walk", "listdir", "scandir", "chmod", "chown", "makedirs", "mkdir",
                  "open", "setsid"}
+# Rich display that can carry script: IPython's HTML, JavaScript, Markdown and SVG objects, widgets
+# that show HTML, and the display hooks an object can define.
+_ACTIVE_DISPLAY = {"HTML", "Javascript", "Markdown", "SVG", "IFrame", "HTMLMath", "display_html",
+                   "display_javascript", "display_markdown", "display_svg", "publish_display_data"}
+_RICH_REPR = {"_repr_html_", "_repr_javascript_", "_repr_markdown_", "_repr_svg_", "_repr_mimebundle_",
+              "_ipython_display_"}
 _NAMES = {"get_ipython", "In", "Out", "_ih", "_oh", "_i", "_ii", "_iii", "__builtins__", "__import__", "exec", "eval",
           "compile", "globals", "locals", "vars", "open", "breakpoint", "exit", "quit"}
 
@@ -91,15 +100,26 @@ def findings(source: str, imported: set[str]) -> list[tuple[int, str]]:
             for module in modules:
                 if module.split(".")[0] in _MODULES:
                     found.append((line, f"imports {module}"))
+            if isinstance(node, ast.ImportFrom):
+                active = [alias.name for alias in node.names if alias.name in _ACTIVE_DISPLAY]
+                if active:
+                    names = ", ".join(active)
+                    found.append((line, f"displays HTML, JavaScript or Markdown ({names} from {node.module})"))
         elif isinstance(node, ast.Attribute):
             if node.attr in _ATTRIBUTES:
                 found.append((line, f"uses .{node.attr}"))
+            elif node.attr in _ACTIVE_DISPLAY or node.attr in _RICH_REPR:
+                found.append((line, f"displays HTML, JavaScript or Markdown (.{node.attr})"))
             elif isinstance(node.value, ast.Name) and node.value.id == "sys" and node.attr not in _ALLOWED_SYS:
                 found.append((line, f"uses sys.{node.attr}"))
             elif isinstance(node.value, ast.Name) and node.value.id == "os" and node.attr in _OS_FUNCTIONS:
                 found.append((line, f"uses os.{node.attr}"))
         elif isinstance(node, ast.Name) and node.id in _NAMES:
             found.append((line, f"uses {node.id}"))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _RICH_REPR:
+            found.append((line, f"displays HTML, JavaScript or Markdown (defines {node.name})"))
+        elif isinstance(node, ast.Call) and any(keyword.arg == "raw" for keyword in node.keywords):
+            found.append((line, "displays raw output data (raw=...)"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
             target = node.args[0] if node.args else None
             if not (isinstance(target, ast.Name) and target.id in ("self", "cls")):

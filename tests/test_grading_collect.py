@@ -50,14 +50,39 @@ def test_unknown_assignment_is_reported(tmp_path):
     assert not found and "no assignment id" in problems[0]
 
 
-def test_two_files_of_one_student_keep_the_newest(tmp_path):
-    import os
-    old = _touch(tmp_path, "alice/03_lru_lfu.ipynb")
-    new = _touch(tmp_path, "alice/Copy of 03_lru_lfu.ipynb")
-    os.utime(old, (1, 1))
+def test_two_files_of_one_student_are_both_kept_aside(tmp_path):
+    _touch(tmp_path, "alice/03_lru_lfu.ipynb")
+    _touch(tmp_path, "alice/Copy of 03_lru_lfu.ipynb")
     found, _ = _found(tmp_path)
     kept = found[("alice", "03_lru_lfu")]
-    assert kept.path == new and any("ignored '03_lru_lfu.ipynb'" in note for note in kept.notes)
+    assert kept.rivals and kept.needs_manual_look
+    assert "2 files for alice/03_lru_lfu" in kept.notes[0] and "none was graded" in kept.notes[0]
+    assert "'alice/03_lru_lfu.ipynb'" in kept.notes[0] and "'alice/Copy of 03_lru_lfu.ipynb'" in kept.notes[0]
+
+
+def test_flat_folder_name_collision_is_kept_aside(tmp_path):
+    """Issue 14: a newer "_copy" file must not silently replace carol's graded file, nor another student's."""
+    _touch(tmp_path, "carol_01_eviction_as_ranking.ipynb")
+    _touch(tmp_path, "carol_01_eviction_as_ranking_copy.ipynb")
+    _touch(tmp_path, "dave_01_eviction_as_ranking.ipynb")
+    found, problems = _found(tmp_path)
+    assert not problems
+    assert found[("carol", "01_eviction_as_ranking")].rivals
+    assert "2 files for carol/01_eviction_as_ranking" in found[("carol", "01_eviction_as_ranking")].notes[0]
+    assert not found[("dave", "01_eviction_as_ranking")].rivals
+
+
+@pytest.mark.parametrize("student", ["carol\n", "carol\n\n", "carol ", "-carol", "caról", "carol/x", ""])
+def test_student_ids_are_checked_with_a_full_match(tmp_path, student):
+    """A trailing newline passes a "^...$" match (and nbgrader strips it): the id check is a full match."""
+    _touch(tmp_path, "x/01_eviction_as_ranking.ipynb")
+    found, problems = _found(tmp_path, {"x/01_eviction_as_ranking.ipynb": student} if student else None)
+    if student:
+        assert not found and "valid student id" in problems[0], (found, problems)
+    path = tmp_path / "m.csv"
+    path.write_text(f"a.ipynb,{student.strip()}!\n")
+    with pytest.raises(ValueError, match="line 1"):
+        read_mapping(path)
 
 
 @pytest.mark.parametrize("content", ["file,student_id\nx.ipynb\n", "a.ipynb,bad id!\n"])

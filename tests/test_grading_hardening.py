@@ -5,7 +5,9 @@ skip-execution; a deleted test cell; an infinite loop (interrupted by the cell t
 that ignores interrupts (killed by the per-student limit, while the others are still graded); and a
 file saved as "Copy of 01_eviction_as_ranking.ipynb"; and a student's own cell between tasks (it
 runs) followed by a broken experiment cell after the last test (skipped); a 64 GiB allocation
-under a 4 GiB memory limit; a notebook whose metadata was lost and whose cells were moved; a test cell edited to `pass`; 200,000 printed lines; sys.exit() and os._exit() in a solution cell.
+under a 4 GiB memory limit; a notebook whose metadata was lost and whose cells were moved; a test
+cell edited to `pass`; 200,000 printed lines; sys.exit() and os._exit() in a solution cell; two
+files of one student in a flat folder (the original and a newer "_copy").
 """
 
 from __future__ import annotations
@@ -88,6 +90,10 @@ def graded(built_course, tmp_path_factory):
     _cell(edited, "test_task1_1_select_victim").source = "pass"
     save("edited_test_cell", edited)
 
+    # Two files that map to carol (issue 14): a newer "_copy" must not silently replace the original.
+    nbformat.write(fill(release, answers), folder / f"carol_{FILE}")
+    nbformat.write(release, folder / f"carol_{ASSIGNMENT}_copy.ipynb")
+
     rows = grade_folder(folder, built_course, [ASSIGNMENT], cell_timeout=10, student_timeout=45,
                         log=lambda line: None, memory_limit_gb=4)
     return {scores.student: (scores, status) for scores, status in rows}
@@ -120,7 +126,7 @@ def test_loop_that_ignores_interrupts_times_out_without_stopping_the_batch(grade
     scores, status = graded["ignores_interrupts"]
     assert status.startswith("timed out"), status
     assert scores.total == 0
-    assert len(graded) == 13, "every other submission was graded"
+    assert len(graded) == 14, "every other submission was graded"
 
 
 def test_cells_added_between_tasks_run_and_experiments_are_skipped(graded, built_course):
@@ -175,3 +181,10 @@ def test_copy_of_file_name_is_graded(graded):
     scores, status = graded["copy_of_name"]
     assert scores.total == 22, status
     assert "renamed 'Copy of 01_eviction_as_ranking.ipynb'" in status
+
+
+def test_two_files_of_one_student_are_kept_aside_and_flagged(graded, built_course):
+    scores, status = graded["carol"]
+    assert status.startswith(f"needs a manual look: 2 files for carol/{ASSIGNMENT}"), status
+    assert "none was graded" in status and f"'carol_{FILE}'" in status and f"'carol_{ASSIGNMENT}_copy.ipynb'" in status
+    assert not scores.tasks and not (built_course / "submitted" / "carol").exists()

@@ -55,7 +55,7 @@ def test_wrong_answers_lose_points(notebook):
 
 
 # Notebooks whose visible tests do not yet catch every wrong answer (issue 18 fixes them one by one).
-VISIBLE_CHECKS_PENDING = {"02_paged_kv_cache", "03_lru_lfu", "05_scheduler_sim"}
+VISIBLE_CHECKS_PENDING = {"03_lru_lfu", "05_scheduler_sim"}
 
 
 def test_wrong_answers_fail_a_visible_test(notebook, request):

@@ -1,130 +1,48 @@
 """Wrong and alternative answers for notebook 02 (see grading/mutants/__init__.py).
 
-Small functions are written out in full. The large classes (BlockAllocator, PagedKVCacheManager,
-TensorPagedKVCacheManager) are written as edits of the notebook's own reference solution: each
-wrong answer changes exactly the lines that make the mistake, so it stays a whole, otherwise
-correct class when the reference changes. An edit whose text is no longer in the reference raises
-at import, so a stale mutant fails loudly instead of silently testing nothing.
+Every answer is built from the notebook's own reference solution: a wrong answer is the reference
+with the few edits that make the mistake (``ref.edit``), an alternative writes the reference's
+solution regions anew (``ref.solve``, by TODO label where a function has several blanks). An edit
+whose text is no longer in the reference raises at import, so a stale answer fails loudly instead
+of silently testing the reference.
+
+Each wrong answer breaks one clause of its task's contract, and every one of them fails a visible
+test (tests/test_mutants.py checks both), so ``HIDDEN_ONLY`` is empty.
 """
 
 from __future__ import annotations
 
 from grading.reference import Reference
 
-_REFERENCE = Reference("02_paged_kv_cache")
+ref = Reference("02_paged_kv_cache")
 
-
-def _edit(grade_id: str, *edits: tuple[str, str]) -> str:
-    """Return the reference solution of ``grade_id`` with each (old, new) edit applied once."""
-    return _REFERENCE.edit(grade_id, *edits)
-
-
-ALLOC = "task2_2_BlockAllocator"
-MANAGER = "task2_4_PagedKVCacheManager"
-TENSOR_MANAGER = "task2_11_TensorPagedKVCacheManager"
+BLOCK, ALLOC, SEQ = "task2_1_KVBlock", "task2_2_BlockAllocator", "task2_3_SequenceKVCache"
+MANAGER, POOL, SLOTS = "task2_4_PagedKVCacheManager", "task2_5_PagedKVPool", "task2_6_slot_mapping"
+WRITE, GATHER, COPY = "task2_7_write_kv", "task2_8_gather_kv", "task2_9_copy_block"
+ATTENTION, TENSOR_MANAGER = "task2_10_paged_attention", "task2_11_TensorPagedKVCacheManager"
 
 WRONG = {
-    "task2_1_KVBlock": {
-        "is_full compares with > (a full block never counts as full)": '''
-from dataclasses import dataclass
-
-@dataclass
-class KVBlock:
-    """A block."""
-    block_id: int
-    capacity: int
-    filled: int = 0
-    ref_count: int = 0
-
-    @property
-    def is_full(self):
-        return self.filled > self.capacity
-
-    @property
-    def free_slots(self):
-        return self.capacity - self.filled
-''',
-        "free_slots is a method, not a property": '''
-from dataclasses import dataclass
-
-@dataclass
-class KVBlock:
-    """A block."""
-    block_id: int
-    capacity: int
-    filled: int = 0
-    ref_count: int = 0
-
-    @property
-    def is_full(self):
-        return self.filled == self.capacity
-
-    def free_slots(self):
-        return self.capacity - self.filled
-''',
-        "ref_count starts at 1": '''
-from dataclasses import dataclass
-
-@dataclass
-class KVBlock:
-    """A block."""
-    block_id: int
-    capacity: int
-    filled: int = 0
-    ref_count: int = 1
-
-    @property
-    def is_full(self):
-        return self.filled == self.capacity
-
-    @property
-    def free_slots(self):
-        return self.capacity - self.filled
-''',
-        "free_slots computed once in __post_init__ (goes stale)": '''
-from dataclasses import dataclass, field
-
-@dataclass
-class KVBlock:
-    """A block."""
-    block_id: int
-    capacity: int
-    filled: int = 0
-    ref_count: int = 0
-
-    def __post_init__(self):
-        self._free = self.capacity - self.filled
-
-    @property
-    def is_full(self):
-        return self._free == 0
-
-    @property
-    def free_slots(self):
-        return self._free
-''',
-        "fields in another order (capacity first)": '''
-from dataclasses import dataclass
-
-@dataclass
-class KVBlock:
-    """A block."""
-    capacity: int
-    block_id: int
-    filled: int = 0
-    ref_count: int = 0
-
-    @property
-    def is_full(self):
-        return self.filled == self.capacity
-
-    @property
-    def free_slots(self):
-        return self.capacity - self.filled
-''',
+    BLOCK: {
+        "is_full compares with > (a full block never counts as full)": ref.edit(
+            BLOCK, ("return self.filled >= self.capacity", "return self.filled > self.capacity")),
+        "free_slots is a method, not a property": ref.edit(
+            BLOCK, ("    @property\n    def free_slots", "    def free_slots")),
+        "ref_count starts at 1": ref.edit(BLOCK, ("ref_count: int = 0", "ref_count: int = 1")),
+        "free_slots computed once in __post_init__ (goes stale)": ref.edit(
+            BLOCK, ("    ref_count: int = 0\n",
+                    "    ref_count: int = 0\n\n    def __post_init__(self):\n"
+                    "        self._free = self.capacity - self.filled\n"),
+            ("return self.filled >= self.capacity", "return self._free == 0"),
+            ("return self.capacity - self.filled", "return self._free")),
+        "fields in another order (capacity first)": ref.edit(
+            BLOCK, ("    block_id: int\n    capacity: int\n", "    capacity: int\n    block_id: int\n")),
+        "is_full returns an int (filled // capacity)": ref.edit(
+            BLOCK, ("return self.filled >= self.capacity", "return self.filled // self.capacity")),
+        "is_full as soon as one slot is filled": ref.edit(
+            BLOCK, ("return self.filled >= self.capacity", "return self.filled > 0")),
     },
     ALLOC: {
-        "allocate_n keeps the blocks it got before running out (no rollback)": _edit(ALLOC, (
+        "allocate_n keeps the blocks it got before running out (no rollback)": ref.edit(ALLOC, (
             '''        if n > len(self._free_ids):
             raise RuntimeError(f"out of blocks: asked for {n}, only {len(self._free_ids)} free")
         return [self.allocate() for _ in range(n)]''',
@@ -135,403 +53,400 @@ class KVBlock:
                 raise RuntimeError(f"out of blocks: asked for {n}, only {len(blocks)} free")
             blocks.append(block)
         return blocks''')),
-        "free does not detect a double free": _edit(ALLOC, (
+        "free does not detect a double free": ref.edit(ALLOC, (
             '''        if block.ref_count < 1:
             raise ValueError(f"block {block.block_id} is already free")
         block.ref_count -= 1
         if block.ref_count == 0:''',
             '''        block.ref_count -= 1
         if block.ref_count <= 0:''')),
-        "free returns a shared block to the pool at once (ignores ref_count)": _edit(ALLOC, (
+        "free returns a shared block to the pool at once (ignores ref_count)": ref.edit(ALLOC, (
             '''        block.ref_count -= 1
         if block.ref_count == 0:''',
             '''        block.ref_count = 0
         if True:''')),
-        "allocate takes the highest free id": _edit(ALLOC, (
+        "allocate takes the highest free id": ref.edit(ALLOC, (
             "block = self._blocks[heapq.heappop(self._free_ids)]",
             "self._free_ids.sort()\n        block = self._blocks[self._free_ids.pop()]")),
-        "fragmentation over all blocks, not the used ones": _edit(ALLOC, (
+        "fragmentation over all blocks, not the used ones": ref.edit(ALLOC, (
             "return 1.0 - sum(block.filled for block in used) / (len(used) * self.block_size)",
             "return 1.0 - sum(block.filled for block in used) / (self.num_blocks * self.block_size)")),
-        "utilization counts the free blocks": _edit(ALLOC, (
+        "utilization counts the free blocks": ref.edit(ALLOC, (
             "return self.num_used / self.num_blocks", "return self.num_free / self.num_blocks")),
-        "no check of the sizes": _edit(ALLOC, (
-            "if num_blocks < 1 or block_size < 1:", "if False:")),
+        "no check of the sizes": ref.edit(ALLOC, ("if num_blocks < 1 or block_size < 1:", "if False:")),
+        "sizes checked with == 0 (a negative size passes)": ref.edit(ALLOC, (
+            "if num_blocks < 1 or block_size < 1:", "if num_blocks == 0 or block_size == 0:")),
+        "a plain list as a stack: the block freed last comes back first": ref.edit(ALLOC, (
+            "self._free_ids = list(range(num_blocks))", "self._free_ids = list(range(num_blocks))[::-1]"), (
+            "block = self._blocks[heapq.heappop(self._free_ids)]", "block = self._blocks[self._free_ids.pop()]"), (
+            "            heapq.heappush(self._free_ids, block.block_id)",
+            "            self._free_ids.append(block.block_id)")),
+        "get_block without a range check (a negative id wraps around)": ref.edit(ALLOC, (
+            "        if not 0 <= block_id < self.num_blocks:\n", "        if block_id >= self.num_blocks:\n")),
+        "free drops the reference before checking (ref_count -1 after the error)": ref.edit(ALLOC, (
+            '''        if block.ref_count < 1:
+            raise ValueError(f"block {block.block_id} is already free")
+        block.ref_count -= 1''',
+            '''        block.ref_count -= 1
+        if block.ref_count < 0:
+            raise ValueError(f"block {block.block_id} is already free")''')),
+        "the RuntimeError does not say how many blocks were asked for and are free": ref.edit(ALLOC, (
+            'raise RuntimeError(f"out of blocks: asked for {n}, only {len(self._free_ids)} free")',
+            'raise RuntimeError("out of blocks")')),
+        "fragmentation returns the int 0 when no block is used": ref.edit(ALLOC, (
+            "        if not used:\n            return 0.0", "        if not used:\n            return 0")),
+        "allocate makes a new KVBlock instead of handing out the pool's": ref.edit(ALLOC, (
+            "block = self._blocks[heapq.heappop(self._free_ids)]",
+            "block = KVBlock(heapq.heappop(self._free_ids), self.block_size)")),
+        "allocate_n returns a tuple": ref.edit(ALLOC, (
+            "return [self.allocate() for _ in range(n)]", "return tuple(self.allocate() for _ in range(n))")),
+        "free does not reset filled": ref.edit(ALLOC, (
+            "            block.filled = 0\n            heapq.heappush", "            heapq.heappush")),
+        "allocate_n(-1) returns an empty list": ref.edit(ALLOC, ("        if n < 0:\n", "        if False:\n")),
+        "allocate_n refuses to take the last free blocks (>= instead of >)": ref.edit(ALLOC, (
+            "        if n > len(self._free_ids):", "        if n >= len(self._free_ids) and n:")),
+        "free resets filled even when the block is still shared": ref.edit(ALLOC, (
+            "        block.ref_count -= 1\n        if block.ref_count == 0:\n            block.filled = 0\n",
+            "        block.ref_count -= 1\n        block.filled = 0\n        if block.ref_count == 0:\n")),
     },
-    "task2_3_SequenceKVCache": {
-        "a plain class with a shared mutable default list": '''
-class SequenceKVCache:
-    """A sequence."""
-
-    def __init__(self, seq_id, block_table=[], num_tokens=0, last_access_step=0, use_count=0):
+    SEQ: {
+        "a plain class with a shared mutable default list": ref.edit(SEQ, (
+            "@dataclass\nclass SequenceKVCache:", "class SequenceKVCache:"), (
+            '''    seq_id: str
+    block_table: list = field(default_factory=list)
+    num_tokens: int = 0
+    last_access_step: int = 0
+    use_count: int = 0
+''',
+            '''    def __init__(self, seq_id, block_table=[], num_tokens=0, last_access_step=0, use_count=0):
         self.seq_id = seq_id
         self.block_table = block_table
         self.num_tokens = num_tokens
         self.last_access_step = last_access_step
         self.use_count = use_count
-
-    def num_blocks(self):
-        return len(self.block_table)
-''',
-        "num_blocks counts tokens / 16 instead of the table": '''
-from dataclasses import dataclass, field
-
-@dataclass
-class SequenceKVCache:
-    """A sequence."""
-    seq_id: str
-    block_table: list = field(default_factory=list)
-    num_tokens: int = 0
-    last_access_step: int = 0
-    use_count: int = 0
-
-    def num_blocks(self):
-        return -(-self.num_tokens // 16)
-''',
-        "use_count starts at 1": '''
-from dataclasses import dataclass, field
-
-@dataclass
-class SequenceKVCache:
-    """A sequence."""
-    seq_id: str
-    block_table: list = field(default_factory=list)
-    num_tokens: int = 0
-    last_access_step: int = 0
-    use_count: int = 1
-
-    def num_blocks(self):
-        return len(self.block_table)
-''',
-        "num_blocks is a property, not a method": '''
-from dataclasses import dataclass, field
-
-@dataclass
-class SequenceKVCache:
-    """A sequence."""
-    seq_id: str
-    block_table: list = field(default_factory=list)
-    num_tokens: int = 0
-    last_access_step: int = 0
-    use_count: int = 0
-
-    @property
-    def num_blocks(self):
-        return len(self.block_table)
-''',
+''')),
+        "num_blocks counts tokens / 16 instead of the table": ref.edit(
+            SEQ, ("return len(self.block_table)", "return -(-self.num_tokens // 16)")),
+        "use_count starts at 1": ref.edit(SEQ, ("use_count: int = 0", "use_count: int = 1")),
+        "num_blocks is a property, not a method": ref.edit(
+            SEQ, ("    def num_blocks(self) -> int:", "    @property\n    def num_blocks(self) -> int:")),
+        "block_table defaults to None": ref.edit(
+            SEQ, ("block_table: list = field(default_factory=list)", "block_table: list = None")),
+        "fields in another order (num_tokens before block_table)": ref.edit(SEQ, (
+            "    block_table: list = field(default_factory=list)\n    num_tokens: int = 0\n",
+            "    num_tokens: int = 0\n    block_table: list = field(default_factory=list)\n")),
     },
     MANAGER: {
-        "append into a shared block without copy-on-write": _edit(MANAGER, (
+        # The first answer is the bundled typical_mistakes sample, which must lose points in every graded part.
+        "one typical slip per part: duplicate id checked after taking blocks, 0 tokens not an access, "
+        "no copy-on-write, release counts every block": ref.edit(MANAGER, (
+            '''        if seq_id in self.sequences:
+            raise ValueError(f"sequence {seq_id!r} already exists")
+        if num_tokens < 0:''', '''        if num_tokens < 0:'''), (
+            "        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))\n",
+            '''        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))
+        if seq_id in self.sequences:
+            raise ValueError(f"sequence {seq_id!r} already exists")
+'''), (
+            '''            raise ValueError(f"num_new_tokens must be >= 0, got {num_new_tokens}")''',
+            '''            raise ValueError(f"num_new_tokens must be >= 0, got {num_new_tokens}")
+        if num_new_tokens == 0:
+            return'''), (
+            "needs_copy = num_new_tokens > 0 and room > 0 and last.ref_count > 1", "needs_copy = False"), (
+            "freed += block.ref_count == 0", "freed += 1")),
+        "append into a shared block without copy-on-write": ref.edit(MANAGER, (
             "needs_copy = num_new_tokens > 0 and room > 0 and last.ref_count > 1",
             "needs_copy = False")),
-        "ceil off by one (num_tokens // block_size + 1 blocks)": _edit(MANAGER, (
+        "ceil off by one (num_tokens // block_size + 1 blocks)": ref.edit(MANAGER, (
             "blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))",
             "blocks = self.allocator.allocate_n(num_tokens // self.block_size + 1)")),
-        "fork without ref counts": _edit(MANAGER, (
-            '''        for block in src.block_table:
-            block.ref_count += 1
-        self._step += 1
-        child''',
-            '''        self._step += 1
-        child''')),
-        "append takes blocks one at a time (no rollback when they run out)": _edit(MANAGER, (
-            '''        blocks = self.allocator.allocate_n(int(needs_copy) + new_blocks)''',
+        "fork without ref counts": ref.edit(MANAGER, (
+            "        for block in src.block_table:\n            block.ref_count += 1\n", "")),
+        "append takes blocks one at a time (no rollback when they run out)": ref.edit(MANAGER, (
+            "        blocks = self.allocator.allocate_n(int(needs_copy) + new_blocks)",
             '''        blocks = []
         for _ in range(int(needs_copy) + new_blocks):
             block = self.allocator.allocate()
             if block is None:
                 raise RuntimeError("out of blocks")
             blocks.append(block)''')),
-        "the clock moves before the blocks are taken (and stays moved on failure)": _edit(MANAGER, (
-            '''            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
-        blocks''',
-            '''            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
-        self._step += 1
-        blocks'''), (
-            "        self._step += 1\n        seq = SequenceKVCache(", "        seq = SequenceKVCache(")),
-        "release returns the number of blocks in the table, not the ones freed": _edit(MANAGER, (
+        "the clock moves before the blocks are taken (and stays moved on failure)": ref.edit(MANAGER, (
+            "        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))",
+            "        self._step += 1\n        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))"), (
+            "        seq = SequenceKVCache(seq_id, blocks, num_tokens)\n"
+            "        self.sequences[seq_id] = seq\n        self._access(seq)",
+            "        seq = SequenceKVCache(seq_id, blocks, num_tokens, self._step, 1)\n"
+            "        self.sequences[seq_id] = seq")),
+        "release returns the number of blocks in the table, not the ones freed": ref.edit(MANAGER, (
             "freed += block.ref_count == 0", "freed += 1")),
-        "touch does not count as a use": _edit(MANAGER, (
-            'manager")\n        self._step += 1\n        seq.last_access_step = self._step\n        seq.use_count += 1',
-            'manager")\n        self._step += 1\n        seq.last_access_step = self._step')),
-        "the child copies the parent's use_count": _edit(MANAGER, (
-            "last_access_step=self._step, use_count=1)\n        self.sequences[new_seq_id] = child",
-            "last_access_step=self._step, use_count=src.use_count)\n        self.sequences[new_seq_id] = child")),
-        "the copy-on-write copy starts empty (filled 0)": _edit(MANAGER, (
+        "touch does not count as a use": ref.edit(MANAGER, (
+            "        self._check_active(seq)\n        self._access(seq)\n",
+            "        self._check_active(seq)\n        self._step += 1\n        seq.last_access_step = self._step\n")),
+        "the child copies the parent's use_count": ref.edit(MANAGER, (
+            "        self.sequences[new_seq_id] = child\n        self._access(child)",
+            "        child.use_count = src.use_count - 1\n"
+            "        self.sequences[new_seq_id] = child\n        self._access(child)")),
+        "the copy-on-write copy starts empty (filled 0)": ref.edit(MANAGER, (
             "            copy.filled = last.filled\n", "")),
+        "active checked by id only (another object with the same id passes)": ref.edit(MANAGER, (
+            "        if self.sequences.get(seq.seq_id) is not seq:", "        if seq.seq_id not in self.sequences:")),
+        "the duplicate id is checked after the blocks are taken (they leak)": ref.edit(MANAGER, (
+            '''        if seq_id in self.sequences:
+            raise ValueError(f"sequence {seq_id!r} already exists")
+        if num_tokens < 0:''', '''        if num_tokens < 0:'''), (
+            "        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))\n",
+            '''        blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))
+        if seq_id in self.sequences:
+            raise ValueError(f"sequence {seq_id!r} already exists")
+''')),
+        "a new sequence is not counted as used (use_count 0)": ref.edit(MANAGER, (
+            "        self.sequences[seq_id] = seq\n        self._access(seq)",
+            "        self.sequences[seq_id] = seq\n        self._access(seq)\n        seq.use_count = 0")),
+        "fork gives the child the parent's list itself": ref.edit(MANAGER, (
+            "child = SequenceKVCache(new_seq_id, list(src.block_table), src.num_tokens)",
+            "child = SequenceKVCache(new_seq_id, src.block_table, src.num_tokens)")),
+        "fork counts as an access of the source too": ref.edit(MANAGER, (
+            "        self._access(child)\n        return child",
+            "        self._access(src)\n        self._access(child)\n        return child")),
+        "fork adds the references before checking the new id": ref.edit(MANAGER, (
+            '''        self._check_active(src)
+        if new_seq_id in self.sequences:
+            raise ValueError(f"sequence {new_seq_id!r} already exists")''',
+            '''        self._check_active(src)
+        for block in src.block_table:
+            block.ref_count += 1
+        if new_seq_id in self.sequences:
+            raise ValueError(f"sequence {new_seq_id!r} already exists")'''), (
+            "        for block in src.block_table:\n            block.ref_count += 1\n        child =",
+            "        child =")),
+        "copy-on-write also for a full shared last block": ref.edit(MANAGER, (
+            "needs_copy = num_new_tokens > 0 and room > 0 and last.ref_count > 1",
+            "needs_copy = num_new_tokens > 0 and last is not None and last.ref_count > 1")),
+        "copy-on-write also when nothing is appended": ref.edit(MANAGER, (
+            "needs_copy = num_new_tokens > 0 and room > 0 and last.ref_count > 1",
+            "needs_copy = room > 0 and last.ref_count > 1")),
+        "the copy is the last block taken, after the new ones": ref.edit(MANAGER, (
+            "            copy = blocks.pop(0)\n", "            copy = blocks.pop()\n")),
+        "copy-on-write keeps the reference to the old block": ref.edit(MANAGER, (
+            "            self.allocator.free(last)\n", "")),
+        "append ignores the free slots of the last block (always new blocks)": ref.edit(MANAGER, (
+            "        room = last.free_slots if last is not None else 0\n",
+            "        room = 0\n")),
+        "appending 0 tokens is not an access": ref.edit(MANAGER, (
+            '''            raise ValueError(f"num_new_tokens must be >= 0, got {num_new_tokens}")''',
+            '''            raise ValueError(f"num_new_tokens must be >= 0, got {num_new_tokens}")
+        if num_new_tokens == 0:
+            return''')),
+        "release moves the clock": ref.edit(MANAGER, (
+            "        del self.sequences[seq.seq_id]\n        return freed",
+            "        del self.sequences[seq.seq_id]\n        self._step += 1\n        return freed")),
+        "release keeps the sequence in sequences": ref.edit(MANAGER, (
+            "        del self.sequences[seq.seq_id]\n", "")),
+        "summary's utilization in percent": ref.edit(MANAGER, (
+            '"utilization": self.allocator.utilization(),', '"utilization": 100 * self.allocator.utilization(),')),
+        "summary without active_sequences": ref.edit(MANAGER, (
+            '            "active_sequences": len(self.sequences),\n', "")),
     },
-    "task2_5_PagedKVPool": {
-        "k_cache and v_cache are the same tensor": '''
-class PagedKVPool:
-    """A pool."""
-
-    def __init__(self, num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
-        if min(num_blocks, block_size, num_heads, head_dim) < 1:
-            raise ValueError("sizes must be >= 1")
-        self.num_blocks, self.block_size, self.num_heads, self.head_dim = num_blocks, block_size, num_heads, head_dim
-        self.k_cache = self.v_cache = torch.zeros(num_blocks, block_size, num_heads, head_dim, dtype=dtype, device=device)
-''',
-        "heads before slots: [num_blocks, num_heads, block_size, head_dim]": '''
-class PagedKVPool:
-    """A pool."""
-
-    def __init__(self, num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
-        if min(num_blocks, block_size, num_heads, head_dim) < 1:
-            raise ValueError("sizes must be >= 1")
-        self.num_blocks, self.block_size, self.num_heads, self.head_dim = num_blocks, block_size, num_heads, head_dim
-        self.k_cache = torch.zeros(num_blocks, num_heads, block_size, head_dim, dtype=dtype, device=device)
-        self.v_cache = torch.zeros(num_blocks, num_heads, block_size, head_dim, dtype=dtype, device=device)
-''',
-        "ignores dtype": '''
-class PagedKVPool:
-    """A pool."""
-
-    def __init__(self, num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
-        if min(num_blocks, block_size, num_heads, head_dim) < 1:
-            raise ValueError("sizes must be >= 1")
-        self.num_blocks, self.block_size, self.num_heads, self.head_dim = num_blocks, block_size, num_heads, head_dim
-        self.k_cache = torch.zeros(num_blocks, block_size, num_heads, head_dim, device=device)
-        self.v_cache = torch.zeros(num_blocks, block_size, num_heads, head_dim, device=device)
-''',
-        "no check of the sizes": '''
-class PagedKVPool:
-    """A pool."""
-
-    def __init__(self, num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
-        self.num_blocks, self.block_size, self.num_heads, self.head_dim = num_blocks, block_size, num_heads, head_dim
-        self.k_cache = torch.zeros(num_blocks, block_size, num_heads, head_dim, dtype=dtype, device=device)
-        self.v_cache = torch.zeros(num_blocks, block_size, num_heads, head_dim, dtype=dtype, device=device)
-''',
+    POOL: {
+        "k_cache and v_cache are the same tensor": ref.edit(POOL, (
+            "self.v_cache = torch.zeros(shape, dtype=dtype, device=device)", "self.v_cache = self.k_cache")),
+        "heads before slots: [num_blocks, num_heads, block_size, head_dim]": ref.edit(POOL, (
+            "shape = (num_blocks, block_size, num_heads, head_dim)",
+            "shape = (num_blocks, num_heads, block_size, head_dim)")),
+        "ignores dtype": ref.edit(POOL, (
+            "self.k_cache = torch.zeros(shape, dtype=dtype, device=device)",
+            "self.k_cache = torch.zeros(shape, device=device)"), (
+            "self.v_cache = torch.zeros(shape, dtype=dtype, device=device)",
+            "self.v_cache = torch.zeros(shape, device=device)")),
+        "no check of the sizes": ref.edit(POOL, ("            if size < 1:", "            if False:")),
+        "sizes checked with == 0 (a negative size passes)": ref.edit(
+            POOL, ("            if size < 1:", "            if size == 0:")),
+        "checks only num_blocks and block_size": ref.edit(POOL, (
+            'sizes = {"num_blocks": num_blocks, "block_size": block_size, "num_heads": num_heads, '
+            '"head_dim": head_dim}',
+            'sizes = {"num_blocks": num_blocks, "block_size": block_size}')),
+        "v_cache is not contiguous (a permuted tensor)": ref.edit(POOL, (
+            "self.v_cache = torch.zeros(shape, dtype=dtype, device=device)",
+            "self.v_cache = torch.zeros(shape[::-1], dtype=dtype, device=device).permute(3, 2, 1, 0)")),
     },
-    "task2_6_slot_mapping": {
-        "ignores the block table after its first block (assumes contiguous blocks)": '''
-def slot_mapping(block_ids, start, count, block_size):
-    """Slots."""
-    if start < 0 or count < 0 or block_size < 1 or start + count > len(block_ids) * block_size:
-        raise ValueError("bad range")
-    positions = torch.arange(start, start + count, device=block_ids.device)
-    return block_ids[0].long() * block_size + positions
-''',
-        "forgets to multiply the block id by block_size": '''
-def slot_mapping(block_ids, start, count, block_size):
-    """Slots."""
-    if start < 0 or count < 0 or block_size < 1 or start + count > len(block_ids) * block_size:
-        raise ValueError("bad range")
-    positions = torch.arange(start, start + count, device=block_ids.device)
-    return block_ids.long()[positions // block_size] + positions % block_size
-''',
-        "ignores start (positions from 0)": '''
-def slot_mapping(block_ids, start, count, block_size):
-    """Slots."""
-    if start < 0 or count < 0 or block_size < 1 or start + count > len(block_ids) * block_size:
-        raise ValueError("bad range")
-    positions = torch.arange(count, device=block_ids.device)
-    return block_ids.long()[positions // block_size] * block_size + positions % block_size
-''',
-        "no range check (IndexError past the table)": '''
-def slot_mapping(block_ids, start, count, block_size):
-    """Slots."""
-    positions = torch.arange(start, start + count, device=block_ids.device)
-    return block_ids.long()[positions // block_size] * block_size + positions % block_size
-''',
-        "a Python loop over positions": '''
-def slot_mapping(block_ids, start, count, block_size):
-    """Slots."""
-    if start < 0 or count < 0 or block_size < 1 or start + count > len(block_ids) * block_size:
-        raise ValueError("bad range")
-    slots = [int(block_ids[p // block_size]) * block_size + p % block_size for p in range(start, start + count)]
-    return torch.tensor(slots, dtype=torch.int64, device=block_ids.device)
-''',
+    SLOTS: {
+        "ignores the block table after its first block (assumes contiguous blocks)": ref.edit(SLOTS, (
+            "return block_ids.long()[positions // block_size] * block_size + positions % block_size",
+            "return block_ids[0].long() * block_size + positions")),
+        "forgets to multiply the block id by block_size": ref.edit(SLOTS, (
+            "[positions // block_size] * block_size + positions % block_size",
+            "[positions // block_size] + positions % block_size")),
+        "ignores start (positions from 0)": ref.edit(SLOTS, (
+            "positions = torch.arange(start, start + count, device=block_ids.device)",
+            "positions = torch.arange(count, device=block_ids.device)")),
+        "no range check (IndexError past the table)": ref.edit(SLOTS, (
+            "    if start + count > block_ids.shape[0] * block_size:\n", "    if False:\n"), (
+            "    if start < 0 or count < 0 or block_size < 1:\n", "    if False:\n")),
+        "a Python loop over positions": ref.edit(SLOTS, (
+            "    positions = torch.arange(start, start + count, device=block_ids.device)\n",
+            "    positions = [int(block_ids[p // block_size]) * block_size + p % block_size\n"
+            "                 for p in range(start, start + count)]\n"), (
+            "    return block_ids.long()[positions // block_size] * block_size + positions % block_size",
+            "    return torch.tensor(positions, dtype=torch.int64, device=block_ids.device)")),
+        "multiplies the block table in place (.long() of an int64 tensor is that tensor)": ref.edit(SLOTS, (
+            "    return block_ids.long()[positions // block_size] * block_size + positions % block_size",
+            "    ids = block_ids.long()\n    ids *= block_size\n"
+            "    return ids[positions // block_size] + positions % block_size")),
+        "converts to int64 after multiplying (int32 overflows)": ref.edit(SLOTS, (
+            "return block_ids.long()[positions // block_size] * block_size + positions % block_size",
+            "return (block_ids[positions // block_size] * block_size + positions % block_size).long()")),
+        "keeps block_ids' dtype (int32 slots for an int32 table)": ref.edit(SLOTS, (
+            "return block_ids.long()[positions // block_size] * block_size + positions % block_size",
+            "return (block_ids.long()[positions // block_size] * block_size\n"
+            "            + positions % block_size).to(block_ids.dtype)")),
+        "rejects a range that ends exactly at the table's end (>= instead of >)": ref.edit(SLOTS, (
+            "if start + count > block_ids.shape[0] * block_size:",
+            "if start + count >= block_ids.shape[0] * block_size:")),
+        "no check of a negative start": ref.edit(SLOTS, (
+            "if start < 0 or count < 0 or block_size < 1:", "if count < 0 or block_size < 1:")),
     },
-    "task2_7_write_kv": {
-        "out-of-place index_copy (the result is thrown away)": '''
-def write_kv(pool, slots, k, v):
-    """Write."""
-    shape = (len(slots), pool.num_heads, pool.head_dim)
-    if tuple(k.shape) != shape or tuple(v.shape) != shape:
-        raise ValueError("bad shape")
-    pool.k_cache.view(-1, pool.num_heads, pool.head_dim).index_copy(0, slots, k)
-    pool.v_cache.view(-1, pool.num_heads, pool.head_dim).index_copy(0, slots, v)
-''',
-        "writes the keys into v_cache too": '''
-def write_kv(pool, slots, k, v):
-    """Write."""
-    shape = (len(slots), pool.num_heads, pool.head_dim)
-    if tuple(k.shape) != shape or tuple(v.shape) != shape:
-        raise ValueError("bad shape")
-    pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = k
-    pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = k
-''',
-        "no shape check": '''
-def write_kv(pool, slots, k, v):
-    """Write."""
-    pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = k
-    pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = v
-''',
-        "a Python loop over tokens": '''
-def write_kv(pool, slots, k, v):
-    """Write."""
-    shape = (len(slots), pool.num_heads, pool.head_dim)
-    if tuple(k.shape) != shape or tuple(v.shape) != shape:
-        raise ValueError("bad shape")
-    for i in range(len(slots)):
+    WRITE: {
+        "out-of-place index_copy (the result is thrown away)": ref.edit(WRITE, (
+            "\n    flat_k.index_copy_(0, slots, k.to(flat_k.dtype))",
+            "\n    flat_k.index_copy(0, slots, k.to(flat_k.dtype))"), (
+            "\n    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))",
+            "\n    flat_v.index_copy(0, slots, v.to(flat_v.dtype))")),
+        "writes the keys into v_cache too": ref.edit(WRITE, (
+            "\n    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))",
+            "\n    flat_v.index_copy_(0, slots, k.to(flat_v.dtype))")),
+        "no shape check": ref.edit(WRITE, (
+            "if tuple(k.shape) != expected or tuple(v.shape) != expected:", "if False:")),
+        "a Python loop over tokens": ref.edit(WRITE, (
+            '''    flat_k.index_copy_(0, slots, k.to(flat_k.dtype))
+    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))''',
+            '''    for i in range(len(slots)):
         s = int(slots[i])
         pool.k_cache[s // pool.block_size, s % pool.block_size] = k[i]
-        pool.v_cache[s // pool.block_size, s % pool.block_size] = v[i]
-''',
+        pool.v_cache[s // pool.block_size, s % pool.block_size] = v[i]''')),
+        "checks only k's shape": ref.edit(WRITE, (
+            "if tuple(k.shape) != expected or tuple(v.shape) != expected:", "if tuple(k.shape) != expected:")),
+        "writes k before checking v (the pool changes although it raises)": ref.edit(WRITE, (
+            "    if tuple(k.shape) != expected or tuple(v.shape) != expected:",
+            "    if tuple(k.shape) == expected:\n"
+            "        pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = k.to(pool.k_cache.dtype)\n"
+            "    if tuple(k.shape) != expected or tuple(v.shape) != expected:")),
+        "index_copy_ without converting to the pool's dtype": ref.edit(WRITE, (
+            "\n    flat_k.index_copy_(0, slots, k.to(flat_k.dtype))", "\n    flat_k.index_copy_(0, slots, k)"), (
+            "\n    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))", "\n    flat_v.index_copy_(0, slots, v)")),
+        "copy_ into an advanced-indexing copy (nothing reaches the pool)": ref.edit(WRITE, (
+            "\n    flat_k.index_copy_(0, slots, k.to(flat_k.dtype))", "\n    flat_k[slots].copy_(k)"), (
+            "\n    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))", "\n    flat_v[slots].copy_(v)")),
     },
-    "task2_8_gather_kv": {
-        "gathers in block order (sorted ids) instead of token order": '''
-def gather_kv(pool, block_ids, num_tokens):
-    """Gather."""
-    if not 0 <= num_tokens <= len(block_ids) * pool.block_size:
-        raise ValueError("bad num_tokens")
-    ordered = torch.sort(block_ids.long()).values
-    k = pool.k_cache[ordered].reshape(-1, pool.num_heads, pool.head_dim)[:num_tokens]
-    v = pool.v_cache[ordered].reshape(-1, pool.num_heads, pool.head_dim)[:num_tokens]
-    return k, v
-''',
-        "returns every slot of the blocks (no cut at num_tokens)": '''
-def gather_kv(pool, block_ids, num_tokens):
-    """Gather."""
-    if not 0 <= num_tokens <= len(block_ids) * pool.block_size:
-        raise ValueError("bad num_tokens")
-    k = pool.k_cache[block_ids.long()].reshape(-1, pool.num_heads, pool.head_dim)
-    v = pool.v_cache[block_ids.long()].reshape(-1, pool.num_heads, pool.head_dim)
-    return k, v
-''',
-        "values gathered from k_cache": '''
-def gather_kv(pool, block_ids, num_tokens):
-    """Gather."""
-    if not 0 <= num_tokens <= len(block_ids) * pool.block_size:
-        raise ValueError("bad num_tokens")
-    k = pool.k_cache[block_ids.long()].reshape(-1, pool.num_heads, pool.head_dim)[:num_tokens]
-    return k, k.clone()
-''',
-        "ignores the block table (the first num_tokens slots of the pool)": '''
-def gather_kv(pool, block_ids, num_tokens):
-    """Gather."""
-    if not 0 <= num_tokens <= len(block_ids) * pool.block_size:
-        raise ValueError("bad num_tokens")
-    k = pool.k_cache.reshape(-1, pool.num_heads, pool.head_dim)[:num_tokens].clone()
-    v = pool.v_cache.reshape(-1, pool.num_heads, pool.head_dim)[:num_tokens].clone()
-    return k, v
-''',
-        "returns a list, not a tuple": '''
-def gather_kv(pool, block_ids, num_tokens):
-    """Gather."""
-    if not 0 <= num_tokens <= len(block_ids) * pool.block_size:
-        raise ValueError("bad num_tokens")
-    return [pool.k_cache[block_ids.long()].flatten(0, 1)[:num_tokens], pool.v_cache[block_ids.long()].flatten(0, 1)[:num_tokens]]
-''',
+    GATHER: {
+        "gathers in block order (sorted ids) instead of token order": ref.edit(GATHER, (
+            "index = block_ids.long()", "index = torch.sort(block_ids.long()).values")),
+        "returns every slot of the blocks (no cut at num_tokens)": ref.edit(GATHER, (
+            "keys = pool.k_cache[index].flatten(0, 1)[:num_tokens]", "keys = pool.k_cache[index].flatten(0, 1)"), (
+            "values = pool.v_cache[index].flatten(0, 1)[:num_tokens]", "values = pool.v_cache[index].flatten(0, 1)")),
+        "values gathered from k_cache": ref.edit(GATHER, (
+            "values = pool.v_cache[index]", "values = pool.k_cache[index]")),
+        "ignores the block table (the first num_tokens slots of the pool)": ref.edit(GATHER, (
+            "keys = pool.k_cache[index].flatten(0, 1)[:num_tokens]",
+            "keys = pool.k_cache.flatten(0, 1)[:num_tokens].clone()"), (
+            "values = pool.v_cache[index].flatten(0, 1)[:num_tokens]",
+            "values = pool.v_cache.flatten(0, 1)[:num_tokens].clone()")),
+        "returns a list, not a tuple": ref.edit(GATHER, ("return keys, values", "return [keys, values]")),
+        "casts the result to float32": ref.edit(GATHER, ("return keys, values", "return keys.float(), values.float()")),
+        "returns views of the pool for a run of consecutive blocks": ref.edit(GATHER, (
+            "    return keys, values",
+            '''    if index.numel() and bool((index == index[0] + torch.arange(len(index), device=index.device)).all()):
+        first = int(index[0])
+        keys = pool.k_cache[first:first + len(index)].flatten(0, 1)[:num_tokens]
+        values = pool.v_cache[first:first + len(index)].flatten(0, 1)[:num_tokens]
+    return keys, values''')),
+        "no check of a negative num_tokens": ref.edit(GATHER, (
+            "if not 0 <= num_tokens <= block_ids.shape[0] * pool.block_size:",
+            "if num_tokens > block_ids.shape[0] * pool.block_size:")),
+        "rejects a full table (< instead of <=)": ref.edit(GATHER, (
+            "if not 0 <= num_tokens <= block_ids.shape[0] * pool.block_size:",
+            "if not 0 <= num_tokens < block_ids.shape[0] * pool.block_size:")),
     },
-    "task2_9_copy_block": {
-        "copies only the keys": '''
-def copy_block(pool, src_block, dst_block):
-    """Copy."""
-    if not (0 <= src_block < pool.num_blocks and 0 <= dst_block < pool.num_blocks):
-        raise ValueError("bad block id")
-    pool.k_cache[dst_block] = pool.k_cache[src_block]
-''',
-        "copies in the wrong direction": '''
-def copy_block(pool, src_block, dst_block):
-    """Copy."""
-    if not (0 <= src_block < pool.num_blocks and 0 <= dst_block < pool.num_blocks):
-        raise ValueError("bad block id")
-    pool.k_cache[src_block] = pool.k_cache[dst_block]
-    pool.v_cache[src_block] = pool.v_cache[dst_block]
-''',
-        "rebinds a local name (nothing is copied)": '''
-def copy_block(pool, src_block, dst_block):
-    """Copy."""
-    if not (0 <= src_block < pool.num_blocks and 0 <= dst_block < pool.num_blocks):
-        raise ValueError("bad block id")
-    target_k, target_v = pool.k_cache[dst_block], pool.v_cache[dst_block]
+    COPY: {
+        "copies only the keys": ref.edit(COPY, ("\n    pool.v_cache[dst_block] = pool.v_cache[src_block]", "")),
+        "copies in the wrong direction": ref.edit(COPY, (
+            '''    pool.k_cache[dst_block] = pool.k_cache[src_block]
+    pool.v_cache[dst_block] = pool.v_cache[src_block]''',
+            '''    pool.k_cache[src_block] = pool.k_cache[dst_block]
+    pool.v_cache[src_block] = pool.v_cache[dst_block]''')),
+        "rebinds a local name (nothing is copied)": ref.edit(COPY, (
+            '''    pool.k_cache[dst_block] = pool.k_cache[src_block]
+    pool.v_cache[dst_block] = pool.v_cache[src_block]''',
+            '''    target_k, target_v = pool.k_cache[dst_block], pool.v_cache[dst_block]
     target_k = pool.k_cache[src_block].clone()
-    target_v = pool.v_cache[src_block].clone()
-''',
-        "no range check (a negative id wraps around)": '''
-def copy_block(pool, src_block, dst_block):
-    """Copy."""
-    pool.k_cache[dst_block] = pool.k_cache[src_block]
-    pool.v_cache[dst_block] = pool.v_cache[src_block]
-''',
+    target_v = pool.v_cache[src_block].clone()''')),
+        "no range check (a negative id wraps around)": ref.edit(COPY, (
+            "        if not 0 <= block_id < pool.num_blocks:", "        if False:")),
+        "checks only dst_block": ref.edit(COPY, (
+            "    for block_id in (src_block, dst_block):", "    for block_id in (dst_block,):")),
+        "copy_ into an advanced-indexing copy (nothing reaches the pool)": ref.edit(COPY, (
+            '''    pool.k_cache[dst_block] = pool.k_cache[src_block]
+    pool.v_cache[dst_block] = pool.v_cache[src_block]''',
+            '''    pool.k_cache[[dst_block]].copy_(pool.k_cache[[src_block]])
+    pool.v_cache[[dst_block]].copy_(pool.v_cache[[src_block]])''')),
+        "swaps the two blocks": ref.edit(COPY, (
+            '''    pool.k_cache[dst_block] = pool.k_cache[src_block]
+    pool.v_cache[dst_block] = pool.v_cache[src_block]''',
+            '''    pool.k_cache[[src_block, dst_block]] = pool.k_cache[[dst_block, src_block]]
+    pool.v_cache[[src_block, dst_block]] = pool.v_cache[[dst_block, src_block]]''')),
     },
-    "task2_10_paged_attention": {
-        "attention without the scale": '''
-def paged_attention(q, pool, block_ids, num_tokens, scale=None):
-    """Attend."""
-    if tuple(q.shape) != (pool.num_heads, pool.head_dim) or not 1 <= num_tokens <= len(block_ids) * pool.block_size:
-        raise ValueError("bad input")
-    keys = pool.k_cache[block_ids.long()].flatten(0, 1)[:num_tokens]
-    values = pool.v_cache[block_ids.long()].flatten(0, 1)[:num_tokens]
-    weights = torch.softmax(torch.einsum("hd,thd->ht", q, keys), dim=-1)
-    return torch.einsum("ht,thd->hd", weights, values)
-''',
-        "softmax over the heads instead of the tokens": '''
-import math
-
-def paged_attention(q, pool, block_ids, num_tokens, scale=None):
-    """Attend."""
-    if tuple(q.shape) != (pool.num_heads, pool.head_dim) or not 1 <= num_tokens <= len(block_ids) * pool.block_size:
-        raise ValueError("bad input")
-    scale = 1 / math.sqrt(pool.head_dim) if scale is None else scale
-    keys = pool.k_cache[block_ids.long()].flatten(0, 1)[:num_tokens]
-    values = pool.v_cache[block_ids.long()].flatten(0, 1)[:num_tokens]
-    weights = torch.softmax(torch.einsum("hd,thd->ht", q, keys) * scale, dim=0)
-    return torch.einsum("ht,thd->hd", weights, values)
-''',
-        "attends to every slot of the blocks (stale slots after num_tokens)": '''
-import math
-
-def paged_attention(q, pool, block_ids, num_tokens, scale=None):
-    """Attend."""
-    if tuple(q.shape) != (pool.num_heads, pool.head_dim) or not 1 <= num_tokens <= len(block_ids) * pool.block_size:
-        raise ValueError("bad input")
-    scale = 1 / math.sqrt(pool.head_dim) if scale is None else scale
-    keys = pool.k_cache[block_ids.long()].flatten(0, 1)
-    values = pool.v_cache[block_ids.long()].flatten(0, 1)
-    weights = torch.softmax(torch.einsum("hd,thd->ht", q, keys) * scale, dim=-1)
-    return torch.einsum("ht,thd->hd", weights, values)
-''',
-        "scale 1 / head_dim instead of 1 / sqrt(head_dim)": '''
-def paged_attention(q, pool, block_ids, num_tokens, scale=None):
-    """Attend."""
-    if tuple(q.shape) != (pool.num_heads, pool.head_dim) or not 1 <= num_tokens <= len(block_ids) * pool.block_size:
-        raise ValueError("bad input")
-    scale = 1 / pool.head_dim if scale is None else scale
-    keys = pool.k_cache[block_ids.long()].flatten(0, 1)[:num_tokens]
-    values = pool.v_cache[block_ids.long()].flatten(0, 1)[:num_tokens]
-    weights = torch.softmax(torch.einsum("hd,thd->ht", q, keys) * scale, dim=-1)
-    return torch.einsum("ht,thd->hd", weights, values)
-''',
-        "a Python loop over tokens": '''
-import math
-
-def paged_attention(q, pool, block_ids, num_tokens, scale=None):
-    """Attend."""
-    if tuple(q.shape) != (pool.num_heads, pool.head_dim) or not 1 <= num_tokens <= len(block_ids) * pool.block_size:
-        raise ValueError("bad input")
-    scale = 1 / math.sqrt(pool.head_dim) if scale is None else scale
-    keys, values = [], []
+    ATTENTION: {
+        "attention without the scale": ref.edit(ATTENTION, (
+            'scores = torch.einsum("hd,thd->ht", q, keys) * scale', 'scores = torch.einsum("hd,thd->ht", q, keys)')),
+        "softmax over the heads instead of the tokens": ref.edit(ATTENTION, (
+            "weights = torch.softmax(scores, dim=-1)", "weights = torch.softmax(scores, dim=0)")),
+        "attends to every slot of the blocks (stale slots after num_tokens)": ref.edit(ATTENTION, (
+            "keys = pool.k_cache[index].flatten(0, 1)[:num_tokens]", "keys = pool.k_cache[index].flatten(0, 1)"), (
+            "values = pool.v_cache[index].flatten(0, 1)[:num_tokens]", "values = pool.v_cache[index].flatten(0, 1)")),
+        "scale 1 / head_dim instead of 1 / sqrt(head_dim)": ref.edit(ATTENTION, (
+            "scale = 1.0 / math.sqrt(pool.head_dim)", "scale = 1.0 / pool.head_dim")),
+        "a Python loop over tokens": ref.edit(ATTENTION, (
+            '''    keys = pool.k_cache[index].flatten(0, 1)[:num_tokens]  # [T, H, D]
+    values = pool.v_cache[index].flatten(0, 1)[:num_tokens]''',
+            '''    keys, values = [], []
     for t in range(num_tokens):
         block = block_ids[t // pool.block_size]
         keys.append(pool.k_cache[block, t % pool.block_size])
         values.append(pool.v_cache[block, t % pool.block_size])
-    keys, values = torch.stack(keys), torch.stack(values)
-    weights = torch.softmax(torch.einsum("hd,thd->ht", q, keys) * scale, dim=-1)
-    return torch.einsum("ht,thd->hd", weights, values)
-''',
+    keys, values = torch.stack(keys), torch.stack(values)''')),
+        "a softmax written out without subtracting the largest score (overflows)": ref.edit(ATTENTION, (
+            "weights = torch.softmax(scores, dim=-1)",
+            "weights = torch.exp(scores) / torch.exp(scores).sum(dim=-1, keepdim=True)")),
+        "computes in float32 whatever q's dtype": ref.edit(ATTENTION, (
+            'scores = torch.einsum("hd,thd->ht", q, keys) * scale',
+            'q, keys, values = q.float(), keys.float(), values.float()\n'
+            '    scores = torch.einsum("hd,thd->ht", q, keys) * scale')),
+        "no check of q's shape": ref.edit(ATTENTION, (
+            "if tuple(q.shape) != (pool.num_heads, pool.head_dim):", "if False:")),
+        "checks only that q is 2-D": ref.edit(ATTENTION, (
+            "if tuple(q.shape) != (pool.num_heads, pool.head_dim):", "if q.dim() != 2:")),
+        "no upper bound on num_tokens": ref.edit(ATTENTION, (
+            "if not 1 <= num_tokens <= block_ids.shape[0] * pool.block_size:", "if num_tokens < 1:")),
+        "scale=0.0 taken as no scale (scale or the default)": ref.edit(ATTENTION, (
+            "    if scale is None:\n        scale = 1.0 / math.sqrt(pool.head_dim)",
+            "    scale = scale or 1.0 / math.sqrt(pool.head_dim)")),
     },
     TENSOR_MANAGER: {
-        "no content copy on copy-on-write (the copy holds stale data)": _edit(TENSOR_MANAGER, (
+        # The first answer is the bundled typical_mistakes sample, which must lose points in every graded part.
+        "one typical slip per part: block_ids without a dtype, no content copy on copy-on-write": ref.edit(
+            TENSOR_MANAGER, (
+                "return torch.tensor([block.block_id for block in seq.block_table], dtype=torch.int64,",
+                "return torch.tensor([block.block_id for block in seq.block_table],"), (
+                '''        if last is not None and seq.block_table[position] is not last:
+            copy_block(self.pool, last.block_id, seq.block_table[position].block_id)''',
+                '''        pass''')),
+        "no content copy on copy-on-write (the copy holds stale data)": ref.edit(TENSOR_MANAGER, (
             '''        if last is not None and seq.block_table[position] is not last:
             copy_block(self.pool, last.block_id, seq.block_table[position].block_id)''',
             '''        pass''')),
-        "writes appended tokens from position 0 (forgets the offset)": _edit(TENSOR_MANAGER, (
+        "writes appended tokens from position 0 (forgets the offset)": ref.edit(TENSOR_MANAGER, (
             "slot_mapping(self.block_ids(seq), start, k.shape[0], self.block_size)",
             "slot_mapping(self.block_ids(seq), 0, k.shape[0], self.block_size)")),
-        "slots from the block table read before the append (stale table)": _edit(TENSOR_MANAGER, (
+        "slots from the block table read before the append (stale table)": ref.edit(TENSOR_MANAGER, (
             '''        start = seq.num_tokens
         self.append_tokens(seq, k.shape[0])
         write_kv(self.pool, slot_mapping(self.block_ids(seq), start, k.shape[0], self.block_size), k, v)''',
@@ -542,7 +457,7 @@ def paged_attention(q, pool, block_ids, num_tokens, scale=None):
             write_kv(self.pool, slot_mapping(table, start, k.shape[0], self.block_size), k, v)
         else:
             write_kv(self.pool, slot_mapping(self.block_ids(seq), start, k.shape[0], self.block_size), k, v)''')),
-        "copies the old block after writing the new tokens": _edit(TENSOR_MANAGER, (
+        "copies the old block after writing the new tokens": ref.edit(TENSOR_MANAGER, (
             '''        start = seq.num_tokens
         self.append_tokens(seq, k.shape[0])
         write_kv(self.pool, slot_mapping(self.block_ids(seq), start, k.shape[0], self.block_size), k, v)''',
@@ -553,621 +468,613 @@ def paged_attention(q, pool, block_ids, num_tokens, scale=None):
         write_kv(self.pool, slot_mapping(self.block_ids(seq), start, k.shape[0], self.block_size), k, v)
         if last is not None and seq.block_table[position] is not last:
             copy_block(self.pool, last.block_id, seq.block_table[position].block_id)''')),
-        "checks shapes only in write_kv (after the blocks are taken)": _edit(TENSOR_MANAGER, (
-            '''            raise ValueError(f"k and v must both be [count, {shape[0]}, {shape[1]}], got {list(k.shape)} and {list(v.shape)}")
-        seq = self.allocate_for_sequence''',
-            '''            pass
-        seq = self.allocate_for_sequence''')),
+        "checks shapes only in write_kv (after the blocks are taken)": ref.edit(TENSOR_MANAGER, (
+            "        self._check_kv(k, v)\n        seq = self.allocate_for_sequence",
+            "        seq = self.allocate_for_sequence")),
+        "compares seq.block_table[-1] before and after (misses the copy when new blocks come too)": ref.edit(
+            TENSOR_MANAGER, (
+                '''        if last is not None and seq.block_table[position] is not last:
+            copy_block(self.pool, last.block_id, seq.block_table[position].block_id)''',
+                '''        if last is not None and seq.block_table[-1] is not last:
+            copy_block(self.pool, last.block_id, seq.block_table[-1].block_id)''')),
+        "block_ids without a dtype (float32 for an empty table)": ref.edit(TENSOR_MANAGER, (
+            "return torch.tensor([block.block_id for block in seq.block_table], dtype=torch.int64,",
+            "return torch.tensor([block.block_id for block in seq.block_table],")),
+        "append_kv calls the base class's append_tokens (no content copy)": ref.edit(TENSOR_MANAGER, (
+            "        self.append_tokens(seq, k.shape[0])", "        super().append_tokens(seq, k.shape[0])")),
+        "the override copies the new block into the old one": ref.edit(TENSOR_MANAGER, (
+            "copy_block(self.pool, last.block_id, seq.block_table[position].block_id)",
+            "copy_block(self.pool, seq.block_table[position].block_id, last.block_id)")),
+        "append_kv checks the shapes after appending": ref.edit(TENSOR_MANAGER, (
+            "        self._check_kv(k, v)\n        start = seq.num_tokens\n"
+            "        self.append_tokens(seq, k.shape[0])\n",
+            "        start = seq.num_tokens\n        self.append_tokens(seq, k.shape[0])\n"
+            "        self._check_kv(k, v)\n")),
+        "_check_kv compares only the head and dim sizes of v": ref.edit(TENSOR_MANAGER, (
+            "or v.shape != k.shape:", "or v.shape[1:] != k.shape[1:]:")),
     },
 }
 
+HIDDEN_ONLY: dict[str, dict[str, str]] = {}
+
 ALTERNATIVES = {
-    "task2_1_KVBlock": {
-        "field() defaults and is_full through free_slots": '''
-from dataclasses import dataclass, field
-
-@dataclass
-class KVBlock:
-    """A block."""
-    block_id: int
-    capacity: int
-    filled: int = field(default=0)
-    ref_count: int = field(default=0)
-
-    free_slots = property(lambda self: self.capacity - self.filled)
-    is_full = property(lambda self: self.free_slots == 0)
-''',
-        "dataclass(eq=True) with not free_slots": '''
-import dataclasses
-
-@dataclasses.dataclass(eq=True)
-class KVBlock:
-    """A block."""
-    block_id: int
-    capacity: int
-    filled: int = 0
-    ref_count: int = 0
-
-    @property
-    def free_slots(self) -> int:
-        return max(0, self.capacity - self.filled)
-
-    @property
-    def is_full(self) -> bool:
-        return not self.free_slots
-''',
+    BLOCK: {
+        "field() defaults and is_full through free_slots": ref.solve(
+            BLOCK, before="from dataclasses import field", todo={
+                "2.1.1": """
+                    block_id: int
+                    capacity: int
+                    filled: int = field(default=0)
+                    ref_count: int = field(default=0)
+                """,
+                "2.1.2": "return self.free_slots == 0",
+                "2.1.3": "return self.capacity - self.filled"}),
+        "dataclass(eq=True) with not free_slots": ref.solve(BLOCK, todo={
+            "2.1.2": "return not self.free_slots",
+            "2.1.3": "return max(0, self.capacity - self.filled)"}),
     },
     ALLOC: {
-        "a sorted list with bisect": '''
-import bisect
-
-class BlockAllocator:
-    """Sorted free list."""
-
-    def __init__(self, num_blocks, block_size):
-        if num_blocks < 1 or block_size < 1:
-            raise ValueError("sizes must be >= 1")
-        self.num_blocks, self.block_size = num_blocks, block_size
-        self.blocks = {i: KVBlock(i, block_size) for i in range(num_blocks)}
-        self.free_list = list(range(num_blocks))
-
-    @property
-    def num_free(self):
-        return len(self.free_list)
-
-    @property
-    def num_used(self):
-        return self.num_blocks - self.num_free
-
-    def get_block(self, block_id):
-        if block_id not in self.blocks:
-            raise ValueError(f"no block {block_id}")
-        return self.blocks[block_id]
-
-    def allocate(self):
-        if not self.free_list:
-            return None
-        block = self.blocks[self.free_list.pop(0)]
-        block.ref_count, block.filled = 1, 0
-        return block
-
-    def allocate_n(self, n):
-        if n < 0:
-            raise ValueError("n < 0")
-        if n > self.num_free:
-            raise RuntimeError(f"asked for {n} blocks but {self.num_free} are free")
-        got = []
-        while len(got) < n:
-            got.append(self.allocate())
-        return got
-
-    def free(self, block):
-        if block.ref_count == 0:
-            raise ValueError("double free")
-        block.ref_count -= 1
-        if not block.ref_count:
-            block.filled = 0
-            bisect.insort(self.free_list, block.block_id)
-
-    def utilization(self):
-        return float(self.num_used) / self.num_blocks
-
-    def fragmentation(self):
-        used = [b for b in self.blocks.values() if b.ref_count]
-        tokens = sum(b.filled for b in used)
-        capacity = len(used) * self.block_size
-        return 1.0 - tokens / capacity if capacity else 0.0
-''',
-        "a scan over an in-use flag per block": '''
-class BlockAllocator:
-    """Scan for the first free block."""
-
-    def __init__(self, num_blocks, block_size):
-        if not (num_blocks >= 1 and block_size >= 1):
-            raise ValueError("bad sizes")
-        self.num_blocks = num_blocks
-        self.block_size = block_size
-        self._all = [KVBlock(i, block_size) for i in range(num_blocks)]
-
-    @property
-    def num_free(self):
-        return sum(1 for b in self._all if b.ref_count == 0)
-
-    @property
-    def num_used(self):
-        return sum(1 for b in self._all if b.ref_count > 0)
-
-    def get_block(self, block_id):
-        if block_id < 0 or block_id >= self.num_blocks:
-            raise ValueError("out of range")
-        return self._all[block_id]
-
-    def allocate(self):
-        for block in self._all:
-            if block.ref_count == 0:
-                block.ref_count = 1
-                block.filled = 0
+        "a sorted list with bisect": ref.solve(
+            ALLOC, before="import bisect",
+            __init__="""
+                if num_blocks < 1 or block_size < 1:
+                    raise ValueError("sizes must be >= 1")
+                self.num_blocks, self.block_size = num_blocks, block_size
+                self.blocks = {i: KVBlock(i, block_size) for i in range(num_blocks)}
+                self.free_list = list(range(num_blocks))
+            """,
+            num_free="return len(self.free_list)",
+            num_used="return self.num_blocks - self.num_free",
+            get_block="""
+                if block_id not in self.blocks:
+                    raise ValueError(f"no block {block_id}")
+                return self.blocks[block_id]
+            """,
+            allocate="""
+                if not self.free_list:
+                    return None
+                block = self.blocks[self.free_list.pop(0)]
+                block.ref_count, block.filled = 1, 0
                 return block
-        return None
-
-    def allocate_n(self, n):
-        if n < 0:
-            raise ValueError("negative n")
-        free = self.num_free
-        if free < n:
-            raise RuntimeError(f"need {n}, have {free} free")
-        return [self.allocate() for _ in range(n)]
-
-    def free(self, block):
-        if block.ref_count <= 0:
-            raise ValueError("already free")
-        block.ref_count -= 1
-        if block.ref_count == 0:
-            block.filled = 0
-
-    def utilization(self):
-        return self.num_used / self.num_blocks
-
-    def fragmentation(self):
-        if self.num_used == 0:
-            return 0.0
-        filled = sum(b.filled for b in self._all if b.ref_count > 0)
-        return 1 - filled / (self.num_used * self.block_size)
-''',
+            """,
+            allocate_n="""
+                if n < 0:
+                    raise ValueError("n < 0")
+                if n > self.num_free:
+                    raise RuntimeError(f"asked for {n} blocks but {self.num_free} are free")
+                got = []
+                while len(got) < n:
+                    got.append(self.allocate())
+                return got
+            """,
+            free="""
+                if block.ref_count == 0:
+                    raise ValueError("double free")
+                block.ref_count -= 1
+                if not block.ref_count:
+                    block.filled = 0
+                    bisect.insort(self.free_list, block.block_id)
+            """,
+            utilization="return float(self.num_used) / self.num_blocks",
+            fragmentation="""
+                used = [b for b in self.blocks.values() if b.ref_count]
+                tokens = sum(b.filled for b in used)
+                capacity = len(used) * self.block_size
+                return 1.0 - tokens / capacity if capacity else 0.0
+            """),
+        "a scan over an in-use flag per block": ref.solve(
+            ALLOC,
+            __init__="""
+                if not (num_blocks >= 1 and block_size >= 1):
+                    raise ValueError("bad sizes")
+                self.num_blocks = num_blocks
+                self.block_size = block_size
+                self._all = [KVBlock(i, block_size) for i in range(num_blocks)]
+            """,
+            num_free="return sum(1 for b in self._all if b.ref_count == 0)",
+            num_used="return sum(1 for b in self._all if b.ref_count > 0)",
+            get_block="""
+                if block_id < 0 or block_id >= self.num_blocks:
+                    raise ValueError("out of range")
+                return self._all[block_id]
+            """,
+            allocate="""
+                for block in self._all:
+                    if block.ref_count == 0:
+                        block.ref_count = 1
+                        block.filled = 0
+                        return block
+                return None
+            """,
+            allocate_n="""
+                if n < 0:
+                    raise ValueError("negative n")
+                free = self.num_free
+                if free < n:
+                    raise RuntimeError(f"need {n}, have {free} free")
+                return [self.allocate() for _ in range(n)]
+            """,
+            free="""
+                if block.ref_count <= 0:
+                    raise ValueError("already free")
+                block.ref_count -= 1
+                if block.ref_count == 0:
+                    block.filled = 0
+            """,
+            utilization="return self.num_used / self.num_blocks",
+            fragmentation="""
+                if self.num_used == 0:
+                    return 0.0
+                filled = sum(b.filled for b in self._all if b.ref_count > 0)
+                return 1 - filled / (self.num_used * self.block_size)
+            """),
     },
-    "task2_3_SequenceKVCache": {
-        "default_factory lambda": '''
-from dataclasses import dataclass, field
+    SEQ: {
+        "default_factory lambda": ref.solve(SEQ, todo={
+            "2.3.1": """
+                seq_id: str
+                block_table: list = field(default_factory=lambda: [])
+                num_tokens: int = 0
+                last_access_step: int = 0
+                use_count: int = 0
+            """,
+            "2.3.2": "return sum(1 for _ in self.block_table)"}),
+        "None default filled in __post_init__": ref.solve(SEQ, before="from typing import Optional", todo={
+            "2.3.1": """
+                seq_id: str
+                block_table: Optional[list] = None
+                num_tokens: int = 0
+                last_access_step: int = 0
+                use_count: int = 0
 
-@dataclass
-class SequenceKVCache:
-    """A sequence."""
-    seq_id: str
-    block_table: list = field(default_factory=lambda: [])
-    num_tokens: int = 0
-    last_access_step: int = 0
-    use_count: int = 0
-
-    def num_blocks(self):
-        return sum(1 for _ in self.block_table)
-''',
-        "None default filled in __post_init__": '''
-from dataclasses import dataclass
-from typing import Optional
-
-@dataclass
-class SequenceKVCache:
-    """A sequence."""
-    seq_id: str
-    block_table: Optional[list] = None
-    num_tokens: int = 0
-    last_access_step: int = 0
-    use_count: int = 0
-
-    def __post_init__(self):
-        if self.block_table is None:
-            self.block_table = []
-
-    def num_blocks(self) -> int:
-        return len(self.block_table)
-''',
+                def __post_init__(self):
+                    if self.block_table is None:
+                        self.block_table = []
+            """}),
     },
     MANAGER: {
-        "token-by-token filling with a helper, checked up front": '''
-class PagedKVCacheManager:
-    """Fills one token at a time after counting what it needs."""
-
-    def __init__(self, num_blocks=512, block_size=16):
-        self.allocator = BlockAllocator(num_blocks, block_size)
-        self.block_size = block_size
-        self.sequences = {}
-        self._clock = 0
-
-    @property
-    def step(self):
-        return self._clock
-
-    def _active(self, seq):
-        if seq.seq_id not in self.sequences or self.sequences[seq.seq_id] is not seq:
-            raise ValueError("unknown sequence")
-
-    def _access(self, seq):
-        self._clock += 1
-        seq.last_access_step = self._clock
-        seq.use_count += 1
-
-    def allocate_for_sequence(self, seq_id, num_tokens):
-        if seq_id in self.sequences or num_tokens < 0:
-            raise ValueError("bad request")
-        count = (num_tokens + self.block_size - 1) // self.block_size
-        table = self.allocator.allocate_n(count)
-        for j, block in enumerate(table):
-            block.filled = min(self.block_size, num_tokens - j * self.block_size)
-        seq = SequenceKVCache(seq_id, table, num_tokens)
-        self._access(seq)
-        self.sequences[seq_id] = seq
-        return seq
-
-    def append_tokens(self, seq, num_new_tokens):
-        self._active(seq)
-        if num_new_tokens < 0:
-            raise ValueError("negative")
-        table = seq.block_table
-        last = table[-1] if table else None
-        shared = last is not None and last.ref_count > 1 and not last.is_full and num_new_tokens > 0
-        room = 0 if last is None else last.free_slots
-        extra = 0
-        while room + extra * self.block_size < num_new_tokens:
-            extra += 1
-        fresh = self.allocator.allocate_n(extra + (1 if shared else 0))
-        if shared:
-            twin = fresh[0]
-            fresh = fresh[1:]
-            twin.filled = last.filled
-            table[-1] = twin
-            self.allocator.free(last)
-        pending = list(fresh)
-        for _ in range(num_new_tokens):
-            if not table or table[-1].is_full:
-                table.append(pending.pop(0))
-            table[-1].filled += 1
-        seq.num_tokens += num_new_tokens
-        self._access(seq)
-
-    def fork(self, src, new_seq_id):
-        self._active(src)
-        if new_seq_id in self.sequences:
-            raise ValueError("duplicate")
-        for block in src.block_table:
-            block.ref_count += 1
-        child = SequenceKVCache(new_seq_id, src.block_table[:], src.num_tokens)
-        self._access(child)
-        self.sequences[new_seq_id] = child
-        return child
-
-    def touch(self, seq):
-        self._active(seq)
-        self._access(seq)
-
-    def release(self, seq):
-        self._active(seq)
-        before = self.allocator.num_free
-        for block in reversed(seq.block_table):
-            self.allocator.free(block)
-        del self.sequences[seq.seq_id]
-        return self.allocator.num_free - before
-
-    def summary(self):
-        a = self.allocator
-        return dict(total_blocks=a.num_blocks, used_blocks=a.num_used, free_blocks=a.num_free,
-                    utilization=a.utilization(), fragmentation=a.fragmentation(),
-                    active_sequences=len(self.sequences))
-''',
-        "divmod arithmetic and a shared access helper": '''
-import math
-
-class PagedKVCacheManager:
-    """Arithmetic with math.ceil and divmod."""
-
-    def __init__(self, num_blocks=512, block_size=16):
-        self.allocator = BlockAllocator(num_blocks, block_size)
-        self.block_size = block_size
-        self.sequences = {}
-        self.__step = 0
-
-    step = property(lambda self: self.__step)
-
-    def __tick(self, seq, first=False):
-        self.__step += 1
-        seq.last_access_step = self.__step
-        seq.use_count = 1 if first else seq.use_count + 1
-
-    def __require(self, seq):
-        if self.sequences.get(seq.seq_id) is not seq:
-            raise ValueError(f"{seq.seq_id} is not active")
-
-    def allocate_for_sequence(self, seq_id, num_tokens):
-        if num_tokens < 0:
-            raise ValueError("num_tokens < 0")
-        if seq_id in self.sequences:
-            raise ValueError("duplicate id")
-        full, rest = divmod(num_tokens, self.block_size)
-        blocks = self.allocator.allocate_n(math.ceil(num_tokens / self.block_size))
-        for block in blocks[:full]:
-            block.filled = self.block_size
-        if rest:
-            blocks[-1].filled = rest
-        seq = SequenceKVCache(seq_id, blocks, num_tokens)
-        self.__tick(seq, first=True)
-        self.sequences[seq_id] = seq
-        return seq
-
-    def append_tokens(self, seq, num_new_tokens):
-        self.__require(seq)
-        if num_new_tokens < 0:
-            raise ValueError("num_new_tokens < 0")
-        used_in_last = seq.num_tokens % self.block_size
-        room = (self.block_size - used_in_last) if (seq.block_table and used_in_last) else 0
-        cow = bool(room and num_new_tokens and seq.block_table[-1].ref_count > 1)
-        new = math.ceil(max(0, num_new_tokens - room) / self.block_size)
-        got = self.allocator.allocate_n(new + cow)
-        if cow:
-            old, copy = seq.block_table[-1], got.pop(0)
-            copy.filled = old.filled
-            seq.block_table[-1] = copy
-            self.allocator.free(old)
-        left = num_new_tokens
-        if room:
-            put = min(room, left)
-            seq.block_table[-1].filled += put
-            left -= put
-        for block in got:
-            block.filled = min(left, self.block_size)
-            left -= block.filled
-        seq.block_table.extend(got)
-        seq.num_tokens += num_new_tokens
-        self.__tick(seq)
-
-    def fork(self, src, new_seq_id):
-        self.__require(src)
-        if new_seq_id in self.sequences:
-            raise ValueError("duplicate id")
-        child = SequenceKVCache(new_seq_id, list(src.block_table), src.num_tokens)
-        for block in child.block_table:
-            block.ref_count += 1
-        self.__tick(child, first=True)
-        self.sequences[new_seq_id] = child
-        return child
-
-    def touch(self, seq):
-        self.__require(seq)
-        self.__tick(seq)
-
-    def release(self, seq):
-        self.__require(seq)
-        returned = 0
-        for block in seq.block_table:
-            last_owner = block.ref_count == 1
-            self.allocator.free(block)
-            returned += int(last_owner)
-        self.sequences.pop(seq.seq_id)
-        return returned
-
-    def summary(self):
-        return {"total_blocks": self.allocator.num_blocks, "used_blocks": self.allocator.num_used,
-                "free_blocks": self.allocator.num_free, "utilization": self.allocator.utilization(),
-                "fragmentation": self.allocator.fragmentation(), "active_sequences": len(self.sequences)}
-''',
+        "token-by-token filling with a helper, checked up front": ref.solve(MANAGER, todo={
+            "2.4.1": """
+                self.allocator = BlockAllocator(num_blocks, block_size)
+                self.block_size = block_size
+                self.sequences = {}
+                self._clock = 0
+            """,
+            "2.4.2": "return self._clock",
+            "2.4.3": """
+                self._clock += 1
+                seq.last_access_step = self._clock
+                seq.use_count += 1
+            """,
+            "2.4.4": """
+                if seq_id in self.sequences or num_tokens < 0:
+                    raise ValueError("bad request")
+            """,
+            "2.4.5": """
+                count = (num_tokens + self.block_size - 1) // self.block_size
+                blocks = self.allocator.allocate_n(count)
+                for j, block in enumerate(blocks):
+                    block.filled = min(self.block_size, num_tokens - j * self.block_size)
+            """,
+            "2.4.6": """
+                seq = SequenceKVCache(seq_id, blocks, num_tokens)
+                self._access(seq)
+                self.sequences[seq_id] = seq
+                return seq
+            """,
+            "2.4.7": """
+                if seq.seq_id not in self.sequences or self.sequences[seq.seq_id] is not seq:
+                    raise ValueError("unknown sequence")
+                if num_new_tokens < 0:
+                    raise ValueError("negative")
+            """,
+            "2.4.8": """
+                needs_copy = last is not None and last.ref_count > 1 and not last.is_full and num_new_tokens > 0
+                extra = 0
+                while room + extra * self.block_size < num_new_tokens:
+                    extra += 1
+                blocks = self.allocator.allocate_n(extra + (1 if needs_copy else 0))
+            """,
+            "2.4.9": """
+                twin = blocks[0]
+                blocks = blocks[1:]
+                twin.filled = last.filled
+                seq.block_table[-1] = twin
+                self.allocator.free(last)
+            """,
+            "2.4.10": """
+                pending = list(blocks)
+                table = seq.block_table
+                for _ in range(num_new_tokens):
+                    if not table or table[-1].is_full:
+                        table.append(pending.pop(0))
+                    table[-1].filled += 1
+                seq.num_tokens += num_new_tokens
+                self._access(seq)
+            """,
+            "2.4.11": """
+                self._check_active(src)
+                if new_seq_id in self.sequences:
+                    raise ValueError("duplicate")
+            """,
+            "2.4.12": """
+                for block in src.block_table:
+                    block.ref_count += 1
+                child = SequenceKVCache(new_seq_id, src.block_table[:], src.num_tokens)
+                self._access(child)
+                self.sequences[new_seq_id] = child
+                return child
+            """,
+            "2.4.13": """
+                self._check_active(seq)
+                self._access(seq)
+            """,
+            "2.4.14": """
+                self._check_active(seq)
+                before = self.allocator.num_free
+                for block in reversed(seq.block_table):
+                    self.allocator.free(block)
+                del self.sequences[seq.seq_id]
+                return self.allocator.num_free - before
+            """,
+            "2.4.15": """
+                a = self.allocator
+                return dict(total_blocks=a.num_blocks, used_blocks=a.num_used, free_blocks=a.num_free,
+                            utilization=a.utilization(), fragmentation=a.fragmentation(),
+                            active_sequences=len(self.sequences))
+            """}),
+        "takes the blocks first and gives them back on a duplicate id": ref.solve(MANAGER, todo={
+            "2.4.4": """
+                if num_tokens < 0:
+                    raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
+            """,
+            "2.4.5": """
+                blocks = self.allocator.allocate_n(-(-num_tokens // self.block_size))
+                if seq_id in self.sequences:
+                    for block in blocks:
+                        self.allocator.free(block)
+                    raise ValueError(f"sequence {seq_id!r} already exists")
+                for j, block in enumerate(blocks):
+                    block.filled = min(self.block_size, num_tokens - j * self.block_size)
+            """}),
+        "divmod arithmetic and a shared access helper": ref.solve(MANAGER, before="import math", todo={
+            "2.4.3": """
+                self._step = self._step + 1
+                seq.last_access_step = self.step
+                seq.use_count = seq.use_count + 1
+            """,
+            "2.4.4": """
+                if num_tokens < 0:
+                    raise ValueError("num_tokens < 0")
+                if seq_id in self.sequences:
+                    raise ValueError("duplicate id")
+            """,
+            "2.4.5": """
+                full, rest = divmod(num_tokens, self.block_size)
+                blocks = self.allocator.allocate_n(math.ceil(num_tokens / self.block_size))
+                for block in blocks[:full]:
+                    block.filled = self.block_size
+                if rest:
+                    blocks[-1].filled = rest
+            """,
+            "2.4.7": """
+                self._check_active(seq)
+                if num_new_tokens < 0:
+                    raise ValueError("num_new_tokens < 0")
+            """,
+            "2.4.8": """
+                used_in_last = seq.num_tokens % self.block_size
+                cow = bool(seq.block_table and used_in_last and num_new_tokens and last.ref_count > 1)
+                needs_copy = cow
+                blocks = self.allocator.allocate_n(math.ceil(max(0, num_new_tokens - room) / self.block_size) + cow)
+            """,
+            "2.4.9": """
+                old, copy = seq.block_table[-1], blocks.pop(0)
+                copy.filled = old.filled
+                seq.block_table[-1] = copy
+                self.allocator.free(old)
+            """,
+            "2.4.10": """
+                left = num_new_tokens
+                if room:
+                    put = min(room, left)
+                    seq.block_table[-1].filled += put
+                    left -= put
+                for block in blocks:
+                    block.filled = min(left, self.block_size)
+                    left -= block.filled
+                seq.block_table.extend(blocks)
+                seq.num_tokens += num_new_tokens
+                self._access(seq)
+            """,
+            "2.4.12": """
+                child = SequenceKVCache(new_seq_id, list(src.block_table), src.num_tokens)
+                for block in child.block_table:
+                    block.ref_count += 1
+                self._access(child)
+                self.sequences[new_seq_id] = child
+                return child
+            """,
+            "2.4.14": """
+                self._check_active(seq)
+                returned = 0
+                for block in seq.block_table:
+                    last_owner = block.ref_count == 1
+                    self.allocator.free(block)
+                    returned += int(last_owner)
+                self.sequences.pop(seq.seq_id)
+                return returned
+            """,
+            "2.4.15": """
+                keys = ("total_blocks", "used_blocks", "free_blocks", "utilization", "fragmentation",
+                        "active_sequences")
+                a = self.allocator
+                values = (a.num_blocks, a.num_used, a.num_free, a.utilization(), a.fragmentation(), len(self.sequences))
+                return dict(zip(keys, values))
+            """}),
     },
-    "task2_5_PagedKVPool": {
-        "one stacked tensor, split in two": '''
-class PagedKVPool:
-    """A pool."""
-
-    def __init__(self, num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
-        if any(size < 1 for size in (num_blocks, block_size, num_heads, head_dim)):
-            raise ValueError("every size must be >= 1")
-        self.num_blocks, self.block_size, self.num_heads, self.head_dim = num_blocks, block_size, num_heads, head_dim
-        kv = torch.zeros(2, num_blocks, block_size, num_heads, head_dim, dtype=dtype, device=device)
-        self.k_cache, self.v_cache = kv[0], kv[1]
-''',
-        "torch.full and zeros_like": '''
-class PagedKVPool:
-    """A pool."""
-
-    def __init__(self, num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
-        shape = [num_blocks, block_size, num_heads, head_dim]
-        if min(shape) < 1:
-            raise ValueError(f"bad shape {shape}")
-        self.num_blocks = num_blocks
-        self.block_size = block_size
-        self.num_heads = num_heads
-        self.head_dim = head_dim
-        self.k_cache = torch.full(shape, 0, dtype=dtype, device=device)
-        self.v_cache = torch.zeros_like(self.k_cache)
-''',
+    POOL: {
+        "one stacked tensor, split in two": ref.solve(POOL, todo={
+            "2.5.1": """
+                if any(size < 1 for size in (num_blocks, block_size, num_heads, head_dim)):
+                    raise ValueError("every size must be >= 1")
+            """,
+            "2.5.2": """
+                self.num_blocks, self.block_size = num_blocks, block_size
+                self.num_heads, self.head_dim = num_heads, head_dim
+            """,
+            "2.5.3": """
+                kv = torch.zeros(2, num_blocks, block_size, num_heads, head_dim, dtype=dtype, device=device)
+                self.k_cache, self.v_cache = kv[0], kv[1]
+            """}),
+        "torch.full and zeros_like": ref.solve(POOL, todo={
+            "2.5.1": """
+                shape = [num_blocks, block_size, num_heads, head_dim]
+                if min(shape) < 1:
+                    raise ValueError(f"bad shape {shape}")
+            """,
+            "2.5.3": """
+                self.k_cache = torch.full(shape, 0, dtype=dtype, device=device)
+                self.v_cache = torch.zeros_like(self.k_cache)
+            """}),
     },
-    "task2_6_slot_mapping": {
-        "expand the whole table, then slice": '''
-def slot_mapping(block_ids, start, count, block_size):
-    """Slots."""
-    if min(start, count) < 0 or block_size < 1 or start + count > block_ids.numel() * block_size:
-        raise ValueError("bad arguments")
-    offsets = torch.arange(block_size, device=block_ids.device)
-    every = (block_ids.to(torch.int64)[:, None] * block_size + offsets[None, :]).reshape(-1)
-    return every[start:start + count].clone()
-''',
-        "torch.div and torch.remainder with index_select": '''
-def slot_mapping(block_ids, start, count, block_size):
-    """Slots."""
-    if start < 0 or count < 0 or block_size < 1:
-        raise ValueError("negative argument")
-    if start + count > len(block_ids) * block_size:
-        raise ValueError("past the block table")
-    pos = torch.arange(start, start + count, dtype=torch.int64, device=block_ids.device)
-    blocks = torch.index_select(block_ids.to(torch.int64), 0, torch.div(pos, block_size, rounding_mode="floor"))
-    return blocks * block_size + torch.remainder(pos, block_size)
-''',
+    SLOTS: {
+        "expand the whole table, then slice": ref.solve(SLOTS, todo={
+            "2.6.1": """
+                if min(start, count) < 0 or block_size < 1 or start + count > block_ids.numel() * block_size:
+                    raise ValueError("bad arguments")
+            """,
+            "2.6.2": "offsets = torch.arange(block_size, device=block_ids.device)",
+            "2.6.3": """
+                every = (block_ids.to(torch.int64)[:, None] * block_size + offsets[None, :]).reshape(-1)
+                return every[start:start + count].clone()
+            """}),
+        "torch.div and torch.remainder with index_select": ref.solve(SLOTS, todo={
+            "2.6.1": """
+                if start < 0 or count < 0 or block_size < 1:
+                    raise ValueError("negative argument")
+                if start + count > len(block_ids) * block_size:
+                    raise ValueError("past the block table")
+            """,
+            "2.6.2": "pos = torch.arange(start, start + count, dtype=torch.int64, device=block_ids.device)",
+            "2.6.3": """
+                index = torch.div(pos, block_size, rounding_mode="floor")
+                blocks = torch.index_select(block_ids.to(torch.int64), 0, index)
+                return blocks * block_size + torch.remainder(pos, block_size)
+            """}),
     },
-    "task2_7_write_kv": {
-        "indexed assignment into a view": '''
-def write_kv(pool, slots, k, v):
-    """Write."""
-    want = [slots.numel(), pool.num_heads, pool.head_dim]
-    if list(k.shape) != want or list(v.shape) != want:
-        raise ValueError(f"expected {want}")
-    pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = k
-    pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = v
-''',
-        "block and offset indexing": '''
-def write_kv(pool, slots, k, v):
-    """Write."""
-    if k.shape != (len(slots), pool.num_heads, pool.head_dim) or v.shape != k.shape:
-        raise ValueError("k and v must be [count, num_heads, head_dim]")
-    blocks, offsets = slots // pool.block_size, slots % pool.block_size
-    pool.k_cache[blocks, offsets] = k.to(pool.k_cache.dtype)
-    pool.v_cache[blocks, offsets] = v.to(pool.v_cache.dtype)
-''',
+    WRITE: {
+        "indexed assignment into a view": ref.solve(WRITE, todo={
+            "2.7.1": """
+                want = [slots.numel(), pool.num_heads, pool.head_dim]
+                if list(k.shape) != want or list(v.shape) != want:
+                    raise ValueError(f"expected {want}")
+            """,
+            "2.7.3": """
+                flat_k[slots] = k.to(flat_k.dtype)
+                flat_v[slots] = v.to(flat_v.dtype)
+            """}),
+        "block and offset indexing": ref.solve(WRITE, todo={
+            "2.7.1": """
+                if k.shape != (len(slots), pool.num_heads, pool.head_dim) or v.shape != k.shape:
+                    raise ValueError("k and v must be [count, num_heads, head_dim]")
+            """,
+            "2.7.2": "blocks, offsets = slots // pool.block_size, slots % pool.block_size",
+            "2.7.3": """
+                pool.k_cache[blocks, offsets] = k.to(pool.k_cache.dtype)
+                pool.v_cache[blocks, offsets] = v.to(pool.v_cache.dtype)
+            """}),
     },
-    "task2_8_gather_kv": {
-        "slot_mapping and index_select": '''
-def gather_kv(pool, block_ids, num_tokens):
-    """Gather."""
-    if num_tokens < 0 or num_tokens > len(block_ids) * pool.block_size:
-        raise ValueError("num_tokens out of range")
-    slots = slot_mapping(block_ids, 0, num_tokens, pool.block_size)
-    flat_k = pool.k_cache.view(-1, pool.num_heads, pool.head_dim)
-    flat_v = pool.v_cache.view(-1, pool.num_heads, pool.head_dim)
-    return (flat_k.index_select(0, slots), flat_v.index_select(0, slots))
-''',
-        "index_select on blocks, then reshape": '''
-def gather_kv(pool, block_ids, num_tokens):
-    """Gather."""
-    capacity = block_ids.shape[0] * pool.block_size
-    if not (0 <= num_tokens <= capacity):
-        raise ValueError("num_tokens out of range")
-    ids = block_ids.to(torch.int64)
-    keys = torch.index_select(pool.k_cache, 0, ids).reshape(capacity, pool.num_heads, pool.head_dim)
-    values = torch.index_select(pool.v_cache, 0, ids).reshape(capacity, pool.num_heads, pool.head_dim)
-    return tuple([keys[:num_tokens], values[:num_tokens]])
-''',
+    GATHER: {
+        "slot_mapping and index_select": ref.solve(GATHER, todo={
+            "2.8.1": """
+                if num_tokens < 0 or num_tokens > len(block_ids) * pool.block_size:
+                    raise ValueError("num_tokens out of range")
+            """,
+            "2.8.2": """
+                slots = slot_mapping(block_ids, 0, num_tokens, pool.block_size)
+                flat_k = pool.k_cache.view(-1, pool.num_heads, pool.head_dim)
+                flat_v = pool.v_cache.view(-1, pool.num_heads, pool.head_dim)
+                return (flat_k.index_select(0, slots), flat_v.index_select(0, slots))
+            """}),
+        "index_select on blocks, then reshape": ref.solve(GATHER, todo={
+            "2.8.1": """
+                capacity = block_ids.shape[0] * pool.block_size
+                if not (0 <= num_tokens <= capacity):
+                    raise ValueError("num_tokens out of range")
+            """,
+            "2.8.2": """
+                ids = block_ids.to(torch.int64)
+                keys = torch.index_select(pool.k_cache, 0, ids).reshape(capacity, pool.num_heads, pool.head_dim)
+                values = torch.index_select(pool.v_cache, 0, ids).reshape(capacity, pool.num_heads, pool.head_dim)
+                return tuple([keys[:num_tokens], values[:num_tokens]])
+            """}),
     },
-    "task2_9_copy_block": {
-        "copy_ into the destination view": '''
-def copy_block(pool, src_block, dst_block):
-    """Copy."""
-    if src_block not in range(pool.num_blocks) or dst_block not in range(pool.num_blocks):
-        raise ValueError("block id out of range")
-    pool.k_cache[dst_block].copy_(pool.k_cache[src_block])
-    pool.v_cache[dst_block].copy_(pool.v_cache[src_block])
-''',
-        "index_copy_ with a one-element index": '''
-def copy_block(pool, src_block, dst_block):
-    """Copy."""
-    for b in (src_block, dst_block):
-        if b < 0 or b >= pool.num_blocks:
-            raise ValueError(f"block {b} out of range")
-    device = pool.k_cache.device
-    dst = torch.tensor([dst_block], device=device)
-    pool.k_cache.index_copy_(0, dst, pool.k_cache[[src_block]].clone())
-    pool.v_cache.index_copy_(0, dst, pool.v_cache[[src_block]].clone())
-''',
+    COPY: {
+        "copy_ into the destination view": ref.solve(COPY, todo={
+            "2.9.1": """
+                if src_block not in range(pool.num_blocks) or dst_block not in range(pool.num_blocks):
+                    raise ValueError("block id out of range")
+            """,
+            "2.9.2": """
+                pool.k_cache[dst_block].copy_(pool.k_cache[src_block])
+                pool.v_cache[dst_block].copy_(pool.v_cache[src_block])
+            """}),
+        "index_copy_ with a one-element index": ref.solve(COPY, todo={
+            "2.9.1": """
+                for b in (src_block, dst_block):
+                    if b < 0 or b >= pool.num_blocks:
+                        raise ValueError(f"block {b} out of range")
+            """,
+            "2.9.2": """
+                dst = torch.tensor([dst_block], device=pool.k_cache.device)
+                pool.k_cache.index_copy_(0, dst, pool.k_cache[[src_block]].clone())
+                pool.v_cache.index_copy_(0, dst, pool.v_cache[[src_block]].clone())
+            """}),
     },
-    "task2_10_paged_attention": {
-        "gather, then PyTorch's scaled_dot_product_attention": '''
-import torch.nn.functional as F
-
-def paged_attention(q, pool, block_ids, num_tokens, scale=None):
-    """Attend."""
-    if q.shape != (pool.num_heads, pool.head_dim):
-        raise ValueError("q must be [num_heads, head_dim]")
-    if num_tokens < 1 or num_tokens > len(block_ids) * pool.block_size:
-        raise ValueError("num_tokens out of range")
-    keys = pool.k_cache[block_ids.long()].reshape(-1, pool.num_heads, pool.head_dim)[:num_tokens]
-    values = pool.v_cache[block_ids.long()].reshape(-1, pool.num_heads, pool.head_dim)[:num_tokens]
-    out = F.scaled_dot_product_attention(q[:, None, :], keys.transpose(0, 1), values.transpose(0, 1), scale=scale)
-    return out[:, 0, :]
-''',
-        "matmul with a stable softmax written out": '''
-def paged_attention(q, pool, block_ids, num_tokens, scale=None):
-    """Attend."""
-    if q.dim() != 2 or q.shape[0] != pool.num_heads or q.shape[1] != pool.head_dim:
-        raise ValueError("bad q")
-    if not 0 < num_tokens <= block_ids.numel() * pool.block_size:
-        raise ValueError("bad num_tokens")
-    s = pool.head_dim ** -0.5 if scale is None else scale
-    slots = slot_mapping(block_ids, 0, num_tokens, pool.block_size)
-    keys = pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[slots].transpose(0, 1)     # [H, T, D]
-    values = pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[slots].transpose(0, 1)   # [H, T, D]
-    scores = (keys @ q[:, :, None]).squeeze(-1) * s                                        # [H, T]
-    scores = scores - scores.max(dim=-1, keepdim=True).values
-    weights = scores.exp()
-    weights = weights / weights.sum(dim=-1, keepdim=True)
-    return (weights[:, None, :] @ values).squeeze(1)
-''',
+    ATTENTION: {
+        "gather, then PyTorch's scaled_dot_product_attention": ref.solve(
+            ATTENTION, before="import torch.nn.functional as F", todo={
+                "2.10.1": """
+                    if q.shape != (pool.num_heads, pool.head_dim):
+                        raise ValueError("q must be [num_heads, head_dim]")
+                    if num_tokens < 1 or num_tokens > len(block_ids) * pool.block_size:
+                        raise ValueError("num_tokens out of range")
+                """,
+                "2.10.2": "pass  # scaled_dot_product_attention takes scale=None as 1 / sqrt(head_dim).",
+                "2.10.3": "keys, values = gather_kv(pool, block_ids, num_tokens)",
+                "2.10.4": """
+                    out = F.scaled_dot_product_attention(q[:, None, :], keys.transpose(0, 1), values.transpose(0, 1),
+                                                         scale=scale)
+                    return out[:, 0, :]
+                """}),
+        "matmul with a stable softmax written out": ref.solve(ATTENTION, todo={
+            "2.10.1": """
+                if q.dim() != 2 or q.shape[0] != pool.num_heads or q.shape[1] != pool.head_dim:
+                    raise ValueError("bad q")
+                if not 0 < num_tokens <= block_ids.numel() * pool.block_size:
+                    raise ValueError("bad num_tokens")
+            """,
+            "2.10.2": "s = pool.head_dim ** -0.5 if scale is None else scale",
+            "2.10.3": """
+                slots = slot_mapping(block_ids, 0, num_tokens, pool.block_size)
+                keys = pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[slots].transpose(0, 1)     # [H, T, D]
+                values = pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[slots].transpose(0, 1)   # [H, T, D]
+            """,
+            "2.10.4": """
+                scores = (keys @ q[:, :, None]).squeeze(-1) * s                                        # [H, T]
+                scores = scores - scores.max(dim=-1, keepdim=True).values
+                weights = scores.exp()
+                weights = weights / weights.sum(dim=-1, keepdim=True)
+                return (weights[:, None, :] @ values).squeeze(1)
+            """}),
+        "float64 inside, the result back in q's dtype": ref.solve(ATTENTION, todo={"2.10.4": """
+            scores = torch.einsum("hd,thd->ht", q.double(), keys.double()) * scale
+            weights = torch.softmax(scores, dim=-1)
+            return torch.einsum("ht,thd->hd", weights, values.double()).to(q.dtype)
+        """}),
+        "every slot of the table, the stale ones masked with -inf": ref.solve(ATTENTION, todo={
+            "2.10.3": """
+                index = block_ids.long()
+                keys = pool.k_cache[index].flatten(0, 1)
+                values = pool.v_cache[index].flatten(0, 1)
+                stale = torch.arange(keys.shape[0], device=keys.device) >= num_tokens
+            """,
+            "2.10.4": """
+                scores = torch.einsum("hd,thd->ht", q, keys) * scale
+                weights = torch.softmax(scores.masked_fill(stale[None, :], float("-inf")), dim=-1)
+                return torch.einsum("ht,thd->hd", weights, values)
+            """}),
+        "a softmax through logsumexp": ref.solve(ATTENTION, todo={"2.10.4": """
+            scores = torch.einsum("hd,thd->ht", q, keys) * scale
+            weights = torch.exp(scores - torch.logsumexp(scores, dim=-1, keepdim=True))
+            return torch.einsum("ht,thd->hd", weights, values)
+        """}),
     },
     TENSOR_MANAGER: {
-        "compares whole tables before and after, writes by indexing": '''
-class TensorPagedKVCacheManager(PagedKVCacheManager):
-    """Owns a pool."""
-
-    def __init__(self, pool):
-        PagedKVCacheManager.__init__(self, pool.num_blocks, pool.block_size)
-        self.pool = pool
-
-    def block_ids(self, seq):
-        return torch.as_tensor([b.block_id for b in seq.block_table], dtype=torch.long).to(self.pool.k_cache.device)
-
-    def _check(self, k, v):
-        want = (k.shape[0] if k.dim() else -1, self.pool.num_heads, self.pool.head_dim)
-        if k.dim() != 3 or tuple(k.shape) != want or tuple(v.shape) != want:
-            raise ValueError("k, v must be [count, num_heads, head_dim]")
-
-    def _write(self, seq, start, k, v):
-        slots = slot_mapping(self.block_ids(seq), start, k.shape[0], self.block_size)
-        self.pool.k_cache.view(-1, self.pool.num_heads, self.pool.head_dim)[slots] = k
-        self.pool.v_cache.view(-1, self.pool.num_heads, self.pool.head_dim)[slots] = v
-
-    def prefill(self, seq_id, k, v):
-        self._check(k, v)
-        seq = self.allocate_for_sequence(seq_id, k.shape[0])
-        self._write(seq, 0, k, v)
-        return seq
-
-    def append_tokens(self, seq, num_new_tokens):
-        before = list(seq.block_table)
-        super().append_tokens(seq, num_new_tokens)
-        for old, new in zip(before, seq.block_table):
-            if old is not new:
-                copy_block(self.pool, old.block_id, new.block_id)
-
-    def append_kv(self, seq, k, v):
-        self._check(k, v)
-        start = seq.num_tokens
-        self.append_tokens(seq, k.shape[0])
-        self._write(seq, start, k, v)
-
-    def gather(self, seq):
-        return gather_kv(self.pool, self.block_ids(seq), seq.num_tokens)
-''',
-        "predicts the copy before appending": '''
-class TensorPagedKVCacheManager(PagedKVCacheManager):
-    """Owns a pool."""
-
-    def __init__(self, pool):
-        super().__init__(pool.num_blocks, pool.block_size)
-        self.pool = pool
-
-    def block_ids(self, seq):
-        ids = torch.zeros(len(seq.block_table), dtype=torch.int64)
-        for j, block in enumerate(seq.block_table):
-            ids[j] = block.block_id
-        return ids.to(self.pool.k_cache.device)
-
-    def prefill(self, seq_id, k, v):
-        if k.dim() != 3 or k.shape[1:] != (self.pool.num_heads, self.pool.head_dim) or v.shape != k.shape:
-            raise ValueError("bad k or v")
-        seq = self.allocate_for_sequence(seq_id, len(k))
-        write_kv(self.pool, slot_mapping(self.block_ids(seq), 0, len(k), self.block_size), k, v)
-        return seq
-
-    def append_tokens(self, seq, num_new_tokens):
-        old = seq.block_table[-1] if seq.block_table else None
-        will_copy = old is not None and num_new_tokens > 0 and old.free_slots > 0 and old.ref_count > 1
-        index = len(seq.block_table) - 1
-        super().append_tokens(seq, num_new_tokens)
-        if will_copy:
-            copy_block(self.pool, old.block_id, seq.block_table[index].block_id)
-
-    def append_kv(self, seq, k, v):
-        if k.dim() != 3 or k.shape[1:] != (self.pool.num_heads, self.pool.head_dim) or v.shape != k.shape:
-            raise ValueError("bad k or v")
-        start = seq.num_tokens
-        self.append_tokens(seq, len(k))
-        write_kv(self.pool, slot_mapping(self.block_ids(seq), start, len(k), self.block_size), k, v)
-
-    def gather(self, seq):
-        return gather_kv(self.pool, self.block_ids(seq), seq.num_tokens)
-''',
+        "compares whole tables before and after, writes by indexing": ref.solve(
+            TENSOR_MANAGER,
+            before='''
+                def _write(manager, seq, start, k, v):
+                    """Write k, v at positions start .. start + len(k) - 1 of seq, by indexing."""
+                    pool = manager.pool
+                    slots = slot_mapping(manager.block_ids(seq), start, k.shape[0], manager.block_size)
+                    pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = k
+                    pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[slots] = v
+            ''',
+            todo={
+                "2.11.1": """
+                    PagedKVCacheManager.__init__(self, pool.num_blocks, pool.block_size)
+                    self.pool = pool
+                """,
+                "2.11.2": """
+                    ids = torch.as_tensor([b.block_id for b in seq.block_table], dtype=torch.long)
+                    return ids.to(self.pool.k_cache.device)
+                """,
+                "2.11.4": """
+                    want = (k.shape[0] if k.dim() else -1, self.pool.num_heads, self.pool.head_dim)
+                    if k.dim() != 3 or tuple(k.shape) != want or tuple(v.shape) != want:
+                        raise ValueError("k, v must be [count, num_heads, head_dim]")
+                """,
+                "2.11.5": """
+                    self._check_kv(k, v)
+                    seq = self.allocate_for_sequence(seq_id, k.shape[0])
+                    _write(self, seq, 0, k, v)
+                    return seq
+                """,
+                "2.11.6": """
+                    before = list(seq.block_table)
+                    super().append_tokens(seq, num_new_tokens)
+                    for old, new in zip(before, seq.block_table):
+                        if old is not new:
+                            copy_block(self.pool, old.block_id, new.block_id)
+                """,
+                "2.11.7": """
+                    self._check_kv(k, v)
+                    start = seq.num_tokens
+                    self.append_tokens(seq, k.shape[0])
+                    _write(self, seq, start, k, v)
+                """}),
+        "predicts the copy before appending": ref.solve(TENSOR_MANAGER, todo={
+            "2.11.1": """
+                super().__init__(pool.num_blocks, pool.block_size)
+                self.pool = pool
+            """,
+            "2.11.2": """
+                ids = torch.zeros(len(seq.block_table), dtype=torch.int64)
+                for j, block in enumerate(seq.block_table):
+                    ids[j] = block.block_id
+                return ids.to(self.pool.k_cache.device)
+            """,
+            "2.11.4": """
+                if k.dim() != 3 or k.shape[1:] != (self.pool.num_heads, self.pool.head_dim) or v.shape != k.shape:
+                    raise ValueError("bad k or v")
+            """,
+            "2.11.5": """
+                self._check_kv(k, v)
+                seq = self.allocate_for_sequence(seq_id, len(k))
+                write_kv(self.pool, slot_mapping(self.block_ids(seq), 0, len(k), self.block_size), k, v)
+                return seq
+            """,
+            "2.11.6": """
+                old = seq.block_table[-1] if seq.block_table else None
+                will_copy = old is not None and num_new_tokens > 0 and old.free_slots > 0 and old.ref_count > 1
+                index = len(seq.block_table) - 1
+                super().append_tokens(seq, num_new_tokens)
+                if will_copy:
+                    copy_block(self.pool, old.block_id, seq.block_table[index].block_id)
+            """,
+            "2.11.7": """
+                self._check_kv(k, v)
+                start = seq.num_tokens
+                self.append_tokens(seq, len(k))
+                write_kv(self.pool, slot_mapping(self.block_ids(seq), start, len(k), self.block_size), k, v)
+            """}),
+        "gathers through paged positions with slot_mapping": ref.solve(TENSOR_MANAGER, todo={
+            "2.11.3": """
+                slots = slot_mapping(self.block_ids(seq), 0, seq.num_tokens, self.block_size)
+                flat = (self.pool.num_blocks * self.block_size, self.pool.num_heads, self.pool.head_dim)
+                return self.pool.k_cache.reshape(flat)[slots], self.pool.v_cache.reshape(flat)[slots]
+            """}),
     },
 }

@@ -1,0 +1,50 @@
+"""Formgrader in JupyterLab, the course's way: the Content-Security-Policy of grading/csp.py is on.
+
+    python -m grading.formgrader [--port 8888] [--ip 127.0.0.1] [-- more JupyterLab options]
+
+Starts JupyterLab in the course directory (where nbgrader_config.py is, so formgrader finds the
+gradebook and the autograded notebooks) with the server extension ``grading.csp`` enabled, next to
+nbgrader's own. Open *Nbgrader → Formgrader* and grade as usual. What formgrader shows of a
+submission was sanitized when it was graded (grading/sanitize.py); the policy is the second layer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from grading.config import ROOT
+
+EXTENSION = "grading.csp"
+
+
+def server_command(root: Path, port: int, ip: str = "127.0.0.1", options: list[str] | None = None
+                   ) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that start formgrader's JupyterLab for the course in ``root``.
+
+    Run it with ``root`` as the working directory: formgrader reads ``root/nbgrader_config.py``
+    and the server imports ``grading.csp`` from there.
+    """
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", f"--ip={ip}",
+               f"--ServerApp.root_dir={root}", f"--ServerApp.jpserver_extensions={EXTENSION}=True", *(options or [])]
+    environment = dict(os.environ)
+    environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environment.get('PATH', '')}"
+    environment["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [environment.get("PYTHONPATH")])])
+    return command, environment
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grading.formgrader", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=8888)
+    parser.add_argument("--ip", default="127.0.0.1")
+    parser.add_argument("options", nargs="*", help="more JupyterLab options (after --)")
+    args = parser.parse_args(argv)
+    command, environment = server_command(ROOT, args.port, args.ip, args.options)
+    return subprocess.call(command, cwd=ROOT, env=environment)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
