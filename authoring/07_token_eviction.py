@@ -1,0 +1,1535 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: nbgrader,given,tags,-all
+#     formats: source/07_token_eviction//ipynb,authoring//py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] given="header"
+# # 07. Token-level KV eviction: StreamingLLM, H2O, SnapKV, PyramidKV | token 级 KV 驱逐：StreamingLLM、H2O、SnapKV 与 PyramidKV
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/kvcache-course/kv-cache-eviction/blob/main/release/07_token_eviction/07_token_eviction.ipynb)
+# [![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)](https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/07_token_eviction/07_token_eviction.ipynb)
+# [![GitHub](https://img.shields.io/badge/GitHub-release%2F07_token_eviction-black)](https://github.com/kvcache-course/kv-cache-eviction/blob/main/release/07_token_eviction/07_token_eviction.ipynb)
+#
+# **Difficulty:** ★★★ advanced · **Time:** about 150 minutes · **Points:** 27 · **GPU:** task tests run on CUDA too when a GPU is present; the experiments run on the CPU (a 104k-parameter model).
+#
+# **难度：** ★★★ 进阶 · **用时：** 约 150 分钟 · **总分：** 27 · **GPU：** 有 GPU 时各任务的测试也在 CUDA 上运行；实验在 CPU 上运行（模型只有约 10 万个参数）。
+#
+# **ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
+# paste the ModelScope badge's link (this notebook's file in the course repository).
+# 在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
+#
+# How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
+# `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
+# check more cases when your notebook is graded.
+#
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，
+# 然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
+# Setup: install the course's helper package when it is missing (Colab, ModelScope),
+# then pick the device and seed every random generator.
+import importlib.util
+import os
+import subprocess
+import sys
+
+if importlib.util.find_spec("course") is None:
+    # COURSE_INSTALL_SPEC may name a mirror or a local checkout instead of GitHub.
+    spec = os.environ.get("COURSE_INSTALL_SPEC", "kv-cache-course @ git+https://github.com/kvcache-course/kv-cache-eviction@main")
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", spec])
+
+import torch
+
+from course.env import pick_device, seed_everything, setup_summary
+
+DEVICE = pick_device()
+SEED = 0
+seed_everything(SEED)
+print(setup_summary(DEVICE, SEED))
+
+# %% [markdown]
+# ## 导读 | Overview
+#
+# 前面的 notebook 驱逐的是整个序列或整个块。近年来 KV 缓存文献中所说的"驱逐"，大多发生在**一条长序列的内部**：
+# 在一个预算（budget）之下，保留哪些过去 token 的 K/V。一个 32K token 的提示词，其 KV 缓存可能比模型权重还大；
+# 只保留其中一小部分，显存和每步解码要读的字节都按比例减少——前提是模型仍然能答对。
+# StreamingLLM 保留开头的几个**注意力汇点**（attention sink）和一个**最近窗口**；H2O 保留累积注意力最高的**重击者**（heavy hitter）
+# 加最近窗口；SnapKV 让提示词最后几个查询组成的**观察窗口**投票，池化后取前 k 个；PyramidKV 让低层得到更多预算、高层更少。
+#
+# 本 notebook 中你将实现这些策略的保留掩码、带保留掩码的注意力、逐层预算，以及一个边生成边驱逐的解码循环；
+# 然后在一个真正学会了东西的小模型上测量它们：一个在"联想回忆"任务上训练过的 2 层解码器（`course.model.load_recall_decoder`，
+# 约 10 万个参数，随课程包一起提供）。上下文列出 28 个键值对，然后问其中某个键的值：被驱逐掉那一对的 K/V，模型就答不出来。
+# 于是"召回准确率随预算的变化"直接度量了驱逐策略的好坏，全缓存是上限。
+#
+# The earlier notebooks evict whole sequences and blocks. What most of the recent KV-cache literature calls
+# "eviction" happens **inside one long sequence**: under a budget, which past tokens' K/V to keep. The KV cache of a
+# 32K-token prompt can outgrow the model's weights; keeping a small part of it shrinks memory and the bytes each decode
+# step reads in proportion — as long as the model still answers right. StreamingLLM keeps a few first **attention
+# sinks** and a **recent window**; H2O keeps the **heavy hitters** by accumulated attention plus a recent window; SnapKV
+# lets the prompt's last queries (the **observation window**) vote, pooled, for the top-k; PyramidKV gives the lower
+# layers more of the budget and the upper layers less.
+#
+# In this notebook you write these policies' keep masks, attention with a keep mask, per-layer budgets and a decode
+# loop that evicts while it generates; then you measure them on a small model that has learned something: a 2-layer
+# decoder trained on an associative-recall task (`course.model.load_recall_decoder`, about 100k parameters, shipped
+# with the course package). The context lists 28 key–value pairs, then asks for one key's value: a cache that evicted
+# that pair's K/V cannot answer. So recall accuracy against the budget measures an eviction policy directly, with the
+# full cache as the ceiling.
+
+# %% [markdown]
+# ## Learning goals | 学习目标
+#
+# After this notebook you can:
+# 1. compute attention over the cached positions a keep mask marks, with exact zeros at evicted positions and a clear
+#    error where nothing is kept;
+# 2. write the keep masks of StreamingLLM, H2O and SnapKV on batched tensors, ties to the earlier position, without a
+#    Python loop over tokens, on any device; and PyramidKV's per-layer budgets in exact integer arithmetic;
+# 3. run a decode loop that evicts under a budget at every step and equals the full-cache model when the budget
+#    covers everything;
+# 4. measure recall and loss against the budget, find the attention sink, and say what a 100k-parameter model can and
+#    cannot show about the papers' claims.
+#
+# 完成本 notebook 后，你能够：
+# 1. 计算只覆盖保留掩码所标记的缓存位置的注意力：被驱逐的位置概率严格为 0，什么都没保留时给出清楚的错误；
+# 2. 在批量张量上编写 StreamingLLM、H2O 和 SnapKV 的保留掩码（平局时保留位置更靠前的 token，不对 token 写 Python 循环，可在任意设备上运行），
+#    并用精确的整数运算算出 PyramidKV 的逐层预算；
+# 3. 编写一个每步都在预算下驱逐的解码循环，并保证预算覆盖全部 token 时它与全缓存模型完全相同；
+# 4. 测量召回准确率和损失随预算的变化，找到注意力汇点，并说明一个约 10 万参数的模型能说明、不能说明论文中的哪些结论。
+#
+# ## The model | 模型
+#
+# A layer's cache holds, for every head $h$, the keys $k_j$ and values $v_j$ of the cached positions $j = 0, \dots,
+# T-1$. A **keep mask** $m \in \{0, 1\}^T$ (one per head) says which of them stay. A query $q$ then attends only to
+# the kept positions:
+#
+# $$p_j = \frac{m_j \exp(q \cdot k_j / \sqrt{d})}{\sum_{i} m_i \exp(q \cdot k_i / \sqrt{d})}, \qquad o = \sum_j p_j v_j,$$
+#
+# which is exactly the attention over a cache from which the other positions were deleted. A policy chooses $m$ with
+# $\sum_j m_j = $ the **budget** $B$ (or keeps everything when $B \ge T$):
+#
+# - **StreamingLLM**: the first $\min(S, B)$ positions (the sinks) and the last $B - \min(S, B)$ (the recent window);
+# - **H2O**: the last $R$ positions, and the $B - R$ others with the highest **accumulated attention**
+#   $s_j = \sum_i p_{ij}$ (summed over every query $i$ that has seen $j$);
+# - **SnapKV**: the last $W$ prompt positions (the observation window) vote: $s_j = \sum_{i \ge T-W} p_{ij}$ for the
+#   earlier positions, averaged over a neighbourhood of $K$ positions (**pooling**), top $B - W$ kept, plus the window;
+# - **PyramidKV**: SnapKV's selection with per-layer budgets $B_0 > B_1 > \dots$ that fall linearly with depth and sum
+#   to $L \cdot \bar B$.
+#
+# 一层的缓存为每个注意力头 $h$ 保存缓存位置 $j = 0, \dots, T-1$ 的键 $k_j$ 和值 $v_j$。**保留掩码** $m \in \{0, 1\}^T$（每个头一个）
+# 指出哪些位置留下。查询向量 $q$ 只关注被保留的位置：
+#
+# $$p_j = \frac{m_j \exp(q \cdot k_j / \sqrt{d})}{\sum_{i} m_i \exp(q \cdot k_i / \sqrt{d})}, \qquad o = \sum_j p_j v_j,$$
+#
+# 这与在删掉其余位置的缓存上做注意力完全相同。驱逐策略选出满足 $\sum_j m_j = B$ 的 $m$，$B$ 称为**预算**（$B \ge T$ 时全部保留）：
+#
+# - **StreamingLLM**：前 $\min(S, B)$ 个位置（注意力汇点）和最后 $B - \min(S, B)$ 个位置（最近窗口）；
+# - **H2O**：最后 $R$ 个位置，以及其余位置中**累积注意力** $s_j = \sum_i p_{ij}$（对所有看到过 $j$ 的查询 $i$ 求和）最高的 $B - R$ 个；
+# - **SnapKV**：提示词最后 $W$ 个位置（观察窗口）投票：对更早的位置计算 $s_j = \sum_{i \ge T-W} p_{ij}$，在 $K$ 个相邻位置上取平均（**池化**），
+#   保留最高的 $B - W$ 个，再加上观察窗口本身；
+# - **PyramidKV**：沿用 SnapKV 的选择方式，但逐层预算 $B_0 > B_1 > \dots$ 随深度线性递减，总和为 $L \cdot \bar B$。
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task7_1_attend_kept_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 7.1: attend_kept (4 points)
+#
+# `attend_kept(query, keys, values, keep)` computes the formula of the model section on batched tensors: `query` is a
+# float tensor `[..., num_queries, head_dim]`, `keys` and `values` float tensors `[..., num_tokens, head_dim]` with the
+# same leading dimensions (for example batch and heads), `keep` a `bool` tensor `[..., num_tokens]`. Every query sees
+# every kept position (cached positions all come before the queries: no causal mask). Return the pair
+# `(output, probabilities)`: `output` `[..., num_queries, head_dim]`, `probabilities` `[..., num_queries, num_tokens]`,
+# in the query's dtype and on its device, each row summing to 1 over the kept positions and **exactly 0** at the
+# evicted ones. Scale the scores by $1/\sqrt{\text{head\_dim}}$. No Python loop over tokens (a test counts torch
+# operations).
+#
+# Errors: `TypeError` when `query`, `keys` or `values` is not a floating-point `torch.Tensor` or `keep` not a `bool`
+# tensor; `ValueError` when the shapes disagree, the tensors are on different devices, or some row of `keep` keeps no
+# position. Traps: multiplying the probabilities by the mask after the softmax leaves rows that no longer sum to 1;
+# a row with nothing kept gives `NaN` (0/0) unless you refuse it; scores of large magnitude overflow an `exp` without
+# the maximum subtracted (`torch.softmax` subtracts it).
+#
+# Graded in parts: 7.1.1 attention (3) · 7.1.2 bad input (1).
+#
+# ## 任务 7.1：attend_kept（4 分）
+#
+# `attend_kept(query, keys, values, keep)` 在批量张量上计算 $p_j = m_j e^{q \cdot k_j/\sqrt{d}} / \sum_i m_i e^{q \cdot k_i/\sqrt{d}}$、
+# $o = \sum_j p_j v_j$：`query` 是浮点张量 `[..., num_queries, head_dim]`，`keys` 和 `values` 是前导维度相同（例如批量和注意力头）的浮点张量
+# `[..., num_tokens, head_dim]`，`keep` 是 `bool` 张量 `[..., num_tokens]`。每个查询都能看到所有被保留的位置（缓存中的位置都在查询之前，
+# 不需要因果掩码）。返回二元组 `(output, probabilities)`：`output` 形状为 `[..., num_queries, head_dim]`，`probabilities` 形状为
+# `[..., num_queries, num_tokens]`，数据类型和设备与 `query` 相同；每一行在被保留的位置上求和为 1，在被驱逐的位置上**严格为 0**。
+# 分数要乘以 $1/\sqrt{\text{head\_dim}}$。不允许对 token 写 Python 循环（测试会统计 torch 操作的次数）。
+#
+# 错误：`query`、`keys` 或 `values` 不是浮点 `torch.Tensor`，或 `keep` 不是 `bool` 张量时抛出 `TypeError`；形状不一致、张量在不同设备上，
+# 或 `keep` 的某一行一个位置都没有保留时抛出 `ValueError`。陷阱：softmax 之后再乘以掩码，行和就不再是 1；一行什么都没保留时会得到 `NaN`
+# （0/0），除非你拒绝这种输入；分数很大时，不减去最大值的 `exp` 会溢出（`torch.softmax` 会减去最大值）。
+#
+# 分部分计分：7.1.1 注意力（3 分）· 7.1.2 错误输入（1 分）。
+
+# %% nbgrader={"grade": false, "grade_id": "task7_1_attend_kept", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import math
+
+import torch
+
+
+def attend_kept(query, keys, values, keep):
+    """Attention of every query over the cached positions that keep marks.
+
+    Args:
+        query: float tensor [..., num_queries, head_dim].
+        keys, values: float tensors [..., num_tokens, head_dim], the same leading dimensions as query.
+        keep: bool tensor [..., num_tokens]; True where the position is still cached.
+
+    Returns:
+        (output [..., num_queries, head_dim], probabilities [..., num_queries, num_tokens]) in query's dtype and on
+        its device; probabilities are softmax(q . k / sqrt(head_dim)) over the kept positions and exactly 0 elsewhere.
+
+    Raises:
+        TypeError: query, keys or values not a floating-point tensor, or keep not a bool tensor.
+        ValueError: shapes that disagree, tensors on different devices, or a row of keep with no True.
+    """
+    # TODO 7.1.1: check the types, shapes, devices, and that every row of keep keeps something.
+    # 提示：keys.shape[:-1] 必须等于 keep.shape；keep.any(dim=-1).all() 判断每一行是否至少保留了一个位置。
+    # Hint: keys.shape[:-1] must equal keep.shape; keep.any(dim=-1).all() tells whether every row keeps a position.
+    ### BEGIN SOLUTION
+    for name, tensor in (("query", query), ("keys", keys), ("values", values)):
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
+            raise TypeError(f"attend_kept: {name} must be a floating-point torch.Tensor")
+    if not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool:
+        raise TypeError("attend_kept: keep must be a bool torch.Tensor")
+    if (query.dim() < 2 or keys.shape != values.shape or keys.shape[:-1] != keep.shape
+            or query.shape[:-2] != keys.shape[:-2] or query.shape[-1] != keys.shape[-1]):
+        raise ValueError(f"attend_kept: shapes disagree: query {list(query.shape)}, keys {list(keys.shape)}, "
+                         f"values {list(values.shape)}, keep {list(keep.shape)}")
+    if len({query.device, keys.device, values.device, keep.device}) > 1:
+        raise ValueError("attend_kept: query, keys, values and keep must be on one device")
+    if not bool(keep.any(dim=-1).all()):
+        raise ValueError("attend_kept: some row of keep keeps no position (its attention would be 0/0)")
+    ### END SOLUTION
+    # TODO 7.1.2: scaled scores, -inf where evicted, softmax over the positions, then the weighted sum of the values.
+    # 提示：masked_fill(~keep.unsqueeze(-2), float("-inf")) 把掩码广播到每个查询；exp(-inf) = 0。
+    # Hint: masked_fill(~keep.unsqueeze(-2), float("-inf")) broadcasts the mask over the queries; exp(-inf) = 0.
+    ### BEGIN SOLUTION
+    scores = query @ keys.transpose(-1, -2) / math.sqrt(query.shape[-1])
+    scores = scores.masked_fill(~keep.unsqueeze(-2), float("-inf"))
+    probabilities = torch.softmax(scores, dim=-1)
+    return probabilities @ values, probabilities
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_1_1_attention", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+"""Check that attend_kept equals attention over the kept positions only, with exact zeros at evicted ones."""
+
+
+def _check_task7_1_1_attention():
+    import torch
+
+    from course.checks import assert_no_python_loop, assert_plain_equal, assert_same_tensor, check_type
+    from course.env import available_devices
+
+    for device in available_devices():
+        query = torch.tensor([[1.0, 0.0], [0.0, 2.0]], device=device)
+        keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], device=device)
+        values = torch.tensor([[1.0, 0.0], [0.0, 1.0], [4.0, 4.0]], device=device)
+        keep = torch.tensor([True, False, True], device=device)
+        result = attend_kept(query, keys, values, keep)
+        check_type(result, tuple, f"attend_kept(...) on {device}")
+        output, probabilities = result
+        # Without position 1, both queries score positions 0 and 2 equally (1/sqrt(2) and 1/sqrt(2), 0 and 2/sqrt(2)).
+        first = torch.softmax(torch.tensor([1.0, 1.0]) / 2 ** 0.5, dim=0)
+        second = torch.softmax(torch.tensor([0.0, 2.0]) / 2 ** 0.5, dim=0)
+        expected_p = torch.tensor([[first[0], 0.0, first[1]], [second[0], 0.0, second[1]]], device=device)
+        assert_same_tensor(probabilities, expected_p, f"probabilities of attend_kept (keep [T, F, T]) on {device}",
+                           atol=1e-6)
+        assert_same_tensor(probabilities[:, 1], torch.zeros(2, device=device),
+                           f"probabilities at the evicted position 1 on {device} (must be exactly 0)")
+        assert_same_tensor(output, expected_p @ values, f"output of attend_kept (keep [T, F, T]) on {device}",
+                           atol=1e-6)
+        # A keep mask per head: the same as attention over a cache that holds only the kept rows.
+        generator = torch.Generator().manual_seed(71)
+        q = torch.randn(2, 3, 4, 8, generator=generator).to(device)
+        k = torch.randn(2, 3, 6, 8, generator=generator).to(device)
+        v = torch.randn(2, 3, 6, 8, generator=generator).to(device)
+        mask = torch.tensor([True, False, True, True, False, True], device=device).expand(2, 3, 6)
+        kept = mask[0, 0].nonzero().flatten()
+        pruned = torch.softmax(q @ k[..., kept, :].transpose(-1, -2) / 8 ** 0.5, dim=-1)
+        out, _ = attend_kept(q, k, v, mask)
+        assert_same_tensor(out, pruned @ v[..., kept, :], f"attend_kept on [2, 3] heads, keep of 4 of 6, on {device}",
+                           atol=1e-5)
+        # Large scores: the softmax must subtract the maximum.
+        big, _ = attend_kept(torch.tensor([[300.0]], device=device), torch.tensor([[300.0], [299.0]], device=device),
+                             torch.tensor([[1.0], [2.0]], device=device), torch.tensor([True, True], device=device))
+        assert_same_tensor(big, torch.tensor([[1.0]], device=device), f"attend_kept with scores 90000 and 89700 on {device}", atol=1e-5)
+        wide, wide_p = attend_kept(q.double(), k.double(), v.double(), mask)
+        assert_plain_equal((str(wide.dtype), str(wide_p.dtype)), ("torch.float64", "torch.float64"),
+                           f"the dtypes of attend_kept's output and probabilities for float64 inputs on {device}")
+    small = (torch.randn(2, 3, 8), torch.randn(2, 8, 8), torch.randn(2, 8, 8), torch.ones(2, 8, dtype=torch.bool))
+    large = (torch.randn(2, 3, 8), torch.randn(2, 512, 8), torch.randn(2, 512, 8), torch.ones(2, 512, dtype=torch.bool))
+    assert_no_python_loop(attend_kept, small, large, "attend_kept on 8 and 512 cached positions")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    def _oracle(q, k, v, m):
+        s = (q.double() @ k.double().transpose(-1, -2)) / (q.shape[-1] ** 0.5)
+        s = s - s.masked_fill(~m.unsqueeze(-2), float("-inf")).amax(dim=-1, keepdim=True)
+        e = torch.exp(s) * m.unsqueeze(-2)
+        p = e / e.sum(dim=-1, keepdim=True)
+        return (p @ v.double()).to(q.dtype), p.to(q.dtype)
+
+    _rng = _random.Random(7101)
+    for _device in available_devices():
+        for _case in range(60):
+            _lead = [_rng.randint(1, 3) for _ in range(_rng.randint(0, 2))]
+            _t, _d, _nq = _rng.randint(1, 20), _rng.choice([1, 2, 4, 16]), _rng.randint(1, 5)
+            _g = torch.Generator().manual_seed(_case)
+            _scale = _rng.choice([1.0, 10.0, 100.0])
+            _q = (torch.randn(*_lead, _nq, _d, generator=_g) * _scale).to(_device)
+            _k = torch.randn(*_lead, _t, _d, generator=_g).to(_device)
+            _v = torch.randn(*_lead, _t, _d, generator=_g).to(_device)
+            _m = torch.rand(*_lead, _t, generator=_g) < _rng.random()
+            _m[..., _rng.randrange(_t)] = True
+            _m = _m.to(_device)
+            _out, _p = attend_kept(_q, _k, _v, _m)
+            _eo, _ep = _oracle(_q, _k, _v, _m)
+            assert_same_tensor(_p, _ep, f"probabilities, random case {_case} on {_device}", atol=1e-5, reveal=False)
+            assert_same_tensor(_out, _eo, f"output, random case {_case} on {_device}", atol=1e-4, rtol=1e-4,
+                               reveal=False)
+            assert bool((_p.masked_select(~_m.unsqueeze(-2).expand_as(_p)) == 0).all()), (
+                f"attend_kept: evicted probabilities are not exactly 0, random case {_case}")
+    ### END HIDDEN TESTS
+
+
+_check_task7_1_1_attention()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_1_2_bad_input", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+"""Check that attend_kept refuses bad input with TypeError or ValueError."""
+
+
+def _check_task7_1_2_bad_input():
+    import torch
+
+    from course.checks import assert_raises
+
+    q, k, v = torch.zeros(2, 4), torch.zeros(3, 4), torch.zeros(3, 4)
+    keep = torch.tensor([True, True, False])
+    assert_raises(TypeError, "attend_kept with an int64 keep mask", attend_kept, q, k, v, keep.long())
+    assert_raises(TypeError, "attend_kept with int64 keys", attend_kept, q, k.long(), v, keep)
+    assert_raises(TypeError, "attend_kept with a list as query", attend_kept, [[0.0] * 4] * 2, k, v, keep)
+    assert_raises(ValueError, "attend_kept with a keep mask of 2 positions for 3 keys", attend_kept, q, k, v, keep[:2])
+    assert_raises(ValueError, "attend_kept with head_dim 4 in query and 3 in keys", attend_kept, q, k[:, :3],
+                  v[:, :3], keep)
+    assert_raises(ValueError, "attend_kept with values of 2 positions", attend_kept, q, k, v[:2], keep)
+    assert_raises(ValueError, "attend_kept with a row that keeps nothing", attend_kept, q, k, v,
+                  torch.zeros(3, dtype=torch.bool))
+    assert_raises(ValueError, "attend_kept where the second of two rows keeps nothing", attend_kept,
+                  torch.zeros(2, 2, 4), torch.zeros(2, 3, 4), torch.zeros(2, 3, 4),
+                  torch.tensor([[True, False, False], [False, False, False]]))
+
+    ### BEGIN HIDDEN TESTS
+    assert_raises(ValueError, "attend_kept with leading dims 2 and 3", attend_kept, torch.zeros(2, 1, 4),
+                  torch.zeros(3, 3, 4), torch.zeros(3, 3, 4), torch.ones(3, 3, dtype=torch.bool))
+    assert_raises(TypeError, "attend_kept with int values", attend_kept, q, k, v.int(), keep)
+    assert_raises(TypeError, "attend_kept with a list as keep", attend_kept, q, k, v, [True, True, False])
+    assert_raises(ValueError, "attend_kept with no cached position", attend_kept, q, torch.zeros(0, 4),
+                  torch.zeros(0, 4), torch.zeros(0, dtype=torch.bool))
+    from course.env import available_devices as _devices
+
+    if len(_devices()) > 1:
+        assert_raises(ValueError, "attend_kept with keep on another device", attend_kept, q, k, v,
+                      keep.to(_devices()[-1]))
+    ### END HIDDEN TESTS
+
+
+_check_task7_1_2_bad_input()
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task7_2_streaming_keep_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 7.2: streaming_keep (3 points)
+#
+# StreamingLLM (Xiao et al., ICLR 2024) keeps the first few tokens, the **attention sinks**, and a **recent window**.
+# `streaming_keep(num_tokens, budget, num_sinks=4, device=None)` returns the `bool` tensor `[num_tokens]` on `device`
+# (None: the CPU) that keeps the first `min(num_sinks, budget)` positions and the last `budget - min(num_sinks, budget)`
+# ones: exactly `budget` positions when `budget < num_tokens`, every position when `budget >= num_tokens` (the cache is
+# not full yet). The three arguments must be Python `int`s (`TypeError` otherwise, `True` included) and `>= 0`
+# (`ValueError` otherwise). Build it from `torch.arange` and comparisons, no Python loop over positions.
+# Traps: the sinks count **inside** the budget (`budget` 8 with 4 sinks is 4 sinks + 4 recent, not 4 + 8); with a
+# window of 0 positions, `keep[-0:]` is the whole tensor, not an empty slice.
+#
+# ## 任务 7.2：streaming_keep（3 分）
+#
+# StreamingLLM（Xiao 等，ICLR 2024）保留开头的几个 token（**注意力汇点**）和一个**最近窗口**。`streaming_keep(num_tokens, budget,
+# num_sinks=4, device=None)` 返回位于 `device`（None 表示 CPU）上的 `bool` 张量 `[num_tokens]`：保留前 `min(num_sinks, budget)` 个位置和最后
+# `budget - min(num_sinks, budget)` 个位置。`budget < num_tokens` 时恰好保留 `budget` 个位置，`budget >= num_tokens` 时保留全部位置（缓存还没满）。
+# 三个参数都必须是 Python `int`（否则抛出 `TypeError`，`True` 也算错），并且 `>= 0`（否则抛出 `ValueError`）。用 `torch.arange` 和比较运算构造结果，
+# 不对位置写 Python 循环。陷阱：注意力汇点算在预算**之内**（预算 8、4 个汇点，是 4 个汇点加 4 个最近位置，不是 4 + 8）；
+# 窗口为 0 个位置时，`keep[-0:]` 是整个张量，而不是空切片。
+
+# %% nbgrader={"grade": false, "grade_id": "task7_2_streaming_keep", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+
+
+def streaming_keep(num_tokens, budget, num_sinks=4, device=None):
+    """StreamingLLM's keep mask: the first min(num_sinks, budget) positions and the most recent ones, budget in all.
+
+    Returns:
+        bool tensor [num_tokens] on device (None: the CPU); all True when budget >= num_tokens.
+
+    Raises:
+        TypeError: an argument that is not a Python int (bool excluded).
+        ValueError: an argument below 0.
+    """
+    # TODO 7.2.1: check the three arguments.
+    # 提示：type(value) is not int 同时排除了 True 和 False。
+    # Hint: type(value) is not int also rules out True and False.
+    ### BEGIN SOLUTION
+    for name, value in (("num_tokens", num_tokens), ("budget", budget), ("num_sinks", num_sinks)):
+        if type(value) is not int:
+            raise TypeError(f"streaming_keep: {name} must be an int, got {type(value).__name__}")
+        if value < 0:
+            raise ValueError(f"streaming_keep: {name} must be >= 0, got {value}")
+    ### END SOLUTION
+    # TODO 7.2.2: compare the positions with the number of sinks and the start of the recent window.
+    # 提示：sinks = min(num_sinks, budget)，窗口从 num_tokens - (budget - sinks) 开始；budget >= num_tokens 时全部保留。
+    # Hint: sinks = min(num_sinks, budget); the window starts at num_tokens - (budget - sinks); keep all when
+    # budget >= num_tokens.
+    ### BEGIN SOLUTION
+    positions = torch.arange(num_tokens, device=device)
+    if budget >= num_tokens:
+        return torch.ones(num_tokens, dtype=torch.bool, device=device)
+    sinks = min(num_sinks, budget)
+    window = budget - sinks
+    return (positions < sinks) | (positions >= num_tokens - window)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_2_streaming_keep", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+"""Check that streaming_keep keeps the sinks and the recent window, budget positions in all."""
+
+
+def _check_task7_2_streaming_keep():
+    import torch
+
+    from course.checks import assert_raises, assert_same_tensor
+    from course.env import available_devices
+
+    def mask(text, device):
+        return torch.tensor([c == "1" for c in text], dtype=torch.bool, device=device)
+
+    for device in available_devices():
+        cases = [((10, 6, 2), "1100001111"), ((10, 6, 4), "1111000011"), ((10, 4, 4), "1111000000"),
+                 ((10, 3, 4), "1110000000"), ((10, 5, 0), "0000011111"), ((10, 0, 4), "0000000000"),
+                 ((6, 6, 2), "111111"), ((4, 9, 2), "1111"), ((0, 3, 2), "")]
+        for (num_tokens, budget, num_sinks), expected in cases:
+            assert_same_tensor(streaming_keep(num_tokens, budget, num_sinks, device=device), mask(expected, device),
+                               f"streaming_keep({num_tokens}, {budget}, {num_sinks}, device={device!r})")
+        assert_same_tensor(streaming_keep(12, 8, device=device), mask("111100001111", device),
+                           f"streaming_keep(12, 8) on {device} (4 sinks by default)")
+    assert_same_tensor(streaming_keep(5, 2), mask("11000", "cpu"), "streaming_keep(5, 2) without a device")
+    for args, error in [((10, -1, 4), ValueError), ((-1, 2, 0), ValueError), ((10, 4, -2), ValueError),
+                        ((10, True, 4), TypeError), ((10, 4.0, 4), TypeError), (("10", 4, 4), TypeError),
+                        ((10, 4, None), TypeError)]:
+        assert_raises(error, f"streaming_keep{args}", streaming_keep, *args)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(7201)
+    for _device in available_devices():
+        for _case in range(400):
+            _n, _b, _s = _rng.randint(0, 40), _rng.randint(0, 45), _rng.randint(0, 10)
+            if _b >= _n:
+                _expected = [True] * _n
+            else:
+                _sinks = min(_s, _b)
+                _expected = [_j < _sinks or _j >= _n - (_b - _sinks) for _j in range(_n)]
+            assert_same_tensor(streaming_keep(_n, _b, _s, device=_device),
+                               torch.tensor(_expected, dtype=torch.bool, device=_device),
+                               f"streaming_keep({_n}, {_b}, {_s}) on {_device}", reveal=False)
+    assert_same_tensor(streaming_keep(10**6, 6, 3)[:4], torch.tensor([True, True, True, False]),
+                       "streaming_keep(10**6, 6, 3)[:4]", reveal=False)
+    assert int(streaming_keep(10**6, 6, 3).sum()) == 6, "streaming_keep(10**6, 6, 3) must keep 6 positions"
+    for _args in [(False, 1, 1), (3, 1, True), (3, -5, 1), (3, 1, 1.0)]:
+        assert_raises(TypeError if any(type(a) is not int for a in _args) else ValueError, f"streaming_keep{_args}",
+                      streaming_keep, *_args)
+    ### END HIDDEN TESTS
+
+
+_check_task7_2_streaming_keep()
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task7_3_h2o_keep_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 7.3: h2o_keep (4 points)
+#
+# H2O (Zhang et al., NeurIPS 2023) observed that a few tokens, the **heavy hitters**, collect most of the attention,
+# and keeps them by their **accumulated attention**. `h2o_keep(attention, budget, recent)` takes attention
+# probabilities `attention`, a floating-point tensor `[..., num_queries, num_tokens]` (row $i$: how much query $i$
+# attended to each position; leading dimensions such as batch and heads are independent), and returns the `bool` keep
+# mask `[..., num_tokens]` on its device:
+#
+# 1. the scores $s_j = \sum_i p_{ij}$, the sum over the queries (dimension `-2`);
+# 2. the last `recent` positions are kept (the recent window), whatever their scores;
+# 3. among the other `num_tokens - recent` positions, the `budget - recent` with the highest scores are kept; **ties go
+#    to the earlier position**; the recent positions are not candidates (they are kept already);
+# 4. every position is kept when `budget >= num_tokens`.
+#
+# `budget` and `recent` are Python `int`s (`TypeError` otherwise, `True` included) with `0 <= recent <= budget`
+# (`ValueError` otherwise); `attention` must be a floating-point tensor (`TypeError`) with at least 2 dimensions and
+# no `NaN` (`ValueError`). No Python loop over rows or tokens (a test counts torch operations).
+# Trap: `torch.topk` does not promise which of equal scores it returns; sort with `stable=True` (descending) so that
+# equal scores keep their order.
+#
+# Graded in parts: 7.3.1 heavy hitters (2) · 7.3.2 recent window, ties and bad input (2).
+#
+# ## 任务 7.3：h2o_keep（4 分）
+#
+# H2O（Zhang 等，NeurIPS 2023）观察到少数 token（**重击者**）获得了大部分注意力，于是按**累积注意力**保留它们。`h2o_keep(attention, budget,
+# recent)` 接受注意力概率 `attention`，即浮点张量 `[..., num_queries, num_tokens]`（第 $i$ 行表示查询 $i$ 对每个位置的注意力；批量、注意力头等
+# 前导维度相互独立），返回位于同一设备上的 `bool` 保留掩码 `[..., num_tokens]`：
+#
+# 1. 分数 $s_j = \sum_i p_{ij}$，即对查询（第 `-2` 维）求和；
+# 2. 最后 `recent` 个位置（最近窗口）无论分数高低都保留；
+# 3. 在其余 `num_tokens - recent` 个位置中，保留分数最高的 `budget - recent` 个；**平局时保留位置更靠前的**；最近窗口中的位置不参与竞争
+#    （它们已经被保留）；
+# 4. `budget >= num_tokens` 时保留全部位置。
+#
+# `budget` 和 `recent` 是 Python `int`（否则抛出 `TypeError`，`True` 也算错），且 `0 <= recent <= budget`（否则抛出 `ValueError`）；
+# `attention` 必须是浮点张量（否则 `TypeError`），至少 2 维且不含 `NaN`（否则 `ValueError`）。不允许对行或 token 写 Python 循环（测试会统计 torch 操作的次数）。
+# 陷阱：`torch.topk` 不保证在分数相等时返回哪一个；用 `stable=True` 的降序排序，相等的分数就会保持原来的顺序。
+#
+# 分部分计分：7.3.1 重击者（2 分）· 7.3.2 最近窗口、平局与错误输入（2 分）。
+
+# %% nbgrader={"grade": false, "grade_id": "task7_3_h2o_keep", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+
+
+def h2o_keep(attention, budget, recent):
+    """H2O's keep mask: the recent window plus the heavy hitters by accumulated attention, budget positions in all.
+
+    Args:
+        attention: float tensor [..., num_queries, num_tokens] of attention probabilities.
+        budget: int >= recent, the positions to keep per row.
+        recent: int >= 0, the most recent positions that are always kept.
+
+    Returns:
+        bool tensor [..., num_tokens] on attention's device; all True when budget >= num_tokens. Ties between equal
+        scores go to the earlier position.
+
+    Raises:
+        TypeError: attention not a floating-point tensor; budget or recent not a Python int (bool excluded).
+        ValueError: attention with fewer than 2 dimensions or a NaN; recent < 0 or recent > budget.
+    """
+    if not isinstance(attention, torch.Tensor) or not attention.is_floating_point():
+        raise TypeError("h2o_keep: attention must be a floating-point torch.Tensor")
+    for name, value in (("budget", budget), ("recent", recent)):
+        if type(value) is not int:
+            raise TypeError(f"h2o_keep: {name} must be an int, got {type(value).__name__}")
+    if not 0 <= recent <= budget:
+        raise ValueError(f"h2o_keep: need 0 <= recent <= budget, got recent={recent}, budget={budget}")
+    if attention.dim() < 2 or bool(torch.isnan(attention).any()):
+        raise ValueError("h2o_keep: attention must be [..., num_queries, num_tokens] without NaN")
+    # TODO 7.3.1: the accumulated scores, then the keep mask of the top budget - recent older positions.
+    # 提示：sum(dim=-2)；torch.sort(..., descending=True, stable=True).indices 的前 k 个，再用 scatter 写入 True。
+    # Hint: sum(dim=-2); the first k of torch.sort(..., descending=True, stable=True).indices, written with scatter.
+    ### BEGIN SOLUTION
+    scores = attention.sum(dim=-2)
+    num_tokens = scores.shape[-1]
+    if budget >= num_tokens:
+        return torch.ones_like(scores, dtype=torch.bool)
+    older = num_tokens - recent
+    order = torch.sort(scores[..., :older], dim=-1, descending=True, stable=True).indices
+    keep_older = torch.zeros_like(scores[..., :older], dtype=torch.bool)
+    keep_older.scatter_(-1, order[..., :budget - recent], True)
+    ### END SOLUTION
+    # TODO 7.3.2: append the recent window, kept whatever its scores.
+    # 提示：torch.cat 把 keep_older 和一段长度为 recent 的全 True 张量沿最后一维拼起来。
+    # Hint: torch.cat joins keep_older and an all-True tensor of length recent along the last dimension.
+    ### BEGIN SOLUTION
+    keep_recent = torch.ones_like(scores[..., older:], dtype=torch.bool)
+    return torch.cat((keep_older, keep_recent), dim=-1)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_3_1_heavy_hitters", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+"""Check that h2o_keep keeps the positions of the highest accumulated attention."""
+
+
+def _check_task7_3_1_heavy_hitters():
+    import torch
+
+    from course.checks import assert_no_python_loop, assert_same_tensor
+    from course.env import available_devices
+
+    for device in available_devices():
+        # Two queries over 5 positions: scores 0.7, 0.3, 0.6, 0.2, 0.2.
+        attention = torch.tensor([[0.5, 0.25, 0.25, 0.0, 0.0], [0.2, 0.05, 0.35, 0.2, 0.2]], device=device)
+        assert_same_tensor(h2o_keep(attention, 2, 0), torch.tensor([True, False, True, False, False], device=device),
+                           f"h2o_keep(scores [0.7, 0.3, 0.6, 0.2, 0.2], budget 2, recent 0) on {device}")
+        assert_same_tensor(h2o_keep(attention, 3, 0), torch.tensor([True, True, True, False, False], device=device),
+                           f"h2o_keep(scores [0.7, 0.3, 0.6, 0.2, 0.2], budget 3, recent 0) on {device}")
+        # The scores are summed over the queries, not taken from the last one (which would keep 2, 0, 3).
+        assert_same_tensor(h2o_keep(attention, 1, 0), torch.tensor([True, False, False, False, False], device=device),
+                           f"h2o_keep(budget 1, recent 0) on {device}: the sum over both queries")
+        # Leading dims are independent rows (batch 2 x heads 1).
+        batched = torch.stack((attention, attention.flip(-1)))[:, None]
+        assert_same_tensor(h2o_keep(batched, 2, 0),
+                           torch.tensor([[[True, False, True, False, False]], [[False, False, True, False, True]]],
+                                        device=device), f"h2o_keep on [2, 1, 2, 5] attention on {device}")
+    small = (torch.rand(2, 4, 3, 16), 4, 2)
+    large = (torch.rand(64, 4, 3, 512), 4, 2)
+    assert_no_python_loop(h2o_keep, small, large, "h2o_keep on [2, 4, 3, 16] and [64, 4, 3, 512] attention")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    def _oracle(att, budget, recent):
+        scores = att.double().sum(dim=-2).cpu()
+        flat = scores.reshape(-1, scores.shape[-1])
+        n = scores.shape[-1]
+        rows = []
+        for row in flat.tolist():
+            if budget >= n:
+                rows.append([True] * n)
+                continue
+            older = sorted(range(n - recent), key=lambda j: (-row[j], j))[:budget - recent]
+            rows.append([j in older or j >= n - recent for j in range(n)])
+        return torch.tensor(rows, dtype=torch.bool).reshape(scores.shape).to(att.device)
+
+    _rng = _random.Random(7301)
+    for _device in available_devices():
+        for _case in range(150):
+            _lead = [_rng.randint(1, 3) for _ in range(_rng.randint(0, 2))]
+            _n, _q = _rng.randint(1, 24), _rng.randint(1, 4)
+            _g = torch.Generator().manual_seed(_case)
+            _att = torch.softmax(torch.randn(*_lead, _q, _n, generator=_g) * 3, dim=-1)
+            if _case % 3 == 0:  # dyadic values with many ties
+                _att = torch.randint(0, 4, (*_lead, _q, _n), generator=_g).double() / 4
+            _att = _att.to(_device)
+            _budget = _rng.randint(0, _n + 2)
+            _recent = 0 if _case % 2 else _rng.randint(0, _budget)
+            assert_same_tensor(h2o_keep(_att, _budget, _recent), _oracle(_att, _budget, _recent),
+                               f"h2o_keep(budget {_budget}, recent {_recent}) on random case {_case} on {_device}",
+                               reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_3_1_heavy_hitters()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_3_2_window_ties", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+"""Check h2o_keep's recent window, its ties to the earlier position, a budget that covers everything, and bad input."""
+
+
+def _check_task7_3_2_window_ties():
+    import torch
+
+    from course.checks import assert_raises, assert_same_tensor
+    from course.env import available_devices
+
+    for device in available_devices():
+        attention = torch.tensor([[0.5, 0.25, 0.25, 0.0, 0.0], [0.2, 0.05, 0.35, 0.2, 0.2]], device=device)
+        assert_same_tensor(h2o_keep(attention, 3, 2), torch.tensor([True, False, False, True, True], device=device),
+                           f"h2o_keep(scores [0.7, 0.3, 0.6, 0.2, 0.2], budget 3, recent 2) on {device}")
+        assert_same_tensor(h2o_keep(attention, 4, 2), torch.tensor([True, False, True, True, True], device=device),
+                           f"h2o_keep(scores [0.7, 0.3, 0.6, 0.2, 0.2], budget 4, recent 2) on {device}")
+        assert_same_tensor(h2o_keep(attention, 2, 2), torch.tensor([False, False, False, True, True], device=device),
+                           f"h2o_keep(budget 2, recent 2) on {device}: the window only")
+        # Ties go to the earlier position.
+        ties = torch.tensor([[0.25, 0.5, 0.25, 0.5, 0.25, 0.25]], device=device)
+        assert_same_tensor(h2o_keep(ties, 3, 0), torch.tensor([True, True, False, True, False, False], device=device),
+                           f"h2o_keep(scores [0.25, 0.5, 0.25, 0.5, 0.25, 0.25], budget 3, recent 0) on {device}")
+        assert_same_tensor(h2o_keep(ties, 3, 1), torch.tensor([False, True, False, True, False, True], device=device),
+                           f"h2o_keep(scores [0.25, 0.5, 0.25, 0.5, 0.25, 0.25], budget 3, recent 1) on {device}")
+        assert_same_tensor(h2o_keep(torch.zeros(2, 16, device=device), 2, 0),
+                           torch.arange(16, device=device) < 2, f"h2o_keep of 16 equal scores, budget 2, on {device}")
+        assert_same_tensor(h2o_keep(attention, 5, 1), torch.ones(5, dtype=torch.bool, device=device),
+                           f"h2o_keep(budget 5 = num_tokens) on {device}")
+        assert_same_tensor(h2o_keep(attention, 9, 3), torch.ones(5, dtype=torch.bool, device=device),
+                           f"h2o_keep(budget 9 > num_tokens) on {device}")
+    attention = torch.full((2, 5), 0.2)
+    for args, error in [((attention, 2, 3), ValueError), ((attention, -1, 0), ValueError),
+                        ((attention, 2, -1), ValueError), ((attention, True, 0), TypeError),
+                        ((attention, 2, 1.0), TypeError), ((attention.long(), 2, 0), TypeError),
+                        ((torch.full((5,), 0.2), 2, 0), ValueError),
+                        ((torch.tensor([[0.5, float("nan")]]), 1, 0), ValueError)]:
+        assert_raises(error, f"h2o_keep(attention {list(args[0].shape)} {args[0].dtype}, {args[1]!r}, {args[2]!r})",
+                      h2o_keep, *args)
+
+    ### BEGIN HIDDEN TESTS
+    for _device in available_devices():
+        _scores = torch.tensor([[3.0, 1.0, 3.0, 2.0, 1.0, 3.0, 0.0, 0.0]], device=_device)
+        assert_same_tensor(h2o_keep(_scores, 4, 2), torch.tensor([True, False, True, False, False, False, True, True],
+                                                                  device=_device),
+                           f"h2o_keep ties (3.0 at 0, 2, 5) budget 4 recent 2 on {_device}", reveal=False)
+        assert_same_tensor(h2o_keep(_scores, 8, 8), torch.ones(8, dtype=torch.bool, device=_device),
+                           "h2o_keep(budget 8, recent 8)", reveal=False)
+        assert_same_tensor(h2o_keep(_scores, 0, 0), torch.zeros(8, dtype=torch.bool, device=_device),
+                           "h2o_keep(budget 0)", reveal=False)
+        _big = torch.tensor([[1e30, 1e30, 2e30, -1e30]], device=_device)
+        assert_same_tensor(h2o_keep(_big, 2, 0), torch.tensor([True, False, True, False], device=_device),
+                           "h2o_keep with scores 1e30, 1e30, 2e30, -1e30", reveal=False)
+    assert_raises(TypeError, "h2o_keep with a list", h2o_keep, [[0.5, 0.5]], 1, 0)
+    assert_raises(TypeError, "h2o_keep(budget=2, recent=False)", h2o_keep, torch.ones(1, 3), 2, False)
+    assert_raises(ValueError, "h2o_keep with a NaN in a later row", h2o_keep,
+                  torch.tensor([[[0.5, 0.5]], [[0.5, float("nan")]]]), 2, 0)
+    ### END HIDDEN TESTS
+
+
+_check_task7_3_2_window_ties()
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task7_4_snapkv_keep_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 7.4: snapkv_keep (5 points)
+#
+# SnapKV (Li et al., 2024) observed that the prompt's last queries already attend to what the answer will need. After
+# the prefill of a prompt of `num_tokens` positions, `snapkv_keep(attention, budget, window, kernel_size=5)` takes the
+# prefill's attention probabilities `attention`, a floating-point tensor `[..., num_tokens, num_tokens]` (row $i$ is
+# query $i$, causal: entries above the diagonal are 0), and returns the `bool` keep mask `[..., num_tokens]` on its
+# device:
+#
+# 1. **votes**: the last `window` rows (the observation window, queries `num_tokens - window ...`) vote for the earlier
+#    positions `0 ... num_tokens - window - 1`: $s_j = \sum_{i \ge T - W} p_{ij}$;
+# 2. **pooling**: each earlier position's score is the **mean** of the votes of the positions `j - kernel_size // 2`
+#    to `j + kernel_size // 2` **that exist** (near the two ends the mean is over fewer votes; padding does not count:
+#    `torch.nn.functional.avg_pool1d(..., stride=1, padding=kernel_size // 2, count_include_pad=False)`); with
+#    `kernel_size = 1` the scores are the votes;
+# 3. **selection**: the `budget - window` earlier positions with the highest pooled scores, **ties to the earlier
+#    position**, plus the whole window; every position when `budget >= num_tokens`.
+#
+# `budget`, `window` and `kernel_size` are Python `int`s (`TypeError` otherwise, `True` included); `ValueError` when
+# `window < 1`, `window > budget`, `window > num_tokens`, `kernel_size` is not odd and positive, or `attention` does
+# not end in two equal dimensions; `TypeError` when `attention` is not a floating-point tensor. No Python loop over
+# rows or tokens. SnapKV's released code uses a window of 32 prompt tokens, kernel 5 and average pooling, for prompts
+# of thousands of tokens; the pooling keeps the neighbours of a voted token, so that a kept fact keeps its context.
+#
+# Graded in parts: 7.4.1 votes and selection (2) · 7.4.2 pooling (2) · 7.4.3 edge cases and bad input (1).
+#
+# ## 任务 7.4：snapkv_keep（5 分）
+#
+# SnapKV（Li 等，2024）观察到，提示词最后几个查询所关注的位置，已经就是生成答案时需要的位置。一个 `num_tokens` 个位置的提示词预填充之后，
+# `snapkv_keep(attention, budget, window, kernel_size=5)` 接受预填充的注意力概率 `attention`，即浮点张量 `[..., num_tokens, num_tokens]`
+# （第 $i$ 行是查询 $i$；因果注意力，对角线以上为 0），返回位于同一设备上的 `bool` 保留掩码 `[..., num_tokens]`：
+#
+# 1. **投票**：最后 `window` 行（观察窗口，即查询 `num_tokens - window ...`）为更早的位置 `0 ... num_tokens - window - 1` 投票：
+#    $s_j = \sum_{i \ge T - W} p_{ij}$；
+# 2. **池化**：每个更早位置的分数，是位置 `j - kernel_size // 2` 到 `j + kernel_size // 2` 中**实际存在的那些位置**的投票的**平均值**
+#    （靠近两端时参与平均的投票更少；填充不计入：`torch.nn.functional.avg_pool1d(..., stride=1, padding=kernel_size // 2,
+#    count_include_pad=False)`）；`kernel_size = 1` 时分数就是投票本身；
+# 3. **选择**：保留池化分数最高的 `budget - window` 个更早位置（**平局时保留位置更靠前的**），再加上整个观察窗口；`budget >= num_tokens` 时保留全部位置。
+#
+# `budget`、`window` 和 `kernel_size` 是 Python `int`（否则抛出 `TypeError`，`True` 也算错）；`window < 1`、`window > budget`、
+# `window > num_tokens`、`kernel_size` 不是正奇数，或 `attention` 的最后两维不相等时抛出 `ValueError`；`attention` 不是浮点张量时抛出
+# `TypeError`。不允许对行或 token 写 Python 循环。SnapKV 公开的代码对几千个 token 的提示词使用 32 个 token 的观察窗口、大小为 5 的核和平均池化；
+# 池化会保留被投票位置的邻居，使一个被保留的事实连同它的上下文一起留下。
+#
+# 分部分计分：7.4.1 投票与选择（2 分）· 7.4.2 池化（2 分）· 7.4.3 边界情况与错误输入（1 分）。
+
+# %% nbgrader={"grade": false, "grade_id": "task7_4_snapkv_keep", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+import torch.nn.functional as F
+
+
+def snapkv_keep(attention, budget, window, kernel_size=5):
+    """SnapKV's keep mask: the observation window plus the earlier positions it votes for, pooled, budget in all.
+
+    Args:
+        attention: float tensor [..., num_tokens, num_tokens], the prefill's attention probabilities.
+        budget: int >= window, positions to keep per row.
+        window: int in [1, num_tokens], the last prompt positions whose queries vote (always kept).
+        kernel_size: odd int >= 1, the width of the average pooling over the votes.
+
+    Returns:
+        bool tensor [..., num_tokens] on attention's device; all True when budget >= num_tokens. Ties go to the
+        earlier position.
+
+    Raises:
+        TypeError: attention not a floating-point tensor; budget, window or kernel_size not a Python int.
+        ValueError: the last two dims of attention differ; window < 1, window > budget or window > num_tokens;
+            kernel_size not odd and positive.
+    """
+    if not isinstance(attention, torch.Tensor) or not attention.is_floating_point():
+        raise TypeError("snapkv_keep: attention must be a floating-point torch.Tensor")
+    for name, value in (("budget", budget), ("window", window), ("kernel_size", kernel_size)):
+        if type(value) is not int:
+            raise TypeError(f"snapkv_keep: {name} must be an int, got {type(value).__name__}")
+    if attention.dim() < 2 or attention.shape[-1] != attention.shape[-2]:
+        raise ValueError(f"snapkv_keep: attention must be [..., num_tokens, num_tokens], got {list(attention.shape)}")
+    num_tokens = attention.shape[-1]
+    if not 1 <= window <= min(budget, num_tokens):
+        raise ValueError(f"snapkv_keep: need 1 <= window <= budget and window <= num_tokens ({num_tokens}), "
+                         f"got window={window}, budget={budget}")
+    if kernel_size < 1 or kernel_size % 2 == 0:
+        raise ValueError(f"snapkv_keep: kernel_size must be odd and >= 1, got {kernel_size}")
+    if budget >= num_tokens:
+        return torch.ones(attention.shape[:-1], dtype=torch.bool, device=attention.device)
+    prefix = num_tokens - window
+    # TODO 7.4.1: the votes of the window's queries for the earlier positions.
+    # 提示：取最后 window 行、前 prefix 列：attention[..., prefix:, :prefix]，对行求和。
+    # Hint: take the last window rows and the first prefix columns, attention[..., prefix:, :prefix], and sum the rows.
+    ### BEGIN SOLUTION
+    votes = attention[..., prefix:, :prefix].sum(dim=-2)
+    ### END SOLUTION
+    # TODO 7.4.2: average pooling along the positions, padding not counted.
+    # 提示：avg_pool1d 需要 [N, 1, L] 的输入：先 reshape(-1, 1, prefix)，池化后再 reshape 回 votes.shape。
+    # Hint: avg_pool1d takes [N, 1, L]: reshape(-1, 1, prefix) first, then back to votes.shape after pooling.
+    ### BEGIN SOLUTION
+    pooled = F.avg_pool1d(votes.reshape(-1, 1, prefix), kernel_size, stride=1, padding=kernel_size // 2,
+                          count_include_pad=False).reshape(votes.shape)
+    ### END SOLUTION
+    # TODO 7.4.3: keep the top budget - window earlier positions (ties to the earlier one), then the window.
+    # 提示：与任务 7.3 相同：stable=True 的降序排序、scatter，再用 torch.cat 接上全 True 的窗口。
+    # Hint: as in Task 7.3: a stable descending sort, scatter, then torch.cat with an all-True window.
+    ### BEGIN SOLUTION
+    order = torch.sort(pooled, dim=-1, descending=True, stable=True).indices
+    keep_prefix = torch.zeros_like(pooled, dtype=torch.bool)
+    keep_prefix.scatter_(-1, order[..., :budget - window], True)
+    keep_window = torch.ones(*pooled.shape[:-1], window, dtype=torch.bool, device=attention.device)
+    return torch.cat((keep_prefix, keep_window), dim=-1)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_4_1_votes", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+"""Check that snapkv_keep keeps the positions the observation window votes for, and the window."""
+
+
+def _check_task7_4_1_votes():
+    import torch
+
+    from course.checks import assert_no_python_loop, assert_same_tensor
+    from course.env import available_devices
+
+    def prompt_attention(device):
+        # Rows 4 and 5 (the window of 2) vote [0.5, 0, 0.25, 0.5] for positions 0-3; rows 0-3 attend uniformly.
+        rows = [[1.0, 0, 0, 0, 0, 0], [0.5, 0.5, 0, 0, 0, 0], [1 / 3, 1 / 3, 1 / 3, 0, 0, 0], [0.25] * 4 + [0, 0],
+                [0.5, 0.0, 0.0, 0.25, 0.25, 0.0], [0.0, 0.0, 0.25, 0.25, 0.25, 0.25]]
+        return torch.tensor(rows, device=device)
+
+    def mask(text, device):
+        return torch.tensor([c == "1" for c in text], dtype=torch.bool, device=device)
+
+    for device in available_devices():
+        attention = prompt_attention(device)
+        for budget, expected in [(3, "100011"), (4, "100111"), (5, "101111"), (2, "000011")]:
+            assert_same_tensor(snapkv_keep(attention, budget, 2, kernel_size=1), mask(expected, device),
+                               f"snapkv_keep(votes [0.5, 0, 0.25, 0.5], budget {budget}, window 2, kernel_size 1) "
+                               f"on {device}")
+        # Window 1: only the last row votes, [0, 0, 0.25, 0.25, 0.25] for positions 0-4.
+        assert_same_tensor(snapkv_keep(attention, 2, 1, kernel_size=1), mask("001001", device),
+                           f"snapkv_keep(budget 2, window 1, kernel_size 1) on {device}")
+        batched = torch.stack((attention, attention)).unsqueeze(1).expand(2, 3, 6, 6)
+        assert_same_tensor(snapkv_keep(batched, 3, 2, kernel_size=1), mask("100011", device).expand(2, 3, 6),
+                           f"snapkv_keep on [2, 3, 6, 6] attention on {device}")
+    small = (torch.rand(2, 4, 16, 16), 6, 2, 3)
+    large = (torch.rand(32, 4, 256, 256), 6, 2, 3)
+    assert_no_python_loop(snapkv_keep, small, large, "snapkv_keep on 16 and 256 prompt positions")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    def _oracle(att, budget, window, kernel):
+        n = att.shape[-1]
+        if budget >= n:
+            return torch.ones(att.shape[:-1], dtype=torch.bool, device=att.device)
+        prefix = n - window
+        votes = att.double()[..., prefix:, :prefix].sum(dim=-2).cpu()
+        flat = votes.reshape(-1, prefix).tolist()
+        rows = []
+        for row in flat:
+            half = kernel // 2
+            pooled = []
+            for j in range(prefix):
+                near = row[max(0, j - half):j + half + 1]
+                pooled.append(sum(near) / len(near))
+            chosen = sorted(range(prefix), key=lambda j: (-pooled[j], j))[:budget - window]
+            rows.append([j in chosen or j >= prefix for j in range(n)])
+        return torch.tensor(rows, dtype=torch.bool).reshape(att.shape[:-1]).to(att.device)
+
+    _rng = _random.Random(7401)
+    for _device in available_devices():
+        for _case in range(120):
+            _lead = [_rng.randint(1, 3) for _ in range(_rng.randint(0, 2))]
+            _n = _rng.randint(1, 24)
+            _g = torch.Generator().manual_seed(_case)
+            _scores = torch.randn(*_lead, _n, _n, generator=_g) * 2
+            _causal = torch.ones(_n, _n, dtype=torch.bool).tril()
+            _att = torch.softmax(_scores.masked_fill(~_causal, float("-inf")), dim=-1).to(_device)
+            _window = _rng.randint(1, _n)
+            _budget = _rng.randint(_window, _n + 2)
+            _kernel = 1 if _case % 2 else _rng.choice([1, 3, 5, 7])
+            assert_same_tensor(snapkv_keep(_att, _budget, _window, _kernel), _oracle(_att, _budget, _window, _kernel),
+                               f"snapkv_keep(budget {_budget}, window {_window}, kernel {_kernel}), random case {_case} "
+                               f"on {_device}", reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_4_1_votes()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_4_2_pooling", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+"""Check that snapkv_keep averages the votes over the neighbours that exist before it selects."""
+
+
+def _check_task7_4_2_pooling():
+    import torch
+
+    from course.checks import assert_same_tensor
+    from course.env import available_devices
+
+    def mask(text, device):
+        return torch.tensor([c == "1" for c in text], dtype=torch.bool, device=device)
+
+    for device in available_devices():
+        rows = [[1.0, 0, 0, 0, 0, 0], [0.5, 0.5, 0, 0, 0, 0], [0.25, 0.25, 0.5, 0, 0, 0], [0.25] * 4 + [0, 0],
+                [0.5, 0.0, 0.0, 0.25, 0.25, 0.0], [0.0, 0.0, 0.25, 0.25, 0.25, 0.25]]
+        attention = torch.tensor(rows, device=device)
+        # Votes [0.5, 0, 0.25, 0.5]; kernel 3 pools them to [0.25, 0.25, 0.25, 0.375] (the ends average 2 votes).
+        assert_same_tensor(snapkv_keep(attention, 3, 2, kernel_size=3), mask("000111", device),
+                           f"snapkv_keep(votes [0.5, 0, 0.25, 0.5], budget 3, window 2, kernel_size 3) on {device}")
+        assert_same_tensor(snapkv_keep(attention, 4, 2, kernel_size=3), mask("100111", device),
+                           f"snapkv_keep(votes [0.5, 0, 0.25, 0.5], budget 4, window 2, kernel_size 3) on {device}")
+        # Kernel 5 over 4 votes: [0.25, 0.3125, 0.3125, 0.25].
+        assert_same_tensor(snapkv_keep(attention, 3, 2, kernel_size=5), mask("010011", device),
+                           f"snapkv_keep(votes [0.5, 0, 0.25, 0.5], budget 3, window 2, kernel_size 5) on {device}")
+        # A kernel wider than the prompt: every position averages every vote (a tie, so the earliest wins).
+        assert_same_tensor(snapkv_keep(attention, 3, 2, kernel_size=9), mask("100011", device),
+                           f"snapkv_keep(budget 3, window 2, kernel_size 9) on {device}")
+        assert_same_tensor(snapkv_keep(attention, 3, 2), mask("010011", device),
+                           f"snapkv_keep(budget 3, window 2) on {device} (kernel_size 5 by default)")
+
+    ### BEGIN HIDDEN TESTS
+    for _device in available_devices():
+        _n = 9
+        _att = torch.zeros(_n, _n, device=_device)
+        _att[-1, :] = torch.tensor([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5], device=_device)
+        _att[-2, :8] = torch.tensor([0.75, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.25], device=_device)
+        # Window 2, votes for 0-6: [0.75, 0, 0, 0, 0, 0, 0]; kernel 3: [0.375, 0.25, 0, 0, 0, 0, 0].
+        assert_same_tensor(snapkv_keep(_att, 4, 2, 3), torch.tensor([1, 1, 0, 0, 0, 0, 0, 1, 1], dtype=torch.bool,
+                                                                    device=_device),
+                           f"snapkv_keep with a vote at the edge, kernel 3, on {_device}", reveal=False)
+        # Kernel 5: [0.25, 0.1875, 0.15, 0, 0, 0, 0] -> keep 0, 1, 2.
+        assert_same_tensor(snapkv_keep(_att, 5, 2, 5), torch.tensor([1, 1, 1, 0, 0, 0, 0, 1, 1], dtype=torch.bool,
+                                                                    device=_device),
+                           f"snapkv_keep with a vote at the edge, kernel 5, on {_device}", reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_4_2_pooling()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_4_3_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+"""Check snapkv_keep when the budget covers the prompt or equals the window, and that it refuses bad input."""
+
+
+def _check_task7_4_3_edges():
+    import torch
+
+    from course.checks import assert_raises, assert_same_tensor
+    from course.env import available_devices
+
+    for device in available_devices():
+        attention = torch.full((2, 6, 6), 1 / 6, device=device).tril()
+        assert_same_tensor(snapkv_keep(attention, 6, 2, 3), torch.ones(2, 6, dtype=torch.bool, device=device),
+                           f"snapkv_keep(budget 6 = num_tokens) on {device}")
+        assert_same_tensor(snapkv_keep(attention, 10, 6, 3), torch.ones(2, 6, dtype=torch.bool, device=device),
+                           f"snapkv_keep(budget 10, window 6 = num_tokens) on {device}")
+        assert_same_tensor(snapkv_keep(attention, 3, 3, 3), (torch.arange(6, device=device) >= 3).expand(2, 6),
+                           f"snapkv_keep(budget 3 = window 3) on {device}: the window only")
+    attention = torch.full((6, 6), 1 / 6).tril()
+    for args, error in [((attention, 3, 4, 3), ValueError), ((attention, 3, 0, 3), ValueError),
+                        ((attention, 8, 7, 3), ValueError), ((attention, 4, 2, 4), ValueError),
+                        ((attention, 4, 2, 0), ValueError), ((attention[:5], 4, 2, 3), ValueError),
+                        ((attention, 4, 2, True), TypeError), ((attention, 4.0, 2, 3), TypeError),
+                        ((attention.long(), 4, 2, 3), TypeError)]:
+        assert_raises(error, f"snapkv_keep(attention {list(args[0].shape)} {args[0].dtype}, {args[1]!r}, {args[2]!r}, "
+                             f"{args[3]!r})", snapkv_keep, *args)
+
+    ### BEGIN HIDDEN TESTS
+    assert_raises(ValueError, "snapkv_keep(kernel_size -3)", snapkv_keep, attention, 4, 2, -3)
+    assert_raises(TypeError, "snapkv_keep(window=True)", snapkv_keep, attention, 4, True, 3)
+    assert_raises(TypeError, "snapkv_keep on a list", snapkv_keep, attention.tolist(), 4, 2, 3)
+    assert_raises(ValueError, "snapkv_keep on a 1-D tensor", snapkv_keep, torch.ones(6), 4, 2, 3)
+    for _device in available_devices():
+        _one = torch.ones(1, 1, device=_device)
+        assert_same_tensor(snapkv_keep(_one, 1, 1, 1), torch.ones(1, dtype=torch.bool, device=_device),
+                           "snapkv_keep on one position", reveal=False)
+        _att = torch.full((7, 7), 1 / 7, device=_device, dtype=torch.float64).tril()
+        assert_same_tensor(snapkv_keep(_att, 3, 1, 1), torch.tensor([1, 1, 0, 0, 0, 0, 1], dtype=torch.bool,
+                                                                     device=_device),
+                           "snapkv_keep on float64 attention with tied votes", reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_4_3_edges()
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task7_5_pyramid_budgets_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 7.5: pyramid_budgets (3 points)
+#
+# PyramidKV (Cai et al., 2024) found attention spread widely in the lower layers and concentrated on a few tokens in
+# the upper ones ("pyramidal information funneling"), and so gives the lower layers more of the budget. With $L$
+# layers, a total budget $B_\text{total}$ (the average $\bar B = B_\text{total} / L$) and a ratio $\beta$, the top
+# layer gets $\bar B / \beta$, the bottom layer $2\bar B - \bar B/\beta$, and the layers between lie on the straight
+# line, so the $L$ budgets average $\bar B$. For layer $l = 0, \dots, L-1$ (0 is the lowest) that is exactly
+#
+# $$b_l = \frac{N_l}{D}, \qquad N_l = B_\text{total}\,\big((2\beta - 1)(L - 1) - 2l(\beta - 1)\big), \qquad D = L\,\beta\,(L - 1).$$
+#
+# `pyramid_budgets(total, num_layers, beta=20)` returns the list of `num_layers` Python `int`s $\lfloor N_l / D\rfloor$,
+# then adds 1 to each of the first $B_\text{total} - \sum_l \lfloor N_l / D \rfloor$ layers (layers 0, 1, …), so that
+# the budgets sum to `total` exactly. With one layer it returns `[total]`. The three arguments are Python `int`s
+# (`TypeError` otherwise, `True` included) with `total >= 0`, `num_layers >= 1`, `beta >= 1` (`ValueError` otherwise);
+# `beta = 1` gives equal budgets. PyramidKV uses $\beta = 20$. Trap: the same formula in floating point (the average,
+# then the top, then the line) floors `pyramid_budgets(28, 5, 2)` to `[9, 7, 6, 4, 2]` instead of `[9, 8, 5, 4, 2]`,
+# because 7.999999… floors to 7: compute $N_l$ and $D$ as integers and use `//`.
+#
+# ## 任务 7.5：pyramid_budgets（3 分）
+#
+# PyramidKV（Cai 等，2024）发现，低层的注意力分布很广，高层的注意力集中在少数 token 上（"金字塔式信息汇聚"），于是把更多的预算分给低层。
+# 设有 $L$ 层、总预算 $B_\text{total}$（平均值 $\bar B = B_\text{total} / L$）和比值 $\beta$：最高层得到 $\bar B / \beta$，最低层得到
+# $2\bar B - \bar B/\beta$，中间各层位于两者之间的直线上，因此 $L$ 个预算的平均值是 $\bar B$。对第 $l = 0, \dots, L-1$ 层（0 是最低层），精确地写出来就是
+#
+# $$b_l = \frac{N_l}{D}, \qquad N_l = B_\text{total}\,\big((2\beta - 1)(L - 1) - 2l(\beta - 1)\big), \qquad D = L\,\beta\,(L - 1).$$
+#
+# `pyramid_budgets(total, num_layers, beta=20)` 返回由 `num_layers` 个 Python `int` 组成的列表 $\lfloor N_l / D\rfloor$，再给前
+# $B_\text{total} - \sum_l \lfloor N_l / D \rfloor$ 层（第 0、1、… 层）各加 1，使预算之和恰好等于 `total`。只有一层时返回 `[total]`。
+# 三个参数都是 Python `int`（否则抛出 `TypeError`，`True` 也算错），且 `total >= 0`、`num_layers >= 1`、`beta >= 1`（否则抛出 `ValueError`）；
+# `beta = 1` 时各层预算相等。PyramidKV 使用 $\beta = 20$。陷阱：用浮点数计算同一个公式（先算平均值，再算最高层，再算直线）时，
+# `pyramid_budgets(28, 5, 2)` 会被向下取整成 `[9, 7, 6, 4, 2]` 而不是 `[9, 8, 5, 4, 2]`，因为 7.999999… 向下取整是 7：
+# 用整数计算 $N_l$ 和 $D$，再用 `//`。
+
+# %% nbgrader={"grade": false, "grade_id": "task7_5_pyramid_budgets", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def pyramid_budgets(total, num_layers, beta=20):
+    """PyramidKV's per-layer budgets: falling linearly with depth, summing to total.
+
+    Returns:
+        list of num_layers ints, layer 0 (the lowest) first: floor(N_l / D), plus 1 for each of the first
+        total - sum(floors) layers. [total] for one layer.
+
+    Raises:
+        TypeError: an argument that is not a Python int (bool excluded).
+        ValueError: total < 0, num_layers < 1 or beta < 1.
+    """
+    for name, value, low in (("total", total, 0), ("num_layers", num_layers, 1), ("beta", beta, 1)):
+        if type(value) is not int:
+            raise TypeError(f"pyramid_budgets: {name} must be an int, got {type(value).__name__}")
+        if value < low:
+            raise ValueError(f"pyramid_budgets: {name} must be >= {low}, got {value}")
+    if num_layers == 1:
+        return [total]
+    # TODO 7.5.1: the floors of N_l / D in integer arithmetic.
+    # 提示：N_l 和 D 都是整数；整数的 // 就是精确的向下取整。
+    # Hint: N_l and D are integers; // on ints is the exact floor.
+    ### BEGIN SOLUTION
+    denominator = num_layers * beta * (num_layers - 1)
+    budgets = [total * ((2 * beta - 1) * (num_layers - 1) - 2 * layer * (beta - 1)) // denominator
+               for layer in range(num_layers)]
+    ### END SOLUTION
+    # TODO 7.5.2: give the units left over to the lowest layers, one each.
+    # 提示：剩下的单位数 total - sum(budgets) 小于 num_layers。
+    # Hint: the units left over, total - sum(budgets), are fewer than num_layers.
+    ### BEGIN SOLUTION
+    left_over = total - sum(budgets)
+    return [budget + (layer < left_over) for layer, budget in enumerate(budgets)]
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_5_pyramid_budgets", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+"""Check that pyramid_budgets falls linearly with depth, sums to the total and uses exact arithmetic."""
+
+
+def _check_task7_5_pyramid_budgets():
+    from course.checks import assert_plain_equal, assert_raises, check_type
+
+    result = pyramid_budgets(40, 2)
+    check_type(result, list, "pyramid_budgets(40, 2)")
+    check_type(result[0], int, "pyramid_budgets(40, 2)[0]")
+    assert_plain_equal(result, [39, 1], "pyramid_budgets(40, 2) (average 20: top 20/20 = 1, bottom 40 - 1 = 39)")
+    assert_plain_equal(pyramid_budgets(64, 4), [32, 22, 10, 0], "pyramid_budgets(64, 4)")
+    assert_plain_equal(pyramid_budgets(16, 2), [16, 0], "pyramid_budgets(16, 2) (floors 15 and 0, one unit left)")
+    assert_plain_equal(pyramid_budgets(100, 3, 20), [66, 33, 1], "pyramid_budgets(100, 3, 20)")
+    assert_plain_equal(pyramid_budgets(30, 3, 1), [10, 10, 10], "pyramid_budgets(30, 3, beta=1)")
+    assert_plain_equal(pyramid_budgets(31, 3, 1), [11, 10, 10], "pyramid_budgets(31, 3, beta=1) (one unit left)")
+    assert_plain_equal(pyramid_budgets(28, 5, 2), [9, 8, 5, 4, 2], "pyramid_budgets(28, 5, 2) (exact floors)")
+    assert_plain_equal(pyramid_budgets(7, 1), [7], "pyramid_budgets(7, 1)")
+    assert_plain_equal(pyramid_budgets(0, 3), [0, 0, 0], "pyramid_budgets(0, 3)")
+    for args, error in [((-1, 2), ValueError), ((10, 0), ValueError), ((10, 2, 0), ValueError),
+                        ((10.0, 2), TypeError), ((10, True), TypeError), ((10, 2, 2.5), TypeError)]:
+        assert_raises(error, f"pyramid_budgets{args}", pyramid_budgets, *args)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+    from fractions import Fraction as _Fraction
+
+    def _oracle(total, layers, beta):
+        if layers == 1:
+            return [total]
+        average = _Fraction(total, layers)
+        top = average / beta
+        bottom = 2 * average - top
+        floors = [int((bottom - (bottom - top) * _l / (layers - 1)) // 1) for _l in range(layers)]
+        left = total - sum(floors)
+        return [_b + (1 if _l < left else 0) for _l, _b in enumerate(floors)]
+
+    _rng = _random.Random(7501)
+    for _case in range(600):
+        _total, _layers, _beta = _rng.randint(0, 5000), _rng.randint(1, 40), _rng.choice([1, 2, 3, 5, 7, 10, 20, 97])
+        _got = pyramid_budgets(_total, _layers, _beta)
+        assert_plain_equal(_got, _oracle(_total, _layers, _beta),
+                           f"pyramid_budgets({_total}, {_layers}, {_beta})", reveal=False)
+        assert all(type(_b) is int for _b in _got), f"pyramid_budgets({_total}, {_layers}, {_beta}) must hold ints"
+    assert_plain_equal(pyramid_budgets(10**15, 3, 20), _oracle(10**15, 3, 20), "pyramid_budgets(10**15, 3, 20)",
+                       reveal=False)
+    assert_plain_equal(pyramid_budgets(205, 3, 5), [124, 68, 13], "pyramid_budgets(205, 3, 5)", reveal=False)
+    for _args in [(5, 2, -4), (5, -1), (-(10**9), 1)]:
+        assert_raises(ValueError, f"pyramid_budgets{_args}", pyramid_budgets, *_args)
+    for _args in [(False, 1), ("5", 2), (5, 2, None)]:
+        assert_raises(TypeError, f"pyramid_budgets{_args}", pyramid_budgets, *_args)
+    ### END HIDDEN TESTS
+
+
+_check_task7_5_pyramid_budgets()
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task7_6_decode_with_eviction_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 7.6: decode_with_eviction (8 points)
+#
+# In generation the cache grows by one token per step, and a policy must evict **while** it generates: StreamingLLM
+# and H2O do it at every step. `decode_with_eviction(model, tokens, budget, keep_fn)` feeds the integer tensor
+# `tokens` `[batch, length]` through `model` (a `TinyDecoder`; batched calls as in the model's docstring) one token
+# at a time, and after every step cuts each layer back to `budget` slots with the policy `keep_fn`:
+#
+# - step `t` runs `tokens[:, t:t + 1]` with the cache and `position=t` (its true position: after an eviction the
+#   cache holds fewer slots than `t`), with `return_attention=True`, and keeps its logits;
+# - each layer keeps **scores**, float `[batch, num_heads, num_slots]`, one per cache slot: the accumulated attention
+#   the slot received, the sum of its attention at every step since it entered the cache (the step's own token
+#   included: the new slot starts at the attention it paid to itself). After step `t`, add the step's attention row
+#   (`attention[layer][:, :, 0, :]`) to the scores, with a new entry for the new slot;
+# - then, when a layer holds more than `budget` slots, call `keep = keep_fn(scores, budget)` for that layer and keep
+#   the masked slots of its K/V (`course.model.prune_cache`) **and** of its scores, so that slot $j$'s score stays
+#   slot $j$'s. `keep` must be a `bool` tensor of the scores' shape with exactly `budget` `True` per row (`ValueError`
+#   otherwise: a policy that keeps more or fewer slots is a bug to report, not to hide).
+#
+# Return `(logits, kv)`: `logits` `[batch, length, vocab_size]` (step `t`'s logits at `[:, t]`), `kv` the final
+# cache. When `budget >= length` nothing is evicted and the logits **equal** the full-cache model's, step for step.
+# `TypeError` when `tokens` is not an integer tensor, `budget` not a Python `int` (`True` included) or `keep_fn` not
+# callable; `ValueError` when `tokens` is not 2-D or `budget < 1`. The loop over the steps is the decode loop itself;
+# inside a step, no Python loop over sequences, heads or slots (a loop over the layers is fine). Traps: evicting
+# before the step's own token is in the cache (the next step then cannot see it); scores that stay behind when the
+# slots move (prune them with the same mask); a position taken from the cache's length after an eviction.
+#
+# Graded in parts: 7.6.1 no eviction equals the full cache (2) · 7.6.2 eviction and positions (3) · 7.6.3 accumulated
+# scores (2) · 7.6.4 bad input (1).
+#
+# ## 任务 7.6：decode_with_eviction（8 分）
+#
+# 生成时缓存每步增加一个 token，驱逐策略必须**边生成边**驱逐：StreamingLLM 和 H2O 每一步都这样做。`decode_with_eviction(model, tokens,
+# budget, keep_fn)` 把整数张量 `tokens` `[batch, length]` 一次一个 token 地送入 `model`（一个 `TinyDecoder`；批量调用方式见模型的文档字符串），
+# 每一步之后用驱逐策略 `keep_fn` 把每一层裁剪回 `budget` 个槽位：
+#
+# - 第 `t` 步用缓存运行 `tokens[:, t:t + 1]`，传入 `position=t`（它真实的位置：驱逐之后缓存中的槽位数少于 `t`）和 `return_attention=True`，
+#   并保存它的 logits；
+# - 每一层为每个缓存槽位维护一个**分数**，即浮点张量 `[batch, num_heads, num_slots]`：这个槽位收到的累积注意力，也就是它进入缓存以来每一步所得
+#   注意力之和（包括这一步自己的 token：新槽位的初始分数是它对自己的注意力）。第 `t` 步之后，把这一步的注意力行（`attention[layer][:, :, 0, :]`）
+#   加到分数上，并为新槽位添加一项；
+# - 然后，若某一层的槽位多于 `budget` 个，就对这一层调用 `keep = keep_fn(scores, budget)`，并按掩码保留它的 K/V（`course.model.prune_cache`）
+#   **以及**它的分数，使第 $j$ 个槽位的分数仍然属于第 $j$ 个槽位。`keep` 必须是与分数形状相同的 `bool` 张量，且每一行恰好有 `budget` 个 `True`
+#   （否则抛出 `ValueError`：多保留或少保留槽位的策略是一个应当报告的错误，而不是应当掩盖的错误）。
+#
+# 返回 `(logits, kv)`：`logits` 形状为 `[batch, length, vocab_size]`（第 `t` 步的 logits 在 `[:, t]`），`kv` 是最终的缓存。`budget >= length`
+# 时什么也不驱逐，logits 与全缓存模型逐步**相等**。`tokens` 不是整数张量、`budget` 不是 Python `int`（`True` 也算错）或 `keep_fn` 不可调用时抛出
+# `TypeError`；`tokens` 不是二维或 `budget < 1` 时抛出 `ValueError`。对步的循环就是解码循环本身；在一步之内，不对序列、注意力头或槽位写 Python 循环
+# （对层的循环可以）。陷阱：在这一步自己的 token 进入缓存之前就驱逐（下一步就看不到它了）；槽位移动了而分数留在原处（用同一个掩码裁剪分数）；
+# 驱逐之后用缓存的长度当作位置。
+#
+# 分部分计分：7.6.1 不驱逐时等于全缓存（2 分）· 7.6.2 驱逐与位置（3 分）· 7.6.3 累积分数（2 分）· 7.6.4 错误输入（1 分）。
+
+# %% nbgrader={"grade": false, "grade_id": "task7_6_decode_with_eviction", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+
+from course.model import prune_cache
+
+
+def decode_with_eviction(model, tokens, budget, keep_fn):
+    """Decode tokens one at a time, cutting every layer back to budget slots after each step with keep_fn.
+
+    Args:
+        model: a TinyDecoder.
+        tokens: integer tensor [batch, length] on the model's device.
+        budget: int >= 1, the most slots each layer keeps after a step.
+        keep_fn: keep_fn(scores, budget) -> bool tensor of scores' shape [batch, num_heads, num_slots] with exactly
+            budget True per row; scores are each slot's accumulated attention.
+
+    Returns:
+        (logits [batch, length, vocab_size], kv): every step's logits, and the final cache.
+
+    Raises:
+        TypeError: tokens not an integer tensor, budget not a Python int (bool excluded), keep_fn not callable.
+        ValueError: tokens not 2-D, budget < 1, or a mask from keep_fn that is not bool of the scores' shape with
+            budget True per row.
+    """
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype.is_floating_point or tokens.dtype == torch.bool:
+        raise TypeError("decode_with_eviction: tokens must be an integer torch.Tensor")
+    if type(budget) is not int:
+        raise TypeError(f"decode_with_eviction: budget must be an int, got {type(budget).__name__}")
+    if not callable(keep_fn):
+        raise TypeError("decode_with_eviction: keep_fn must be callable")
+    if tokens.dim() != 2 or budget < 1:
+        raise ValueError(f"decode_with_eviction: need tokens [batch, length] and budget >= 1, got shape "
+                         f"{list(tokens.shape)} and budget {budget}")
+    kv, scores, steps = None, None, []
+    for step in range(tokens.shape[1]):
+        # TODO 7.6.1: run this step's token at its true position, with the attention; keep its logits.
+        # 提示：model(tokens[:, step:step + 1], past_kv=kv, position=step, return_attention=True) 返回 (logits, kv, attention)。
+        # Hint: model(tokens[:, step:step + 1], past_kv=kv, position=step, return_attention=True) returns
+        # (logits, kv, attention).
+        ### BEGIN SOLUTION
+        logits, kv, attention = model(tokens[:, step:step + 1], past_kv=kv, position=step, return_attention=True)
+        steps.append(logits)
+        ### END SOLUTION
+        # TODO 7.6.2: add this step's attention row to each layer's scores, with a new entry for the new slot.
+        # 提示：旧分数后面接一列 0（torch.cat 或 F.pad），再加上 attention[layer][:, :, 0, :]。
+        # Hint: append a column of zeros to the old scores (torch.cat or F.pad), then add attention[layer][:, :, 0, :].
+        ### BEGIN SOLUTION
+        rows = [layer_attention[:, :, 0, :] for layer_attention in attention]
+        if scores is None:
+            scores = rows
+        else:
+            scores = [torch.cat((old, torch.zeros_like(old[..., :1])), dim=-1) + row for old, row in zip(scores, rows)]
+        ### END SOLUTION
+        # TODO 7.6.3: when the cache holds more than budget slots, ask keep_fn, check its mask, prune K/V and scores.
+        # 提示：prune_cache(kv, keeps) 裁剪 K/V；分数用 scores[layer][keep].reshape(batch, num_heads, budget)。
+        # Hint: prune_cache(kv, keeps) cuts K/V; the scores: scores[layer][keep].reshape(batch, num_heads, budget).
+        ### BEGIN SOLUTION
+        if kv[0][0].shape[1] > budget:
+            keeps = []
+            for layer_scores in scores:
+                keep = keep_fn(layer_scores, budget)
+                if (not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool or keep.shape != layer_scores.shape
+                        or not bool((keep.sum(dim=-1) == budget).all())):
+                    raise ValueError(f"decode_with_eviction: keep_fn must return a bool mask of shape "
+                                     f"{list(layer_scores.shape)} with {budget} True per row")
+                keeps.append(keep)
+            kv = prune_cache(kv, keeps)
+            scores = [layer_scores[keep].reshape(*layer_scores.shape[:-1], budget)
+                      for layer_scores, keep in zip(scores, keeps)]
+        ### END SOLUTION
+    return torch.cat(steps, dim=1), kv
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_6_1_full_budget", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+"""Check that decode_with_eviction equals the full-cache model when the budget covers every token."""
+
+
+def _check_task7_6_1_full_budget():
+    import torch
+
+    from course.checks import assert_plain_equal, assert_same_tensor, check_type
+    from course.env import available_devices
+    from course.model import TinyDecoder
+
+    def window(scores, budget):
+        return torch.arange(scores.shape[-1], device=scores.device) >= scores.shape[-1] - budget
+
+    for device in available_devices():
+        model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
+        tokens = torch.randint(0, 23, (3, 10), generator=torch.Generator().manual_seed(76)).to(device)
+        expected, kv = [], None
+        for step in range(10):
+            logits, kv = model(tokens[:, step:step + 1], past_kv=kv)
+            expected.append(logits)
+        expected = torch.cat(expected, dim=1)
+        for budget in (10, 64):
+            result = decode_with_eviction(model, tokens, budget, window)
+            check_type(result, tuple, f"decode_with_eviction(..., budget={budget})")
+            logits, final = result
+            assert_same_tensor(logits, expected, f"decode_with_eviction logits with budget {budget} on {device} "
+                                                 "(nothing evicted: the full cache, step for step)")
+            assert_plain_equal([tuple(k.shape) for k, _ in final], [(3, 10, 2, 4)] * 2,
+                               f"the final cache's shapes with budget {budget} on {device}")
+            assert_same_tensor(final[1][1], kv[1][1], f"the final cache's layer-1 values with budget {budget} on {device}")
+        whole, _ = model(tokens)
+        assert_same_tensor(decode_with_eviction(model, tokens, 10, window)[0], whole,
+                           f"decode_with_eviction(budget 10) against one call on the whole sequence on {device}",
+                           atol=1e-5)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(7601)
+    for _case in range(4):
+        _model = TinyDecoder(vocab_size=11, num_layers=_rng.randint(1, 3), num_heads=_rng.randint(1, 3), head_dim=2,
+                             seed=_case, positions=_rng.choice(["rotary", "sinusoidal"]))
+        _length = _rng.randint(1, 9)
+        _tokens = torch.randint(0, 11, (_rng.randint(1, 3), _length), generator=torch.Generator().manual_seed(_case))
+        _expected, _kv = [], None
+        for _step in range(_length):
+            _logits, _kv = _model(_tokens[:, _step:_step + 1], past_kv=_kv)
+            _expected.append(_logits)
+
+        def _refuse(scores, budget):
+            raise AssertionError("keep_fn was called although nothing had to be evicted")
+
+        _got, _final = decode_with_eviction(_model, _tokens, _length + _rng.randint(0, 3), _refuse)
+        assert_same_tensor(_got, torch.cat(_expected, dim=1), f"full budget, random case {_case}", reveal=False)
+        assert_same_tensor(_final[-1][0], _kv[-1][0], f"final keys, full budget, random case {_case}", reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_6_1_full_budget()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_6_2_eviction", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+"""Check that decode_with_eviction prunes to budget slots after each step and keeps the true positions."""
+
+
+def _check_task7_6_2_eviction():
+    import torch
+
+    from course.checks import assert_plain_equal, assert_same_tensor
+    from course.env import available_devices
+    from course.model import TinyDecoder, prune_cache
+
+    def window(scores, budget):
+        return (torch.arange(scores.shape[-1], device=scores.device) >= scores.shape[-1] - budget).expand(scores.shape)
+
+    for device in available_devices():
+        model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
+        tokens = torch.randint(0, 23, (3, 10), generator=torch.Generator().manual_seed(76)).to(device)
+        full, kv = [], None
+        for step in range(5):
+            logits, kv = model(tokens[:, step:step + 1], past_kv=kv)
+            full.append(logits)
+        logits, final = decode_with_eviction(model, tokens, 4, window)
+        assert_same_tensor(logits[:, :5], torch.cat(full, dim=1),
+                           f"decode_with_eviction(budget 4) logits of steps 0-4 on {device} (nothing evicted yet)")
+        # After step 4 the window keeps slots 1-4; step 5 runs at position 5 on them.
+        keep = torch.tensor([False, True, True, True, True], device=device)
+        step5, _ = model(tokens[:, 5:6], past_kv=prune_cache(kv, [keep, keep]), position=5)
+        assert_same_tensor(logits[:, 5], step5[:, 0], f"decode_with_eviction(budget 4) logits of step 5 on {device} "
+                                                      "(the cache holds positions 1-4; the token is at position 5)",
+                           atol=1e-6)
+        assert_plain_equal([tuple(k.shape) for k, _ in final], [(3, 4, 2, 4)] * 2,
+                           f"the final cache's shapes with budget 4 on {device}")
+        assert_plain_equal(tuple(logits.shape), (3, 10, 23), f"the logits' shape with budget 4 on {device}")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    def _oracle(model, tokens, budget, keep_fn):
+        batch, length = tokens.shape
+        kv, scores, out = None, None, []
+        for t in range(length):
+            logits, kv, att = model(tokens[:, t:t + 1], past_kv=kv, position=t, return_attention=True)
+            out.append(logits)
+            if scores is None:
+                scores = [a[:, :, 0, :].clone() for a in att]
+            else:
+                scores = [torch.nn.functional.pad(s, (0, 1)) + a[:, :, 0, :] for s, a in zip(scores, att)]
+            if kv[0][0].shape[1] > budget:
+                new_kv, new_scores = [], []
+                for (k, v), s in zip(kv, scores):
+                    m = keep_fn(s, budget)
+                    index = torch.sort(torch.where(m, torch.arange(s.shape[-1], device=s.device), s.shape[-1]),
+                                       dim=-1).values[..., :budget]
+                    gather = index.transpose(1, 2)[..., None].expand(batch, budget, k.shape[2], k.shape[3])
+                    new_kv.append((k.gather(1, gather), v.gather(1, gather)))
+                    new_scores.append(s.gather(-1, index))
+                kv, scores = new_kv, new_scores
+        return torch.cat(out, dim=1), kv
+
+    def _sinks(scores, budget):
+        n = scores.shape[-1]
+        positions = torch.arange(n, device=scores.device)
+        return ((positions < 1) | (positions >= n - budget + 1)).expand(scores.shape)
+
+    def _heavy(scores, budget):
+        order = torch.sort(scores[..., :-1], dim=-1, descending=True, stable=True).indices[..., :budget - 1]
+        keep = torch.zeros_like(scores, dtype=torch.bool)
+        keep[..., :-1].scatter_(-1, order, True)
+        keep[..., -1] = True
+        return keep
+
+    _rng = _random.Random(7602)
+    for _device in available_devices():
+        for _case in range(6):
+            _model = TinyDecoder(vocab_size=13, num_layers=2, num_heads=2, head_dim=4, seed=10 + _case,
+                                 positions="rotary").to(_device)
+            _tokens = torch.randint(0, 13, (2, 12), generator=torch.Generator().manual_seed(_case)).to(_device)
+            _budget = _rng.randint(2, 6)
+            _fn = [window, _sinks, _heavy][_case % 3]
+            _got, _final = decode_with_eviction(_model, _tokens, _budget, _fn)
+            _want, _want_kv = _oracle(_model, _tokens, _budget, _fn)
+            assert_same_tensor(_got, _want, f"logits with eviction, random case {_case} on {_device}", atol=1e-5,
+                               reveal=False)
+            assert_same_tensor(_final[0][1], _want_kv[0][1], f"final values, random case {_case} on {_device}",
+                               atol=1e-5, reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_6_2_eviction()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_6_3_scores", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+"""Check that decode_with_eviction passes keep_fn each slot's accumulated attention, pruned with its slot."""
+
+
+def _check_task7_6_3_scores():
+    import torch
+
+    from course.checks import assert_plain_equal, assert_same_tensor
+    from course.env import available_devices
+    from course.model import TinyDecoder
+
+    for device in available_devices():
+        model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
+        tokens = torch.randint(0, 23, (3, 10), generator=torch.Generator().manual_seed(76)).to(device)
+        seen = []
+
+        def one_sink(scores, budget):
+            # Keep slot 0 and the last budget - 1 slots, and remember the scores.
+            seen.append(scores.clone())
+            n = scores.shape[-1]
+            positions = torch.arange(n, device=scores.device)
+            return ((positions < 1) | (positions >= n - budget + 1)).expand(scores.shape)
+
+        decode_with_eviction(model, tokens, 4, one_sink)
+        assert_plain_equal(len(seen), 2 * 6, f"keep_fn calls with budget 4 over 10 steps, 2 layers, on {device}")
+        assert_plain_equal([tuple(s.shape) for s in seen[:2]], [(3, 2, 5)] * 2,
+                           f"the scores' shapes at the first eviction on {device}")
+        _, _, attention = model(tokens[:, :5], return_attention=True)
+        for layer in range(2):
+            assert_same_tensor(seen[layer], attention[layer].sum(dim=-2),
+                               f"layer {layer}'s scores at the first eviction (after step 4) on {device}: the sum of "
+                               "the attention of steps 0-4", atol=1e-5)
+        # At the second eviction: slot 1 was evicted, one step's attention (which sums to 1) was added.
+        for layer in range(2):
+            expected_sum = 5 - seen[layer][..., 1] + 1
+            assert_same_tensor(seen[2 + layer].sum(dim=-1), expected_sum,
+                               f"layer {layer}'s scores summed over the slots at the second eviction on {device}",
+                               atol=1e-5)
+
+    ### BEGIN HIDDEN TESTS
+    for _device in available_devices():
+        _model = TinyDecoder(vocab_size=17, num_layers=2, num_heads=3, head_dim=4, seed=3, positions="rotary").to(_device)
+        _tokens = torch.randint(0, 17, (2, 11), generator=torch.Generator().manual_seed(3)).to(_device)
+        _seen = []
+
+        def _heavy(scores, budget):
+            _seen.append(scores.clone())
+            order = torch.sort(scores[..., :-1], dim=-1, descending=True, stable=True).indices[..., :budget - 1]
+            keep = torch.zeros_like(scores, dtype=torch.bool)
+            keep[..., :-1].scatter_(-1, order, True)
+            keep[..., -1] = True
+            return keep
+
+        decode_with_eviction(_model, _tokens, 3, _heavy)
+        # An independent replay of the scores from the same masks.
+        _kv, _scores, _calls = None, None, 0
+        for _t in range(11):
+            _, _kv, _att = _model(_tokens[:, _t:_t + 1], past_kv=_kv, position=_t, return_attention=True)
+            _rows = [_a[:, :, 0, :] for _a in _att]
+            _scores = _rows if _scores is None else [torch.cat((_s, torch.zeros_like(_s[..., :1])), -1) + _r
+                                                     for _s, _r in zip(_scores, _rows)]
+            if _kv[0][0].shape[1] > 3:
+                _keeps = []
+                for _layer, _s in enumerate(_scores):
+                    assert_same_tensor(_seen[_calls], _s, f"scores passed to keep_fn, call {_calls}, on {_device}",
+                                       atol=1e-5, reveal=False)
+                    _calls += 1
+                    _order = torch.sort(_s[..., :-1], dim=-1, descending=True, stable=True).indices[..., :2]
+                    _k = torch.zeros_like(_s, dtype=torch.bool)
+                    _k[..., :-1].scatter_(-1, _order, True)
+                    _k[..., -1] = True
+                    _keeps.append(_k)
+                from course.model import prune_cache as _prune
+
+                _kv = _prune(_kv, _keeps)
+                _scores = [_s[_k].reshape(*_s.shape[:-1], 3) for _s, _k in zip(_scores, _keeps)]
+        assert_plain_equal(len(_seen), _calls, "the number of keep_fn calls", reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_6_3_scores()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_6_4_bad_input", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+"""Check that decode_with_eviction refuses bad input and policies that keep the wrong number of slots."""
+
+
+def _check_task7_6_4_bad_input():
+    import torch
+
+    from course.checks import assert_raises
+    from course.model import TinyDecoder
+
+    model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary")
+    tokens = torch.randint(0, 23, (2, 6), generator=torch.Generator().manual_seed(76))
+
+    def window(scores, budget):
+        return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget).expand(scores.shape)
+
+    def too_many(scores, budget):
+        return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget - 1).expand(scores.shape)
+
+    def as_int(scores, budget):
+        return window(scores, budget).long()
+
+    def one_row(scores, budget):
+        return torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget
+
+    for args, error, what in [((tokens, 0, window), ValueError, "budget 0"),
+                              ((tokens, -3, window), ValueError, "budget -3"),
+                              ((tokens, True, window), TypeError, "budget True"),
+                              ((tokens, 2.0, window), TypeError, "budget 2.0"),
+                              ((tokens[0], 3, window), ValueError, "1-D tokens"),
+                              ((tokens.float(), 3, window), TypeError, "float tokens"),
+                              ((tokens, 3, "window"), TypeError, "a keep_fn that is a string"),
+                              ((tokens, 3, too_many), ValueError, "a keep_fn that keeps budget + 1 slots"),
+                              ((tokens, 3, as_int), ValueError, "a keep_fn that returns an int64 mask"),
+                              ((tokens, 3, one_row), ValueError, "a keep_fn that returns one row for every head")]:
+        assert_raises(error, f"decode_with_eviction with {what}", decode_with_eviction, model, *args)
+
+    ### BEGIN HIDDEN TESTS
+    def _too_few(scores, budget):
+        return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget + 1).expand(scores.shape)
+
+    def _as_list(scores, budget):
+        return window(scores, budget).tolist()
+
+    assert_raises(ValueError, "a keep_fn that keeps budget - 1 slots", decode_with_eviction, model, tokens, 3, _too_few)
+    assert_raises(ValueError, "a keep_fn that returns a list", decode_with_eviction, model, tokens, 3, _as_list)
+    assert_raises(TypeError, "tokens as a list", decode_with_eviction, model, tokens.tolist(), 3, window)
+    assert_raises(TypeError, "bool tokens", decode_with_eviction, model, tokens > 5, 3, window)
+    assert_raises(TypeError, "keep_fn None", decode_with_eviction, model, tokens, 3, None)
+    assert_raises(ValueError, "3-D tokens", decode_with_eviction, model, tokens[None], 3, window)
+    ### END HIDDEN TESTS
+
+
+_check_task7_6_4_bad_input()
+
+# %% [markdown]
+# ## Summary | 小结
+#
+# **Remember:** token-level eviction is a ranking of cached positions under a budget; what a policy ranks by (position,
+# accumulated attention, the votes of the last queries) decides what survives, and only a measurement on a model that
+# needs the evicted facts shows whether the ranking was right.
+#
+# **一句话记住：** token 级驱逐就是在预算之下为缓存中的位置排序；驱逐策略依据什么排序（位置、累积注意力、最后几个查询的投票）决定了谁能留下，
+# 而排序对不对，只有在一个确实需要被驱逐内容的模型上测量才知道。
+#
+# ## Prerequisites and further reading | 前置与相关阅读
+#
+# Before: notebook 01 (eviction as ranking, ties to the lower index), notebook 02 (the KV bytes of a token), notebook 06
+# (the `TinyDecoder` and its per-layer K/V). Further: the four papers below; NVIDIA's kvpress library, which implements
+# these policies (and many more) as "presses" on Hugging Face models; the "Ada-KV" and "Quest" lines of work, which
+# choose budgets per head or read only a query-dependent subset of the cache instead of deleting it.
+#
+# 之前：notebook 01（驱逐即排序，平局时取较小的索引）、notebook 02（一个 token 的 KV 字节数）、notebook 06（`TinyDecoder` 和它逐层的 K/V）。
+# 延伸：下列四篇论文；NVIDIA 的 kvpress 库，它把这些策略（以及更多策略）实现为作用在 Hugging Face 模型上的 "press"；Ada-KV 和 Quest 等工作，
+# 它们为每个注意力头分别选择预算，或者不删除缓存、只读取与查询有关的一部分。
+#
+# ## References | 参考文献
+#
+# - Xiao, G., Tian, Y., Chen, B., Han, S., Lewis, M. "Efficient Streaming Language Models with Attention Sinks." ICLR 2024 (StreamingLLM).
+# - Zhang, Z., et al. "H2O: Heavy-Hitter Oracle for Efficient Generative Inference of Large Language Models." NeurIPS 2023.
+# - Li, Y., et al. "SnapKV: LLM Knows What You are Looking for Before Generation." NeurIPS 2024.
+# - Cai, Z., et al. "PyramidKV: Dynamic KV Cache Compression based on Pyramidal Information Funneling." arXiv:2406.02069, 2024.
+# - NVIDIA kvpress (github.com/NVIDIA/kvpress): `StreamingLLMPress`, `SnapKVPress`, `PyramidKVPress`, `ObservedAttentionPress`.
+# - The seed designs: the "KV Eviction formula-to-code" walkthrough (LLM-REVIEW) and the "KV Cache Scheduling" chapter of Datawhale's llm-algo-leetcode (text CC BY 4.0, code Apache-2.0).
