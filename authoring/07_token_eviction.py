@@ -622,7 +622,7 @@ def _check_task7_3_1_heavy_hitters():
 _check_task7_3_1_heavy_hitters()
 
 # %% nbgrader={"grade": true, "grade_id": "test_task7_3_2_window_ties", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-"""Check h2o_keep's recent window, its ties to the earlier position, a budget that covers everything, and bad input."""
+"""Check that h2o_keep keeps the recent window, breaks ties to the earlier position, and refuses bad input."""
 
 
 def _check_task7_3_2_window_ties():
@@ -925,7 +925,7 @@ def _check_task7_4_2_pooling():
 _check_task7_4_2_pooling()
 
 # %% nbgrader={"grade": true, "grade_id": "test_task7_4_3_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-"""Check snapkv_keep when the budget covers the prompt or equals the window, and that it refuses bad input."""
+"""Check that snapkv_keep handles a budget that covers the prompt or equals the window, and refuses bad input."""
 
 
 def _check_task7_4_3_edges():
@@ -1654,6 +1654,9 @@ print(f"\nanswer loss, nats (full cache {full_loss:.4f})")
 for name, rows in results.items():
     print(f"{name:>26} | " + " ".join(f"{loss:6.2f}" for _, loss in rows))
 
+accumulated = context_attention[-1].sum(dim=-2).mean(dim=(0, 1))
+print("H2O's accumulated attention in the top layer, mean over sequences and heads, at positions 0, 1, 28, 56: "
+      + ", ".join(f"{float(accumulated[j]):.2f}" for j in (0, 1, 28, 56)))
 agnostic = [name for name in results if name != "SnapKV with the question"]
 for index, budget in enumerate(BUDGETS):
     best = max(agnostic, key=lambda name: results[name][index][0])
@@ -1681,8 +1684,8 @@ plt.show()
 # tokens, PyramidKV) recalls roughly in proportion to the budget, because the 28 pairs are equally likely to be asked
 # and nothing in the context says which one will be: on this task no question-agnostic ranking can do much better than
 # chance, and the table shows random selection among the best of them. H2O's accumulated attention favours the early
-# positions (a position is summed over every later query, so position 0 collects 57 rows and position 56 one), which is
-# no help here. SnapKV with the question in its observation window is the exception: a handful of slots is enough for it to
+# positions (a position is summed over every later query, so position 0 collects 57 rows and position 56 one: the
+# printed scores at positions 0, 1, 28 and 56 fall steeply), which is no help here. SnapKV with the question in its observation window is the exception: a handful of slots is enough for it to
 # reach the full cache's recall (the lines under the table), because the question's queries attend to exactly the pair
 # they ask for; at the smallest budget its pooling (kernel 5, wider than the budget) spends the slots on the asked
 # value's neighbours.
@@ -1692,7 +1695,8 @@ plt.show()
 # **曲线说明了什么。** 请看打印出的表格。全缓存几乎答对所有查询。所有必须在看到问题之前做出选择的策略（随机、最近窗口、StreamingLLM、H2O、
 # 以上下文最后几个 token 为观察窗口的 SnapKV、PyramidKV），召回准确率大致与预算成正比：28 个键值对被问到的可能性相同，上下文中没有任何信息
 # 透露会问哪一个，所以在这个任务上，任何与问题无关的排序都很难比随机好多少，表格中随机选择也确实排在这些策略的前列。H2O 的累积注意力偏向
-# 靠前的位置（一个位置的分数是它之后所有查询的注意力之和，所以位置 0 累加了 57 行，位置 56 只有 1 行），这在这里没有帮助。观察窗口中包含
+# 靠前的位置（一个位置的分数是它之后所有查询的注意力之和，所以位置 0 累加了 57 行，位置 56 只有 1 行：打印出的位置 0、1、28、56 的分数急剧下降），
+# 这在这里没有帮助。观察窗口中包含
 # 问题的 SnapKV 是例外：只要少数几个槽位，它的召回准确率就达到全缓存的水平（见表格下方的几行输出），因为问题的查询向量关注的恰好就是它所问的那一对；
 # 在最小的预算下，它的池化（核大小 5，比预算还宽）把槽位花在了被问到的值的邻居上。在这个模型上，PyramidKV
 # 在小预算时最差：它几乎不给最高层留预算，而实验 2 表明，答案读取的正是最高层的缓存。
@@ -1774,15 +1778,15 @@ print(f"recall with only BOS evicted (every layer and head, after a full prefill
 # Heads whose bar stands far above the dashed line park attention on BOS: an **attention sink**, the pattern
 # StreamingLLM found in large models (a softmax row must sum to 1, and a head with nothing to read puts the mass on a
 # token that every query can see). Here the sink forms on the context rows, where most tokens are unpredictable; on the
-# query rows the heads are busy retrieving. Evicting only BOS after a full prefill costs this model almost nothing (the
+# query rows the top layer's heads, which retrieve the answer, put less than the uniform share there. Evicting only BOS after a full prefill costs this model almost nothing (the
 # last line): what the sink holds is not information. The sink matters for **streaming**: once the context has
 # scrolled past, a model whose heads expect a sink and find none is in a state it never saw in training —
 # Experiment 4 measures that.
 #
 # 柱子远高于虚线的注意力头把注意力"停放"在 BOS 上：这就是**注意力汇点**，StreamingLLM 在大模型中发现的现象（softmax 的一行必须和为 1，
-# 没有东西可读的注意力头就把概率放在每个查询都能看到的 token 上）。这里的汇点出现在上下文的各行，那里的大多数 token 都无法预测；
-# 在查询部分的各行，注意力头忙于检索。完整预填充之后只驱逐 BOS，对这个模型几乎没有影响（最后一行输出）：汇点中保存的并不是信息。
-# 汇点在**流式**生成中才重要：上下文滚动过去之后，一个期待汇点却找不到汇点的模型，处在训练中从未见过的状态——实验 4 测量的就是这一点。
+# 没有东西可读的注意力头就把概率放在每个查询都能看到的 token 上）。这里的注意力汇点出现在上下文的各行，那里的大多数 token 都无法预测；
+# 在查询部分的各行，负责检索答案的最高层注意力头放在 BOS 上的注意力低于均匀份额。完整预填充之后只驱逐 BOS，对这个模型几乎没有影响（最后一行输出）：注意力汇点中保存的并不是信息。
+# 注意力汇点在**流式生成**中才重要：上下文滚动过去之后，一个期待注意力汇点却找不到它的模型，处在训练中从未见过的状态——实验 4 测量的就是这一点。
 
 # %% [markdown]
 # ### Experiment 4: evicting while generating | 实验 4：边生成边驱逐
@@ -1792,7 +1796,7 @@ print(f"recall with only BOS evicted (every layer and head, after a full prefill
 # as its recent window). The next-token loss is the mean over all 68 predictions (most tokens are random, so even the
 # full cache pays about $\ln 32 \approx 3.5$ nats on the values it cannot know); recall is measured at the answers.
 #
-# 你的 `decode_with_eviction` 把 100 条序列的全部 69 个 token 一次一个地送入模型，每一步之后把缓存裁剪回预算：StreamingLLM（4 个汇点）、
+# 你的 `decode_with_eviction` 把 100 条序列的全部 69 个 token 一次一个地送入模型，每一步之后把缓存裁剪回预算：StreamingLLM（4 个注意力汇点）、
 # 只有最近窗口，以及基于累积分数的 H2O（预算的一半作为最近窗口）。下一个 token 的损失是全部 68 个预测的平均值（大多数 token 是随机的，
 # 所以即使是全缓存，在无法知道的值上也要付出约 $\ln 32 \approx 3.5$ nats）；召回准确率在答案处测量。
 
@@ -1823,6 +1827,11 @@ for budget in DECODE_BUDGETS:
     print(f"{budget:>8} | " + " | ".join(
         f"recall {decode_results[(name, budget)][0]:.3f} loss {decode_results[(name, budget)][1]:.3f}"
         for name in decode_policies))
+for budget in DECODE_BUDGETS[:-1]:
+    sinks, window = decode_results[("StreamingLLM (4 sinks)", budget)], decode_results[("recent window", budget)]
+    lowest = min(decode_policies, key=lambda name: decode_results[(name, budget)][1])
+    print(f"budget {budget:>2}: the 4 sinks change the loss by {sinks[1] - window[1]:+.3f} nats and recall by "
+          f"{sinks[0] - window[0]:+.3f} against the recent window; lowest loss: {lowest}")
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
 for name in decode_policies:
     axes[0].plot(DECODE_BUDGETS, [decode_results[(name, b)][0] for b in DECODE_BUDGETS], marker="o", label=name)
@@ -1838,13 +1847,13 @@ plt.show()
 # %% [markdown]
 # With the whole sequence in budget the loop reproduces the full model up to float rounding (the printed maximum
 # difference), so every gap in the table is the eviction's. Compare the loss of StreamingLLM with that of the recent
-# window of the same size: keeping the 4 sinks lowers the loss of the stream at the small budgets, which is
+# window of the same size (the lines under the table): keeping the 4 sinks lowers the loss of the stream, which is
 # StreamingLLM's claim in miniature, while it can cost recall (4 slots are spent on tokens that are not pairs). Loss and
 # recall measure different things: the loss averages over all 68 tokens, most of which need only the recent ones;
 # recall asks for one old fact.
 #
 # 预算覆盖整条序列时，这个循环在浮点舍入误差之内重现了完整模型（打印出的最大差值），所以表中的每一处差距都来自驱逐。比较 StreamingLLM 与
-# 同样大小的最近窗口的损失：保留 4 个汇点在小预算时降低了整个序列的损失，这正是 StreamingLLM 结论的缩小版；但它可能降低召回准确率
+# 同样大小的最近窗口的损失（表格下方的几行输出）：保留 4 个注意力汇点降低了整个序列的损失，这正是 StreamingLLM 结论的缩小版；但它可能降低召回准确率
 # （4 个槽位花在了不是键值对的 token 上）。损失和召回准确率度量的是不同的东西：损失是全部 68 个 token 的平均，其中大多数只需要最近的 token；
 # 召回准确率问的是一个很早以前的事实。
 
@@ -1951,7 +1960,7 @@ else:
 # pooling exploits), throughput or memory savings on a GPU, or the behaviour over millions of streamed tokens.
 #
 # - **StreamingLLM**（Xiao 等，ICLR 2024）：保留开头 4 个 token 作为注意力汇点再加一个最近窗口，Llama-2、MPT、Falcon 和 Pythia 能在多达
-#   400 万个 token 上稳定地建模文本；而只用最近窗口时，开头的 token 一离开窗口模型就崩溃；在预训练中加入一个专门的汇点 token，一个汇点就够了。
+#   400 万个 token 上稳定地建模文本；而只用最近窗口时，开头的 token 一离开窗口模型就崩溃；在预训练中加入一个专门的汇点 token，一个注意力汇点就够了。
 #   在这里：注意力汇点确实存在（实验 3），保留它比同样大小的最近窗口降低了流式生成的损失（实验 4）。一条 69 个 token 的序列无法展示几百万个
 #   token 之后的崩溃。
 # - **H2O**（Zhang 等，NeurIPS 2023）：20% 的 KV 缓存（重击者加最近的 token）保持了 OPT、LLaMA 和 GPT-NeoX 在各项任务上的质量，
@@ -1973,11 +1982,11 @@ else:
 # ### Optional: a real model | 可选：一个真实的模型
 #
 # Where `transformers` is installed and the network works (Colab), the cell below loads GPT-2 (124M parameters), prefills
-# the first 512 tokens of a public-domain text, keeps `budget` of them per layer and head with your `streaming_keep`,
+# the first 512 tokens of a long text (the documentation of a few Python standard modules, which every Python has), keeps `budget` of them per layer and head with your `streaming_keep`,
 # `h2o_keep` and `snapkv_keep`, and reports the perplexity of the next 256 tokens on the pruned cache. Offline, or
 # without `transformers`, it prints one sentence and does nothing; no test needs it.
 #
-# 在安装了 `transformers` 且能联网的环境中（例如 Colab），下面的单元加载 GPT-2（1.24 亿参数），预填充一段公有领域文本的前 512 个 token，
+# 在安装了 `transformers` 且能联网的环境中（例如 Colab），下面的单元加载 GPT-2（1.24 亿参数），预填充一段长文本（几个 Python 标准模块的文档，每个 Python 环境都有）的前 512 个 token，
 # 用你的 `streaming_keep`、`h2o_keep` 和 `snapkv_keep` 在每层每个注意力头中保留其中的 `budget` 个，并报告在裁剪后的缓存上接下来 256 个 token
 # 的困惑度。离线或者没有 `transformers` 时，它只打印一句话，什么也不做；任何测试都不需要它。
 
@@ -1996,9 +2005,16 @@ def real_model_section():
 
     tokenizer = AutoTokenizer.from_pretrained("gpt2")
     gpt2 = AutoModelForCausalLM.from_pretrained("gpt2", attn_implementation="eager").eval()
-    text = ("It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
-            "foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season of Light, "
-            "it was the season of Darkness, it was the spring of hope, it was the winter of despair. ") * 12
+    import argparse
+    import collections
+    import inspect
+    import json
+    import subprocess
+    import threading
+
+    # A long English text that every Python has: the documentation of a few standard modules.
+    text = "\n\n".join(inspect.getdoc(module) for module in (argparse, collections, json, subprocess, threading,
+                                                             inspect))
     ids = tokenizer(text, return_tensors="pt").input_ids[:, :768]
     prompt, rest = ids[:, :512], ids[:, 512:]
     with torch.no_grad():
