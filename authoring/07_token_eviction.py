@@ -1754,16 +1754,17 @@ for title, budgets in (("PyramidKV", split), ("PyramidKV reversed", split[::-1])
 # %%
 _, _, sequence_attention = model(batch.tokens, return_attention=True)
 length = batch.tokens.shape[1]
-row_groups = {"context rows 1-56": range(1, CONTEXT), "query rows 57-68": range(CONTEXT, length)}
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True)
-for axis, (title, rows) in zip(axes, row_groups.items()):
+row_groups = {("context rows 1-56", "上下文各行 1-56"): range(1, CONTEXT),
+              ("query rows 57-68", "查询各行 57-68"): range(CONTEXT, length)}
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.4), sharey=True)
+for axis, ((title, title_zh), rows) in zip(axes, row_groups.items()):
     rows = list(rows)
     uniform = sum(1.0 / (i + 1) for i in rows) / len(rows)
     shares = torch.stack([attention[:, :, rows, 0].mean(dim=(0, 2)) for attention in sequence_attention])  # [L, H]
     names = [f"L{layer}H{head}" for layer in range(LAYERS) for head in range(HEADS)]
     axis.bar(names, shares.flatten().tolist(), color=[f"C{layer}" for layer in range(LAYERS) for _ in range(HEADS)])
     axis.axhline(uniform, color="black", linestyle="--", label=label("uniform share", "均匀份额"))
-    axis.set_title(label(f"attention on BOS, {title}", f"BOS 上的注意力，{title}"))
+    axis.set_title(label(f"attention on BOS, {title}", f"BOS 上的注意力，{title_zh}"), fontsize=10)
     axis.legend(fontsize=8)
     print(f"{title}: uniform share {uniform:.3f}; per head " + ", ".join(
         f"{name} {share:.3f}" for name, share in zip(names, shares.flatten().tolist())))
