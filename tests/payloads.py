@@ -25,6 +25,7 @@ import ast
 import base64
 import copy
 import json
+import re
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
@@ -131,6 +132,12 @@ def _leaking(answer: str) -> str | None:
             "        return function(*args, **kwargs)\n    return wrapper\n\n\n" + wrappers)
 
 
+def _tests_task(grade_id: str, task: str) -> bool:
+    """Whether ``grade_id`` names a test cell of ``task``, whole or one of its parts."""
+    number = re.match(r"task\d+_\d+", task).group()
+    return grade_id.startswith(f"test_{number}_")
+
+
 def hostile_submission(release: NotebookNode, source: NotebookNode) -> NotebookNode:
     """The reference solution of ``release``'s assignment with every payload class added (see the module)."""
     answers = solution_code(source)
@@ -147,8 +154,9 @@ def hostile_submission(release: NotebookNode, source: NotebookNode) -> NotebookN
     notebook.cells[setup + 1:setup + 1] = _markdown_payloads() + _output_payloads()
     if leaking:
         # A cell of the student's after the leaking task's test prints what was collected again.
-        test = next(i for i, cell in enumerate(notebook.cells)
-                    if cell.metadata.get("nbgrader", {}).get("grade_id") == f"test_{leaking}")
+        # A task graded in parts has several test cells (test_<task>_<part>_<behaviour>): take the last.
+        test = max(i for i, cell in enumerate(notebook.cells)
+                   if _tests_task(cell.metadata.get("nbgrader", {}).get("grade_id", ""), leaking))
         notebook.cells.insert(test + 1, new_code_cell("print('again:', _LEAKED)"))
     notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
         "version_major": 2, "version_minor": 0, "state": {"0123456789abcdef": {
