@@ -1689,8 +1689,8 @@ plt.show()
 # reach the full cache's recall (the lines under the table), because the question's queries attend to exactly the pair
 # they ask for; at the smallest budget its pooling (kernel 5, wider than the budget) spends the slots on the asked
 # value's neighbours.
-# PyramidKV is the worst at small budgets on this model: it gives the top layer almost nothing, and Experiment 2 shows
-# that the top layer's cache is the one the answer reads.
+# PyramidKV stays near zero until the top layer gets a real share of the budget (the printed layer budgets): it gives
+# the top layer almost nothing, and Experiment 2 shows that the top layer's cache is the one the answer reads.
 #
 # **曲线说明了什么。** 请看打印出的表格。全缓存几乎答对所有查询。所有必须在看到问题之前做出选择的策略（随机、最近窗口、StreamingLLM、H2O、
 # 以上下文最后几个 token 为观察窗口的 SnapKV、PyramidKV），召回准确率大致与预算成正比：28 个键值对被问到的可能性相同，上下文中没有任何信息
@@ -1699,7 +1699,7 @@ plt.show()
 # 这在这里没有帮助。观察窗口中包含
 # 问题的 SnapKV 是例外：只要少数几个槽位，它的召回准确率就达到全缓存的水平（见表格下方的几行输出），因为问题的查询向量关注的恰好就是它所问的那一对；
 # 在最小的预算下，它的池化（核大小 5，比预算还宽）把槽位花在了被问到的值的邻居上。在这个模型上，PyramidKV
-# 在小预算时最差：它几乎不给最高层留预算，而实验 2 表明，答案读取的正是最高层的缓存。
+# 的召回准确率一直接近 0，直到最高层分到像样的一份预算为止（见打印出的逐层预算）：它几乎不给最高层留预算，而实验 2 表明，答案读取的正是最高层的缓存。
 
 # %% [markdown]
 # ### Experiment 2: which layer's cache matters | 实验 2：哪一层的缓存重要
