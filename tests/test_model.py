@@ -135,7 +135,7 @@ def test_bad_tokens():
     with pytest.raises(TypeError, match="integer dtype"):
         model(torch.tensor([1.0, 2.0]))
     with pytest.raises(ValueError, match="1-D"):
-        model(torch.tensor([[1, 2]]))
+        model(torch.tensor([[[1, 2]]]))
     with pytest.raises(ValueError, match="at least one"):
         model(torch.tensor([], dtype=torch.long))
     with pytest.raises(ValueError, match=r"\[0, 64\)"):

@@ -1,0 +1,2082 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: nbgrader,given,tags,-all
+#     formats: source/07_token_eviction//ipynb,authoring//py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] given="header"
+# # 07. Token-level KV eviction: StreamingLLM, H2O, SnapKV, PyramidKV | token 级 KV 驱逐：StreamingLLM、H2O、SnapKV 与 PyramidKV
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/kvcache-course/kv-cache-eviction/blob/main/release/07_token_eviction/07_token_eviction.ipynb)
+# [![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)](https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/07_token_eviction/07_token_eviction.ipynb)
+# [![GitHub](https://img.shields.io/badge/GitHub-release%2F07_token_eviction-black)](https://github.com/kvcache-course/kv-cache-eviction/blob/main/release/07_token_eviction/07_token_eviction.ipynb)
+#
+# **Difficulty:** ★★★ advanced · **Time:** about 150 minutes · **Points:** 27 · **GPU:** task tests run on CUDA too when a GPU is present; the experiments run on the CPU (a 104k-parameter model).
+#
+# **难度：** ★★★ 进阶 · **用时：** 约 150 分钟 · **总分：** 27 · **GPU：** 有 GPU 时各任务的测试也在 CUDA 上运行；实验在 CPU 上运行（模型只有约 10 万个参数）。
+#
+# **ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
+# paste the ModelScope badge's link (this notebook's file in the course repository).
+# 在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
+#
+# How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
+# `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
+# check more cases when your notebook is graded.
+#
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，
+# 然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
+# Setup: install the course's helper package when it is missing (Colab, ModelScope),
+# then pick the device and seed every random generator.
+import importlib.util
+import os
+import subprocess
+import sys
+
+if importlib.util.find_spec("course") is None:
+    # COURSE_INSTALL_SPEC may name a mirror or a local checkout instead of GitHub.
+    spec = os.environ.get("COURSE_INSTALL_SPEC", "kv-cache-course @ git+https://github.com/kvcache-course/kv-cache-eviction@main")
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", spec])
+
+import torch
+
+from course.env import pick_device, seed_everything, setup_summary
+
+DEVICE = pick_device()
+SEED = 0
+seed_everything(SEED)
+print(setup_summary(DEVICE, SEED))
+
+# %% [markdown]
+# ## 导读 | Overview
+#
+# 前面的 notebook 驱逐的是整个序列或整个块。近年来 KV 缓存文献中所说的"驱逐"，大多发生在**一条长序列的内部**：
+# 在一个预算（budget）之下，保留哪些过去 token 的 K/V。一个 32K token 的提示词，其 KV 缓存可能比模型权重还大；
+# 只保留其中一小部分，显存和每步解码要读的字节都按比例减少——前提是模型仍然能答对。
+# StreamingLLM 保留开头的几个**注意力汇点**（attention sink）和一个**最近窗口**；H2O 保留累积注意力最高的**重击者**（heavy hitter）
+# 加最近窗口；SnapKV 让提示词最后几个查询组成的**观察窗口**投票，池化后取前 k 个；PyramidKV 让低层得到更多预算、高层更少。
+#
+# 本 notebook 中你将实现这些策略的保留掩码、带保留掩码的注意力、逐层预算，以及一个边生成边驱逐的解码循环；
+# 然后在一个真正学会了东西的小模型上测量它们：一个在"联想回忆"任务上训练过的 2 层解码器（`course.model.load_recall_decoder`，
+# 约 10 万个参数，随课程包一起提供）。上下文列出 28 个键值对，然后问其中某个键的值：被驱逐掉那一对的 K/V，模型就答不出来。
+# 于是"召回准确率随预算的变化"直接度量了驱逐策略的好坏，全缓存是上限。
+#
+# The earlier notebooks evict whole sequences and blocks. What most of the recent KV-cache literature calls
+# "eviction" happens **inside one long sequence**: under a budget, which past tokens' K/V to keep. The KV cache of a
+# 32K-token prompt can outgrow the model's weights; keeping a small part of it shrinks memory and the bytes each decode
+# step reads in proportion — as long as the model still answers right. StreamingLLM keeps a few first **attention
+# sinks** and a **recent window**; H2O keeps the **heavy hitters** by accumulated attention plus a recent window; SnapKV
+# lets the prompt's last queries (the **observation window**) vote, pooled, for the top-k; PyramidKV gives the lower
+# layers more of the budget and the upper layers less.
+#
+# In this notebook you write these policies' keep masks, attention with a keep mask, per-layer budgets and a decode
+# loop that evicts while it generates; then you measure them on a small model that has learned something: a 2-layer
+# decoder trained on an associative-recall task (`course.model.load_recall_decoder`, about 100k parameters, shipped
+# with the course package). The context lists 28 key–value pairs, then asks for one key's value: a cache that evicted
+# that pair's K/V cannot answer. So recall accuracy against the budget measures an eviction policy directly, with the
+# full cache as the ceiling.
+
+# %% [markdown]
+# ## Learning goals | 学习目标
+#
+# After this notebook you can:
+# 1. compute attention over the cached positions a keep mask marks, with exact zeros at evicted positions and a clear
+#    error where nothing is kept;
+# 2. write the keep masks of StreamingLLM, H2O and SnapKV on batched tensors, ties to the earlier position, without a
+#    Python loop over tokens, on any device; and PyramidKV's per-layer budgets in exact integer arithmetic;
+# 3. run a decode loop that evicts under a budget at every step and equals the full-cache model when the budget
+#    covers everything;
+# 4. measure recall and loss against the budget, find the attention sink, and say what a 100k-parameter model can and
+#    cannot show about the papers' claims.
+#
+# 完成本 notebook 后，你能够：
+# 1. 计算只覆盖保留掩码所标记的缓存位置的注意力：被驱逐的位置概率严格为 0，什么都没保留时给出清楚的错误；
+# 2. 在批量张量上编写 StreamingLLM、H2O 和 SnapKV 的保留掩码（平局时保留位置更靠前的 token，不对 token 写 Python 循环，可在任意设备上运行），
+#    并用精确的整数运算算出 PyramidKV 的逐层预算；
+# 3. 编写一个每步都在预算下驱逐的解码循环，并保证预算覆盖全部 token 时它与全缓存模型完全相同；
+# 4. 测量召回准确率和损失随预算的变化，找到注意力汇点，并说明一个约 10 万参数的模型能说明、不能说明论文中的哪些结论。
+#
+# ## The model | 模型
+#
+# A layer's cache holds, for every head $h$, the keys $k_j$ and values $v_j$ of the cached positions $j = 0, \dots,
+# T-1$. A **keep mask** $m \in \{0, 1\}^T$ (one per head) says which of them stay. A query $q$ then attends only to
+# the kept positions:
+#
+# $$p_j = \frac{m_j \exp(q \cdot k_j / \sqrt{d})}{\sum_{i} m_i \exp(q \cdot k_i / \sqrt{d})}, \qquad o = \sum_j p_j v_j,$$
+#
+# which is exactly the attention over a cache from which the other positions were deleted. A policy chooses $m$ with
+# $\sum_j m_j = $ the **budget** $B$ (or keeps everything when $B \ge T$):
+#
+# - **StreamingLLM**: the first $\min(S, B)$ positions (the sinks) and the last $B - \min(S, B)$ (the recent window);
+# - **H2O**: the last $R$ positions, and the $B - R$ others with the highest **accumulated attention**
+#   $s_j = \sum_i p_{ij}$ (summed over every query $i$ that has seen $j$);
+# - **SnapKV**: the last $W$ prompt positions (the observation window) vote: $s_j = \sum_{i \ge T-W} p_{ij}$ for the
+#   earlier positions, averaged over a neighbourhood of $K$ positions (**pooling**), top $B - W$ kept, plus the window;
+# - **PyramidKV**: SnapKV's selection with per-layer budgets $B_0 > B_1 > \dots$ that fall linearly with depth and sum
+#   to $L \cdot \bar B$.
+#
+# 一层的缓存为每个注意力头 $h$ 保存缓存位置 $j = 0, \dots, T-1$ 的键 $k_j$ 和值 $v_j$。**保留掩码** $m \in \{0, 1\}^T$（每个头一个）
+# 指出哪些位置留下。查询向量 $q$ 只关注被保留的位置：
+#
+# $$p_j = \frac{m_j \exp(q \cdot k_j / \sqrt{d})}{\sum_{i} m_i \exp(q \cdot k_i / \sqrt{d})}, \qquad o = \sum_j p_j v_j,$$
+#
+# 这与在删掉其余位置的缓存上做注意力完全相同。驱逐策略选出满足 $\sum_j m_j = B$ 的 $m$，$B$ 称为**预算**（$B \ge T$ 时全部保留）：
+#
+# - **StreamingLLM**：前 $\min(S, B)$ 个位置（注意力汇点）和最后 $B - \min(S, B)$ 个位置（最近窗口）；
+# - **H2O**：最后 $R$ 个位置，以及其余位置中**累积注意力** $s_j = \sum_i p_{ij}$（对所有看到过 $j$ 的查询 $i$ 求和）最高的 $B - R$ 个；
+# - **SnapKV**：提示词最后 $W$ 个位置（观察窗口）投票：对更早的位置计算 $s_j = \sum_{i \ge T-W} p_{ij}$，在 $K$ 个相邻位置上取平均（**池化**），
+#   保留最高的 $B - W$ 个，再加上观察窗口本身；
+# - **PyramidKV**：沿用 SnapKV 的选择方式，但逐层预算 $B_0 > B_1 > \dots$ 随深度线性递减，总和为 $L \cdot \bar B$。
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task7_1_attend_kept_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 7.1: attend_kept (4 points)
+#
+# `attend_kept(query, keys, values, keep)` computes the formula of the model section on batched tensors: `query` is a
+# float tensor `[..., num_queries, head_dim]`, `keys` and `values` float tensors `[..., num_tokens, head_dim]` with the
+# same leading dimensions (for example batch and heads), `keep` a `bool` tensor `[..., num_tokens]`. Every query sees
+# every kept position (cached positions all come before the queries: no causal mask). Return the pair
+# `(output, probabilities)`: `output` `[..., num_queries, head_dim]`, `probabilities` `[..., num_queries, num_tokens]`,
+# in the query's dtype and on its device, each row summing to 1 over the kept positions and **exactly 0** at the
+# evicted ones. Scale the scores by $1/\sqrt{\text{head\_dim}}$. No Python loop over tokens (a test counts torch
+# operations).
+#
+# Errors: `TypeError` when `query`, `keys` or `values` is not a floating-point `torch.Tensor` or `keep` not a `bool`
+# tensor; `ValueError` when the shapes disagree, the tensors are on different devices, or some row of `keep` keeps no
+# position. Traps: multiplying the probabilities by the mask after the softmax leaves rows that no longer sum to 1;
+# a row with nothing kept gives `NaN` (0/0) unless you refuse it; scores of large magnitude overflow an `exp` without
+# the maximum subtracted (`torch.softmax` subtracts it).
+#
+# Graded in parts: 7.1.1 attention (3) · 7.1.2 bad input (1).
+#
+# ## 任务 7.1：attend_kept（4 分）
+#
+# `attend_kept(query, keys, values, keep)` 在批量张量上计算 $p_j = m_j e^{q \cdot k_j/\sqrt{d}} / \sum_i m_i e^{q \cdot k_i/\sqrt{d}}$、
+# $o = \sum_j p_j v_j$：`query` 是浮点张量 `[..., num_queries, head_dim]`，`keys` 和 `values` 是前导维度相同（例如批量和注意力头）的浮点张量
+# `[..., num_tokens, head_dim]`，`keep` 是 `bool` 张量 `[..., num_tokens]`。每个查询都能看到所有被保留的位置（缓存中的位置都在查询之前，
+# 不需要因果掩码）。返回二元组 `(output, probabilities)`：`output` 形状为 `[..., num_queries, head_dim]`，`probabilities` 形状为
+# `[..., num_queries, num_tokens]`，数据类型和设备与 `query` 相同；每一行在被保留的位置上求和为 1，在被驱逐的位置上**严格为 0**。
+# 分数要乘以 $1/\sqrt{\text{head\_dim}}$。不允许对 token 写 Python 循环（测试会统计 torch 操作的次数）。
+#
+# 错误：`query`、`keys` 或 `values` 不是浮点 `torch.Tensor`，或 `keep` 不是 `bool` 张量时抛出 `TypeError`；形状不一致、张量在不同设备上，
+# 或 `keep` 的某一行一个位置都没有保留时抛出 `ValueError`。陷阱：softmax 之后再乘以掩码，行和就不再是 1；一行什么都没保留时会得到 `NaN`
+# （0/0），除非你拒绝这种输入；分数很大时，不减去最大值的 `exp` 会溢出（`torch.softmax` 会减去最大值）。
+#
+# 分部分计分：7.1.1 注意力（3 分）· 7.1.2 错误输入（1 分）。
+
+# %% nbgrader={"grade": false, "grade_id": "task7_1_attend_kept", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import math
+
+import torch
+
+
+def attend_kept(query, keys, values, keep):
+    """Attention of every query over the cached positions that keep marks.
+
+    Args:
+        query: float tensor [..., num_queries, head_dim].
+        keys, values: float tensors [..., num_tokens, head_dim], the same leading dimensions as query.
+        keep: bool tensor [..., num_tokens]; True where the position is still cached.
+
+    Returns:
+        (output [..., num_queries, head_dim], probabilities [..., num_queries, num_tokens]) in query's dtype and on
+        its device; probabilities are softmax(q . k / sqrt(head_dim)) over the kept positions and exactly 0 elsewhere.
+
+    Raises:
+        TypeError: query, keys or values not a floating-point tensor, or keep not a bool tensor.
+        ValueError: shapes that disagree, tensors on different devices, or a row of keep with no True.
+    """
+    # TODO 7.1.1: check the types, shapes, devices, and that every row of keep keeps something.
+    # 提示：keys.shape[:-1] 必须等于 keep.shape；keep.any(dim=-1).all() 判断每一行是否至少保留了一个位置。
+    # Hint: keys.shape[:-1] must equal keep.shape; keep.any(dim=-1).all() tells whether every row keeps a position.
+    ### BEGIN SOLUTION
+    for name, tensor in (("query", query), ("keys", keys), ("values", values)):
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
+            raise TypeError(f"attend_kept: {name} must be a floating-point torch.Tensor")
+    if not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool:
+        raise TypeError("attend_kept: keep must be a bool torch.Tensor")
+    if (query.dim() < 2 or keys.shape != values.shape or keys.shape[:-1] != keep.shape
+            or query.shape[:-2] != keys.shape[:-2] or query.shape[-1] != keys.shape[-1]):
+        raise ValueError(f"attend_kept: shapes disagree: query {list(query.shape)}, keys {list(keys.shape)}, "
+                         f"values {list(values.shape)}, keep {list(keep.shape)}")
+    if len({query.device, keys.device, values.device, keep.device}) > 1:
+        raise ValueError("attend_kept: query, keys, values and keep must be on one device")
+    if not bool(keep.any(dim=-1).all()):
+        raise ValueError("attend_kept: some row of keep keeps no position (its attention would be 0/0)")
+    ### END SOLUTION
+    # TODO 7.1.2: scaled scores, -inf where evicted, softmax over the positions, then the weighted sum of the values.
+    # 提示：masked_fill(~keep.unsqueeze(-2), float("-inf")) 把掩码广播到每个查询；exp(-inf) = 0。
+    # Hint: masked_fill(~keep.unsqueeze(-2), float("-inf")) broadcasts the mask over the queries; exp(-inf) = 0.
+    ### BEGIN SOLUTION
+    scores = query @ keys.transpose(-1, -2) / math.sqrt(query.shape[-1])
+    scores = scores.masked_fill(~keep.unsqueeze(-2), float("-inf"))
+    probabilities = torch.softmax(scores, dim=-1)
+    return probabilities @ values, probabilities
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_1_1_attention", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+"""Check that attend_kept equals attention over the kept positions only, with exact zeros at evicted ones."""
+
+
+def _check_task7_1_1_attention():
+    import torch
+
+    from course.checks import assert_no_python_loop, assert_plain_equal, assert_same_tensor, check_type
+    from course.env import available_devices
+
+    for device in available_devices():
+        query = torch.tensor([[1.0, 0.0], [0.0, 2.0]], device=device)
+        keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], device=device)
+        values = torch.tensor([[1.0, 0.0], [0.0, 1.0], [4.0, 4.0]], device=device)
+        keep = torch.tensor([True, False, True], device=device)
+        result = attend_kept(query, keys, values, keep)
+        check_type(result, tuple, f"attend_kept(...) on {device}")
+        output, probabilities = result
+        # Without position 1, both queries score positions 0 and 2 equally (1/sqrt(2) and 1/sqrt(2), 0 and 2/sqrt(2)).
+        first = torch.softmax(torch.tensor([1.0, 1.0]) / 2 ** 0.5, dim=0)
+        second = torch.softmax(torch.tensor([0.0, 2.0]) / 2 ** 0.5, dim=0)
+        expected_p = torch.tensor([[first[0], 0.0, first[1]], [second[0], 0.0, second[1]]], device=device)
+        assert_same_tensor(probabilities, expected_p, f"probabilities of attend_kept (keep [T, F, T]) on {device}",
+                           atol=1e-6)
+        assert_same_tensor(probabilities[:, 1], torch.zeros(2, device=device),
+                           f"probabilities at the evicted position 1 on {device} (must be exactly 0)")
+        assert_same_tensor(output, expected_p @ values, f"output of attend_kept (keep [T, F, T]) on {device}",
+                           atol=1e-6)
+        # A keep mask per head: the same as attention over a cache that holds only the kept rows.
+        generator = torch.Generator().manual_seed(71)
+        q = torch.randn(2, 3, 4, 8, generator=generator).to(device)
+        k = torch.randn(2, 3, 6, 8, generator=generator).to(device)
+        v = torch.randn(2, 3, 6, 8, generator=generator).to(device)
+        mask = torch.tensor([True, False, True, True, False, True], device=device).expand(2, 3, 6)
+        kept = mask[0, 0].nonzero().flatten()
+        pruned = torch.softmax(q @ k[..., kept, :].transpose(-1, -2) / 8 ** 0.5, dim=-1)
+        out, _ = attend_kept(q, k, v, mask)
+        assert_same_tensor(out, pruned @ v[..., kept, :], f"attend_kept on [2, 3] heads, keep of 4 of 6, on {device}",
+                           atol=1e-5)
+        # Large scores: the softmax must subtract the maximum.
+        big, _ = attend_kept(torch.tensor([[300.0]], device=device), torch.tensor([[300.0], [299.0]], device=device),
+                             torch.tensor([[1.0], [2.0]], device=device), torch.tensor([True, True], device=device))
+        assert_same_tensor(big, torch.tensor([[1.0]], device=device), f"attend_kept with scores 90000 and 89700 on {device}", atol=1e-5)
+        wide, wide_p = attend_kept(q.double(), k.double(), v.double(), mask)
+        assert_plain_equal((str(wide.dtype), str(wide_p.dtype)), ("torch.float64", "torch.float64"),
+                           f"the dtypes of attend_kept's output and probabilities for float64 inputs on {device}")
+    small = (torch.randn(2, 3, 8), torch.randn(2, 8, 8), torch.randn(2, 8, 8), torch.ones(2, 8, dtype=torch.bool))
+    large = (torch.randn(2, 3, 8), torch.randn(2, 512, 8), torch.randn(2, 512, 8), torch.ones(2, 512, dtype=torch.bool))
+    assert_no_python_loop(attend_kept, small, large, "attend_kept on 8 and 512 cached positions")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    def _oracle(q, k, v, m):
+        s = (q.double() @ k.double().transpose(-1, -2)) / (q.shape[-1] ** 0.5)
+        s = s - s.masked_fill(~m.unsqueeze(-2), float("-inf")).amax(dim=-1, keepdim=True)
+        e = torch.exp(s) * m.unsqueeze(-2)
+        p = e / e.sum(dim=-1, keepdim=True)
+        return (p @ v.double()).to(q.dtype), p.to(q.dtype)
+
+    _rng = _random.Random(7101)
+    for _device in available_devices():
+        for _case in range(60):
+            _lead = [_rng.randint(1, 3) for _ in range(_rng.randint(0, 2))]
+            _t, _d, _nq = _rng.randint(1, 20), _rng.choice([1, 2, 4, 16]), _rng.randint(1, 5)
+            _g = torch.Generator().manual_seed(_case)
+            _scale = _rng.choice([1.0, 10.0, 100.0])
+            _q = (torch.randn(*_lead, _nq, _d, generator=_g) * _scale).to(_device)
+            _k = torch.randn(*_lead, _t, _d, generator=_g).to(_device)
+            _v = torch.randn(*_lead, _t, _d, generator=_g).to(_device)
+            _m = torch.rand(*_lead, _t, generator=_g) < _rng.random()
+            _m[..., _rng.randrange(_t)] = True
+            _m = _m.to(_device)
+            _out, _p = attend_kept(_q, _k, _v, _m)
+            _eo, _ep = _oracle(_q, _k, _v, _m)
+            assert_same_tensor(_p, _ep, f"probabilities, random case {_case} on {_device}", atol=1e-5, reveal=False)
+            assert_same_tensor(_out, _eo, f"output, random case {_case} on {_device}", atol=1e-4, rtol=1e-4,
+                               reveal=False)
+            assert bool((_p.masked_select(~_m.unsqueeze(-2).expand_as(_p)) == 0).all()), (
+                f"attend_kept: evicted probabilities are not exactly 0, random case {_case}")
+    ### END HIDDEN TESTS
+
+
+_check_task7_1_1_attention()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_1_2_bad_input", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+"""Check that attend_kept refuses bad input with TypeError or ValueError."""
+
+
+def _check_task7_1_2_bad_input():
+    import torch
+
+    from course.checks import assert_raises
+
+    q, k, v = torch.zeros(2, 4), torch.zeros(3, 4), torch.zeros(3, 4)
+    keep = torch.tensor([True, True, False])
+    assert_raises(TypeError, "attend_kept with an int64 keep mask", attend_kept, q, k, v, keep.long())
+    assert_raises(TypeError, "attend_kept with int64 keys", attend_kept, q, k.long(), v, keep)
+    assert_raises(TypeError, "attend_kept with a list as query", attend_kept, [[0.0] * 4] * 2, k, v, keep)
+    assert_raises(ValueError, "attend_kept with a keep mask of 2 positions for 3 keys", attend_kept, q, k, v, keep[:2])
+    assert_raises(ValueError, "attend_kept with head_dim 4 in query and 3 in keys", attend_kept, q, k[:, :3],
+                  v[:, :3], keep)
+    assert_raises(ValueError, "attend_kept with values of 2 positions", attend_kept, q, k, v[:2], keep)
+    assert_raises(ValueError, "attend_kept with a row that keeps nothing", attend_kept, q, k, v,
+                  torch.zeros(3, dtype=torch.bool))
+    assert_raises(ValueError, "attend_kept where the second of two rows keeps nothing", attend_kept,
+                  torch.zeros(2, 2, 4), torch.zeros(2, 3, 4), torch.zeros(2, 3, 4),
+                  torch.tensor([[True, False, False], [False, False, False]]))
+
+    ### BEGIN HIDDEN TESTS
+    assert_raises(ValueError, "attend_kept with leading dims 2 and 3", attend_kept, torch.zeros(2, 1, 4),
+                  torch.zeros(3, 3, 4), torch.zeros(3, 3, 4), torch.ones(3, 3, dtype=torch.bool))
+    assert_raises(TypeError, "attend_kept with int values", attend_kept, q, k, v.int(), keep)
+    assert_raises(TypeError, "attend_kept with a list as keep", attend_kept, q, k, v, [True, True, False])
+    assert_raises(ValueError, "attend_kept with no cached position", attend_kept, q, torch.zeros(0, 4),
+                  torch.zeros(0, 4), torch.zeros(0, dtype=torch.bool))
+    from course.env import available_devices as _devices
+
+    if len(_devices()) > 1:
+        assert_raises(ValueError, "attend_kept with keep on another device", attend_kept, q, k, v,
+                      keep.to(_devices()[-1]))
+    ### END HIDDEN TESTS
+
+
+_check_task7_1_2_bad_input()
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task7_2_streaming_keep_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 7.2: streaming_keep (3 points)
+#
+# StreamingLLM (Xiao et al., ICLR 2024) keeps the first few tokens, the **attention sinks**, and a **recent window**.
+# `streaming_keep(num_tokens, budget, num_sinks=4, device=None)` returns the `bool` tensor `[num_tokens]` on `device`
+# (None: the CPU) that keeps the first `min(num_sinks, budget)` positions and the last `budget - min(num_sinks, budget)`
+# ones: exactly `budget` positions when `budget < num_tokens`, every position when `budget >= num_tokens` (the cache is
+# not full yet). The three arguments must be Python `int`s (`TypeError` otherwise, `True` included) and `>= 0`
+# (`ValueError` otherwise). Build it from `torch.arange` and comparisons, no Python loop over positions.
+# Traps: the sinks count **inside** the budget (`budget` 8 with 4 sinks is 4 sinks + 4 recent, not 4 + 8); with a
+# window of 0 positions, `keep[-0:]` is the whole tensor, not an empty slice.
+#
+# ## 任务 7.2：streaming_keep（3 分）
+#
+# StreamingLLM（Xiao 等，ICLR 2024）保留开头的几个 token（**注意力汇点**）和一个**最近窗口**。`streaming_keep(num_tokens, budget,
+# num_sinks=4, device=None)` 返回位于 `device`（None 表示 CPU）上的 `bool` 张量 `[num_tokens]`：保留前 `min(num_sinks, budget)` 个位置和最后
+# `budget - min(num_sinks, budget)` 个位置。`budget < num_tokens` 时恰好保留 `budget` 个位置，`budget >= num_tokens` 时保留全部位置（缓存还没满）。
+# 三个参数都必须是 Python `int`（否则抛出 `TypeError`，`True` 也算错），并且 `>= 0`（否则抛出 `ValueError`）。用 `torch.arange` 和比较运算构造结果，
+# 不对位置写 Python 循环。陷阱：注意力汇点算在预算**之内**（预算 8、4 个汇点，是 4 个汇点加 4 个最近位置，不是 4 + 8）；
+# 窗口为 0 个位置时，`keep[-0:]` 是整个张量，而不是空切片。
+
+# %% nbgrader={"grade": false, "grade_id": "task7_2_streaming_keep", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+
+
+def streaming_keep(num_tokens, budget, num_sinks=4, device=None):
+    """StreamingLLM's keep mask: the first min(num_sinks, budget) positions and the most recent ones, budget in all.
+
+    Returns:
+        bool tensor [num_tokens] on device (None: the CPU); all True when budget >= num_tokens.
+
+    Raises:
+        TypeError: an argument that is not a Python int (bool excluded).
+        ValueError: an argument below 0.
+    """
+    # TODO 7.2.1: check the three arguments.
+    # 提示：type(value) is not int 同时排除了 True 和 False。
+    # Hint: type(value) is not int also rules out True and False.
+    ### BEGIN SOLUTION
+    for name, value in (("num_tokens", num_tokens), ("budget", budget), ("num_sinks", num_sinks)):
+        if type(value) is not int:
+            raise TypeError(f"streaming_keep: {name} must be an int, got {type(value).__name__}")
+        if value < 0:
+            raise ValueError(f"streaming_keep: {name} must be >= 0, got {value}")
+    ### END SOLUTION
+    # TODO 7.2.2: compare the positions with the number of sinks and the start of the recent window.
+    # 提示：sinks = min(num_sinks, budget)，窗口从 num_tokens - (budget - sinks) 开始；budget >= num_tokens 时全部保留。
+    # Hint: sinks = min(num_sinks, budget); the window starts at num_tokens - (budget - sinks); keep all when
+    # budget >= num_tokens.
+    ### BEGIN SOLUTION
+    positions = torch.arange(num_tokens, device=device)
+    if budget >= num_tokens:
+        return torch.ones(num_tokens, dtype=torch.bool, device=device)
+    sinks = min(num_sinks, budget)
+    window = budget - sinks
+    return (positions < sinks) | (positions >= num_tokens - window)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_2_streaming_keep", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+"""Check that streaming_keep keeps the sinks and the recent window, budget positions in all."""
+
+
+def _check_task7_2_streaming_keep():
+    import torch
+
+    from course.checks import assert_raises, assert_same_tensor
+    from course.env import available_devices
+
+    def mask(text, device):
+        return torch.tensor([c == "1" for c in text], dtype=torch.bool, device=device)
+
+    for device in available_devices():
+        cases = [((10, 6, 2), "1100001111"), ((10, 6, 4), "1111000011"), ((10, 4, 4), "1111000000"),
+                 ((10, 3, 4), "1110000000"), ((10, 5, 0), "0000011111"), ((10, 0, 4), "0000000000"),
+                 ((6, 6, 2), "111111"), ((4, 9, 2), "1111"), ((0, 3, 2), "")]
+        for (num_tokens, budget, num_sinks), expected in cases:
+            assert_same_tensor(streaming_keep(num_tokens, budget, num_sinks, device=device), mask(expected, device),
+                               f"streaming_keep({num_tokens}, {budget}, {num_sinks}, device={device!r})")
+        assert_same_tensor(streaming_keep(12, 8, device=device), mask("111100001111", device),
+                           f"streaming_keep(12, 8) on {device} (4 sinks by default)")
+    assert_same_tensor(streaming_keep(5, 2), mask("11000", "cpu"), "streaming_keep(5, 2) without a device")
+    for args, error in [((10, -1, 4), ValueError), ((-1, 2, 0), ValueError), ((10, 4, -2), ValueError),
+                        ((10, True, 4), TypeError), ((10, 4.0, 4), TypeError), (("10", 4, 4), TypeError),
+                        ((10, 4, None), TypeError)]:
+        assert_raises(error, f"streaming_keep{args}", streaming_keep, *args)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(7201)
+    for _device in available_devices():
+        for _case in range(400):
+            _n, _b, _s = _rng.randint(0, 40), _rng.randint(0, 45), _rng.randint(0, 10)
+            if _b >= _n:
+                _expected = [True] * _n
+            else:
+                _sinks = min(_s, _b)
+                _expected = [_j < _sinks or _j >= _n - (_b - _sinks) for _j in range(_n)]
+            assert_same_tensor(streaming_keep(_n, _b, _s, device=_device),
+                               torch.tensor(_expected, dtype=torch.bool, device=_device),
+                               f"streaming_keep({_n}, {_b}, {_s}) on {_device}", reveal=False)
+    assert_same_tensor(streaming_keep(10**6, 6, 3)[:4], torch.tensor([True, True, True, False]),
+                       "streaming_keep(10**6, 6, 3)[:4]", reveal=False)
+    assert int(streaming_keep(10**6, 6, 3).sum()) == 6, "streaming_keep(10**6, 6, 3) must keep 6 positions"
+    for _args in [(False, 1, 1), (3, 1, True), (3, -5, 1), (3, 1, 1.0)]:
+        assert_raises(TypeError if any(type(a) is not int for a in _args) else ValueError, f"streaming_keep{_args}",
+                      streaming_keep, *_args)
+    ### END HIDDEN TESTS
+
+
+_check_task7_2_streaming_keep()
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task7_3_h2o_keep_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 7.3: h2o_keep (4 points)
+#
+# H2O (Zhang et al., NeurIPS 2023) observed that a few tokens, the **heavy hitters**, collect most of the attention,
+# and keeps them by their **accumulated attention**. `h2o_keep(attention, budget, recent)` takes attention
+# probabilities `attention`, a floating-point tensor `[..., num_queries, num_tokens]` (row $i$: how much query $i$
+# attended to each position; leading dimensions such as batch and heads are independent), and returns the `bool` keep
+# mask `[..., num_tokens]` on its device:
+#
+# 1. the scores $s_j = \sum_i p_{ij}$, the sum over the queries (dimension `-2`);
+# 2. the last `recent` positions are kept (the recent window), whatever their scores;
+# 3. among the other `num_tokens - recent` positions, the `budget - recent` with the highest scores are kept; **ties go
+#    to the earlier position**; the recent positions are not candidates (they are kept already);
+# 4. every position is kept when `budget >= num_tokens`.
+#
+# `budget` and `recent` are Python `int`s (`TypeError` otherwise, `True` included) with `0 <= recent <= budget`
+# (`ValueError` otherwise); `attention` must be a floating-point tensor (`TypeError`) with at least 2 dimensions and
+# no `NaN` (`ValueError`). No Python loop over rows or tokens (a test counts torch operations).
+# Trap: `torch.topk` does not promise which of equal scores it returns; sort with `stable=True` (descending) so that
+# equal scores keep their order.
+#
+# Graded in parts: 7.3.1 heavy hitters (2) · 7.3.2 recent window, ties and bad input (2).
+#
+# ## 任务 7.3：h2o_keep（4 分）
+#
+# H2O（Zhang 等，NeurIPS 2023）观察到少数 token（**重击者**）获得了大部分注意力，于是按**累积注意力**保留它们。`h2o_keep(attention, budget,
+# recent)` 接受注意力概率 `attention`，即浮点张量 `[..., num_queries, num_tokens]`（第 $i$ 行表示查询 $i$ 对每个位置的注意力；批量、注意力头等
+# 前导维度相互独立），返回位于同一设备上的 `bool` 保留掩码 `[..., num_tokens]`：
+#
+# 1. 分数 $s_j = \sum_i p_{ij}$，即对查询（第 `-2` 维）求和；
+# 2. 最后 `recent` 个位置（最近窗口）无论分数高低都保留；
+# 3. 在其余 `num_tokens - recent` 个位置中，保留分数最高的 `budget - recent` 个；**平局时保留位置更靠前的**；最近窗口中的位置不参与竞争
+#    （它们已经被保留）；
+# 4. `budget >= num_tokens` 时保留全部位置。
+#
+# `budget` 和 `recent` 是 Python `int`（否则抛出 `TypeError`，`True` 也算错），且 `0 <= recent <= budget`（否则抛出 `ValueError`）；
+# `attention` 必须是浮点张量（否则 `TypeError`），至少 2 维且不含 `NaN`（否则 `ValueError`）。不允许对行或 token 写 Python 循环（测试会统计 torch 操作的次数）。
+# 陷阱：`torch.topk` 不保证在分数相等时返回哪一个；用 `stable=True` 的降序排序，相等的分数就会保持原来的顺序。
+#
+# 分部分计分：7.3.1 重击者（2 分）· 7.3.2 最近窗口、平局与错误输入（2 分）。
+
+# %% nbgrader={"grade": false, "grade_id": "task7_3_h2o_keep", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+
+
+def h2o_keep(attention, budget, recent):
+    """H2O's keep mask: the recent window plus the heavy hitters by accumulated attention, budget positions in all.
+
+    Args:
+        attention: float tensor [..., num_queries, num_tokens] of attention probabilities.
+        budget: int >= recent, the positions to keep per row.
+        recent: int >= 0, the most recent positions that are always kept.
+
+    Returns:
+        bool tensor [..., num_tokens] on attention's device; all True when budget >= num_tokens. Ties between equal
+        scores go to the earlier position.
+
+    Raises:
+        TypeError: attention not a floating-point tensor; budget or recent not a Python int (bool excluded).
+        ValueError: attention with fewer than 2 dimensions or a NaN; recent < 0 or recent > budget.
+    """
+    if not isinstance(attention, torch.Tensor) or not attention.is_floating_point():
+        raise TypeError("h2o_keep: attention must be a floating-point torch.Tensor")
+    for name, value in (("budget", budget), ("recent", recent)):
+        if type(value) is not int:
+            raise TypeError(f"h2o_keep: {name} must be an int, got {type(value).__name__}")
+    if not 0 <= recent <= budget:
+        raise ValueError(f"h2o_keep: need 0 <= recent <= budget, got recent={recent}, budget={budget}")
+    if attention.dim() < 2 or bool(torch.isnan(attention).any()):
+        raise ValueError("h2o_keep: attention must be [..., num_queries, num_tokens] without NaN")
+    # TODO 7.3.1: the accumulated scores, then the keep mask of the top budget - recent older positions.
+    # 提示：sum(dim=-2)；torch.sort(..., descending=True, stable=True).indices 的前 k 个，再用 scatter 写入 True。
+    # Hint: sum(dim=-2); the first k of torch.sort(..., descending=True, stable=True).indices, written with scatter.
+    ### BEGIN SOLUTION
+    scores = attention.sum(dim=-2)
+    num_tokens = scores.shape[-1]
+    if budget >= num_tokens:
+        return torch.ones_like(scores, dtype=torch.bool)
+    older = num_tokens - recent
+    order = torch.sort(scores[..., :older], dim=-1, descending=True, stable=True).indices
+    keep_older = torch.zeros_like(scores[..., :older], dtype=torch.bool)
+    keep_older.scatter_(-1, order[..., :budget - recent], True)
+    ### END SOLUTION
+    # TODO 7.3.2: append the recent window, kept whatever its scores.
+    # 提示：torch.cat 把 keep_older 和一段长度为 recent 的全 True 张量沿最后一维拼起来。
+    # Hint: torch.cat joins keep_older and an all-True tensor of length recent along the last dimension.
+    ### BEGIN SOLUTION
+    keep_recent = torch.ones_like(scores[..., older:], dtype=torch.bool)
+    return torch.cat((keep_older, keep_recent), dim=-1)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_3_1_heavy_hitters", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+"""Check that h2o_keep keeps the positions of the highest accumulated attention."""
+
+
+def _check_task7_3_1_heavy_hitters():
+    import torch
+
+    from course.checks import assert_no_python_loop, assert_same_tensor
+    from course.env import available_devices
+
+    for device in available_devices():
+        # Two queries over 5 positions: scores 0.7, 0.3, 0.6, 0.2, 0.2.
+        attention = torch.tensor([[0.5, 0.25, 0.25, 0.0, 0.0], [0.2, 0.05, 0.35, 0.2, 0.2]], device=device)
+        assert_same_tensor(h2o_keep(attention, 2, 0), torch.tensor([True, False, True, False, False], device=device),
+                           f"h2o_keep(scores [0.7, 0.3, 0.6, 0.2, 0.2], budget 2, recent 0) on {device}")
+        assert_same_tensor(h2o_keep(attention, 3, 0), torch.tensor([True, True, True, False, False], device=device),
+                           f"h2o_keep(scores [0.7, 0.3, 0.6, 0.2, 0.2], budget 3, recent 0) on {device}")
+        # The scores are summed over the queries, not taken from the last one (which would keep 2, 0, 3).
+        assert_same_tensor(h2o_keep(attention, 1, 0), torch.tensor([True, False, False, False, False], device=device),
+                           f"h2o_keep(budget 1, recent 0) on {device}: the sum over both queries")
+        # Leading dims are independent rows (batch 2 x heads 1).
+        batched = torch.stack((attention, attention.flip(-1)))[:, None]
+        assert_same_tensor(h2o_keep(batched, 2, 0),
+                           torch.tensor([[[True, False, True, False, False]], [[False, False, True, False, True]]],
+                                        device=device), f"h2o_keep on [2, 1, 2, 5] attention on {device}")
+    small = (torch.rand(2, 4, 3, 16), 4, 2)
+    large = (torch.rand(64, 4, 3, 512), 4, 2)
+    assert_no_python_loop(h2o_keep, small, large, "h2o_keep on [2, 4, 3, 16] and [64, 4, 3, 512] attention")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    def _oracle(att, budget, recent):
+        scores = att.double().sum(dim=-2).cpu()
+        flat = scores.reshape(-1, scores.shape[-1])
+        n = scores.shape[-1]
+        rows = []
+        for row in flat.tolist():
+            if budget >= n:
+                rows.append([True] * n)
+                continue
+            older = sorted(range(n - recent), key=lambda j: (-row[j], j))[:budget - recent]
+            rows.append([j in older or j >= n - recent for j in range(n)])
+        return torch.tensor(rows, dtype=torch.bool).reshape(scores.shape).to(att.device)
+
+    _rng = _random.Random(7301)
+    for _device in available_devices():
+        for _case in range(150):
+            _lead = [_rng.randint(1, 3) for _ in range(_rng.randint(0, 2))]
+            _n, _q = _rng.randint(1, 24), _rng.randint(1, 4)
+            _g = torch.Generator().manual_seed(_case)
+            _att = torch.softmax(torch.randn(*_lead, _q, _n, generator=_g) * 3, dim=-1)
+            if _case % 3 == 0:  # dyadic values with many ties
+                _att = torch.randint(0, 4, (*_lead, _q, _n), generator=_g).double() / 4
+            _att = _att.to(_device)
+            _budget = _rng.randint(0, _n + 2)
+            _recent = 0 if _case % 2 else _rng.randint(0, _budget)
+            assert_same_tensor(h2o_keep(_att, _budget, _recent), _oracle(_att, _budget, _recent),
+                               f"h2o_keep(budget {_budget}, recent {_recent}) on random case {_case} on {_device}",
+                               reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_3_1_heavy_hitters()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_3_2_window_ties", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+"""Check that h2o_keep keeps the recent window, breaks ties to the earlier position, and refuses bad input."""
+
+
+def _check_task7_3_2_window_ties():
+    import torch
+
+    from course.checks import assert_raises, assert_same_tensor
+    from course.env import available_devices
+
+    for device in available_devices():
+        attention = torch.tensor([[0.5, 0.25, 0.25, 0.0, 0.0], [0.2, 0.05, 0.35, 0.2, 0.2]], device=device)
+        assert_same_tensor(h2o_keep(attention, 3, 2), torch.tensor([True, False, False, True, True], device=device),
+                           f"h2o_keep(scores [0.7, 0.3, 0.6, 0.2, 0.2], budget 3, recent 2) on {device}")
+        assert_same_tensor(h2o_keep(attention, 4, 2), torch.tensor([True, False, True, True, True], device=device),
+                           f"h2o_keep(scores [0.7, 0.3, 0.6, 0.2, 0.2], budget 4, recent 2) on {device}")
+        assert_same_tensor(h2o_keep(attention, 2, 2), torch.tensor([False, False, False, True, True], device=device),
+                           f"h2o_keep(budget 2, recent 2) on {device}: the window only")
+        # The recent position 3 has the highest score, but it is kept already: the heavy hitter is position 1.
+        assert_same_tensor(h2o_keep(torch.tensor([[0.1, 0.2, 0.1, 0.6]], device=device), 2, 1),
+                           torch.tensor([False, True, False, True], device=device),
+                           f"h2o_keep(scores [0.1, 0.2, 0.1, 0.6], budget 2, recent 1) on {device}")
+        # Ties go to the earlier position.
+        ties = torch.tensor([[0.25, 0.5, 0.25, 0.5, 0.25, 0.25]], device=device)
+        assert_same_tensor(h2o_keep(ties, 3, 0), torch.tensor([True, True, False, True, False, False], device=device),
+                           f"h2o_keep(scores [0.25, 0.5, 0.25, 0.5, 0.25, 0.25], budget 3, recent 0) on {device}")
+        assert_same_tensor(h2o_keep(ties, 3, 1), torch.tensor([False, True, False, True, False, True], device=device),
+                           f"h2o_keep(scores [0.25, 0.5, 0.25, 0.5, 0.25, 0.25], budget 3, recent 1) on {device}")
+        assert_same_tensor(h2o_keep(torch.zeros(2, 16, device=device), 2, 0),
+                           torch.arange(16, device=device) < 2, f"h2o_keep of 16 equal scores, budget 2, on {device}")
+        assert_same_tensor(h2o_keep(attention, 5, 1), torch.ones(5, dtype=torch.bool, device=device),
+                           f"h2o_keep(budget 5 = num_tokens) on {device}")
+        assert_same_tensor(h2o_keep(attention, 9, 3), torch.ones(5, dtype=torch.bool, device=device),
+                           f"h2o_keep(budget 9 > num_tokens) on {device}")
+        assert_same_tensor(h2o_keep(attention, 9, 7), torch.ones(5, dtype=torch.bool, device=device),
+                           f"h2o_keep(budget 9, recent 7 > num_tokens) on {device}")
+    attention = torch.full((2, 5), 0.2)
+    for args, error in [((attention, 2, 3), ValueError), ((attention, -1, 0), ValueError),
+                        ((attention, 2, -1), ValueError), ((attention, True, 0), TypeError),
+                        ((attention, 2, 1.0), TypeError), ((attention.long(), 2, 0), TypeError),
+                        ((torch.full((5,), 0.2), 2, 0), ValueError),
+                        ((torch.tensor([[0.5, float("nan")]]), 1, 0), ValueError)]:
+        assert_raises(error, f"h2o_keep(attention {list(args[0].shape)} {args[0].dtype}, {args[1]!r}, {args[2]!r})",
+                      h2o_keep, *args)
+
+    ### BEGIN HIDDEN TESTS
+    for _device in available_devices():
+        _scores = torch.tensor([[3.0, 1.0, 3.0, 2.0, 1.0, 3.0, 0.0, 0.0]], device=_device)
+        assert_same_tensor(h2o_keep(_scores, 4, 2), torch.tensor([True, False, True, False, False, False, True, True],
+                                                                  device=_device),
+                           f"h2o_keep ties (3.0 at 0, 2, 5) budget 4 recent 2 on {_device}", reveal=False)
+        assert_same_tensor(h2o_keep(_scores, 8, 8), torch.ones(8, dtype=torch.bool, device=_device),
+                           "h2o_keep(budget 8, recent 8)", reveal=False)
+        assert_same_tensor(h2o_keep(_scores, 0, 0), torch.zeros(8, dtype=torch.bool, device=_device),
+                           "h2o_keep(budget 0)", reveal=False)
+        _big = torch.tensor([[1e30, 1e30, 2e30, -1e30]], device=_device)
+        assert_same_tensor(h2o_keep(_big, 2, 0), torch.tensor([True, False, True, False], device=_device),
+                           "h2o_keep with scores 1e30, 1e30, 2e30, -1e30", reveal=False)
+    assert_raises(TypeError, "h2o_keep with a list", h2o_keep, [[0.5, 0.5]], 1, 0)
+    assert_raises(TypeError, "h2o_keep(budget=2, recent=False)", h2o_keep, torch.ones(1, 3), 2, False)
+    assert_raises(ValueError, "h2o_keep with a NaN in a later row", h2o_keep,
+                  torch.tensor([[[0.5, 0.5]], [[0.5, float("nan")]]]), 2, 0)
+    ### END HIDDEN TESTS
+
+
+_check_task7_3_2_window_ties()
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task7_4_snapkv_keep_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 7.4: snapkv_keep (5 points)
+#
+# SnapKV (Li et al., 2024) observed that the prompt's last queries already attend to what the answer will need. After
+# the prefill of a prompt of `num_tokens` positions, `snapkv_keep(attention, budget, window, kernel_size=5)` takes the
+# prefill's attention probabilities `attention`, a floating-point tensor `[..., num_tokens, num_tokens]` (row $i$ is
+# query $i$, causal: entries above the diagonal are 0), and returns the `bool` keep mask `[..., num_tokens]` on its
+# device:
+#
+# 1. **votes**: the last `window` rows (the observation window, queries `num_tokens - window ...`) vote for the earlier
+#    positions `0 ... num_tokens - window - 1`: $s_j = \sum_{i \ge T - W} p_{ij}$;
+# 2. **pooling**: each earlier position's score is the **mean** of the votes of the positions `j - kernel_size // 2`
+#    to `j + kernel_size // 2` **that exist** (near the two ends the mean is over fewer votes; padding does not count:
+#    `torch.nn.functional.avg_pool1d(..., stride=1, padding=kernel_size // 2, count_include_pad=False)`); with
+#    `kernel_size = 1` the scores are the votes;
+# 3. **selection**: the `budget - window` earlier positions with the highest pooled scores, **ties to the earlier
+#    position**, plus the whole window; every position when `budget >= num_tokens`.
+#
+# `budget`, `window` and `kernel_size` are Python `int`s (`TypeError` otherwise, `True` included); `ValueError` when
+# `window < 1`, `window > budget`, `window > num_tokens`, `kernel_size` is not odd and positive, or `attention` does
+# not end in two equal dimensions; `TypeError` when `attention` is not a floating-point tensor. No Python loop over
+# rows or tokens. SnapKV's released code uses a window of 32 prompt tokens, kernel 5 and average pooling, for prompts
+# of thousands of tokens; the pooling keeps the neighbours of a voted token, so that a kept fact keeps its context.
+#
+# Graded in parts: 7.4.1 votes and selection (2) · 7.4.2 pooling (2) · 7.4.3 edge cases and bad input (1).
+#
+# ## 任务 7.4：snapkv_keep（5 分）
+#
+# SnapKV（Li 等，2024）观察到，提示词最后几个查询所关注的位置，已经就是生成答案时需要的位置。一个 `num_tokens` 个位置的提示词预填充之后，
+# `snapkv_keep(attention, budget, window, kernel_size=5)` 接受预填充的注意力概率 `attention`，即浮点张量 `[..., num_tokens, num_tokens]`
+# （第 $i$ 行是查询 $i$；因果注意力，对角线以上为 0），返回位于同一设备上的 `bool` 保留掩码 `[..., num_tokens]`：
+#
+# 1. **投票**：最后 `window` 行（观察窗口，即查询 `num_tokens - window ...`）为更早的位置 `0 ... num_tokens - window - 1` 投票：
+#    $s_j = \sum_{i \ge T - W} p_{ij}$；
+# 2. **池化**：每个更早位置的分数，是位置 `j - kernel_size // 2` 到 `j + kernel_size // 2` 中**实际存在的那些位置**的投票的**平均值**
+#    （靠近两端时参与平均的投票更少；填充不计入：`torch.nn.functional.avg_pool1d(..., stride=1, padding=kernel_size // 2,
+#    count_include_pad=False)`）；`kernel_size = 1` 时分数就是投票本身；
+# 3. **选择**：保留池化分数最高的 `budget - window` 个更早位置（**平局时保留位置更靠前的**），再加上整个观察窗口；`budget >= num_tokens` 时保留全部位置。
+#
+# `budget`、`window` 和 `kernel_size` 是 Python `int`（否则抛出 `TypeError`，`True` 也算错）；`window < 1`、`window > budget`、
+# `window > num_tokens`、`kernel_size` 不是正奇数，或 `attention` 的最后两维不相等时抛出 `ValueError`；`attention` 不是浮点张量时抛出
+# `TypeError`。不允许对行或 token 写 Python 循环。SnapKV 公开的代码对几千个 token 的提示词使用 32 个 token 的观察窗口、大小为 5 的核和平均池化；
+# 池化会保留被投票位置的邻居，使一个被保留的事实连同它的上下文一起留下。
+#
+# 分部分计分：7.4.1 投票与选择（2 分）· 7.4.2 池化（2 分）· 7.4.3 边界情况与错误输入（1 分）。
+
+# %% nbgrader={"grade": false, "grade_id": "task7_4_snapkv_keep", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+import torch.nn.functional as F
+
+
+def snapkv_keep(attention, budget, window, kernel_size=5):
+    """SnapKV's keep mask: the observation window plus the earlier positions it votes for, pooled, budget in all.
+
+    Args:
+        attention: float tensor [..., num_tokens, num_tokens], the prefill's attention probabilities.
+        budget: int >= window, positions to keep per row.
+        window: int in [1, num_tokens], the last prompt positions whose queries vote (always kept).
+        kernel_size: odd int >= 1, the width of the average pooling over the votes.
+
+    Returns:
+        bool tensor [..., num_tokens] on attention's device; all True when budget >= num_tokens. Ties go to the
+        earlier position.
+
+    Raises:
+        TypeError: attention not a floating-point tensor; budget, window or kernel_size not a Python int.
+        ValueError: the last two dims of attention differ; window < 1, window > budget or window > num_tokens;
+            kernel_size not odd and positive.
+    """
+    if not isinstance(attention, torch.Tensor) or not attention.is_floating_point():
+        raise TypeError("snapkv_keep: attention must be a floating-point torch.Tensor")
+    for name, value in (("budget", budget), ("window", window), ("kernel_size", kernel_size)):
+        if type(value) is not int:
+            raise TypeError(f"snapkv_keep: {name} must be an int, got {type(value).__name__}")
+    if attention.dim() < 2 or attention.shape[-1] != attention.shape[-2]:
+        raise ValueError(f"snapkv_keep: attention must be [..., num_tokens, num_tokens], got {list(attention.shape)}")
+    num_tokens = attention.shape[-1]
+    if not 1 <= window <= min(budget, num_tokens):
+        raise ValueError(f"snapkv_keep: need 1 <= window <= budget and window <= num_tokens ({num_tokens}), "
+                         f"got window={window}, budget={budget}")
+    if kernel_size < 1 or kernel_size % 2 == 0:
+        raise ValueError(f"snapkv_keep: kernel_size must be odd and >= 1, got {kernel_size}")
+    if budget >= num_tokens:
+        return torch.ones(attention.shape[:-1], dtype=torch.bool, device=attention.device)
+    prefix = num_tokens - window
+    # TODO 7.4.1: the votes of the window's queries for the earlier positions.
+    # 提示：取最后 window 行、前 prefix 列：attention[..., prefix:, :prefix]，对行求和。
+    # Hint: take the last window rows and the first prefix columns, attention[..., prefix:, :prefix], and sum the rows.
+    ### BEGIN SOLUTION
+    votes = attention[..., prefix:, :prefix].sum(dim=-2)
+    ### END SOLUTION
+    # TODO 7.4.2: average pooling along the positions, padding not counted.
+    # 提示：avg_pool1d 需要 [N, 1, L] 的输入：先 reshape(-1, 1, prefix)，池化后再 reshape 回 votes.shape。
+    # Hint: avg_pool1d takes [N, 1, L]: reshape(-1, 1, prefix) first, then back to votes.shape after pooling.
+    ### BEGIN SOLUTION
+    pooled = F.avg_pool1d(votes.reshape(-1, 1, prefix), kernel_size, stride=1, padding=kernel_size // 2,
+                          count_include_pad=False).reshape(votes.shape)
+    ### END SOLUTION
+    # TODO 7.4.3: keep the top budget - window earlier positions (ties to the earlier one), then the window.
+    # 提示：与任务 7.3 相同：stable=True 的降序排序、scatter，再用 torch.cat 接上全 True 的窗口。
+    # Hint: as in Task 7.3: a stable descending sort, scatter, then torch.cat with an all-True window.
+    ### BEGIN SOLUTION
+    order = torch.sort(pooled, dim=-1, descending=True, stable=True).indices
+    keep_prefix = torch.zeros_like(pooled, dtype=torch.bool)
+    keep_prefix.scatter_(-1, order[..., :budget - window], True)
+    keep_window = torch.ones(*pooled.shape[:-1], window, dtype=torch.bool, device=attention.device)
+    return torch.cat((keep_prefix, keep_window), dim=-1)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_4_1_votes", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+"""Check that snapkv_keep keeps the positions the observation window votes for, and the window."""
+
+
+def _check_task7_4_1_votes():
+    import torch
+
+    from course.checks import assert_no_python_loop, assert_same_tensor
+    from course.env import available_devices
+
+    def prompt_attention(device):
+        # Rows 4 and 5 (the window of 2) vote [0.5, 0, 0.25, 0.5] for positions 0-3; rows 0-3 attend uniformly.
+        rows = [[1.0, 0, 0, 0, 0, 0], [0.5, 0.5, 0, 0, 0, 0], [1 / 3, 1 / 3, 1 / 3, 0, 0, 0], [0.25] * 4 + [0, 0],
+                [0.5, 0.0, 0.0, 0.25, 0.25, 0.0], [0.0, 0.0, 0.25, 0.25, 0.25, 0.25]]
+        return torch.tensor(rows, device=device)
+
+    def mask(text, device):
+        return torch.tensor([c == "1" for c in text], dtype=torch.bool, device=device)
+
+    for device in available_devices():
+        attention = prompt_attention(device)
+        for budget, expected in [(3, "100011"), (4, "100111"), (5, "101111"), (2, "000011")]:
+            assert_same_tensor(snapkv_keep(attention, budget, 2, kernel_size=1), mask(expected, device),
+                               f"snapkv_keep(votes [0.5, 0, 0.25, 0.5], budget {budget}, window 2, kernel_size 1) "
+                               f"on {device}")
+        # Window 1: only the last row votes, [0, 0, 0.25, 0.25, 0.25] for positions 0-4.
+        assert_same_tensor(snapkv_keep(attention, 2, 1, kernel_size=1), mask("001001", device),
+                           f"snapkv_keep(budget 2, window 1, kernel_size 1) on {device}")
+        batched = torch.stack((attention, attention)).unsqueeze(1).expand(2, 3, 6, 6)
+        assert_same_tensor(snapkv_keep(batched, 3, 2, kernel_size=1), mask("100011", device).expand(2, 3, 6),
+                           f"snapkv_keep on [2, 3, 6, 6] attention on {device}")
+    small = (torch.rand(2, 4, 16, 16), 6, 2, 3)
+    large = (torch.rand(32, 4, 256, 256), 6, 2, 3)
+    assert_no_python_loop(snapkv_keep, small, large, "snapkv_keep on 16 and 256 prompt positions")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    def _oracle(att, budget, window, kernel):
+        n = att.shape[-1]
+        if budget >= n:
+            return torch.ones(att.shape[:-1], dtype=torch.bool, device=att.device)
+        prefix = n - window
+        votes = att.double()[..., prefix:, :prefix].sum(dim=-2).cpu()
+        flat = votes.reshape(-1, prefix).tolist()
+        rows = []
+        for row in flat:
+            half = kernel // 2
+            pooled = []
+            for j in range(prefix):
+                near = row[max(0, j - half):j + half + 1]
+                pooled.append(sum(near) / len(near))
+            chosen = sorted(range(prefix), key=lambda j: (-pooled[j], j))[:budget - window]
+            rows.append([j in chosen or j >= prefix for j in range(n)])
+        return torch.tensor(rows, dtype=torch.bool).reshape(att.shape[:-1]).to(att.device)
+
+    _rng = _random.Random(7401)
+    for _device in available_devices():
+        for _case in range(120):
+            _lead = [_rng.randint(1, 3) for _ in range(_rng.randint(0, 2))]
+            _n = _rng.randint(1, 24)
+            _g = torch.Generator().manual_seed(_case)
+            _scores = torch.randn(*_lead, _n, _n, generator=_g) * 2
+            _causal = torch.ones(_n, _n, dtype=torch.bool).tril()
+            _att = torch.softmax(_scores.masked_fill(~_causal, float("-inf")), dim=-1).to(_device)
+            _window = _rng.randint(1, _n)
+            _budget = _rng.randint(_window, _n + 2)
+            _kernel = 1 if _case % 2 else _rng.choice([1, 3, 5, 7])
+            assert_same_tensor(snapkv_keep(_att, _budget, _window, _kernel), _oracle(_att, _budget, _window, _kernel),
+                               f"snapkv_keep(budget {_budget}, window {_window}, kernel {_kernel}), random case {_case} "
+                               f"on {_device}", reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_4_1_votes()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_4_2_pooling", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+"""Check that snapkv_keep averages the votes over the neighbours that exist before it selects."""
+
+
+def _check_task7_4_2_pooling():
+    import torch
+
+    from course.checks import assert_same_tensor
+    from course.env import available_devices
+
+    def mask(text, device):
+        return torch.tensor([c == "1" for c in text], dtype=torch.bool, device=device)
+
+    for device in available_devices():
+        rows = [[1.0, 0, 0, 0, 0, 0], [0.5, 0.5, 0, 0, 0, 0], [0.25, 0.25, 0.5, 0, 0, 0], [0.25] * 4 + [0, 0],
+                [0.5, 0.0, 0.0, 0.25, 0.25, 0.0], [0.0, 0.0, 0.25, 0.25, 0.25, 0.25]]
+        attention = torch.tensor(rows, device=device)
+        # Votes [0.5, 0, 0.25, 0.5]; kernel 3 pools them to [0.25, 0.25, 0.25, 0.375] (the ends average 2 votes).
+        assert_same_tensor(snapkv_keep(attention, 3, 2, kernel_size=3), mask("000111", device),
+                           f"snapkv_keep(votes [0.5, 0, 0.25, 0.5], budget 3, window 2, kernel_size 3) on {device}")
+        assert_same_tensor(snapkv_keep(attention, 4, 2, kernel_size=3), mask("100111", device),
+                           f"snapkv_keep(votes [0.5, 0, 0.25, 0.5], budget 4, window 2, kernel_size 3) on {device}")
+        # Kernel 5 over 4 votes: [0.25, 0.3125, 0.3125, 0.25].
+        assert_same_tensor(snapkv_keep(attention, 3, 2, kernel_size=5), mask("010011", device),
+                           f"snapkv_keep(votes [0.5, 0, 0.25, 0.5], budget 3, window 2, kernel_size 5) on {device}")
+        # A kernel wider than the prompt: every position averages every vote (a tie, so the earliest wins).
+        assert_same_tensor(snapkv_keep(attention, 3, 2, kernel_size=9), mask("100011", device),
+                           f"snapkv_keep(budget 3, window 2, kernel_size 9) on {device}")
+        assert_same_tensor(snapkv_keep(attention, 3, 2), mask("010011", device),
+                           f"snapkv_keep(budget 3, window 2) on {device} (kernel_size 5 by default)")
+
+    ### BEGIN HIDDEN TESTS
+    for _device in available_devices():
+        _n = 9
+        _att = torch.zeros(_n, _n, device=_device)
+        _att[-1, :] = torch.tensor([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5], device=_device)
+        _att[-2, :8] = torch.tensor([0.75, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.25], device=_device)
+        # Window 2, votes for 0-6: [0.75, 0, 0, 0, 0, 0, 0]; kernel 3: [0.375, 0.25, 0, 0, 0, 0, 0].
+        assert_same_tensor(snapkv_keep(_att, 4, 2, 3), torch.tensor([1, 1, 0, 0, 0, 0, 0, 1, 1], dtype=torch.bool,
+                                                                    device=_device),
+                           f"snapkv_keep with a vote at the edge, kernel 3, on {_device}", reveal=False)
+        # Kernel 5: [0.25, 0.1875, 0.15, 0, 0, 0, 0] -> keep 0, 1, 2.
+        assert_same_tensor(snapkv_keep(_att, 5, 2, 5), torch.tensor([1, 1, 1, 0, 0, 0, 0, 1, 1], dtype=torch.bool,
+                                                                    device=_device),
+                           f"snapkv_keep with a vote at the edge, kernel 5, on {_device}", reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_4_2_pooling()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_4_3_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+"""Check that snapkv_keep handles a budget that covers the prompt or equals the window, and refuses bad input."""
+
+
+def _check_task7_4_3_edges():
+    import torch
+
+    from course.checks import assert_raises, assert_same_tensor
+    from course.env import available_devices
+
+    for device in available_devices():
+        attention = torch.full((2, 6, 6), 1 / 6, device=device).tril()
+        assert_same_tensor(snapkv_keep(attention, 6, 2, 3), torch.ones(2, 6, dtype=torch.bool, device=device),
+                           f"snapkv_keep(budget 6 = num_tokens) on {device}")
+        assert_same_tensor(snapkv_keep(attention, 10, 6, 3), torch.ones(2, 6, dtype=torch.bool, device=device),
+                           f"snapkv_keep(budget 10, window 6 = num_tokens) on {device}")
+        assert_same_tensor(snapkv_keep(attention, 3, 3, 3), (torch.arange(6, device=device) >= 3).expand(2, 6),
+                           f"snapkv_keep(budget 3 = window 3) on {device}: the window only")
+    attention = torch.full((6, 6), 1 / 6).tril()
+    for args, error in [((attention, 3, 4, 3), ValueError), ((attention, 3, 0, 3), ValueError),
+                        ((attention, 8, 7, 3), ValueError), ((attention, 4, 2, 4), ValueError),
+                        ((attention, 4, 2, 0), ValueError), ((attention[:5], 4, 2, 3), ValueError),
+                        ((attention, 4, 2, True), TypeError), ((attention, 4.0, 2, 3), TypeError),
+                        ((attention.long(), 4, 2, 3), TypeError)]:
+        assert_raises(error, f"snapkv_keep(attention {list(args[0].shape)} {args[0].dtype}, {args[1]!r}, {args[2]!r}, "
+                             f"{args[3]!r})", snapkv_keep, *args)
+
+    ### BEGIN HIDDEN TESTS
+    assert_raises(ValueError, "snapkv_keep(kernel_size -3)", snapkv_keep, attention, 4, 2, -3)
+    assert_raises(TypeError, "snapkv_keep(window=True)", snapkv_keep, attention, 4, True, 3)
+    assert_raises(TypeError, "snapkv_keep on a list", snapkv_keep, attention.tolist(), 4, 2, 3)
+    assert_raises(ValueError, "snapkv_keep on a 1-D tensor", snapkv_keep, torch.ones(6), 4, 2, 3)
+    for _device in available_devices():
+        _one = torch.ones(1, 1, device=_device)
+        assert_same_tensor(snapkv_keep(_one, 1, 1, 1), torch.ones(1, dtype=torch.bool, device=_device),
+                           "snapkv_keep on one position", reveal=False)
+        _att = torch.full((7, 7), 1 / 7, device=_device, dtype=torch.float64).tril()
+        assert_same_tensor(snapkv_keep(_att, 3, 1, 1), torch.tensor([1, 1, 0, 0, 0, 0, 1], dtype=torch.bool,
+                                                                     device=_device),
+                           "snapkv_keep on float64 attention with tied votes", reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_4_3_edges()
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task7_5_pyramid_budgets_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 7.5: pyramid_budgets (3 points)
+#
+# PyramidKV (Cai et al., 2024) found attention spread widely in the lower layers and concentrated on a few tokens in
+# the upper ones ("pyramidal information funneling"), and so gives the lower layers more of the budget. With $L$
+# layers, a total budget $B_\text{total}$ (the average $\bar B = B_\text{total} / L$) and a ratio $\beta$, the top
+# layer gets $\bar B / \beta$, the bottom layer $2\bar B - \bar B/\beta$, and the layers between lie on the straight
+# line, so the $L$ budgets average $\bar B$. For layer $l = 0, \dots, L-1$ (0 is the lowest) that is exactly
+#
+# $$b_l = \frac{N_l}{D}, \qquad N_l = B_\text{total}\,\big((2\beta - 1)(L - 1) - 2l(\beta - 1)\big), \qquad D = L\,\beta\,(L - 1).$$
+#
+# `pyramid_budgets(total, num_layers, beta=20)` returns the list of `num_layers` Python `int`s $\lfloor N_l / D\rfloor$,
+# then adds 1 to each of the first $B_\text{total} - \sum_l \lfloor N_l / D \rfloor$ layers (layers 0, 1, …), so that
+# the budgets sum to `total` exactly. With one layer it returns `[total]`. The three arguments are Python `int`s
+# (`TypeError` otherwise, `True` included) with `total >= 0`, `num_layers >= 1`, `beta >= 1` (`ValueError` otherwise);
+# `beta = 1` gives equal budgets. PyramidKV uses $\beta = 20$. Trap: the same formula in floating point (the average,
+# then the top, then the line) floors `pyramid_budgets(28, 5, 2)` to `[9, 7, 6, 4, 2]` instead of `[9, 8, 5, 4, 2]`,
+# because 7.999999… floors to 7: compute $N_l$ and $D$ as integers and use `//`.
+#
+# ## 任务 7.5：pyramid_budgets（3 分）
+#
+# PyramidKV（Cai 等，2024）发现，低层的注意力分布很广，高层的注意力集中在少数 token 上（"金字塔式信息汇聚"），于是把更多的预算分给低层。
+# 设有 $L$ 层、总预算 $B_\text{total}$（平均值 $\bar B = B_\text{total} / L$）和比值 $\beta$：最高层得到 $\bar B / \beta$，最低层得到
+# $2\bar B - \bar B/\beta$，中间各层位于两者之间的直线上，因此 $L$ 个预算的平均值是 $\bar B$。对第 $l = 0, \dots, L-1$ 层（0 是最低层），精确地写出来就是
+#
+# $$b_l = \frac{N_l}{D}, \qquad N_l = B_\text{total}\,\big((2\beta - 1)(L - 1) - 2l(\beta - 1)\big), \qquad D = L\,\beta\,(L - 1).$$
+#
+# `pyramid_budgets(total, num_layers, beta=20)` 返回由 `num_layers` 个 Python `int` 组成的列表 $\lfloor N_l / D\rfloor$，再给前
+# $B_\text{total} - \sum_l \lfloor N_l / D \rfloor$ 层（第 0、1、… 层）各加 1，使预算之和恰好等于 `total`。只有一层时返回 `[total]`。
+# 三个参数都是 Python `int`（否则抛出 `TypeError`，`True` 也算错），且 `total >= 0`、`num_layers >= 1`、`beta >= 1`（否则抛出 `ValueError`）；
+# `beta = 1` 时各层预算相等。PyramidKV 使用 $\beta = 20$。陷阱：用浮点数计算同一个公式（先算平均值，再算最高层，再算直线）时，
+# `pyramid_budgets(28, 5, 2)` 会被向下取整成 `[9, 7, 6, 4, 2]` 而不是 `[9, 8, 5, 4, 2]`，因为 7.999999… 向下取整是 7：
+# 用整数计算 $N_l$ 和 $D$，再用 `//`。
+
+# %% nbgrader={"grade": false, "grade_id": "task7_5_pyramid_budgets", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def pyramid_budgets(total, num_layers, beta=20):
+    """PyramidKV's per-layer budgets: falling linearly with depth, summing to total.
+
+    Returns:
+        list of num_layers ints, layer 0 (the lowest) first: floor(N_l / D), plus 1 for each of the first
+        total - sum(floors) layers. [total] for one layer.
+
+    Raises:
+        TypeError: an argument that is not a Python int (bool excluded).
+        ValueError: total < 0, num_layers < 1 or beta < 1.
+    """
+    for name, value, low in (("total", total, 0), ("num_layers", num_layers, 1), ("beta", beta, 1)):
+        if type(value) is not int:
+            raise TypeError(f"pyramid_budgets: {name} must be an int, got {type(value).__name__}")
+        if value < low:
+            raise ValueError(f"pyramid_budgets: {name} must be >= {low}, got {value}")
+    if num_layers == 1:
+        return [total]
+    # TODO 7.5.1: the floors of N_l / D in integer arithmetic.
+    # 提示：N_l 和 D 都是整数；整数的 // 就是精确的向下取整。
+    # Hint: N_l and D are integers; // on ints is the exact floor.
+    ### BEGIN SOLUTION
+    denominator = num_layers * beta * (num_layers - 1)
+    budgets = [total * ((2 * beta - 1) * (num_layers - 1) - 2 * layer * (beta - 1)) // denominator
+               for layer in range(num_layers)]
+    ### END SOLUTION
+    # TODO 7.5.2: give the units left over to the lowest layers, one each.
+    # 提示：剩下的单位数 total - sum(budgets) 小于 num_layers。
+    # Hint: the units left over, total - sum(budgets), are fewer than num_layers.
+    ### BEGIN SOLUTION
+    left_over = total - sum(budgets)
+    return [budget + (layer < left_over) for layer, budget in enumerate(budgets)]
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_5_pyramid_budgets", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+"""Check that pyramid_budgets falls linearly with depth, sums to the total and uses exact arithmetic."""
+
+
+def _check_task7_5_pyramid_budgets():
+    from course.checks import assert_plain_equal, assert_raises, check_type
+
+    result = pyramid_budgets(40, 2)
+    check_type(result, list, "pyramid_budgets(40, 2)")
+    check_type(result[0], int, "pyramid_budgets(40, 2)[0]")
+    assert_plain_equal(result, [39, 1], "pyramid_budgets(40, 2) (average 20: top 20/20 = 1, bottom 40 - 1 = 39)")
+    assert_plain_equal(pyramid_budgets(64, 4), [32, 22, 10, 0], "pyramid_budgets(64, 4)")
+    assert_plain_equal(pyramid_budgets(16, 2), [16, 0], "pyramid_budgets(16, 2) (floors 15 and 0, one unit left)")
+    assert_plain_equal(pyramid_budgets(100, 3, 20), [66, 33, 1], "pyramid_budgets(100, 3, 20)")
+    assert_plain_equal(pyramid_budgets(30, 3, 1), [10, 10, 10], "pyramid_budgets(30, 3, beta=1)")
+    assert_plain_equal(pyramid_budgets(31, 3, 1), [11, 10, 10], "pyramid_budgets(31, 3, beta=1) (one unit left)")
+    assert_plain_equal(pyramid_budgets(28, 5, 2), [9, 8, 5, 4, 2], "pyramid_budgets(28, 5, 2) (exact floors)")
+    assert_plain_equal(pyramid_budgets(7, 1), [7], "pyramid_budgets(7, 1)")
+    assert_plain_equal(pyramid_budgets(0, 3), [0, 0, 0], "pyramid_budgets(0, 3)")
+    for args, error in [((-1, 2), ValueError), ((10, 0), ValueError), ((10, 2, 0), ValueError),
+                        ((10.0, 2), TypeError), ((10, True), TypeError), ((10, 2, 2.5), TypeError)]:
+        assert_raises(error, f"pyramid_budgets{args}", pyramid_budgets, *args)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+    from fractions import Fraction as _Fraction
+
+    def _oracle(total, layers, beta):
+        if layers == 1:
+            return [total]
+        average = _Fraction(total, layers)
+        top = average / beta
+        bottom = 2 * average - top
+        floors = [int((bottom - (bottom - top) * _l / (layers - 1)) // 1) for _l in range(layers)]
+        left = total - sum(floors)
+        return [_b + (1 if _l < left else 0) for _l, _b in enumerate(floors)]
+
+    _rng = _random.Random(7501)
+    for _case in range(600):
+        _total, _layers, _beta = _rng.randint(0, 5000), _rng.randint(1, 40), _rng.choice([1, 2, 3, 5, 7, 10, 20, 97])
+        _got = pyramid_budgets(_total, _layers, _beta)
+        assert_plain_equal(_got, _oracle(_total, _layers, _beta),
+                           f"pyramid_budgets({_total}, {_layers}, {_beta})", reveal=False)
+        assert all(type(_b) is int for _b in _got), f"pyramid_budgets({_total}, {_layers}, {_beta}) must hold ints"
+    assert_plain_equal(pyramid_budgets(10**15, 3, 20), _oracle(10**15, 3, 20), "pyramid_budgets(10**15, 3, 20)",
+                       reveal=False)
+    assert_plain_equal(pyramid_budgets(205, 3, 5), [124, 68, 13], "pyramid_budgets(205, 3, 5)", reveal=False)
+    for _args in [(5, 2, -4), (5, -1), (-(10**9), 1)]:
+        assert_raises(ValueError, f"pyramid_budgets{_args}", pyramid_budgets, *_args)
+    for _args in [(False, 1), ("5", 2), (5, 2, None)]:
+        assert_raises(TypeError, f"pyramid_budgets{_args}", pyramid_budgets, *_args)
+    ### END HIDDEN TESTS
+
+
+_check_task7_5_pyramid_budgets()
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "task7_6_decode_with_eviction_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Task 7.6: decode_with_eviction (8 points)
+#
+# In generation the cache grows by one token per step, and a policy must evict **while** it generates: StreamingLLM
+# and H2O do it at every step. `decode_with_eviction(model, tokens, budget, keep_fn)` feeds the integer tensor
+# `tokens` `[batch, length]` through `model` (a `TinyDecoder`; batched calls as in the model's docstring) one token
+# at a time, and after every step cuts each layer back to `budget` slots with the policy `keep_fn`:
+#
+# - step `t` runs `tokens[:, t:t + 1]` with the cache and `position=t` (its true position: after an eviction the
+#   cache holds fewer slots than `t`), with `return_attention=True`, and keeps its logits;
+# - each layer keeps **scores**, float `[batch, num_heads, num_slots]`, one per cache slot: the accumulated attention
+#   the slot received, the sum of its attention at every step since it entered the cache (the step's own token
+#   included: the new slot starts at the attention it paid to itself). After step `t`, add the step's attention row
+#   (`attention[layer][:, :, 0, :]`) to the scores, with a new entry for the new slot;
+# - then, when a layer holds more than `budget` slots, call `keep = keep_fn(scores, budget)` for that layer and keep
+#   the masked slots of its K/V (`course.model.prune_cache`) **and** of its scores, so that slot $j$'s score stays
+#   slot $j$'s. `keep` must be a `bool` tensor of the scores' shape with exactly `budget` `True` per row (`ValueError`
+#   otherwise: a policy that keeps more or fewer slots is a bug to report, not to hide).
+#
+# Return `(logits, kv)`: `logits` `[batch, length, vocab_size]` (step `t`'s logits at `[:, t]`), `kv` the final
+# cache. When `budget >= length` nothing is evicted and the logits **equal** the full-cache model's, step for step.
+# `TypeError` when `tokens` is not an integer tensor, `budget` not a Python `int` (`True` included) or `keep_fn` not
+# callable; `ValueError` when `tokens` is not 2-D or `budget < 1`. The loop over the steps is the decode loop itself;
+# inside a step, no Python loop over sequences, heads or slots (a loop over the layers is fine). Traps: evicting
+# before the step's own token is in the cache (the next step then cannot see it); scores that stay behind when the
+# slots move (prune them with the same mask); a position taken from the cache's length after an eviction.
+#
+# Graded in parts: 7.6.1 no eviction equals the full cache (2) · 7.6.2 eviction and positions (3) · 7.6.3 accumulated
+# scores (2) · 7.6.4 bad input (1).
+#
+# ## 任务 7.6：decode_with_eviction（8 分）
+#
+# 生成时缓存每步增加一个 token，驱逐策略必须**边生成边**驱逐：StreamingLLM 和 H2O 每一步都这样做。`decode_with_eviction(model, tokens,
+# budget, keep_fn)` 把整数张量 `tokens` `[batch, length]` 一次一个 token 地送入 `model`（一个 `TinyDecoder`；批量调用方式见模型的文档字符串），
+# 每一步之后用驱逐策略 `keep_fn` 把每一层裁剪回 `budget` 个槽位：
+#
+# - 第 `t` 步用缓存运行 `tokens[:, t:t + 1]`，传入 `position=t`（它真实的位置：驱逐之后缓存中的槽位数少于 `t`）和 `return_attention=True`，
+#   并保存它的 logits；
+# - 每一层为每个缓存槽位维护一个**分数**，即浮点张量 `[batch, num_heads, num_slots]`：这个槽位收到的累积注意力，也就是它进入缓存以来每一步所得
+#   注意力之和（包括这一步自己的 token：新槽位的初始分数是它对自己的注意力）。第 `t` 步之后，把这一步的注意力行（`attention[layer][:, :, 0, :]`）
+#   加到分数上，并为新槽位添加一项；
+# - 然后，若某一层的槽位多于 `budget` 个，就对这一层调用 `keep = keep_fn(scores, budget)`，并按掩码保留它的 K/V（`course.model.prune_cache`）
+#   **以及**它的分数，使第 $j$ 个槽位的分数仍然属于第 $j$ 个槽位。`keep` 必须是与分数形状相同的 `bool` 张量，且每一行恰好有 `budget` 个 `True`
+#   （否则抛出 `ValueError`：多保留或少保留槽位的策略是一个应当报告的错误，而不是应当掩盖的错误）。
+#
+# 返回 `(logits, kv)`：`logits` 形状为 `[batch, length, vocab_size]`（第 `t` 步的 logits 在 `[:, t]`），`kv` 是最终的缓存。`budget >= length`
+# 时什么也不驱逐，logits 与全缓存模型逐步**相等**。`tokens` 不是整数张量、`budget` 不是 Python `int`（`True` 也算错）或 `keep_fn` 不可调用时抛出
+# `TypeError`；`tokens` 不是二维或 `budget < 1` 时抛出 `ValueError`。对步的循环就是解码循环本身；在一步之内，不对序列、注意力头或槽位写 Python 循环
+# （对层的循环可以）。陷阱：在这一步自己的 token 进入缓存之前就驱逐（下一步就看不到它了）；槽位移动了而分数留在原处（用同一个掩码裁剪分数）；
+# 驱逐之后用缓存的长度当作位置。
+#
+# 分部分计分：7.6.1 不驱逐时等于全缓存（2 分）· 7.6.2 驱逐与位置（3 分）· 7.6.3 累积分数（2 分）· 7.6.4 错误输入（1 分）。
+
+# %% nbgrader={"grade": false, "grade_id": "task7_6_decode_with_eviction", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import torch
+
+from course.model import prune_cache
+
+
+def decode_with_eviction(model, tokens, budget, keep_fn):
+    """Decode tokens one at a time, cutting every layer back to budget slots after each step with keep_fn.
+
+    Args:
+        model: a TinyDecoder.
+        tokens: integer tensor [batch, length] on the model's device.
+        budget: int >= 1, the most slots each layer keeps after a step.
+        keep_fn: keep_fn(scores, budget) -> bool tensor of scores' shape [batch, num_heads, num_slots] with exactly
+            budget True per row; scores are each slot's accumulated attention.
+
+    Returns:
+        (logits [batch, length, vocab_size], kv): every step's logits, and the final cache.
+
+    Raises:
+        TypeError: tokens not an integer tensor, budget not a Python int (bool excluded), keep_fn not callable.
+        ValueError: tokens not 2-D, budget < 1, or a mask from keep_fn that is not bool of the scores' shape with
+            budget True per row.
+    """
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype.is_floating_point or tokens.dtype == torch.bool:
+        raise TypeError("decode_with_eviction: tokens must be an integer torch.Tensor")
+    if type(budget) is not int:
+        raise TypeError(f"decode_with_eviction: budget must be an int, got {type(budget).__name__}")
+    if not callable(keep_fn):
+        raise TypeError("decode_with_eviction: keep_fn must be callable")
+    if tokens.dim() != 2 or budget < 1:
+        raise ValueError(f"decode_with_eviction: need tokens [batch, length] and budget >= 1, got shape "
+                         f"{list(tokens.shape)} and budget {budget}")
+    kv, scores, steps = None, None, []
+    for step in range(tokens.shape[1]):
+        # TODO 7.6.1: run this step's token at its true position, with the attention; keep its logits.
+        # 提示：model(tokens[:, step:step + 1], past_kv=kv, position=step, return_attention=True) 返回 (logits, kv, attention)。
+        # Hint: model(tokens[:, step:step + 1], past_kv=kv, position=step, return_attention=True) returns
+        # (logits, kv, attention).
+        ### BEGIN SOLUTION
+        logits, kv, attention = model(tokens[:, step:step + 1], past_kv=kv, position=step, return_attention=True)
+        steps.append(logits)
+        ### END SOLUTION
+        # TODO 7.6.2: add this step's attention row to each layer's scores, with a new entry for the new slot.
+        # 提示：旧分数后面接一列 0（torch.cat 或 F.pad），再加上 attention[layer][:, :, 0, :]。
+        # Hint: append a column of zeros to the old scores (torch.cat or F.pad), then add attention[layer][:, :, 0, :].
+        ### BEGIN SOLUTION
+        rows = [layer_attention[:, :, 0, :] for layer_attention in attention]
+        if scores is None:
+            scores = rows
+        else:
+            scores = [torch.cat((old, torch.zeros_like(old[..., :1])), dim=-1) + row for old, row in zip(scores, rows)]
+        ### END SOLUTION
+        # TODO 7.6.3: when the cache holds more than budget slots, ask keep_fn, check its mask, prune K/V and scores.
+        # 提示：prune_cache(kv, keeps) 裁剪 K/V；分数用 scores[layer][keep].reshape(batch, num_heads, budget)。
+        # Hint: prune_cache(kv, keeps) cuts K/V; the scores: scores[layer][keep].reshape(batch, num_heads, budget).
+        ### BEGIN SOLUTION
+        if kv[0][0].shape[1] > budget:
+            keeps = []
+            for layer_scores in scores:
+                keep = keep_fn(layer_scores, budget)
+                if (not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool or keep.shape != layer_scores.shape
+                        or not bool((keep.sum(dim=-1) == budget).all())):
+                    raise ValueError(f"decode_with_eviction: keep_fn must return a bool mask of shape "
+                                     f"{list(layer_scores.shape)} with {budget} True per row")
+                keeps.append(keep)
+            kv = prune_cache(kv, keeps)
+            scores = [layer_scores[keep].reshape(*layer_scores.shape[:-1], budget)
+                      for layer_scores, keep in zip(scores, keeps)]
+        ### END SOLUTION
+    return torch.cat(steps, dim=1), kv
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_6_1_full_budget", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+"""Check that decode_with_eviction equals the full-cache model when the budget covers every token."""
+
+
+def _check_task7_6_1_full_budget():
+    import torch
+
+    from course.checks import assert_plain_equal, assert_same_tensor, check_type
+    from course.env import available_devices
+    from course.model import TinyDecoder
+
+    def window(scores, budget):
+        return torch.arange(scores.shape[-1], device=scores.device) >= scores.shape[-1] - budget
+
+    for device in available_devices():
+        model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
+        tokens = torch.randint(0, 23, (3, 10), generator=torch.Generator().manual_seed(76)).to(device)
+        expected, kv = [], None
+        for step in range(10):
+            logits, kv = model(tokens[:, step:step + 1], past_kv=kv)
+            expected.append(logits)
+        expected = torch.cat(expected, dim=1)
+        for budget in (10, 64):
+            result = decode_with_eviction(model, tokens, budget, window)
+            check_type(result, tuple, f"decode_with_eviction(..., budget={budget})")
+            logits, final = result
+            assert_same_tensor(logits, expected, f"decode_with_eviction logits with budget {budget} on {device} "
+                                                 "(nothing evicted: the full cache, step for step)")
+            assert_plain_equal([tuple(k.shape) for k, _ in final], [(3, 10, 2, 4)] * 2,
+                               f"the final cache's shapes with budget {budget} on {device}")
+            assert_same_tensor(final[1][1], kv[1][1], f"the final cache's layer-1 values with budget {budget} on {device}")
+        whole, _ = model(tokens)
+        assert_same_tensor(decode_with_eviction(model, tokens, 10, window)[0], whole,
+                           f"decode_with_eviction(budget 10) against one call on the whole sequence on {device}",
+                           atol=1e-5)
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    _rng = _random.Random(7601)
+    for _case in range(4):
+        _model = TinyDecoder(vocab_size=11, num_layers=_rng.randint(1, 3), num_heads=_rng.randint(1, 3), head_dim=2,
+                             seed=_case, positions=_rng.choice(["rotary", "sinusoidal"]))
+        _length = _rng.randint(1, 9)
+        _tokens = torch.randint(0, 11, (_rng.randint(1, 3), _length), generator=torch.Generator().manual_seed(_case))
+        _expected, _kv = [], None
+        for _step in range(_length):
+            _logits, _kv = _model(_tokens[:, _step:_step + 1], past_kv=_kv)
+            _expected.append(_logits)
+
+        def _refuse(scores, budget):
+            raise AssertionError("keep_fn was called although nothing had to be evicted")
+
+        _got, _final = decode_with_eviction(_model, _tokens, _length + _rng.randint(0, 3), _refuse)
+        assert_same_tensor(_got, torch.cat(_expected, dim=1), f"full budget, random case {_case}", reveal=False)
+        assert_same_tensor(_final[-1][0], _kv[-1][0], f"final keys, full budget, random case {_case}", reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_6_1_full_budget()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_6_2_eviction", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+"""Check that decode_with_eviction prunes to budget slots after each step and keeps the true positions."""
+
+
+def _check_task7_6_2_eviction():
+    import torch
+
+    from course.checks import assert_plain_equal, assert_same_tensor
+    from course.env import available_devices
+    from course.model import TinyDecoder, prune_cache
+
+    def window(scores, budget):
+        return (torch.arange(scores.shape[-1], device=scores.device) >= scores.shape[-1] - budget).expand(scores.shape)
+
+    for device in available_devices():
+        model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
+        tokens = torch.randint(0, 23, (3, 10), generator=torch.Generator().manual_seed(76)).to(device)
+        full, kv = [], None
+        for step in range(5):
+            logits, kv = model(tokens[:, step:step + 1], past_kv=kv)
+            full.append(logits)
+        logits, final = decode_with_eviction(model, tokens, 4, window)
+        assert_same_tensor(logits[:, :5], torch.cat(full, dim=1),
+                           f"decode_with_eviction(budget 4) logits of steps 0-4 on {device} (nothing evicted yet)")
+        # After step 4 the window keeps slots 1-4; step 5 runs at position 5 on them.
+        keep = torch.tensor([False, True, True, True, True], device=device)
+        step5, _ = model(tokens[:, 5:6], past_kv=prune_cache(kv, [keep, keep]), position=5)
+        assert_same_tensor(logits[:, 5], step5[:, 0], f"decode_with_eviction(budget 4) logits of step 5 on {device} "
+                                                      "(the cache holds positions 1-4; the token is at position 5)",
+                           atol=1e-6)
+        assert_plain_equal([tuple(k.shape) for k, _ in final], [(3, 4, 2, 4)] * 2,
+                           f"the final cache's shapes with budget 4 on {device}")
+        assert_plain_equal(tuple(logits.shape), (3, 10, 23), f"the logits' shape with budget 4 on {device}")
+
+    ### BEGIN HIDDEN TESTS
+    import random as _random
+
+    def _oracle(model, tokens, budget, keep_fn):
+        batch, length = tokens.shape
+        kv, scores, out = None, None, []
+        for t in range(length):
+            logits, kv, att = model(tokens[:, t:t + 1], past_kv=kv, position=t, return_attention=True)
+            out.append(logits)
+            if scores is None:
+                scores = [a[:, :, 0, :].clone() for a in att]
+            else:
+                scores = [torch.nn.functional.pad(s, (0, 1)) + a[:, :, 0, :] for s, a in zip(scores, att)]
+            if kv[0][0].shape[1] > budget:
+                new_kv, new_scores = [], []
+                for (k, v), s in zip(kv, scores):
+                    m = keep_fn(s, budget)
+                    index = torch.sort(torch.where(m, torch.arange(s.shape[-1], device=s.device), s.shape[-1]),
+                                       dim=-1).values[..., :budget]
+                    gather = index.transpose(1, 2)[..., None].expand(batch, budget, k.shape[2], k.shape[3])
+                    new_kv.append((k.gather(1, gather), v.gather(1, gather)))
+                    new_scores.append(s.gather(-1, index))
+                kv, scores = new_kv, new_scores
+        return torch.cat(out, dim=1), kv
+
+    def _sinks(scores, budget):
+        n = scores.shape[-1]
+        positions = torch.arange(n, device=scores.device)
+        return ((positions < 1) | (positions >= n - budget + 1)).expand(scores.shape)
+
+    def _heavy(scores, budget):
+        order = torch.sort(scores[..., :-1], dim=-1, descending=True, stable=True).indices[..., :budget - 1]
+        keep = torch.zeros_like(scores, dtype=torch.bool)
+        keep[..., :-1].scatter_(-1, order, True)
+        keep[..., -1] = True
+        return keep
+
+    _rng = _random.Random(7602)
+    for _device in available_devices():
+        for _case in range(6):
+            _model = TinyDecoder(vocab_size=13, num_layers=2, num_heads=2, head_dim=4, seed=10 + _case,
+                                 positions="rotary").to(_device)
+            _tokens = torch.randint(0, 13, (2, 12), generator=torch.Generator().manual_seed(_case)).to(_device)
+            _budget = _rng.randint(2, 6)
+            _fn = [window, _sinks, _heavy][_case % 3]
+            _got, _final = decode_with_eviction(_model, _tokens, _budget, _fn)
+            _want, _want_kv = _oracle(_model, _tokens, _budget, _fn)
+            assert_same_tensor(_got, _want, f"logits with eviction, random case {_case} on {_device}", atol=1e-5,
+                               reveal=False)
+            assert_same_tensor(_final[0][1], _want_kv[0][1], f"final values, random case {_case} on {_device}",
+                               atol=1e-5, reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_6_2_eviction()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_6_3_scores", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+"""Check that decode_with_eviction passes keep_fn each slot's accumulated attention, pruned with its slot."""
+
+
+def _check_task7_6_3_scores():
+    import torch
+
+    from course.checks import assert_plain_equal, assert_same_tensor
+    from course.env import available_devices
+    from course.model import TinyDecoder
+
+    for device in available_devices():
+        model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
+        tokens = torch.randint(0, 23, (3, 10), generator=torch.Generator().manual_seed(76)).to(device)
+        seen = []
+
+        def one_sink(scores, budget, seen=seen):
+            # Keep slot 0 and the last budget - 1 slots, and remember the scores.
+            seen.append(scores.clone())
+            n = scores.shape[-1]
+            positions = torch.arange(n, device=scores.device)
+            return ((positions < 1) | (positions >= n - budget + 1)).expand(scores.shape)
+
+        decode_with_eviction(model, tokens, 4, one_sink)
+        assert_plain_equal(len(seen), 2 * 6, f"keep_fn calls with budget 4 over 10 steps, 2 layers, on {device}")
+        assert_plain_equal([tuple(s.shape) for s in seen[:2]], [(3, 2, 5)] * 2,
+                           f"the scores' shapes at the first eviction on {device}")
+        _, _, attention = model(tokens[:, :5], return_attention=True)
+        for layer in range(2):
+            assert_same_tensor(seen[layer], attention[layer].sum(dim=-2),
+                               f"layer {layer}'s scores at the first eviction (after step 4) on {device}: the sum of "
+                               "the attention of steps 0-4", atol=1e-5)
+        # At the second eviction: slot 1 was evicted, one step's attention (which sums to 1) was added.
+        for layer in range(2):
+            expected_sum = 5 - seen[layer][..., 1] + 1
+            assert_same_tensor(seen[2 + layer].sum(dim=-1), expected_sum,
+                               f"layer {layer}'s scores summed over the slots at the second eviction on {device}",
+                               atol=1e-5)
+
+    ### BEGIN HIDDEN TESTS
+    for _device in available_devices():
+        _model = TinyDecoder(vocab_size=17, num_layers=2, num_heads=3, head_dim=4, seed=3, positions="rotary").to(_device)
+        _tokens = torch.randint(0, 17, (2, 11), generator=torch.Generator().manual_seed(3)).to(_device)
+        _seen = []
+
+        def _heavy(scores, budget, _seen=_seen):
+            _seen.append(scores.clone())
+            order = torch.sort(scores[..., :-1], dim=-1, descending=True, stable=True).indices[..., :budget - 1]
+            keep = torch.zeros_like(scores, dtype=torch.bool)
+            keep[..., :-1].scatter_(-1, order, True)
+            keep[..., -1] = True
+            return keep
+
+        decode_with_eviction(_model, _tokens, 3, _heavy)
+        # An independent replay of the scores from the same masks.
+        _kv, _scores, _calls = None, None, 0
+        for _t in range(11):
+            _, _kv, _att = _model(_tokens[:, _t:_t + 1], past_kv=_kv, position=_t, return_attention=True)
+            _rows = [_a[:, :, 0, :] for _a in _att]
+            _scores = _rows if _scores is None else [torch.cat((_s, torch.zeros_like(_s[..., :1])), -1) + _r
+                                                     for _s, _r in zip(_scores, _rows)]
+            if _kv[0][0].shape[1] > 3:
+                _keeps = []
+                for _layer, _s in enumerate(_scores):
+                    assert_same_tensor(_seen[_calls], _s, f"scores passed to keep_fn, call {_calls}, on {_device}",
+                                       atol=1e-5, reveal=False)
+                    _calls += 1
+                    _order = torch.sort(_s[..., :-1], dim=-1, descending=True, stable=True).indices[..., :2]
+                    _k = torch.zeros_like(_s, dtype=torch.bool)
+                    _k[..., :-1].scatter_(-1, _order, True)
+                    _k[..., -1] = True
+                    _keeps.append(_k)
+                from course.model import prune_cache as _prune
+
+                _kv = _prune(_kv, _keeps)
+                _scores = [_s[_k].reshape(*_s.shape[:-1], 3) for _s, _k in zip(_scores, _keeps)]
+        assert_plain_equal(len(_seen), _calls, "the number of keep_fn calls", reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task7_6_3_scores()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task7_6_4_bad_input", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+"""Check that decode_with_eviction refuses bad input and policies that keep the wrong number of slots."""
+
+
+def _check_task7_6_4_bad_input():
+    import torch
+
+    from course.checks import assert_raises
+    from course.model import TinyDecoder
+
+    model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary")
+    tokens = torch.randint(0, 23, (2, 6), generator=torch.Generator().manual_seed(76))
+
+    def window(scores, budget):
+        return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget).expand(scores.shape)
+
+    def too_many(scores, budget):
+        return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget - 1).expand(scores.shape)
+
+    def as_int(scores, budget):
+        return window(scores, budget).long()
+
+    def one_row(scores, budget):
+        return torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget
+
+    for args, error, what in [((tokens, 0, window), ValueError, "budget 0"),
+                              ((tokens, -3, window), ValueError, "budget -3"),
+                              ((tokens, True, window), TypeError, "budget True"),
+                              ((tokens, 2.0, window), TypeError, "budget 2.0"),
+                              ((tokens[0], 3, window), ValueError, "1-D tokens"),
+                              ((tokens.float(), 3, window), TypeError, "float tokens"),
+                              ((tokens, 3, "window"), TypeError, "a keep_fn that is a string"),
+                              ((tokens, 3, too_many), ValueError, "a keep_fn that keeps budget + 1 slots"),
+                              ((tokens, 3, as_int), ValueError, "a keep_fn that returns an int64 mask"),
+                              ((tokens, 3, one_row), ValueError, "a keep_fn that returns one row for every head")]:
+        assert_raises(error, f"decode_with_eviction with {what}", decode_with_eviction, model, *args)
+
+    ### BEGIN HIDDEN TESTS
+    def _too_few(scores, budget):
+        return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget + 1).expand(scores.shape)
+
+    def _as_list(scores, budget):
+        return window(scores, budget).tolist()
+
+    assert_raises(ValueError, "a keep_fn that keeps budget - 1 slots", decode_with_eviction, model, tokens, 3, _too_few)
+    assert_raises(ValueError, "a keep_fn that returns a list", decode_with_eviction, model, tokens, 3, _as_list)
+    assert_raises(TypeError, "tokens as a list", decode_with_eviction, model, tokens.tolist(), 3, window)
+    assert_raises(TypeError, "bool tokens", decode_with_eviction, model, tokens > 5, 3, window)
+    assert_raises(TypeError, "keep_fn None", decode_with_eviction, model, tokens, 3, None)
+    assert_raises(ValueError, "3-D tokens", decode_with_eviction, model, tokens[None], 3, window)
+    ### END HIDDEN TESTS
+
+
+_check_task7_6_4_bad_input()
+
+# %% [markdown]
+# ## Experiments | 实验
+#
+# The experiments use your functions on the trained recall decoder. A sequence is `BOS k1 v1 … k28 v28` (57 context
+# tokens), then four queries `? k v`: after `? k` the model must predict `k`'s value. The cell below loads the model
+# (no download: the weights ship with the course package), draws 250 fresh sequences and prints the full cache's recall,
+# the ceiling of every curve below. The model is tiny, so it runs on the CPU with one thread, on any machine.
+#
+# 实验在训练好的回忆解码器上使用你写的函数。一条序列是 `BOS k1 v1 … k28 v28`（57 个上下文 token），后面是 4 个查询 `? k v`：模型看到
+# `? k` 之后必须预测出 `k` 的值。下面的单元加载模型（不需要下载：权重随课程包一起提供），抽取 250 条新序列，并打印全缓存的召回准确率，
+# 它是下面每条曲线的上限。模型很小，所以在任何机器上都用 CPU 的一个线程运行。
+
+# %%
+import time
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+
+from course import recall
+from course.model import load_recall_decoder, prune_cache
+from course.plots import label
+
+torch.set_num_threads(1)  # The 100k-parameter model is fastest on one thread; more threads only add overhead.
+experiment_started = time.perf_counter()
+model = load_recall_decoder()
+batch = recall.recall_batch(250, seed=7_000_000)
+CONTEXT = batch.context_length
+full_recall, full_loss = recall.recall_accuracy(model, batch)
+print(f"model: {sum(p.numel() for p in model.parameters()):,} parameters, {model.num_layers} layers x "
+      f"{model.num_heads} heads; trained {model.metadata['steps']} steps; held-out recall "
+      f"{model.metadata['recall_accuracy']:.4f}")
+print(f"{batch.tokens.shape[0]} sequences of {batch.tokens.shape[1]} tokens ({CONTEXT} of context); full cache: "
+      f"recall {full_recall:.3f}, answer loss {full_loss:.4f} nats")
+
+# %% [markdown]
+# ### Experiment 1: recall against the budget | 实验 1：召回准确率随预算的变化
+#
+# Prefill the 57 context tokens with the full cache, then evict once: in every layer and head keep `budget` of the 57
+# context slots, chosen by each policy, and ask the four queries on the pruned cache (the queries' own tokens are never
+# evicted). Policies: **random** (a random `budget` per head, the floor any policy should beat), **recent window**
+# (`streaming_keep` with 0 sinks), **StreamingLLM** (4 sinks), **H2O** (accumulated attention of all 57 context
+# queries, half the budget as the recent window), **SnapKV** (an observation window of the last `min(4, budget // 2)`
+# context tokens, kernel 5), **PyramidKV** (SnapKV's selection with `pyramid_budgets(2 * budget, 2)` per layer),
+# and **SnapKV with the question**: the prompt is the context plus the question `? k`, which is the observation
+# window (one prefill per query) — the setting of SnapKV's paper, where the question ends the prompt.
+#
+# 用全缓存预填充 57 个上下文 token，然后驱逐一次：在每一层、每个注意力头中，按各驱逐策略从 57 个上下文槽位中保留 `budget` 个，
+# 再在裁剪后的缓存上提出 4 个查询（查询自己的 token 永远不会被驱逐）。驱逐策略：**随机**（每个头随机保留 `budget` 个，任何策略都应当超过这个下限）、
+# **最近窗口**（汇点数为 0 的 `streaming_keep`）、**StreamingLLM**（4 个注意力汇点）、**H2O**（57 个上下文查询的累积注意力，预算的一半作为最近窗口）、
+# **SnapKV**（观察窗口为最后 `min(4, budget // 2)` 个上下文 token，核大小 5）、**PyramidKV**（逐层预算为 `pyramid_budgets(2 * budget, 2)`，
+# 每层按 SnapKV 的方式选择），以及**带问题的 SnapKV**：提示词是上下文加上问题 `? k`，问题就是观察窗口（每个查询预填充一次）——
+# 这正是 SnapKV 论文的设定：问题位于提示词的末尾。
+
+# %%
+BUDGETS = [2, 4, 8, 16, 32, 48]
+NUM_SEQUENCES, HEADS, LAYERS = batch.tokens.shape[0], model.num_heads, model.num_layers
+
+
+def snapkv_window(budget):
+    """The observation window for a budget: the last min(4, budget // 2) prompt tokens, at least 1."""
+    return max(1, min(4, budget // 2))
+
+
+def layer_snapkv(attention, budget):
+    """SnapKV's keep mask for one layer; a budget of 0 keeps nothing (PyramidKV can give a layer 0)."""
+    if budget == 0:
+        return torch.zeros(attention.shape[:-1], dtype=torch.bool)
+    return snapkv_keep(attention, budget, snapkv_window(budget), kernel_size=5)
+
+
+def capped(budgets, ceiling):
+    """Move the part of a layer's budget above ceiling (the prompt length) to the next layers."""
+    budgets, excess = list(budgets), 0
+    for layer, value in enumerate(budgets):
+        budgets[layer] = min(value + excess, ceiling)
+        excess = value + excess - budgets[layer]
+    return budgets
+
+
+def ask(kv, keeps, queries, position, answers, answer_at):
+    """Run the queries on the context cache pruned by keeps; return (correct answers, answer loss sum, count)."""
+    logits, _ = model(queries, past_kv=prune_cache(kv, keeps), position=position)
+    picked = logits[:, answer_at]
+    correct = int((picked.argmax(dim=-1) == answers).sum())
+    loss = float(F.cross_entropy(picked.reshape(-1, picked.shape[-1]), answers.reshape(-1), reduction="sum"))
+    return correct, loss, answers.numel()
+
+
+started, cpu_started = time.perf_counter(), time.process_time()
+_, context_kv, context_attention = model(batch.tokens[:, :CONTEXT], return_attention=True)
+context_kv = [(k, v) for k, v in context_kv]
+queries = batch.tokens[:, CONTEXT:]
+answer_at = batch.answer_positions - CONTEXT
+# One prefill per query for SnapKV with the question: the context, then "? k".
+question_runs = []
+for j in range(recall.NUM_QUERIES):
+    start = CONTEXT + recall.QUERY_LENGTH * j
+    prompt = torch.cat((batch.tokens[:, :CONTEXT], batch.tokens[:, start:start + 2]), dim=1)
+    _, kv_q, attention_q = model(prompt, return_attention=True)
+    question_runs.append((start, [(k[:, :CONTEXT], v[:, :CONTEXT]) for k, v in kv_q], attention_q))
+
+generator = torch.Generator().manual_seed(0)
+results = {}  # policy -> list of (recall, answer loss) per budget
+for budget in BUDGETS:
+    random_scores = [torch.rand(NUM_SEQUENCES, HEADS, 1, CONTEXT, generator=generator) for _ in range(LAYERS)]
+    policies = {
+        "random": [h2o_keep(scores, budget, 0) for scores in random_scores],
+        "recent window": [streaming_keep(CONTEXT, budget, 0)] * LAYERS,
+        "StreamingLLM (4 sinks)": [streaming_keep(CONTEXT, budget, 4)] * LAYERS,
+        "H2O": [h2o_keep(attention, budget, budget // 2) for attention in context_attention],
+        "SnapKV": [layer_snapkv(attention, budget) for attention in context_attention],
+        "PyramidKV": [layer_snapkv(attention, layer_budget) for attention, layer_budget
+                      in zip(context_attention, capped(pyramid_budgets(LAYERS * budget, LAYERS), CONTEXT))],
+    }
+    for name, keeps in policies.items():
+        keeps = [keep.expand(NUM_SEQUENCES, HEADS, CONTEXT) for keep in keeps]
+        correct, loss, count = ask(context_kv, keeps, queries, CONTEXT, batch.answers, answer_at)
+        results.setdefault(name, []).append((correct / count, loss / count))
+    total = [0, 0.0, 0]
+    for j, (start, kv_q, attention_q) in enumerate(question_runs):
+        # The question's two tokens vote over the 57 context positions (summed, pooled with kernel 5).
+        keeps = []
+        for attention in attention_q:
+            votes = attention[..., CONTEXT:, :CONTEXT + 2]
+            square = torch.zeros(*votes.shape[:-2], CONTEXT + 2, CONTEXT + 2)
+            square[..., CONTEXT:, :] = votes
+            keeps.append(snapkv_keep(square, budget + 2, 2, kernel_size=5)[..., :CONTEXT])
+        correct, loss, count = ask(kv_q, keeps, batch.tokens[:, start:start + 2], CONTEXT,
+                                   batch.answers[:, j:j + 1], torch.tensor([1]))
+        total = [total[0] + correct, total[1] + loss, total[2] + count]
+    results.setdefault("SnapKV with the question", []).append((total[0] / total[2], total[1] / total[2]))
+print(f"{len(BUDGETS)} budgets x {len(results)} policies on {NUM_SEQUENCES} sequences: "
+      f"{time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu_started:.1f} s CPU")
+print("PyramidKV's layer budgets (capped at the context, the excess moved up):",
+      {budget: capped(pyramid_budgets(LAYERS * budget, LAYERS), CONTEXT) for budget in BUDGETS})
+print(f"\nrecall accuracy (full cache {full_recall:.3f}); budget = context slots kept per layer and head, of {CONTEXT}")
+print(f"{'policy':>26} | " + " ".join(f"{budget:>6}" for budget in BUDGETS))
+for name, rows in results.items():
+    print(f"{name:>26} | " + " ".join(f"{accuracy:6.3f}" for accuracy, _ in rows))
+print(f"\nanswer loss, nats (full cache {full_loss:.4f})")
+for name, rows in results.items():
+    print(f"{name:>26} | " + " ".join(f"{loss:6.2f}" for _, loss in rows))
+
+accumulated = context_attention[-1].sum(dim=-2).mean(dim=(0, 1))
+print("H2O's accumulated attention in the top layer, mean over sequences and heads, at positions 0, 1, 28, 56: "
+      + ", ".join(f"{float(accumulated[j]):.2f}" for j in (0, 1, 28, 56)))
+agnostic = [name for name in results if name != "SnapKV with the question"]
+for index, budget in enumerate(BUDGETS):
+    best = max(agnostic, key=lambda name: results[name][index][0])
+    print(f"budget {budget:>2}: best question-agnostic policy {best} ({results[best][index][0]:.3f}), random "
+          f"{results['random'][index][0]:.3f}, SnapKV with the question {results['SnapKV with the question'][index][0]:.3f}, "
+          f"budget / context {budget / CONTEXT:.3f}")
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+for index, (name, rows) in enumerate(results.items()):
+    axes[0].plot(BUDGETS, [accuracy for accuracy, _ in rows], marker="o", label=name, color=f"C{index}")
+    axes[1].plot(BUDGETS, [loss for _, loss in rows], marker="o", label=name, color=f"C{index}")
+axes[0].axhline(full_recall, color="black", linestyle="--", label=label("full cache", "全缓存"))
+axes[1].axhline(full_loss, color="black", linestyle="--", label=label("full cache", "全缓存"))
+for axis, title in zip(axes, (label("Recall accuracy", "召回准确率"), label("Answer loss (nats)", "答案损失（nats）"))):
+    axis.set_xscale("log", base=2)
+    axis.set_xticks(BUDGETS, [str(budget) for budget in BUDGETS])
+    axis.set_xlabel(label(f"budget (context slots kept of {CONTEXT})", f"预算（{CONTEXT} 个上下文槽位中保留的个数）"))
+    axis.set_title(title)
+axes[0].legend(fontsize=7)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# **What the curves say.** Read the printed table. The full cache answers almost every query. Every policy that must
+# choose before it sees the question (random, the recent window, StreamingLLM, H2O, SnapKV on the context's last
+# tokens, PyramidKV) recalls roughly in proportion to the budget, because the 28 pairs are equally likely to be asked
+# and nothing in the context says which one will be: on this task no question-agnostic ranking can do much better than
+# chance, and the table shows random selection among the best of them. H2O's accumulated attention favours the early
+# positions (a position is summed over every later query, so position 0 collects 57 rows and position 56 one: the
+# printed scores at positions 0, 1, 28 and 56 fall steeply), which is no help here. SnapKV with the question in its observation window is the exception: a handful of slots is enough for it to
+# reach the full cache's recall (the lines under the table), because the question's queries attend to exactly the pair
+# they ask for; at the smallest budget its pooling (kernel 5, wider than the budget) spends the slots on the asked
+# value's neighbours.
+# PyramidKV stays near zero until the top layer gets a real share of the budget (the printed layer budgets): it gives
+# the top layer almost nothing, and Experiment 2 shows that the top layer's cache is the one the answer reads.
+#
+# **曲线说明了什么。** 请看打印出的表格。全缓存几乎答对所有查询。所有必须在看到问题之前做出选择的策略（随机、最近窗口、StreamingLLM、H2O、
+# 以上下文最后几个 token 为观察窗口的 SnapKV、PyramidKV），召回准确率大致与预算成正比：28 个键值对被问到的可能性相同，上下文中没有任何信息
+# 透露会问哪一个，所以在这个任务上，任何与问题无关的排序都很难比随机好多少，表格中随机选择也确实排在这些策略的前列。H2O 的累积注意力偏向
+# 靠前的位置（一个位置的分数是它之后所有查询的注意力之和，所以位置 0 累加了 57 行，位置 56 只有 1 行：打印出的位置 0、1、28、56 的分数急剧下降），
+# 这在这里没有帮助。观察窗口中包含
+# 问题的 SnapKV 是例外：只要少数几个槽位，它的召回准确率就达到全缓存的水平（见表格下方的几行输出），因为问题的查询向量关注的恰好就是它所问的那一对；
+# 在最小的预算下，它的池化（核大小 5，比预算还宽）把槽位花在了被问到的值的邻居上。在这个模型上，PyramidKV
+# 的召回准确率一直接近 0，直到最高层分到像样的一份预算为止（见打印出的逐层预算）：它几乎不给最高层留预算，而实验 2 表明，答案读取的正是最高层的缓存。
+
+# %% [markdown]
+# ### Experiment 2: which layer's cache matters | 实验 2：哪一层的缓存重要
+#
+# Evict in one layer only (the other keeps its full cache), at budget 8, and compare PyramidKV's split with its
+# reverse (the larger budget to the top layer).
+#
+# 只在一层中驱逐（另一层保留全缓存），预算为 8；并把 PyramidKV 的分配与其反向分配（较大的预算给最高层）比较。
+
+# %%
+budget = 8
+full_keep = torch.ones(NUM_SEQUENCES, HEADS, CONTEXT, dtype=torch.bool)
+layer_results = {}
+for layer in range(LAYERS):
+    for name, keep in (("random", h2o_keep(torch.rand(NUM_SEQUENCES, HEADS, 1, CONTEXT, generator=generator), budget, 0)),
+                       ("StreamingLLM", streaming_keep(CONTEXT, budget, 4).expand(NUM_SEQUENCES, HEADS, CONTEXT))):
+        keeps = [full_keep] * LAYERS
+        keeps[layer] = keep
+        correct, _, count = ask(context_kv, keeps, queries, CONTEXT, batch.answers, answer_at)
+        layer_results[(name, layer)] = correct / count
+for name in ("random", "StreamingLLM"):
+    print(f"{name:>13}, budget {budget} in one layer: " + ", ".join(
+        f"layer {layer} only {layer_results[(name, layer)]:.3f}" for layer in range(LAYERS)))
+split = capped(pyramid_budgets(LAYERS * budget, LAYERS), CONTEXT)
+for title, budgets in (("PyramidKV", split), ("PyramidKV reversed", split[::-1])):
+    keeps = [layer_snapkv(attention, b).expand(NUM_SEQUENCES, HEADS, CONTEXT)
+             for attention, b in zip(context_attention, budgets)]
+    correct, _, count = ask(context_kv, keeps, queries, CONTEXT, batch.answers, answer_at)
+    print(f"{title:>18}, layer budgets {budgets}: recall {correct / count:.3f}")
+
+# %% [markdown]
+# After a full prefill, the top layer's K/V already hold what the lower layer computed about each pair (a value's
+# key in the top layer carries its key's identity). At query time the lower layer mostly needs the query's own tokens,
+# so evicting only there costs little, and evicting in the top layer costs almost everything: read the two lines above.
+# PyramidKV's premise (lower layers need more) comes from 32-layer models whose lower layers spread attention widely;
+# in this 2-layer model the opposite split is the better one. A policy's budget split is a property of the model, to be
+# measured, not assumed.
+#
+# 完整预填充之后，最高层的 K/V 已经包含了低层为每一对计算出的信息（最高层中一个值的键已经带有它对应键的身份）。查询时低层主要只需要查询自己的
+# token，所以只在低层驱逐代价很小，而在最高层驱逐几乎损失一切：请看上面打印的两行。PyramidKV 的前提（低层需要更多预算）来自 32 层的模型，
+# 那些模型的低层注意力分布很广；在这个 2 层模型中，反过来的分配更好。预算怎样在层间分配是模型的性质，需要测量，而不能假设。
+
+# %% [markdown]
+# ### Experiment 3: the attention sink | 实验 3：注意力汇点
+#
+# How much attention does each head put on position 0 (BOS), compared with the uniform share $1/(i+1)$ of a query at
+# position $i$? The bars average over the context's queries (positions 1–56) and over the queries' tokens (57–68).
+#
+# 每个注意力头在位置 0（BOS）上放了多少注意力？与之比较的是位置 $i$ 的查询在均匀分布下的份额 $1/(i+1)$。柱状图分别对上下文的查询
+# （位置 1–56）和查询部分的 token（位置 57–68）取平均。
+
+# %%
+_, _, sequence_attention = model(batch.tokens, return_attention=True)
+length = batch.tokens.shape[1]
+row_groups = {("context rows 1-56", "上下文各行 1-56"): range(1, CONTEXT),
+              ("query rows 57-68", "查询各行 57-68"): range(CONTEXT, length)}
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.4), sharey=True)
+for axis, ((title, title_zh), rows) in zip(axes, row_groups.items()):
+    rows = list(rows)
+    uniform = sum(1.0 / (i + 1) for i in rows) / len(rows)
+    shares = torch.stack([attention[:, :, rows, 0].mean(dim=(0, 2)) for attention in sequence_attention])  # [L, H]
+    names = [f"L{layer}H{head}" for layer in range(LAYERS) for head in range(HEADS)]
+    axis.bar(names, shares.flatten().tolist(), color=[f"C{layer}" for layer in range(LAYERS) for _ in range(HEADS)])
+    axis.axhline(uniform, color="black", linestyle="--", label=label("uniform share", "均匀份额"))
+    axis.set_title(label(f"attention on BOS, {title}", f"BOS 上的注意力，{title_zh}"), fontsize=10)
+    axis.legend(fontsize=8)
+    print(f"{title}: uniform share {uniform:.3f}; per head " + ", ".join(
+        f"{name} {share:.3f}" for name, share in zip(names, shares.flatten().tolist())))
+plt.tight_layout()
+plt.show()
+no_bos = torch.ones(NUM_SEQUENCES, HEADS, CONTEXT, dtype=torch.bool)
+no_bos[..., 0] = False
+correct, _, count = ask(context_kv, [no_bos] * LAYERS, queries, CONTEXT, batch.answers, answer_at)
+print(f"recall with only BOS evicted (every layer and head, after a full prefill): {correct / count:.3f}")
+
+# %% [markdown]
+# Heads whose bar stands far above the dashed line park attention on BOS: an **attention sink**, the pattern
+# StreamingLLM found in large models (a softmax row must sum to 1, and a head with nothing to read puts the mass on a
+# token that every query can see). Here the sink forms on the context rows, where most tokens are unpredictable; on the
+# query rows the top layer's heads, which retrieve the answer, put less than the uniform share there. Evicting only BOS after a full prefill costs this model almost nothing (the
+# last line): what the sink holds is not information. The sink matters for **streaming**: once the context has
+# scrolled past, a model whose heads expect a sink and find none is in a state it never saw in training —
+# Experiment 4 measures that.
+#
+# 柱子远高于虚线的注意力头把注意力"停放"在 BOS 上：这就是**注意力汇点**，StreamingLLM 在大模型中发现的现象（softmax 的一行必须和为 1，
+# 没有东西可读的注意力头就把概率放在每个查询都能看到的 token 上）。这里的注意力汇点出现在上下文的各行，那里的大多数 token 都无法预测；
+# 在查询部分的各行，负责检索答案的最高层注意力头放在 BOS 上的注意力低于均匀份额。完整预填充之后只驱逐 BOS，对这个模型几乎没有影响（最后一行输出）：注意力汇点中保存的并不是信息。
+# 注意力汇点在**流式生成**中才重要：上下文滚动过去之后，一个期待注意力汇点却找不到它的模型，处在训练中从未见过的状态——实验 4 测量的就是这一点。
+
+# %% [markdown]
+# ### Experiment 4: evicting while generating | 实验 4：边生成边驱逐
+#
+# Your `decode_with_eviction` feeds all 69 tokens of 100 sequences one at a time and cuts the cache back to the budget
+# after every step: StreamingLLM (4 sinks), the recent window alone, and H2O on the accumulated scores (half the budget
+# as its recent window). The next-token loss is the mean over all 68 predictions (most tokens are random, so even the
+# full cache pays about $\ln 32 \approx 3.5$ nats on the values it cannot know); recall is measured at the answers.
+#
+# 你的 `decode_with_eviction` 把 100 条序列的全部 69 个 token 一次一个地送入模型，每一步之后把缓存裁剪回预算：StreamingLLM（4 个注意力汇点）、
+# 只有最近窗口，以及基于累积分数的 H2O（预算的一半作为最近窗口）。下一个 token 的损失是全部 68 个预测的平均值（大多数 token 是随机的，
+# 所以即使是全缓存，在无法知道的值上也要付出约 $\ln 32 \approx 3.5$ nats）；召回准确率在答案处测量。
+
+# %%
+stream = recall.recall_batch(100, seed=7_000_001)
+DECODE_BUDGETS = [8, 16, 32, stream.tokens.shape[1]]
+decode_policies = {
+    "StreamingLLM (4 sinks)": lambda scores, b: streaming_keep(scores.shape[-1], b, 4).expand(scores.shape),
+    "recent window": lambda scores, b: streaming_keep(scores.shape[-1], b, 0).expand(scores.shape),
+    "H2O": lambda scores, b: h2o_keep(scores.unsqueeze(-2), b, b // 2),
+}
+started, cpu_started = time.perf_counter(), time.process_time()
+decode_results = {}
+for name, keep_fn in decode_policies.items():
+    for budget in DECODE_BUDGETS:
+        logits, _ = decode_with_eviction(model, stream.tokens, budget, keep_fn)
+        picked = logits[:, stream.answer_positions]
+        accuracy = float((picked.argmax(dim=-1) == stream.answers).float().mean())
+        decode_results[(name, budget)] = (accuracy, float(recall.next_token_loss(logits, stream.tokens)))
+reference_logits, _ = model(stream.tokens)
+full_decode, _ = decode_with_eviction(model, stream.tokens, stream.tokens.shape[1], decode_policies["recent window"])
+print(f"{len(decode_results)} decode runs: {time.perf_counter() - started:.1f} s wall, "
+      f"{time.process_time() - cpu_started:.1f} s CPU")
+print(f"budget {stream.tokens.shape[1]} (everything) against one call on the whole sequence: max |logit difference| "
+      f"{float((full_decode - reference_logits).abs().max()):.1e}")
+print(f"{'budget':>8} | " + " | ".join(f"{name:>26}" for name in decode_policies))
+for budget in DECODE_BUDGETS:
+    print(f"{budget:>8} | " + " | ".join(
+        f"recall {decode_results[(name, budget)][0]:.3f} loss {decode_results[(name, budget)][1]:.3f}"
+        for name in decode_policies))
+for budget in DECODE_BUDGETS[:-1]:
+    sinks, window = decode_results[("StreamingLLM (4 sinks)", budget)], decode_results[("recent window", budget)]
+    lowest = min(decode_policies, key=lambda name: decode_results[(name, budget)][1])
+    print(f"budget {budget:>2}: the 4 sinks change the loss by {sinks[1] - window[1]:+.3f} nats and recall by "
+          f"{sinks[0] - window[0]:+.3f} against the recent window; lowest loss: {lowest}")
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
+for name in decode_policies:
+    axes[0].plot(DECODE_BUDGETS, [decode_results[(name, b)][0] for b in DECODE_BUDGETS], marker="o", label=name)
+    axes[1].plot(DECODE_BUDGETS, [decode_results[(name, b)][1] for b in DECODE_BUDGETS], marker="o", label=name)
+axes[0].set_title(label("Recall while generating", "生成时的召回准确率"))
+axes[1].set_title(label("Next-token loss (nats)", "下一个 token 的损失（nats）"))
+for axis in axes:
+    axis.set_xlabel(label("budget (slots per layer and head)", "预算（每层每头的槽位数）"))
+axes[0].legend(fontsize=8)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# With the whole sequence in budget the loop reproduces the full model up to float rounding (the printed maximum
+# difference), so every gap in the table is the eviction's. Compare the loss of StreamingLLM with that of the recent
+# window of the same size (the lines under the table): keeping the 4 sinks lowers the loss of the stream, which is
+# StreamingLLM's claim in miniature, while it can cost recall (4 slots are spent on tokens that are not pairs). Loss and
+# recall measure different things: the loss averages over all 68 tokens, most of which need only the recent ones;
+# recall asks for one old fact.
+#
+# 预算覆盖整条序列时，这个循环在浮点舍入误差之内重现了完整模型（打印出的最大差值），所以表中的每一处差距都来自驱逐。比较 StreamingLLM 与
+# 同样大小的最近窗口的损失（表格下方的几行输出）：保留 4 个注意力汇点降低了整个序列的损失，这正是 StreamingLLM 结论的缩小版；但它可能降低召回准确率
+# （4 个槽位花在了不是键值对的 token 上）。损失和召回准确率度量的是不同的东西：损失是全部 68 个 token 的平均，其中大多数只需要最近的 token；
+# 召回准确率问的是一个很早以前的事实。
+
+# %% [markdown]
+# ### Experiment 5: which tokens each policy keeps | 实验 5：每个策略保留了哪些 token
+#
+# One sequence, the top layer (layer 1), head 0: each row shows the 57 context positions, dark where the policy keeps
+# the slot. The red frame marks the pair that the first query asks for (its key and its value). Move the slider to
+# change the budget (with `ipywidgets`; without it, or in a headless run, the picture for budget 8 is drawn once).
+#
+# 一条序列、最高层（第 1 层）、第 0 个注意力头：每一行显示 57 个上下文位置，被策略保留的槽位画成深色。红框标出第一个查询所问的那一对
+# （它的键和值）。拖动滑块可以改变预算（需要 `ipywidgets`；没有它，或者在无界面运行时，只画一次预算为 8 的图）。
+
+# %%
+EXAMPLE, LAYER, HEAD = 0, LAYERS - 1, 0
+
+
+def kept_positions(budget):
+    """Each policy's keep mask over the context, for the example sequence's layer LAYER and head HEAD."""
+    attention = context_attention[LAYER][EXAMPLE:EXAMPLE + 1]
+    question_attention = question_runs[0][2][LAYER][EXAMPLE:EXAMPLE + 1, :, CONTEXT:, :CONTEXT + 2]
+    square = torch.zeros(1, HEADS, CONTEXT + 2, CONTEXT + 2)
+    square[..., CONTEXT:, :] = question_attention
+    pyramid = capped(pyramid_budgets(LAYERS * budget, LAYERS), CONTEXT)[LAYER]
+    masks = {
+        "random": h2o_keep(torch.rand(1, HEADS, 1, CONTEXT, generator=torch.Generator().manual_seed(budget)), budget, 0),
+        "recent window": streaming_keep(CONTEXT, budget, 0).expand(1, HEADS, CONTEXT),
+        "StreamingLLM": streaming_keep(CONTEXT, budget, 4).expand(1, HEADS, CONTEXT),
+        "H2O": h2o_keep(attention, budget, budget // 2),
+        "SnapKV": layer_snapkv(attention, budget),
+        f"PyramidKV ({pyramid} here)": layer_snapkv(attention, pyramid),
+        "SnapKV + question": snapkv_keep(square, budget + 2, 2, kernel_size=5)[..., :CONTEXT],
+    }
+    return {name: mask[0, HEAD] for name, mask in masks.items()}
+
+
+def draw(budget):
+    masks = kept_positions(budget)
+    pair = int(batch.queried_pairs[EXAMPLE, 0])
+    fig, axis = plt.subplots(figsize=(11, 2.8))
+    axis.imshow(torch.stack(list(masks.values())).float().numpy(), cmap="Greys", aspect="auto", vmin=0, vmax=1.3)
+    axis.add_patch(plt.Rectangle((1 + 2 * pair - 0.5, -0.5), 2, len(masks), fill=False, edgecolor="red", linewidth=2))
+    axis.set_yticks(range(len(masks)), list(masks))
+    axis.set_xlabel(label("context position (0 = BOS, then key, value, key, value, ...)",
+                          "上下文位置（0 = BOS，之后是键、值、键、值……）"))
+    axis.set_title(label(f"budget {budget}: kept slots of layer {LAYER}, head {HEAD}; red: the pair asked for",
+                         f"预算 {budget}：第 {LAYER} 层第 {HEAD} 个头保留的槽位；红框：被问到的那一对"))
+    plt.tight_layout()
+    plt.show()
+    asked = {name: bool(mask[2 + 2 * pair]) for name, mask in masks.items()}
+    print(f"budget {budget}: the asked pair is {pair} (key at {1 + 2 * pair}, value at {2 + 2 * pair}); its value "
+          "slot is kept by: " + (", ".join(name for name, kept in asked.items() if kept) or "no policy"))
+
+
+try:
+    import ipywidgets as widgets
+    from IPython.display import display
+except ImportError:
+    widgets = None
+if widgets is None:
+    print("ipywidgets is not installed, so there is no slider: the picture is for budget 8.")
+    draw(8)
+else:
+    slider = widgets.IntSlider(value=8, min=1, max=CONTEXT - 1, description="budget", continuous_update=False)
+    picture = widgets.Output()
+
+    def redraw(change=None):
+        with picture:
+            picture.clear_output(wait=True)
+            draw(slider.value)
+
+    slider.observe(redraw, names="value")
+    display(widgets.VBox([slider, picture]))
+    redraw()
+
+
+# %% [markdown]
+# ### What the papers claim, and what this model can show | 论文的结论，以及这个模型能说明什么
+#
+# - **StreamingLLM** (Xiao et al., ICLR 2024): with 4 initial tokens kept as sinks plus a recent window, Llama-2, MPT,
+#   Falcon and Pythia model text stably over up to 4 million tokens, where a window alone breaks down as soon as the
+#   first tokens leave it; adding a dedicated sink token in pre-training makes one sink enough. Here: the sink is real
+#   (Experiment 3) and keeping it lowers the streaming loss against a window of the same size (Experiment 4). A
+#   69-token sequence cannot show the collapse over millions of tokens.
+# - **H2O** (Zhang et al., NeurIPS 2023): a KV cache of 20% (heavy hitters plus recent tokens) keeps the quality of
+#   OPT, LLaMA and GPT-NeoX on their tasks and raises throughput up to 29 times. Here: accumulated attention favours
+#   early positions and the sink, and on a task where every pair is equally likely to be asked it does not beat random
+#   selection (Experiment 1); online, while generating, it gives the lowest next-token loss of the three (Experiment 4).
+#   Natural text has heavy hitters (frequent, reused tokens); random key–value pairs have none by construction.
+# - **SnapKV** (Li et al., 2024): with an observation window at the end of the prompt (32 tokens in its code, pooling
+#   kernel 5 to 7), it compresses 16K-token prompts with a 3.6 times faster generation and 8.2 times better memory
+#   efficiency at comparable accuracy on LongBench, and processes up to 380K tokens on one A100-80GB GPU. Here: the
+#   same effect at full strength when the question is in the window (Experiment 1), and none when the window holds only
+#   the context's last tokens: SnapKV works because the prompt's end says what will be asked.
+# - **PyramidKV** (Cai et al., 2024): budgets falling with depth ($\beta = 20$) match the full cache on LongBench with
+#   12% of the KV cache and beat the other methods at 0.7%. Here the premise does not hold: in a 2-layer model the top
+#   layer's cache is the one the answer reads (Experiment 2), so the pyramid's split is the worst and its reverse the
+#   better one.
+#
+# What a 100k-parameter model trained on one synthetic task **can** show: the mechanics of each policy exactly
+# (the same masks as on a 70B model), attention sinks, the gap between question-aware and question-agnostic selection,
+# how a layer's cache matters differently, and loss and recall disagreeing. What it **cannot**: the papers' numbers
+# (their models have 32–80 layers, prompts of 4K–128K tokens, natural text with heavy hitters and local structure that
+# pooling exploits), throughput or memory savings on a GPU, or the behaviour over millions of streamed tokens.
+#
+# - **StreamingLLM**（Xiao 等，ICLR 2024）：保留开头 4 个 token 作为注意力汇点再加一个最近窗口，Llama-2、MPT、Falcon 和 Pythia 能在多达
+#   400 万个 token 上稳定地建模文本；而只用最近窗口时，开头的 token 一离开窗口模型就崩溃；在预训练中加入一个专门的汇点 token，一个注意力汇点就够了。
+#   在这里：注意力汇点确实存在（实验 3），保留它比同样大小的最近窗口降低了流式生成的损失（实验 4）。一条 69 个 token 的序列无法展示几百万个
+#   token 之后的崩溃。
+# - **H2O**（Zhang 等，NeurIPS 2023）：20% 的 KV 缓存（重击者加最近的 token）保持了 OPT、LLaMA 和 GPT-NeoX 在各项任务上的质量，
+#   吞吐量最多提高 29 倍。在这里：累积注意力偏向靠前的位置和注意力汇点，在一个每一对被问到的可能性都相同的任务上，它并不比随机选择好（实验 1）；
+#   在生成过程中在线使用时，它在三种策略中下一个 token 的损失最低（实验 4）。自然文本中有重击者（频繁出现、反复使用的 token）；
+#   随机的键值对按构造就没有重击者。
+# - **SnapKV**（Li 等，2024）：观察窗口位于提示词末尾（其代码中为 32 个 token，池化核大小为 5 到 7），在 LongBench 上压缩 16K token 的提示词时，
+#   生成速度提高 3.6 倍、内存效率提高 8.2 倍，准确率相当；在一块 A100-80GB GPU 上能处理多达 38 万个 token。在这里：当问题位于观察窗口中时，
+#   同样的效果完整地出现（实验 1）；当窗口中只有上下文的最后几个 token 时，效果完全消失：SnapKV 之所以有效，是因为提示词的末尾说明了要问什么。
+# - **PyramidKV**（Cai 等，2024）：随深度递减的预算（$\beta = 20$）在 LongBench 上只用 12% 的 KV 缓存就达到全缓存的水平，
+#   在只保留 0.7% 时优于其他方法。在这里前提不成立：在 2 层模型中，答案读取的是最高层的缓存（实验 2），所以金字塔式的分配最差，反过来的分配更好。
+#
+# 一个只在一个合成任务上训练、约 10 万参数的模型**能够**说明：每种策略的机制（与 70B 模型上完全相同的掩码）、注意力汇点、
+# 知道问题与不知道问题的选择之间的差距、不同层的缓存重要性不同，以及损失与召回准确率的不一致。它**不能**说明：论文中的数字
+# （那些模型有 32–80 层，提示词有 4K–128K 个 token，自然文本中有重击者和池化可以利用的局部结构）、GPU 上的吞吐量或显存节省，
+# 以及几百万个 token 的流式生成中的表现。
+
+# %% [markdown]
+# ### Optional: a real model | 可选：一个真实的模型
+#
+# Where `transformers` is installed and the network works (Colab), the cell below loads GPT-2 (124M parameters), prefills
+# the first 512 tokens of a long text (the documentation of a few Python standard modules, which every Python has), keeps `budget` of them per layer and head with your `streaming_keep`,
+# `h2o_keep` and `snapkv_keep`, and reports the perplexity of the next 256 tokens on the pruned cache. Offline, or
+# without `transformers`, it prints one sentence and does nothing; no test needs it.
+#
+# 在安装了 `transformers` 且能联网的环境中（例如 Colab），下面的单元加载 GPT-2（1.24 亿参数），预填充一段长文本（几个 Python 标准模块的文档，每个 Python 环境都有）的前 512 个 token，
+# 用你的 `streaming_keep`、`h2o_keep` 和 `snapkv_keep` 在每层每个注意力头中保留其中的 `budget` 个，并报告在裁剪后的缓存上接下来 256 个 token
+# 的困惑度。离线或者没有 `transformers` 时，它只打印一句话，什么也不做；任何测试都不需要它。
+
+# %%
+def real_model_section():
+    import importlib.util
+    import socket
+
+    if importlib.util.find_spec("transformers") is None:
+        return "Skipped: the transformers package is not installed (pip install transformers, then run this cell again)."
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=3).close()
+    except OSError:
+        return "Skipped: huggingface.co cannot be reached from here, so GPT-2's weights cannot be downloaded."
+    from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+
+    tokenizer = AutoTokenizer.from_pretrained("gpt2")
+    gpt2 = AutoModelForCausalLM.from_pretrained("gpt2", attn_implementation="eager").eval()
+    import argparse
+    import collections
+    import inspect
+    import json
+    import subprocess
+    import threading
+
+    # A long English text that every Python has: the documentation of a few standard modules.
+    text = "\n\n".join(inspect.getdoc(module) for module in (argparse, collections, json, subprocess, threading,
+                                                             inspect))
+    ids = tokenizer(text, return_tensors="pt").input_ids[:, :768]
+    prompt, rest = ids[:, :512], ids[:, 512:]
+    with torch.no_grad():
+        out = gpt2(prompt, use_cache=True, output_attentions=True)
+        legacy = out.past_key_values.to_legacy_cache() if hasattr(out.past_key_values, "to_legacy_cache") \
+            else out.past_key_values
+        lines = []
+        for budget in (32, 64, 128, 256, 512):
+            for name in ("StreamingLLM", "H2O", "SnapKV"):
+                layers = []
+                for (k, v), attention in zip(legacy, out.attentions):  # k, v: [1, heads, 512, dim]
+                    if name == "StreamingLLM":
+                        keep = streaming_keep(512, budget, 4).expand(attention.shape[:-1][:2] + (512,))
+                    elif name == "H2O":
+                        keep = h2o_keep(attention, budget, budget // 2)
+                    else:
+                        keep = snapkv_keep(attention, budget, min(32, budget), kernel_size=5)
+                    index = keep.nonzero()[:, -1].reshape(1, k.shape[1], -1, 1).expand(-1, -1, -1, k.shape[-1])
+                    layers.append((k.gather(2, index), v.gather(2, index)))
+                cache = DynamicCache.from_legacy_cache(tuple(layers))
+                positions = torch.arange(512, 512 + rest.shape[1])[None]
+                mask = torch.ones(1, min(budget, 512) + rest.shape[1], dtype=torch.long)
+                logits = gpt2(rest, past_key_values=cache, position_ids=positions, attention_mask=mask).logits
+                loss = F.cross_entropy(logits[0, :-1], rest[0, 1:])
+                lines.append(f"budget {budget:>3} of 512, {name:>12}: perplexity of the next 256 tokens "
+                             f"{float(loss.exp()):.2f}")
+    return "\n".join(lines)
+
+
+try:
+    print(real_model_section())
+except Exception as error:  # noqa: BLE001 - an optional section must never stop the notebook.
+    print(f"Skipped: the real-model section failed ({type(error).__name__}: {error}).")
+print(f"experiments: {time.perf_counter() - experiment_started:.1f} s in all")
+
+# %% [markdown]
+# ## Summary | 小结
+#
+# **Remember:** token-level eviction is a ranking of cached positions under a budget; what a policy ranks by (position,
+# accumulated attention, the votes of the last queries) decides what survives, and only a measurement on a model that
+# needs the evicted facts shows whether the ranking was right.
+#
+# **一句话记住：** token 级驱逐就是在预算之下为缓存中的位置排序；驱逐策略依据什么排序（位置、累积注意力、最后几个查询的投票）决定了谁能留下，
+# 而排序对不对，只有在一个确实需要被驱逐内容的模型上测量才知道。
+#
+# ## Prerequisites and further reading | 前置与相关阅读
+#
+# Before: notebook 01 (eviction as ranking, ties to the lower index), notebook 02 (the KV bytes of a token), notebook 06
+# (the `TinyDecoder` and its per-layer K/V). Further: the four papers below; NVIDIA's kvpress library, which implements
+# these policies (and many more) as "presses" on Hugging Face models; the "Ada-KV" and "Quest" lines of work, which
+# choose budgets per head or read only a query-dependent subset of the cache instead of deleting it.
+#
+# 之前：notebook 01（驱逐即排序，平局时取较小的索引）、notebook 02（一个 token 的 KV 字节数）、notebook 06（`TinyDecoder` 和它逐层的 K/V）。
+# 延伸：下列四篇论文；NVIDIA 的 kvpress 库，它把这些策略（以及更多策略）实现为作用在 Hugging Face 模型上的 "press"；Ada-KV 和 Quest 等工作，
+# 它们为每个注意力头分别选择预算，或者不删除缓存、只读取与查询有关的一部分。
+#
+# ## References | 参考文献
+#
+# - Xiao, G., Tian, Y., Chen, B., Han, S., Lewis, M. "Efficient Streaming Language Models with Attention Sinks." ICLR 2024 (StreamingLLM).
+# - Zhang, Z., et al. "H2O: Heavy-Hitter Oracle for Efficient Generative Inference of Large Language Models." NeurIPS 2023.
+# - Li, Y., et al. "SnapKV: LLM Knows What You are Looking for Before Generation." NeurIPS 2024.
+# - Cai, Z., et al. "PyramidKV: Dynamic KV Cache Compression based on Pyramidal Information Funneling." arXiv:2406.02069, 2024.
+# - NVIDIA kvpress (github.com/NVIDIA/kvpress): `StreamingLLMPress`, `SnapKVPress`, `PyramidKVPress`, `ObservedAttentionPress`.
+# - The seed designs: the "KV Eviction formula-to-code" walkthrough (LLM-REVIEW) and the "KV Cache Scheduling" chapter of Datawhale's llm-algo-leetcode (text CC BY 4.0, code Apache-2.0).
