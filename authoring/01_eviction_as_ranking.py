@@ -1292,6 +1292,14 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | heavy hitter | 重击者 | H2O |
 # | observation window | 观察窗口 | SnapKV |
 # | pooling | 池化 | |
+# | keep mask | 保留掩码 | which cached positions stay (notebook 07) |
+# | accumulated attention (score) | 累积注意力（分数） | H2O's sum of the attention a slot received |
+# | per-layer budget | 逐层预算 | PyramidKV |
+# | associative recall (task) | 联想回忆（任务） | key-value pairs, then a query for one key |
+# | recall accuracy | 召回准确率 | the share of queries answered right |
+# | next-token loss | 下一个 token 的损失 | cross-entropy, in nats |
+# | perplexity | 困惑度 | |
+# | streaming (generation) | 流式生成 | StreamingLLM |
 # | tier (of a cache) | 层级 | |
 # | offload | 卸载 | |
 # | device memory / host memory | 显存 / 主机内存 | |
