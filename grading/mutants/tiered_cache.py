@@ -14,6 +14,24 @@ _REPLACE_RULE = "if self.t1 and (len(self.t1) > self.p or (in_b2 and len(self.t1
 _DEMOTE_RULE = 'if self.write_policy == "write_back" and victim not in self.tier2 and self._admitted(victim):'
 # A task graded in parts loses points in every part only when its typical mistake touches every part: the first
 # wrong answer of such a task (the bundled typical_mistakes sample) is one typical slip per part, together.
+# Part 8.5.2 where only a miss goes into tier 1: a host hit stays in tier 2.
+_HOST_HIT_NOT_PROMOTED = """
+    if block in self.tier1:
+        self.tier1.hit(block)
+        self.device_hits += 1
+        where = "device"
+    elif block in self.tier2:
+        self.tier2.hit(block)
+        self.host_hits += 1
+        self.blocks_to_device += 1
+        where = "host"
+    else:
+        self.misses += 1
+        where = "miss"
+        victim = self.tier1.insert(block, self.ref_count)
+        if victim is not None:
+            self._demote(victim)
+"""
 _TTFT = ("return (recomputed_tokens.to(torch.float64) * self.prefill_seconds_per_token\n"
          "                + loaded_tokens.to(torch.float64) * self.load_seconds_per_token)")
 
@@ -197,23 +215,7 @@ WRONG = {
     },
     TWO: {
         "typical slips, one per part: any write policy, host hits not promoted, admission ignored, pins leaked": edit(
-            ref.solve(TWO, todo={"8.5.2": """
-                if block in self.tier1:
-                    self.tier1.hit(block)
-                    self.device_hits += 1
-                    where = "device"
-                elif block in self.tier2:
-                    self.tier2.hit(block)
-                    self.host_hits += 1
-                    self.blocks_to_device += 1
-                    where = "host"
-                else:
-                    self.misses += 1
-                    where = "miss"
-                    victim = self.tier1.insert(block, self.ref_count)
-                    if victim is not None:
-                        self._demote(victim)
-            """, "8.5.6": """
+            ref.solve(TWO, todo={"8.5.2": _HOST_HIT_NOT_PROMOTED, "8.5.6": """
                 found = {"device": 0, "host": 0, "miss": 0}
                 for block in blocks:
                     found[self.access(block)] += 1
@@ -227,23 +229,7 @@ WRONG = {
             (_DEMOTE_RULE, 'if self.write_policy == "write_back" and victim not in self.tier2:'),
             ("if block not in self.tier2 and self._admitted(block):", "if block not in self.tier2:"),
             where="08_tiered_cache task8_5_TwoTierCache"),
-        "a host hit is not promoted into tier 1": ref.solve(TWO, todo={"8.5.2": """
-            if block in self.tier1:
-                self.tier1.hit(block)
-                self.device_hits += 1
-                where = "device"
-            elif block in self.tier2:
-                self.tier2.hit(block)
-                self.host_hits += 1
-                self.blocks_to_device += 1
-                where = "host"
-            else:
-                self.misses += 1
-                where = "miss"
-                victim = self.tier1.insert(block, self.ref_count)
-                if victim is not None:
-                    self._demote(victim)
-        """}),
+        "a host hit is not promoted into tier 1": ref.solve(TWO, todo={"8.5.2": _HOST_HIT_NOT_PROMOTED}),
         "a host hit is not counted as a copy to the device": ref.edit(
             TWO, ("                self.blocks_to_device += 1\n", "")),
         "tier 2 is not told of a host hit": ref.edit(TWO, ("                self.tier2.hit(block)\n", "")),
