@@ -1,6 +1,12 @@
 # The two commands of the README:
 #   make        set up .venv from the pinned versions, then run the main job
-#   make test   set up .venv, then run the test suite
+#   make test   set up .venv, then run the test suite (every layer, on every core)
+# The test layers (tests/layers.py), each also `pytest -m <layer>`; `pytest -m task2_4` runs one task's tests:
+#   make test-fast        unit and property tests (under 2 minutes on 2 idle cores)
+#   make test-mutants     the mutation suite
+#   make test-notebooks   every notebook executed in a Colab-like environment
+#   make test-grading     batches graded end to end (grading command, sandbox, Slurm)
+#   make test-browser     Chromium and Playwright
 # And for authors:
 #   make notebooks   regenerate source/ <-> authoring/, release/, solutions/ and the README's tables
 #   make lint        ruff over the package, the grading tools, tests, benchmarks and the notebooks' cells
@@ -11,7 +17,7 @@ BIN := $(abspath $(VENV))/bin
 # nbgrader runs alembic as a program, so the environment's bin/ must come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all main test venv clean bench notebooks lint lock
+.PHONY: all main test test-fast test-mutants test-notebooks test-grading test-browser venv clean bench notebooks lint lock
 
 all: main
 
@@ -26,8 +32,15 @@ $(VENV)/.installed: requirements/lock.txt requirements/dev.in pyproject.toml
 main: venv
 	$(BIN)/python -m grading.main
 
+# pytest-xdist runs the tests on every core; tests/layers.py keeps the tests that share a graded course, an
+# environment or a judge on one worker (--dist loadgroup).
+PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadgroup
+
 test: venv
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
+
+test-fast test-mutants test-notebooks test-grading test-browser: test-%: venv
+	$(PYTEST) -m $*
 
 notebooks: venv
 	$(BIN)/python -m grading.notebooks
@@ -51,4 +64,5 @@ bench: venv
 	$(BIN)/python bench/bench_victim.py
 	$(BIN)/python bench/bench_replay.py
 	$(BIN)/python bench/bench_scheduler.py
+	$(BIN)/python bench/bench_kernels.py
 	$(BIN)/python bench/bench_autograde.py --students 4

@@ -18,23 +18,24 @@
 # # 01. Eviction as ranking | 驱逐即排序
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/kvcache-course/kv-cache-eviction/blob/main/release/01_eviction_as_ranking/01_eviction_as_ranking.ipynb)
-# [![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)](https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/01_eviction_as_ranking/01_eviction_as_ranking.ipynb)
+# [![Open in ModelScope](https://img.shields.io/badge/ModelScope-Open%20in%20ModelScope-624aff)](https://modelscope.cn/notebook/share/github/kvcache-course/kv-cache-eviction/blob/main/release/01_eviction_as_ranking/01_eviction_as_ranking.ipynb)
 # [![GitHub](https://img.shields.io/badge/GitHub-release%2F01_eviction_as_ranking-black)](https://github.com/kvcache-course/kv-cache-eviction/blob/main/release/01_eviction_as_ranking/01_eviction_as_ranking.ipynb)
 #
 # **Difficulty:** ★☆☆ introductory · **Time:** about 60 minutes · **Points:** 22 · **GPU:** tasks 1.6–1.8 run on CUDA when a GPU is present; everything also runs on the CPU.
 #
 # **难度：** ★☆☆ 入门 · **用时：** 约 60 分钟 · **总分：** 22 · **GPU：** 任务 1.6–1.8 在有 GPU 时于 CUDA 上运行；所有内容也都能在 CPU 上运行。
 #
-# **ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
-# paste the ModelScope badge's link (this notebook's file in the course repository).
-# 在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
+# **ModelScope (魔搭):** log in to ModelScope, then click the ModelScope badge: it opens this notebook from
+# GitHub in a notebook instance of yours (choose CPU or GPU). Where that link does not work, choose
+# *File → Open from URL…* in the instance's JupyterLab and paste <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/01_eviction_as_ranking/01_eviction_as_ranking.ipynb>.
+# 先登录魔搭，再点击 ModelScope 徽章：魔搭会从 GitHub 取来本 notebook，在你自己的 Notebook 实例中打开（可选 CPU 或 GPU）。
+# 如果这个链接打不开，在实例的 JupyterLab 中选择 *File → Open from URL…*，粘贴 <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/01_eviction_as_ranking/01_eviction_as_ranking.ipynb>。
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
 # check more cases when your notebook is graded.
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，
-# 然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -62,12 +63,8 @@ print(setup_summary(DEVICE, SEED))
 # %% [markdown]
 # ## 导读 | Overview
 #
-# **导读。** 大模型推理服务把每个请求已经算出的 key 和 value 存放在 KV 缓存里。缓存满了、新请求又需要块时，
-# 系统必须决定驱逐（evict）哪个序列：选错了，下一次访问就要把整段提示词重新预填充一遍，首 token 时延（TTFT）随之上升。
-# 本 notebook 把所有驱逐策略写成同一件事：给每个缓存序列一个价值，驱逐价值最低的那个，并用字典序键打破平局，
-# 使结果唯一确定。接着计算多个租户共享一个缓存时每个租户的配额与超额量，找出超额最多的租户。最后在 PyTorch
-# 张量上不写 Python 循环地完成同样的排序，使它在 GPU 上也能运行。你要写 8 个小函数：`select_victim`、`eviction_order`、
-# `quotas`、`overuse`、`victim_tenant`、`argmin_victim`、`lex_argmin`、`quotas_tensor`。
+# **导读。** 大模型推理服务把每个请求已经算出的键（key）和值（value）存放在 KV 缓存里。缓存满了、新请求又需要块时，系统必须决定驱逐（evict）哪个序列：选错了，下一次访问就要把整段提示词重新预填充一遍，首 token 时延（TTFT）随之上升。
+# 本 notebook 把所有驱逐策略写成同一件事：给每个缓存序列一个价值，驱逐价值最低的那个，并用字典序键打破平局，使结果唯一确定。接着计算多个租户共享一个缓存时每个租户的配额与超额量，找出超额最多的租户。最后在 PyTorch 张量上不写 Python 循环地完成同样的排序，使它在 GPU 上也能运行。你要写 8 个小函数：`select_victim`、`eviction_order`、`quotas`、`overuse`、`victim_tenant`、`argmin_victim`、`lex_argmin`、`quotas_tensor`。
 #
 # **Overview.** An LLM server keeps the keys and values it has computed for each request in a KV cache. When
 # the cache is full and a new request needs blocks, the server must choose which sequence to evict: a bad
@@ -120,18 +117,14 @@ print(setup_summary(DEVICE, SEED))
 #
 # $$\text{victim} = \arg\min_{s} \text{Value}(s) = \arg\max_{s} \text{EvictScore}(s)$$
 #
-# LRU（最近最少使用）取 $\text{Value}(s) = t_\text{last}(s)$，即最近访问时刻（逻辑时钟上的时间）；LFU（最不经常使用）取二元组
-# $(\text{use\_count}(s), t_\text{last}(s))$。二元组按**字典序**比较：先比第一项，第一项相等时才比第二项。
-# 最后再按序列 id 打破平局，使答案唯一：价值相同时，id 较小者先被驱逐。本课程中所有平局都取较小的 id
-# （或较小的索引、较小的租户名）。
+# LRU（最近最少使用）取 $\text{Value}(s) = t_\text{last}(s)$，即最近访问时刻（逻辑时钟上的时间）；LFU（最不经常使用）取二元组 $(\text{use\_count}(s), t_\text{last}(s))$。二元组按**字典序**比较：先比第一项，第一项相等时才比第二项。
+# 最后再按序列 id 打破平局，使答案唯一：价值相同时，id 较小者先被驱逐。本课程中所有平局都取较小的 id（或较小的索引、较小的租户名）。
 #
 # **公平配额。** 多个租户（用户、应用）以权重 $w_t \ge 0$ 共享一个容量为 $B$ 块的缓存时：
 #
 # $$\text{quota}_t = \frac{w_t}{\sum_j w_j}\, B, \qquad \text{overuse}_t = u_t - \text{quota}_t,$$
 #
-# 其中 $u_t$ 是租户 $t$ 占用的块数。驱逐对象所在的租户是超额量 $\text{overuse}_t > 0$ 的租户中超额量最大的一个
-# （平局时取名字较小者）；没有租户超额时，由 LRU 等全局策略决定。权重之和为 0 时，份额 $w_t / \sum_j w_j$ 没有定义：
-# 本课程此时抛出 `ValueError`（本 notebook 与 notebook 04 都如此）。
+# 其中 $u_t$ 是租户 $t$ 占用的块数。受害租户（victim tenant）是超额量 $\text{overuse}_t > 0$ 的租户中超额量最大的一个（平局时取名字较小者）；没有租户超额时，由 LRU 等全局策略决定。权重之和为 0 时，份额 $w_t / \sum_j w_j$ 没有定义：本课程此时抛出 `ValueError`（本 notebook 与 notebook 04 都如此）。
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task1_1_select_victim_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 1.1: select_victim (2 points)
@@ -239,9 +232,7 @@ _check_task1_1_select_victim()
 #
 # ## 任务 1.2：eviction_order（2 分）
 #
-# 驱逐很少只选一个：一个需要十个块的请求可能要释放多个序列。编写 `eviction_order(values)`：返回一个新列表，包含全部 key，
-# 最先被驱逐的排在最前；平局规则与任务 1.1 相同：价值小者在前，价值相同时 id 小者在前（因此 `values` 非空时
-# `eviction_order(values)[0] == select_victim(values)`）；字典为空时返回 `[]`。不要修改 `values`。
+# 驱逐很少只选一个：一个需要十个块的请求可能要释放多个序列。编写 `eviction_order(values)`：返回一个新列表，包含全部 key，最先被驱逐的排在最前；平局规则与任务 1.1 相同：价值小者在前，价值相同时 id 小者在前（因此 `values` 非空时 `eviction_order(values)[0] == select_victim(values)`）；字典为空时返回 `[]`。不要修改 `values`。
 
 # %% nbgrader={"grade": false, "grade_id": "task1_2_eviction_order", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def eviction_order(values):
@@ -316,22 +307,20 @@ _check_task1_2_eviction_order()
 #   04's `FairPolicy` follows the same rule.);
 # - `total_blocks < 0`.
 #
-# Do not change `weights`. Weights are shares, not counts: a tenant with weight 3 gets three times the
+# Do not change `weights`, not even before raising. Weights are shares, not counts: a tenant with weight 3 gets three times the
 # blocks of a tenant with weight 1.
 #
 # ## 任务 1.3：quotas（3 分）
 #
 # $$\text{quota}_t = \frac{w_t}{\sum_j w_j}\, B$$
 #
-# 编写 `quotas(weights, total_blocks)`：返回一个新字典，把每个租户映射到它的配额，配额是 **float**（权重为 0 的租户得到 `0.0`；
-# 权重是 int 时配额也是 float）。以下情况抛出 `ValueError`，并在消息中说明错在哪里：
+# 编写 `quotas(weights, total_blocks)`：返回一个新字典，把每个租户映射到它的配额，配额是 **float**（权重为 0 的租户得到 `0.0`；权重是 int 时配额也是 float）。以下情况抛出 `ValueError`，并在消息中说明错在哪里：
 #
-# - 权重为负数、无穷大或 **NaN**。陷阱在于：与 NaN 的任何比较都为 False，所以 `weight < 0` 这样的检查会放过
-#   `float("nan")`，而一个 NaN 权重会让所有配额都变成 NaN。`math.isfinite` 对 NaN 和 ±inf 都返回 False；
+# - 权重为负数、无穷大或 **NaN**。陷阱在于：与 NaN 的任何比较都为 False，所以 `weight < 0` 这样的检查会放过 `float("nan")`，而一个 NaN 权重会让所有配额都变成 NaN。`math.isfinite` 对 NaN 和 ±inf 都返回 False；
 # - 权重之和为 0（包括空字典）：此时份额 $w_t / \sum_j w_j$ 没有定义（notebook 04 的 `FairPolicy` 遵循同样的规则）；
 # - `total_blocks < 0`。
 #
-# 不要修改 `weights`。权重表示份额而不是计数：权重为 3 的租户得到的块数是权重为 1 的租户的三倍。
+# 不要修改 `weights`，抛出异常之前也不能修改。权重表示份额而不是计数：权重为 3 的租户得到的块数是权重为 1 的租户的三倍。
 
 # %% nbgrader={"grade": false, "grade_id": "task1_3_quotas", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
@@ -362,8 +351,8 @@ def quotas(weights, total_blocks):
             raise ValueError(f"weight of tenant {tenant!r} must be finite and >= 0, got {weight}")
     ### END SOLUTION
     # TODO 1.3.2: total_weight = the sum of the weights; raise ValueError when it is 0.
-    # 提示：sum(weights.values())；空字典的和也是 0。
-    # Hint: sum(weights.values()); the sum of an empty dict is 0 too.
+    # 提示：对字典的值求和（内置函数 sum）；空字典的和也是 0。
+    # Hint: add up the dict's values (the built-in sum); an empty dict sums to 0 too.
     ### BEGIN SOLUTION
     total_weight = sum(weights.values())
     if total_weight == 0:
@@ -399,6 +388,9 @@ def _check_task1_3_quotas():
     weights = {"a": 1.0, "b": 3.0}
     quotas(weights, 64)
     assert_plain_equal(weights, {"a": 1.0, "b": 3.0}, "weights after quotas (it must not change them)")
+    bad = {"a": 1.0, "b": -0.5}
+    assert_raises(ValueError, "quotas({'a': 1.0, 'b': -0.5}, 64)", quotas, bad, 64)
+    assert_plain_equal(bad, {"a": 1.0, "b": -0.5}, "weights after quotas raised ValueError (it changed them before raising)")
 
     ### BEGIN HIDDEN TESTS
     import math
@@ -450,7 +442,7 @@ _check_task1_3_quotas()
 #
 # $$\text{overuse}_t = u_t - \text{quota}_t$$
 #
-# 编写 `overuse(usage, quota)`：返回一个新字典，把出现在任一字典中的每个租户映射到"占用减配额"，结果是 **float**（两者都是 int 时也是）。
+# 编写 `overuse(usage, quota)`：返回一个新字典，把出现在任一字典中的每个租户映射到“占用减配额”，结果是 **float**（两者都是 int 时也是）。
 # 某租户在某个字典中缺失时，在那里按 0 计算：有块但没有配额的租户，其全部块都算超额；有配额但没有块的租户超额量为负。
 # 不要修改 `usage` 和 `quota`。
 
@@ -466,8 +458,9 @@ def overuse(usage, quota):
         A new dict from every tenant in ``usage`` or ``quota`` to a float.
     """
     # TODO 1.4.1: collect every tenant of usage and of quota.
-    # 提示：set(usage) | set(quota) 是两组键的并集。
-    # Hint: set(usage) | set(quota) is the union of both sets of keys.
+    # 提示：一个租户可能只出现在其中一个字典里；把两个字典的键各做成集合，再取并集（集合的 | 运算）。
+    # Hint: a tenant may appear in only one of the two dicts; make a set of each dict's keys and take their union (the
+    #       | operator of sets).
     ### BEGIN SOLUTION
     tenants = set(usage) | set(quota)
     ### END SOLUTION
@@ -529,19 +522,15 @@ _check_task1_4_overuse()
 # Do not change `usage` or `quota`.
 #
 # The trap: `max(over, key=lambda t: (over[t], t))` breaks a tie toward the **larger** name, because on
-# equal overuse `max` takes the larger second entry. Negate the overuse and take the `min` instead:
-# `min(over, key=lambda t: (-over[t], t))`.
+# equal overuse `max` takes the larger second entry. Negate the overuse and take the `min` instead.
 #
 # ## 任务 1.5：victim_tenant（3 分）
 #
 # $$\text{victim tenant} = \arg\max_{t:\ \text{overuse}_t > 0} \text{overuse}_t$$
 #
-# 编写 `victim_tenant(usage, quota)`：在超额量**严格**大于 0 的租户中，返回超额量最大的租户；平局时取名字**较小**的租户，
-# 与本课程中的所有平局规则一致；没有租户超额时返回 `None`（恰好等于配额的租户不算超额）。决定受害租户的是超额量而不是占用：
-# 占用块数最多的租户可能仍远在其配额之内。你可以调用任务 1.4 中你写的 `overuse`。不要修改 `usage` 和 `quota`。
+# 编写 `victim_tenant(usage, quota)`：在超额量**严格**大于 0 的租户中，返回超额量最大的租户；平局时取名字**较小**的租户，与本课程中的所有平局规则一致；没有租户超额时返回 `None`（恰好等于配额的租户不算超额）。决定受害租户的是超额量而不是占用：占用块数最多的租户可能仍远在其配额之内。你可以调用任务 1.4 中你写的 `overuse`。不要修改 `usage` 和 `quota`。
 #
-# 陷阱：`max(over, key=lambda t: (over[t], t))` 在平局时会选名字**较大**的租户，因为超额量相等时 `max` 取第二项较大者。
-# 应当把超额量取负再取 `min`：`min(over, key=lambda t: (-over[t], t))`。
+# 陷阱：`max(over, key=lambda t: (over[t], t))` 在平局时会选名字**较大**的租户，因为超额量相等时 `max` 取第二项较大者。应当把超额量取负，再取 `min`。
 
 # %% nbgrader={"grade": false, "grade_id": "task1_5_victim_tenant", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def victim_tenant(usage, quota):
@@ -561,8 +550,9 @@ def victim_tenant(usage, quota):
     over = {tenant: amount for tenant, amount in overuse(usage, quota).items() if amount > 0}
     ### END SOLUTION
     # TODO 1.5.2: return None when no tenant is over quota, else the largest overuse, the smaller name on a tie.
-    # 提示：min(over, key=lambda t: (-over[t], t))：超额量最大者的 -over[t] 最小，平局时名字小者在前。
-    # Hint: min(over, key=lambda t: (-over[t], t)): the largest overuse has the smallest -over[t]; ties by name.
+    # 提示：min 的 key 可以返回元组：把超额量取负，最大的超额量就成了最小的键；名字作为元组的第二项打破平局。
+    # Hint: the key of min may return a tuple: negate the overuse, so that the largest overuse gives the smallest key, and
+    #       let the name, second in the tuple, break ties.
     ### BEGIN SOLUTION
     if not over:
         return None
@@ -649,16 +639,11 @@ _check_task1_5_victim_tenant()
 #
 # ## 任务 1.6：张量上的 argmin_victim（3 分）
 #
-# 服务器要跟踪成千上万个序列，它们的价值存放在 GPU 上的一个张量里，对其写 Python 循环会很慢。编写
-# `argmin_victim(values, evictable=None)`：`values` 是任意设备上的一维张量，其数据类型（dtype）可以是任意实数类型
-# （整数或浮点数，不含 NaN）；`evictable` 是同形状、同设备的 bool 张量（`None` 表示全部条目都可驱逐）。以 Python `int` 返回可驱逐条目中最小值的索引；
-# 平局时返回**最小索引**；没有可驱逐条目时（包括空张量）返回 `-1`。不要修改 `values` 和 `evictable`。只使用整张量运算，
-# 不要对条目写 Python 循环（测试会统计在 8 个和 4,096 个条目上的 torch 运算次数）。
+# 服务器要跟踪成千上万个序列，它们的价值存放在 GPU 上的一个张量里，对其写 Python 循环会很慢。编写 `argmin_victim(values, evictable=None)`：`values` 是任意设备上的一维张量，其数据类型（dtype）可以是任意实数类型（整数或浮点数，不含 NaN）；`evictable` 是同形状、同设备的 bool 张量（`None` 表示全部条目都可驱逐）。以 Python `int` 返回可驱逐条目中最小值的索引；平局时返回**最小索引**；没有可驱逐条目时（包括空张量）返回 `-1`。不要修改 `values` 和 `evictable`。只使用整张量运算，不要对条目写 Python 循环（测试会统计在 8 个和 4,096 个条目上的 torch 运算次数）。
 #
 # 两个陷阱，可见测试中都有：
 #
-# - 用 `+inf` 做掩码（`values.masked_fill(~evictable, float("inf"))`）在 int64 的值上**会崩溃**（int64 张量存不下 inf），
-#   而且当每个可驱逐的值本身就是 `+inf` 时，它会选中一个受保护的条目。
+# - 用 `+inf` 做掩码（`values.masked_fill(~evictable, float("inf"))`）在 int64 的值上**会崩溃**（int64 张量存不下 inf），而且当每个可驱逐的值本身就是 `+inf` 时，它会选中一个受保护的条目。
 # - 为了能放下 inf 而把 int64 转成浮点数会损失精度：$2^{53}+1$ 与 $2^{53}$ 是同一个 float64。
 #
 # 应当先选出可驱逐条目的索引，只比较它们的值。
@@ -675,8 +660,10 @@ def argmin_victim(values, evictable=None):
         A Python int: the index into ``values``, or -1 when no entry is evictable.
     """
     # TODO 1.6.1: candidates = the indices of the evictable entries, a 1-D int64 tensor on values' device.
-    # 提示：evictable 为 None 时用 torch.arange(len(values), device=values.device)；否则 torch.nonzero(evictable).flatten()。
-    # Hint: torch.arange(len(values), device=values.device) when evictable is None; else torch.nonzero(evictable).flatten().
+    # 提示：evictable 为 None 时，每个下标都是候选（torch.arange，放在 values 所在的设备上）；否则取值为 True 的位置
+    #       （torch.nonzero，再展平成一维）。
+    # Hint: when evictable is None every index is a candidate (torch.arange, on values' device); otherwise take the positions
+    #       of the True entries (torch.nonzero, flattened to 1-D).
     ### BEGIN SOLUTION
     if evictable is None:
         candidates = torch.arange(values.shape[0], device=values.device)
@@ -684,8 +671,8 @@ def argmin_victim(values, evictable=None):
         candidates = torch.nonzero(evictable).flatten()
     ### END SOLUTION
     # TODO 1.6.2: return -1 when there is no candidate.
-    # 提示：candidates.numel() 是元素个数。
-    # Hint: candidates.numel() is the number of elements.
+    # 提示：张量的 numel() 是它的元素个数。
+    # Hint: a tensor's numel() is its number of elements.
     ### BEGIN SOLUTION
     if candidates.numel() == 0:
         return -1
@@ -729,7 +716,10 @@ def _check_task1_6_argmin_victim():
                            f"argmin_victim([inf, inf], mask [F, T]) on {device} (an evictable value may be +inf)")
         argmin_victim(values, mask)
         assert values.tolist() == [3.0, 1.0, 2.0, 1.0] and mask.tolist() == [True, False, True, True], \
-            f"argmin_victim changed values or evictable on {device}"
+            f"argmin_victim changed its input (values or evictable) on {device}"
+        for dtype in (torch.int32, torch.float64):
+            typed = torch.tensor([5, 2, 2, 8], dtype=dtype, device=device)
+            assert_plain_equal(argmin_victim(typed, mask), 2, f"argmin_victim({dtype} [5, 2, 2, 8], mask [T, F, T, T]) on {device}")
     small = (torch.arange(8.0).flip(0), torch.ones(8, dtype=torch.bool))
     large = (torch.arange(4096.0).flip(0), torch.ones(4096, dtype=torch.bool))
     assert_no_python_loop(argmin_victim, small, large, "argmin_victim")
@@ -797,13 +787,9 @@ _check_task1_6_argmin_victim()
 #
 # ## 任务 1.7：张量上的 lex_argmin（4 分）
 #
-# LFU 按二元组 $(\text{use\_count}, t_\text{last})$ 排序。在张量上，这个元组是一组键列：`keys[0]` 先决定，`keys[1]` 打破它的平局，
-# 依此类推。编写 `lex_argmin(keys, evictable=None)`：以 Python `int` 返回字典序最小的可驱逐条目的索引；所有键都相同时返回
-# **最小索引**；没有可驱逐条目时（包括空的键列）返回 `-1`。键是同一设备上等长的一维 int64 张量；`evictable` 是同长度的 bool 张量，
-# `None` 表示全部可驱逐。`keys` 为空时抛出 `ValueError`。不要修改键张量和 `evictable`。
+# LFU 按二元组 $(\text{use\_count}, t_\text{last})$ 排序。在张量上，这个元组是一组键列：`keys[0]` 先决定，`keys[1]` 打破它的平局，依此类推。编写 `lex_argmin(keys, evictable=None)`：以 Python `int` 返回字典序最小的可驱逐条目的索引；所有键都相同时返回**最小索引**；没有可驱逐条目时（包括空的键列）返回 `-1`。键是同一设备上等长的一维 int64 张量；`evictable` 是同长度的 bool 张量，`None` 表示全部可驱逐。`keys` 为空时抛出 `ValueError`。不要修改键张量和 `evictable`。
 #
-# 它必须对**任意** int64 值都正确。陷阱：常见技巧是把两个键打包成一个数 `keys[0] * 2**32 + keys[1]`。数值大时它会溢出，
-# 而且只要 `keys[1]` 达到 $2^{32}$ 排序就会出错：$(0, 2^{33})$ 打包成 $2^{33}$，比 $(1, 0)$ 打包成的 $2^{32}$ 还大。
+# 它必须对**任意** int64 值都正确。陷阱：常见技巧是把两个键打包成一个数 `keys[0] * 2**32 + keys[1]`。数值大时它会溢出，而且只要 `keys[1]` 达到 $2^{32}$ 排序就会出错：$(0, 2^{33})$ 打包成 $2^{33}$，比 $(1, 0)$ 打包成的 $2^{32}$ 还大。
 # 应当对键列写循环（只有几列），而不要对条目写循环（测试会统计在 8 个和 4,096 个条目上的 torch 运算次数）：每次用一个键缩小候选集合。
 
 # %% nbgrader={"grade": false, "grade_id": "task1_7_lex_argmin", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -829,8 +815,10 @@ def lex_argmin(keys, evictable=None):
         raise ValueError("lex_argmin needs at least one key tensor")
     ### END SOLUTION
     # TODO 1.7.2: candidates = a bool mask (a copy: never change evictable); return -1 when it is all False.
-    # 提示：torch.ones_like(keys[0], dtype=torch.bool)，或 evictable.clone()；mask.any() 判断是否有候选。
-    # Hint: torch.ones_like(keys[0], dtype=torch.bool), or evictable.clone(); mask.any() says if any is left.
+    # 提示：evictable 为 None 时用全为 True 的掩码（torch.ones_like，指定 bool 类型）；否则用 evictable 的副本（clone），
+    #       而不是它本身；.any() 判断是否还有候选。
+    # Hint: when evictable is None, a mask of all True (torch.ones_like with a bool dtype); otherwise a copy of evictable
+    #       (clone), never evictable itself; .any() says whether a candidate is left.
     ### BEGIN SOLUTION
     if evictable is None:
         candidates = torch.ones_like(keys[0], dtype=torch.bool)
@@ -945,13 +933,9 @@ _check_task1_7_lex_argmin()
 #
 # ## 任务 1.8：quotas_tensor（3 分）
 #
-# 任务 1.3 的张量版本：`weights` 是一维张量，每个租户一个权重（任意实数数据类型、任意设备）。以 **float64** 张量返回
-# $w_t / \sum_j w_j \cdot B$，并放在 weights 所在的设备上（使用 float64，以便与 `quotas` 的 Python float 一致；int64 权重得到的配额
-# 也是 float64）。在与 `quotas` 相同的情况下抛出 `ValueError`：负数、无穷大或 **NaN** 权重（`torch.isfinite` 对 NaN 和 ±inf
-# 为 False；`weights < 0` 对 NaN 为 False）、权重之和为 0（包括空张量）、`total_blocks < 0`。
+# 任务 1.3 的张量版本：`weights` 是一维张量，每个租户一个权重（任意实数数据类型、任意设备）。以 **float64** 张量返回 $w_t / \sum_j w_j \cdot B$，并放在 weights 所在的设备上（使用 float64，以便与 `quotas` 的 Python float 一致；int64 权重得到的配额也是 float64）。在与 `quotas` 相同的情况下抛出 `ValueError`：负数、无穷大或 **NaN** 权重（`torch.isfinite` 对 NaN 和 ±inf 为 False；`weights < 0` 对 NaN 为 False）、权重之和为 0（包括空张量）、`total_blocks < 0`。
 #
-# 不要修改 `weights`。陷阱：当 `weights` 已经是 float64 时，`weights.to(torch.float64)` 返回的是**同一个张量**，
-# 因此原地除法（`w /= w.sum()`）会改掉调用者的权重。应当做非原地的除法（`w / w.sum()`）。
+# 不要修改 `weights`。陷阱：当 `weights` 已经是 float64 时，`weights.to(torch.float64)` 返回的是**同一个张量**，因此原地除法（`w /= w.sum()`）会改掉调用者的权重。应当做非原地的除法（`w / w.sum()`）。
 
 # %% nbgrader={"grade": false, "grade_id": "task1_8_quotas_tensor", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def quotas_tensor(weights, total_blocks):
@@ -969,8 +953,9 @@ def quotas_tensor(weights, total_blocks):
             tensor included), or total_blocks < 0.
     """
     # TODO 1.8.1: raise ValueError for total_blocks < 0; convert the weights to float64.
-    # 提示：weights.to(torch.float64)（已是 float64 时它返回同一个张量：之后不要原地修改它）。
-    # Hint: weights.to(torch.float64) (for float64 weights it is the same tensor: never change it in place).
+    # 提示：Tensor.to 转换数据类型；weights 已是 float64 时它返回同一个张量，所以之后不要原地修改转换的结果。
+    # Hint: Tensor.to converts the dtype; for float64 weights it returns the very same tensor, so never change its result in
+    #       place afterwards.
     ### BEGIN SOLUTION
     if total_blocks < 0:
         raise ValueError(f"total_blocks must be >= 0, got {total_blocks}")
@@ -986,9 +971,10 @@ def quotas_tensor(weights, total_blocks):
     if float(total_weight) == 0.0:
         raise ValueError("weights must not sum to 0")
     ### END SOLUTION
-    # TODO 1.8.3: return weights / total_weight * total_blocks (a new tensor).
-    # 提示：非原地运算（/ 与 *）总是返回新张量。
-    # Hint: out-of-place operations (/ and *) always return a new tensor.
+    # TODO 1.8.3: return the quotas w / Σw · B as a new tensor.
+    # 提示：非原地的运算符（/ 和 *）总是返回新张量；原地的 /= 会改掉调用者的 float64 权重。
+    # Hint: out-of-place operators (/ and *) always return a new tensor; an in-place /= would change the caller's float64
+    #       weights.
     ### BEGIN SOLUTION
     return weights / total_weight * total_blocks
     ### END SOLUTION
@@ -1009,6 +995,9 @@ def _check_task1_8_quotas_tensor():
         counts = torch.tensor([2, 2, 0], device=device)
         assert_same_tensor(quotas_tensor(counts, 512), torch.tensor([256.0, 256.0, 0.0], dtype=torch.float64, device=device),
                            f"quotas_tensor(int64 [2, 2, 0], 512) on {device}")
+        small = torch.tensor([1, 3], dtype=torch.int32, device=device)
+        assert_same_tensor(quotas_tensor(small, 8), torch.tensor([2.0, 6.0], dtype=torch.float64, device=device),
+                           f"quotas_tensor(int32 [1, 3], 8) on {device}")
         float64 = torch.tensor([1.0, 1.0], dtype=torch.float64, device=device)
         assert_same_tensor(quotas_tensor(float64, 8), torch.tensor([4.0, 4.0], dtype=torch.float64, device=device),
                            f"quotas_tensor(float64 [1., 1.], 8) on {device}")
@@ -1059,8 +1048,7 @@ _check_task1_8_quotas_tensor()
 # `chat-02` goes first).
 #
 # 八个序列及其最近访问时刻（LRU 的价值）。柱子按你的 `eviction_order` 排成驱逐顺序；红色柱子是 `select_victim` 选出的受害者。
-# 修改访问时刻后重新运行：受害者总是最左边的柱子，访问时刻相同时按 id 排列（`doc-03` 与 `chat-02` 的访问时刻都是 12，
-# 所以 `chat-02` 先被驱逐）。
+# 修改访问时刻后重新运行：受害者总是最左边的柱子，访问时刻相同时按 id 排列（`doc-03` 与 `chat-02` 的访问时刻都是 12，所以 `chat-02` 先被驱逐）。
 
 # %%
 import matplotlib.pyplot as plt
@@ -1092,9 +1080,7 @@ plt.show()
 # when nobody is over quota, the fair policy hands the choice back to a global policy such as LRU; with
 # every weight at 0, `quotas` raises `ValueError` and the table shows its message.
 #
-# 三个租户共享一个 512 块的缓存。它们的占用固定（300、150 和 62 块）；拖动权重滑块，观察每个租户的配额、超额量，
-# 以及驱逐将从哪个租户取块（使用你的 `quotas`、`overuse` 和 `victim_tenant`）。提高某个租户的权重可能使受害租户换成别的租户；
-# 没有租户超额时，公平策略把决定交还给 LRU 等全局策略；所有权重都为 0 时，`quotas` 抛出 `ValueError`，表格显示它的消息。
+# 三个租户共享一个 512 块的缓存。它们的占用固定（300、150 和 62 块）；拖动权重滑块，观察每个租户的配额、超额量，以及驱逐将从哪个租户取块（使用你的 `quotas`、`overuse` 和 `victim_tenant`）。提高某个租户的权重可能使受害租户换成别的租户；没有租户超额时，公平策略把决定交还给 LRU 等全局策略；所有权重都为 0 时，`quotas` 抛出 `ValueError`，表格显示它的消息。
 
 # %%
 import ipywidgets as widgets
@@ -1146,8 +1132,7 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # **Remember:** every eviction policy is a ranking, victim = argmin Value(s), and a complete tie-break (down
 # to the sequence id, the smaller first) is what makes it deterministic, on dicts and on tensors alike.
 #
-# **一句话记住：** 每个驱逐策略都是一次排序，受害者 = argmin Value(s)；正是完整的打破平局规则（一直比到序列 id，较小者先）
-# 让结果确定，无论在字典上还是在张量上。
+# **一句话记住：** 每个驱逐策略都是一次排序，受害者 = argmin Value(s)；正是完整的打破平局规则（一直比到序列 id，较小者先）让结果确定，无论在字典上还是在张量上。
 #
 # ## Prerequisites and further reading | 前置与相关阅读
 #
@@ -1160,8 +1145,7 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 #   these rankings free.
 #
 # - **前置知识：** Python 字典，带 `key` 函数的 `min` 与 `sorted`；PyTorch 张量、bool 掩码，以及用索引张量做索引。
-# - **相关阅读：** Belady（1966）提出的最优（Belady）离线策略：驱逐下一次使用最晚的条目，后面的 notebook 会以它为基准；
-#   vLLM 论文（Kwon 等，2023）介绍这些排序所释放的块；Jain 等（1984）提出 notebook 04 所用的公平性指数（Jain）。
+# - **相关阅读：** Belady（1966）提出的最优（Belady）离线策略：驱逐下一次使用最晚的条目，后面的 notebook 会以它为基准；vLLM 论文（Kwon 等，2023）介绍这些排序所释放的块；Jain 等（1984）提出 notebook 04 所用的公平性指数（Jain）。
 # - 下一节：[02. 分页 KV 缓存](../02_paged_kv_cache/02_paged_kv_cache.ipynb)，这些排序所释放的块与元数据。
 #
 # ## References | 参考文献
@@ -1224,7 +1208,7 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | radix tree | 基数树 | SGLang's RadixAttention |
 # | salt | 盐 | |
 # | trace | 访问轨迹 | never 访问序列 (序列 is a sequence) or 轨迹 alone |
-# | stand-in trace | 替代访问轨迹 | a small trace made to behave like a real one |
+# | stand-in trace | 替代访问轨迹 | a small trace made to behave like a real one; never 生成访问轨迹 |
 # | system prompt | 系统提示 | |
 # | synthetic trace | 合成访问轨迹 | Mooncake's published one is synthetic |
 # | replay | 回放 | |
@@ -1296,7 +1280,7 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | accumulated attention (score) | 累积注意力（分数） | H2O's sum of the attention a slot received |
 # | per-layer budget | 逐层预算 | PyramidKV |
 # | associative recall (task) | 联想回忆（任务） | key-value pairs, then a query for one key |
-# | recall accuracy | 召回准确率 | the share of queries answered right |
+# | recall accuracy | 回忆准确率 | the share of queries answered right; 回忆 as in 联想回忆, never 召回 (a retrieval metric) |
 # | next-token loss | 下一个 token 的损失 | cross-entropy, in nats |
 # | perplexity | 困惑度 | |
 # | streaming (generation) | 流式生成 | StreamingLLM |
@@ -1316,3 +1300,24 @@ display(widgets.VBox([*sliders.values(), table, plot]))
 # | ghost list | 幽灵列表 | ARC |
 # | recompute | 重新计算 | |
 # | bandwidth | 带宽 | |
+# | peak bandwidth | 峰值带宽 | a device's memory bandwidth at best |
+# | batch, batch size | 批次, 批量大小 | |
+# | kernel (GPU) | 内核 | a function that runs as many programs at once |
+# | launch (a kernel), launch grid | 启动, 启动网格 | |
+# | program (of a Triton kernel) | 程序实例 | one point of the launch grid |
+# | lane (of a vector in a program) | 通道 | masked lanes touch no memory |
+# | launcher | 启动函数 | the Python function that checks input and launches a kernel |
+# | interpreter (Triton's) | 解释器 | `TRITON_INTERPRET=1`: kernels on the CPU through numpy |
+# | stride | 步长 | elements between neighbours along a dimension |
+# | guard block | 保护块 | NaN blocks around a pool in notebook 09's tests |
+# | padding | 填充 | table entries past a sequence's blocks; pooling padding (07) |
+# | stale token | 旧 token | a slot past a sequence's length, left by an earlier one |
+# | out of bounds | 越界 | |
+# | data race | 数据竞争 | |
+# | query head, KV head | 查询头, KV 头 | GQA: several query heads share a KV head |
+# | online softmax | 在线 softmax | |
+# | running max, running sum | 运行最大值, 运行和 | the online softmax's state |
+# | accumulator | 累加器 | |
+# | pass (over the blocks) | 遍（扫描） | "two passes": 两遍扫描 |
+# | fused (kernel), fuse | 融合 | |
+# | PyTorch composition | PyTorch 组合 | the same job written as PyTorch operations |

@@ -18,23 +18,24 @@
 # # 02. Paged KV cache | 分页 KV 缓存
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/kvcache-course/kv-cache-eviction/blob/main/release/02_paged_kv_cache/02_paged_kv_cache.ipynb)
-# [![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)](https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/02_paged_kv_cache/02_paged_kv_cache.ipynb)
+# [![Open in ModelScope](https://img.shields.io/badge/ModelScope-Open%20in%20ModelScope-624aff)](https://modelscope.cn/notebook/share/github/kvcache-course/kv-cache-eviction/blob/main/release/02_paged_kv_cache/02_paged_kv_cache.ipynb)
 # [![GitHub](https://img.shields.io/badge/GitHub-release%2F02_paged_kv_cache-black)](https://github.com/kvcache-course/kv-cache-eviction/blob/main/release/02_paged_kv_cache/02_paged_kv_cache.ipynb)
 #
 # **Difficulty:** ★★☆ intermediate · **Time:** about 210 minutes · **Points:** 39 · **GPU:** tasks 2.5–2.11 run on CUDA when a GPU is present; everything also runs on the CPU.
 #
 # **难度：** ★★☆ 中级 · **用时：** 约 210 分钟 · **总分：** 39 · **GPU：** 任务 2.5–2.11 在有 GPU 时于 CUDA 上运行；所有内容也都能在 CPU 上运行。
 #
-# **ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
-# paste the ModelScope badge's link (this notebook's file in the course repository).
-# 在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
+# **ModelScope (魔搭):** log in to ModelScope, then click the ModelScope badge: it opens this notebook from
+# GitHub in a notebook instance of yours (choose CPU or GPU). Where that link does not work, choose
+# *File → Open from URL…* in the instance's JupyterLab and paste <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/02_paged_kv_cache/02_paged_kv_cache.ipynb>.
+# 先登录魔搭，再点击 ModelScope 徽章：魔搭会从 GitHub 取来本 notebook，在你自己的 Notebook 实例中打开（可选 CPU 或 GPU）。
+# 如果这个链接打不开，在实例的 JupyterLab 中选择 *File → Open from URL…*，粘贴 <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/02_paged_kv_cache/02_paged_kv_cache.ipynb>。
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
 # check more cases when your notebook is graded.
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，
-# 然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -61,12 +62,7 @@ print(setup_summary(DEVICE, SEED))
 # %% [markdown]
 # ## 导读 | Overview
 #
-# **导读。** 大模型推理服务要为每个请求保存此前每个 token 的键向量和值向量，这就是 KV 缓存。它每个解码步增长一个 token，而请求何时
-# 结束事先无从知道；若为每个请求预留一段最大长度的连续显存，大部分都会闲置，能同时服务的请求也就少了。vLLM 的 PagedAttention 借用
-# 操作系统的分页：把显存切成固定大小的块，每个序列用一张块表记下自己的块。本 notebook 中你亲手搭起这套机制：先用纯 Python 写块、
-# 分配器、序列元数据，以及带引用计数与写时复制的管理器（任务 2.1–2.4）；再用 PyTorch 把键和值放进张量池，写出槽位映射、写入、收集、
-# 块复制和分页注意力（任务 2.5–2.11）。后面各个 notebook 的驱逐策略，都是在这些元数据上排序并释放块。本 notebook 较长（11 个任务），
-# 可以分两次完成：一次做任务 2.1–2.4，一次做任务 2.5–2.11。
+# **导读。** 大模型推理服务要为每个请求保存此前每个 token 的键向量和值向量，这就是 KV 缓存。它每个解码步增长一个 token，而请求何时结束事先无从知道；若为每个请求预留一段最大长度的连续显存，大部分都会闲置，能同时服务的请求也就少了。vLLM 的 PagedAttention 借用操作系统的分页：把显存切成固定大小的块，每个序列用一张块表记下自己的块。本 notebook 中你亲手搭起这套机制：先用纯 Python 写块、分配器、序列元数据，以及带引用计数与写时复制的管理器（任务 2.1–2.4）；再用 PyTorch 把键和值放进张量池，写出槽位映射、写入、收集、块复制和分页注意力（任务 2.5–2.11）。后面各个 notebook 的驱逐策略，都是在这些元数据上排序并释放块。本 notebook 较长（11 个任务），可以分两次完成：一次做任务 2.1–2.4，一次做任务 2.5–2.11。
 #
 # **Overview.** An LLM server keeps the key and value vectors of every earlier token of each request: the KV cache. It
 # grows by one token per decode step, and nobody knows in advance when a request will stop; reserving the maximum length
@@ -92,8 +88,7 @@ print(setup_summary(DEVICE, SEED))
 # 完成本 notebook 后，你能够：
 # 1. 解释 LLM 推理服务为什么像操作系统管理内存那样对 KV 缓存分页，以及什么是块表（block table）；
 # 2. 计算真实模型中一个 token 的 KV 缓存占多少字节，以及分页缓存浪费了多少；
-# 3. 构建本课程中所有驱逐策略所排序、所释放的块级元数据：块、引用计数、每个序列的 `last_access_step` 与 `use_count`，
-#    以及带写时复制（copy-on-write）的分叉（fork）；
+# 3. 构建本课程中所有驱逐策略所排序、所释放的块级元数据：块、引用计数、每个序列的 `last_access_step` 与 `use_count`，以及带写时复制（copy-on-write）的分叉（fork）；
 # 4. 把键和值存放在任意设备上的张量池中，实现与稠密注意力结果一致的分页注意力，且不对 token 或块写 Python 循环。
 #
 # ## Paging the KV cache | 对 KV 缓存分页
@@ -113,10 +108,7 @@ print(setup_summary(DEVICE, SEED))
 #
 # $$\text{fragmentation} = 1 - \frac{\text{tokens stored}}{\text{blocks used} \cdot B}.$$
 #
-# 解码时，每一层都保存序列中此前每个 token 的键向量和值向量，这就是 **KV 缓存**。它每步增长一个 token，而且事先没人知道序列
-# 何时结束。为每个序列预留一段最大长度的连续内存，大部分都会被浪费。vLLM 的 PagedAttention（Kwon 等，SOSP 2023）借用了操作系统
-# 的做法：把显存切成固定大小的**块**（页），每块容纳 `block_size` 个 token；序列增长时才分给它块；每个序列有一张**块表**
-# （相当于页表），把逻辑块 $j$（第 $j \cdot B$ 到 $(j+1)B-1$ 个 token）映射到池中任意位置的物理块。第 $p$ 个 token 位于
+# 解码时，每一层都保存序列中此前每个 token 的键向量和值向量，这就是 **KV 缓存**。它每步增长一个 token，而且事先没人知道序列何时结束。为每个序列预留一段最大长度的连续内存，大部分都会被浪费。vLLM 的 PagedAttention（Kwon 等，SOSP 2023）借用了操作系统的做法：把显存切成固定大小的**块**（页），每块容纳 `block_size` 个 token；序列增长时才分给它块；每个序列有一张**块表**（相当于页表），把逻辑块 $j$（第 $j \cdot B$ 到 $(j+1)B-1$ 个 token）映射到池中任意位置的物理块。第 $p$ 个 token 位于
 #
 # $$\text{块} = \text{block\_table}[\lfloor p / B \rfloor], \qquad \text{偏移} = p \bmod B, \qquad
 # \text{槽位} = \text{块} \cdot B + \text{偏移}.$$
@@ -155,14 +147,9 @@ print(setup_summary(DEVICE, SEED))
 # sequence is about to write into a last block that another sequence also uses, it first **copies** that block and writes
 # into its own copy (**copy-on-write**): the other sequence's history must never change under it.
 #
-# 管理器维护一个**逻辑时钟** `step`，每次访问（分配、追加、分叉、touch）加一。每个序列记录 `last_access_step`（最近一次访问时
-# 的时钟值）和 `use_count`（被访问的次数）。LRU（最近最少使用）驱逐 `last_access_step` 最小的序列；LFU（最不经常使用）驱逐
-# `(use_count, last_access_step)` 最小的序列。用计数器而不用墙钟时间，每次回放都是确定的：不会因计时精度而出现平局，同一条访问轨迹（trace）
-# 总是选出同样的受害者（victim）。
+# 管理器维护一个**逻辑时钟** `step`，每次访问（分配、追加、分叉、touch）加一。每个序列记录 `last_access_step`（最近一次访问时的时钟值）和 `use_count`（被访问的次数）。LRU（最近最少使用）驱逐 `last_access_step` 最小的序列；LFU（最不经常使用）驱逐 `(use_count, last_access_step)` 最小的序列。用计数器而不用墙钟时间，每次回放都是确定的：不会因计时精度而出现平局，同一条访问轨迹（trace）总是选出同样的受害者（victim）。
 #
-# 并行采样和束搜索会**分叉**（fork）一个序列：子序列共享父序列的全部块，每个共享块的 `ref_count` 记录它有几个所有者。只有当最后
-# 一个所有者释放它时，块才回到空闲池。当某个序列要写入一个仍被其他序列使用的最后一个块时，它先**复制**这个块，再写入自己的副本
-# （**写时复制**）：另一个序列的历史绝不能在它不知情时被改掉。
+# 并行采样和束搜索会**分叉**（fork）一个序列：子序列共享父序列的全部块，每个共享块的 `ref_count` 记录它有几个所有者。只有当最后一个所有者释放它时，块才回到空闲池。当某个序列要写入一个仍被其他序列使用的最后一个块时，它先**复制**这个块，再写入自己的副本（**写时复制**）：另一个序列的历史绝不能在它不知情时被改掉。
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task2_1_KVBlock_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 2.1: KVBlock (2 points)
@@ -174,9 +161,7 @@ print(setup_summary(DEVICE, SEED))
 #
 # ## 任务 2.1：KVBlock（2 分）
 #
-# 物理块是一条小记录。编写数据类 `KVBlock(block_id, capacity, filled=0, ref_count=0)`，带两个只读**属性**（property）：
-# `is_full`（`bool`：每个槽位都有 token）和 `free_slots`（`int`：仍空着的槽位数）。两者都在每次读取时由字段现算：token 到来时
-# 管理器会修改 `filled`，只算一次的值会过时。
+# 物理块是一条小记录。编写数据类 `KVBlock(block_id, capacity, filled=0, ref_count=0)`，带两个只读**属性**（property）：`is_full`（`bool`：每个槽位都有 token）和 `free_slots`（`int`：仍空着的槽位数）。两者都在每次读取时由字段现算：token 到来时管理器会修改 `filled`，只算一次的值会过时。
 
 # %% nbgrader={"grade": false, "grade_id": "task2_1_KVBlock", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from dataclasses import dataclass
@@ -303,19 +288,14 @@ _check_task2_1_KVBlock()
 #
 # ## 任务 2.2：BlockAllocator（4 分）
 #
-# 分配器拥有池中的所有块。它一次性创建 `num_blocks` 个块（$i = 0 \ldots$ `num_blocks`−1 时为 `KVBlock(i, block_size)`），
-# 负责分出和收回；`get_block(i)` 每次都返回**同一个对象**。
+# 分配器拥有池中的所有块。它一次性创建 `num_blocks` 个块（$i = 0 \ldots$ `num_blocks`−1 时为 `KVBlock(i, block_size)`），负责分出和收回；`get_block(i)` 每次都返回**同一个对象**。
 #
-# - `allocate()` 返回 `block_id` **最小**的空闲块（确定性的规则，与本课程中所有打破平局的规则一样），此时其 `ref_count` 为 1、
-#   `filled` 为 0；没有空闲块时返回 `None`。是 id 最小的块，而不是最后释放的块：把普通列表当栈用，会先交回最后释放的块。
-# - `allocate_n(n)` 返回由 `n` 个块组成的 `list`，且**要么全部成功，要么什么都不做**：空闲块少于 `n` 个时抛出 `RuntimeError`
-#   （消息里写明请求了多少块、还有多少空闲块），且所有块保持原状。只做了一半的分配会泄漏不属于任何序列的块。
-# - `free(block)` 减少一个引用；减到 0 时块重新空闲（其 `filled` 归 0）。释放一个已空闲的块是调用方的错误：抛出 `ValueError`，
-#   且什么都不改变（它的 `ref_count` 仍为 0，池与之前相同）。
+# - `allocate()` 返回 `block_id` **最小**的空闲块（确定性的规则，与本课程中所有打破平局的规则一样），此时其 `ref_count` 为 1、`filled` 为 0；没有空闲块时返回 `None`。是 id 最小的块，而不是最后释放的块：把普通列表当栈用，会先交回最后释放的块。
+# - `allocate_n(n)` 返回由 `n` 个块组成的 `list`，且**要么全部成功，要么什么都不做**：空闲块少于 `n` 个时抛出 `RuntimeError`（消息里写明请求了多少块、还有多少空闲块），且所有块保持原状。只做了一半的分配会泄漏不属于任何序列的块。
+# - `free(block)` 减少一个引用；减到 0 时块重新空闲（其 `filled` 归 0）。释放一个已空闲的块是调用方的错误：抛出 `ValueError`，且什么都不改变（它的 `ref_count` 仍为 0，池与之前相同）。
 # - `utilization()` $= \text{已用块数} / \text{num\_blocks}$；`fragmentation()` $= 1 - \sum_{\text{已用块}} \text{filled} /
 #   (\text{已用块数} \cdot \text{block\_size})$；没有块被使用时为 `0.0`（浮点数）。
-# - `num_blocks` 或 `block_size` 小于 1、`get_block` 收到 $[0, \text{num\_blocks})$ 之外的 id（负数下标会悄悄绕回到末尾）、
-#   `allocate_n` 收到 `n < 0` 时，抛出 `ValueError`。
+# - `num_blocks` 或 `block_size` 小于 1、`get_block` 收到 $[0, \text{num\_blocks})$ 之外的 id（负数下标会悄悄绕回到末尾）、`allocate_n` 收到 `n < 0` 时，抛出 `ValueError`。
 
 # %% nbgrader={"grade": false, "grade_id": "task2_2_BlockAllocator", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import heapq
@@ -423,9 +403,9 @@ class BlockAllocator:
             ValueError: when the block is already free (ref_count 0); nothing changes.
         """
         # TODO 2.2.7: raise for a free block; otherwise drop one reference, and at 0 reset filled and push the id back.
-        # 提示：先检查再修改，这样抛出异常时什么都没变；放回用 `heapq.heappush(self._free_ids, block.block_id)`。
-        # Hint: check before you change anything, so that nothing has changed when it raises; push the id back with
-        #       `heapq.heappush(self._free_ids, block.block_id)`.
+        # 提示：先检查再修改，这样抛出异常时什么都没变；空闲 id 存放在一个堆里，放回时要用 heapq 模块的函数，堆的顺序才不会被破坏。
+        # Hint: check before you change anything, so that nothing has changed when it raises; the free ids live in a heap, so
+        #       put the id back with a function of the heapq module, which keeps the heap in order.
         ### BEGIN SOLUTION
         if block.ref_count < 1:
             raise ValueError(f"block {block.block_id} is already free")
@@ -617,10 +597,8 @@ _check_task2_2_BlockAllocator()
 #
 # ## 任务 2.3：SequenceKVCache（2 分）
 #
-# 每个序列的元数据：数据类 `SequenceKVCache(seq_id, block_table=[], num_tokens=0, last_access_step=0, use_count=0)`，其中
-# `block_table` 是它按逻辑顺序排列的 `KVBlock` 列表；方法 `num_blocks()` 返回 `len(block_table)`（块数，不是 token 数）。
-# 每个实例都需要**自己的**列表：在实例之间共享的可变默认值会把一个序列的块放进另一个序列的块表（正因如此，数据类不接受
-# `block_table: list = []`）。
+# 每个序列的元数据：数据类 `SequenceKVCache(seq_id, block_table=[], num_tokens=0, last_access_step=0, use_count=0)`，其中 `block_table` 是它按逻辑顺序排列的 `KVBlock` 列表；方法 `num_blocks()` 返回 `len(block_table)`（块数，不是 token 数）。
+# 每个实例都需要**自己的**列表：在实例之间共享的可变默认值会把一个序列的块放进另一个序列的块表（正因如此，数据类不接受 `block_table: list = []`）。
 
 # %% nbgrader={"grade": false, "grade_id": "task2_3_SequenceKVCache", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from dataclasses import dataclass, field
@@ -756,8 +734,7 @@ _check_task2_3_SequenceKVCache()
 #
 # ## 任务 2.4：PagedKVCacheManager（8 分）
 #
-# 管理器把一切串起来：一个分配器、按 id 索引的活跃序列，以及逻辑时钟 `step`（只读，从 0 开始）。每次成功的
-# `allocate_for_sequence`、`append_tokens`、`fork` 和 `touch` 都是一次访问：
+# 管理器把一切串起来：一个分配器、按 id 索引的活跃序列，以及逻辑时钟 `step`（只读，从 0 开始）。每次成功的 `allocate_for_sequence`、`append_tokens`、`fork` 和 `touch` 都是一次访问：
 #
 # $$\text{step} \leftarrow \text{step} + 1, \qquad \text{last\_access\_step}(s) \leftarrow \text{step}, \qquad
 # \text{use\_count}(s) \leftarrow \text{use\_count}(s) + 1.$$
@@ -770,23 +747,11 @@ _check_task2_3_SequenceKVCache()
 # | `touch(seq)` | 无（一次读取，例如前缀命中） | `use_count += 1` |
 # | `release(seq)` | 放弃每个引用；返回真正回到空闲池的块数 | 时钟不动 |
 #
-# **写时复制。** 当 `append_tokens` 要写入一个 `ref_count > 1` 的最后一个块（它有空槽，且至少追加一个 token）时，先分配一个新块，
-# 令其 `filled` 等于旧块的 `filled`，释放自己对旧块的引用，并把副本放进自己的块表；然后再写入。已写满的共享最后一个块不需要复制：
-# 新 token 直接写进新块。块都从分配器取得（空闲 id 最小者优先），按需要的先后顺序：先取副本块，再取新块。
+# **写时复制。** 当 `append_tokens` 要写入一个 `ref_count > 1` 的最后一个块（它有空槽，且至少追加一个 token）时，先分配一个新块，令其 `filled` 等于旧块的 `filled`，释放自己对旧块的引用，并把副本放进自己的块表；然后再写入。已写满的共享最后一个块不需要复制：新 token 直接写进新块。块都从分配器取得（空闲 id 最小者优先），按需要的先后顺序：先取副本块，再取新块。
 #
-# **失败时什么都不变。** 块不够时，`allocate_for_sequence` 与 `append_tokens` 抛出 `RuntimeError`，且什么都不改变：token、块、
-# 计数器都不变，连 `step` 也不变。在取用任何东西**之前**先算清需要多少（`allocate_n` 要么全部成功，要么什么都不做）。`seq_id`
-# 重复、token 数为负、或 `seq` 不是该管理器的活跃序列时抛出 `ValueError`，同样什么都不改变：必须是 `sequences` 中的**那个对象本身**
-# （`self.sequences.get(seq.seq_id) is seq`）；另一个仅仅 id 相同的 `SequenceKVCache` 不算活跃。`summary()` 返回一个字典，包含
-# `total_blocks`、`used_blocks`、`free_blocks`、`active_sequences`（int）以及 `utilization`、`fragmentation`（float，与分配器
-# 的计算相同）。
+# **失败时什么都不变。** 块不够时，`allocate_for_sequence` 与 `append_tokens` 抛出 `RuntimeError`，且什么都不改变：token、块、计数器都不变，连 `step` 也不变。在取用任何东西**之前**先算清需要多少（`allocate_n` 要么全部成功，要么什么都不做）。`seq_id` 重复、token 数为负、或 `seq` 不是该管理器的活跃序列时抛出 `ValueError`，同样什么都不改变：必须是 `sequences` 中的**那个对象本身**（`self.sequences.get(seq.seq_id) is seq`）；另一个仅仅 id 相同的 `SequenceKVCache` 不算活跃。`summary()` 返回一个字典，包含 `total_blocks`、`used_blocks`、`free_blocks`、`active_sequences`（int）以及 `utilization`、`fragmentation`（float，与分配器的计算相同）。
 #
-# **分部分计分：** 2.4.1 `allocate_for_sequence`（TODO 2.4.1–2.4.6，2 分）· 2.4.2 不涉及共享的 `append_tokens`（TODO 2.4.7、
-# 2.4.8、2.4.10，2 分）· 2.4.3 `fork` 与写时复制（TODO 2.4.9、2.4.11、2.4.12，2 分）· 2.4.4 `touch`、`release`、`summary`
-# （TODO 2.4.13–2.4.15，2 分）。每个部分都需要构造函数、`step` 与 `_access`（TODO 2.4.1–2.4.3）；除此之外，为了让一处失误
-# 不连累其他部分，2.4.2–2.4.4 的测试**手工**构造序列：从 `manager.allocator` 取块，
-# 建一个 `last_access_step` 与 `use_count` 都为 0 的 `SequenceKVCache`，放进 `manager.sequences`。因此请把序列的全部信息放在它的
-# `SequenceKVCache` 和 `sequences` 中，时钟放在管理器里。
+# **分部分计分：** 2.4.1 `allocate_for_sequence`（TODO 2.4.1–2.4.6，2 分）· 2.4.2 不涉及共享的 `append_tokens`（TODO 2.4.7、2.4.8、2.4.10，2 分）· 2.4.3 `fork` 与写时复制（TODO 2.4.9、2.4.11、2.4.12，2 分）· 2.4.4 `touch`、`release`、`summary`（TODO 2.4.13–2.4.15，2 分）。每个部分都需要构造函数、`step` 与 `_access`（TODO 2.4.1–2.4.3）；除此之外，为了让一处失误不连累其他部分，2.4.2–2.4.4 的测试**手工**构造序列：从 `manager.allocator` 取块，建一个 `last_access_step` 与 `use_count` 都为 0 的 `SequenceKVCache`，放进 `manager.sequences`。因此请把序列的全部信息放在它的 `SequenceKVCache` 和 `sequences` 中，时钟放在管理器里。
 
 # %% nbgrader={"grade": false, "grade_id": "task2_4_PagedKVCacheManager", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class PagedKVCacheManager:
@@ -861,8 +826,8 @@ class PagedKVCacheManager:
             RuntimeError: not enough free blocks; nothing changes (not even step).
         """
         # TODO 2.4.4: raise ValueError for an active seq_id or a negative num_tokens, before anything changes.
-        # 提示：`seq_id in self.sequences` 判断 id 是否已被占用。
-        # Hint: `seq_id in self.sequences` tells whether the id is taken.
+        # 提示：活跃的序列都在字典 self.sequences 里，用 in 运算符就能判断 id 是否已被占用。
+        # Hint: the active sequences are the dict self.sequences; the in operator tells whether an id is taken.
         ### BEGIN SOLUTION
         if seq_id in self.sequences:
             raise ValueError(f"sequence {seq_id!r} already exists")
@@ -904,8 +869,8 @@ class PagedKVCacheManager:
             RuntimeError: not enough free blocks (copy included); nothing changes.
         """
         # TODO 2.4.7: raise ValueError unless seq is active here and num_new_tokens >= 0.
-        # 提示：`self._check_active(seq)` 做第一项检查。
-        # Hint: `self._check_active(seq)` does the first check.
+        # 提示：本类里已经有一个辅助方法专门做第一项检查（它的 docstring 说明了它检查什么）。
+        # Hint: one helper method of this class already does the first check (its docstring says what it checks).
         ### BEGIN SOLUTION
         self._check_active(seq)
         if num_new_tokens < 0:
@@ -1011,9 +976,9 @@ class PagedKVCacheManager:
         """
         # TODO 2.4.14: check; free each of seq's blocks, counting those whose ref_count is then 0; remove seq; return
         #   the count (an int).
-        # 提示：`self.allocator.free(block)` 之后 `block.ref_count == 0` 说明它回到了池中。这里不调用 `_access`。
-        # Hint: after `self.allocator.free(block)`, `block.ref_count == 0` means it went back to the pool. No
-        #       `_access` here.
+        # 提示：分配器的 free 只去掉一个引用；之后 ref_count 为 0 的块才回到了池中。这里不调用 _access。
+        # Hint: the allocator's free drops one reference; a block whose ref_count is 0 afterwards went back to the pool. No
+        #       _access here.
         ### BEGIN SOLUTION
         self._check_active(seq)
         freed = 0
@@ -1050,9 +1015,9 @@ def _check_task2_4_1_allocate_for_sequence():
     from course.checks import assert_plain_equal, assert_raises, check_type
 
 
+    # BEGIN SHARED ids, by_hand, shared_by_hand, state (authoring/shared/02_paged_kv_cache.py)
     def ids(seq):
         return [block.block_id for block in seq.block_table]
-
 
     def by_hand(manager, seq_id, num_tokens):
         """A sequence built without the manager's methods: blocks from manager.allocator, counters 0, registered."""
@@ -1064,7 +1029,6 @@ def _check_task2_4_1_allocate_for_sequence():
         manager.sequences[seq_id] = seq
         return seq
 
-
     def shared_by_hand(manager, src, seq_id):
         """A second owner of every block of src, built without fork: each block's ref_count + 1, counters 0."""
         for block in src.block_table:
@@ -1073,12 +1037,12 @@ def _check_task2_4_1_allocate_for_sequence():
         manager.sequences[seq_id] = seq
         return seq
 
-
     def state(manager, seq):
         """What a failed call must leave as it was."""
         return [ids(seq), [block.filled for block in seq.block_table], [block.ref_count for block in seq.block_table],
                 seq.num_tokens, seq.last_access_step, seq.use_count, manager.step, manager.allocator.num_free,
                 sorted(manager.sequences)]
+    # END SHARED
 
     manager = PagedKVCacheManager(num_blocks=8, block_size=4)
     check_type(manager.allocator, BlockAllocator, "PagedKVCacheManager(8, 4).allocator")
@@ -1121,6 +1085,7 @@ def _check_task2_4_1_allocate_for_sequence():
     ### BEGIN HIDDEN TESTS
     import random
 
+    # BEGIN SHARED Model, compare (authoring/shared/02_paged_kv_cache.py)
     class Model:
         """A second implementation of the contract: dicts of block ids, no KVBlock objects."""
 
@@ -1206,7 +1171,6 @@ def _check_task2_4_1_allocate_for_sequence():
                     "utilization": used / self.num_blocks, "fragmentation": fragmentation,
                     "active_sequences": len(self.table)}
 
-
     def compare(manager, model, where, summary=False):
         assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
         assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
@@ -1222,6 +1186,7 @@ def _check_task2_4_1_allocate_for_sequence():
                                    f"[filled, ref_count] of block {block.block_id} {where}", reveal=False)
         if summary:
             assert_plain_equal(manager.summary(), model.summary(), f"summary() {where}", reveal=False)
+    # END SHARED
 
     rng = random.Random(2401)
     for case in range(30):
@@ -1263,9 +1228,9 @@ def _check_task2_4_2_append_tokens():
     from course.checks import assert_plain_equal, assert_raises
 
 
+    # BEGIN SHARED ids, by_hand, shared_by_hand, state (authoring/shared/02_paged_kv_cache.py)
     def ids(seq):
         return [block.block_id for block in seq.block_table]
-
 
     def by_hand(manager, seq_id, num_tokens):
         """A sequence built without the manager's methods: blocks from manager.allocator, counters 0, registered."""
@@ -1277,7 +1242,6 @@ def _check_task2_4_2_append_tokens():
         manager.sequences[seq_id] = seq
         return seq
 
-
     def shared_by_hand(manager, src, seq_id):
         """A second owner of every block of src, built without fork: each block's ref_count + 1, counters 0."""
         for block in src.block_table:
@@ -1286,12 +1250,12 @@ def _check_task2_4_2_append_tokens():
         manager.sequences[seq_id] = seq
         return seq
 
-
     def state(manager, seq):
         """What a failed call must leave as it was."""
         return [ids(seq), [block.filled for block in seq.block_table], [block.ref_count for block in seq.block_table],
                 seq.num_tokens, seq.last_access_step, seq.use_count, manager.step, manager.allocator.num_free,
                 sorted(manager.sequences)]
+    # END SHARED
 
     manager = PagedKVCacheManager(num_blocks=7, block_size=4)
     a = by_hand(manager, "a", 6)  # Blocks 0 (4 tokens) and 1 (2 tokens); built without allocate_for_sequence.
@@ -1329,6 +1293,7 @@ def _check_task2_4_2_append_tokens():
     ### BEGIN HIDDEN TESTS
     import random
 
+    # BEGIN SHARED Model, compare (authoring/shared/02_paged_kv_cache.py)
     class Model:
         """A second implementation of the contract: dicts of block ids, no KVBlock objects."""
 
@@ -1414,7 +1379,6 @@ def _check_task2_4_2_append_tokens():
                     "utilization": used / self.num_blocks, "fragmentation": fragmentation,
                     "active_sequences": len(self.table)}
 
-
     def compare(manager, model, where, summary=False):
         assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
         assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
@@ -1430,6 +1394,7 @@ def _check_task2_4_2_append_tokens():
                                    f"[filled, ref_count] of block {block.block_id} {where}", reveal=False)
         if summary:
             assert_plain_equal(manager.summary(), model.summary(), f"summary() {where}", reveal=False)
+    # END SHARED
 
     rng = random.Random(2402)
     for case in range(30):
@@ -1471,9 +1436,9 @@ def _check_task2_4_3_fork_and_copy_on_write():
     from course.checks import assert_plain_equal, assert_raises, check_type
 
 
+    # BEGIN SHARED ids, by_hand, shared_by_hand, state (authoring/shared/02_paged_kv_cache.py)
     def ids(seq):
         return [block.block_id for block in seq.block_table]
-
 
     def by_hand(manager, seq_id, num_tokens):
         """A sequence built without the manager's methods: blocks from manager.allocator, counters 0, registered."""
@@ -1485,7 +1450,6 @@ def _check_task2_4_3_fork_and_copy_on_write():
         manager.sequences[seq_id] = seq
         return seq
 
-
     def shared_by_hand(manager, src, seq_id):
         """A second owner of every block of src, built without fork: each block's ref_count + 1, counters 0."""
         for block in src.block_table:
@@ -1494,12 +1458,12 @@ def _check_task2_4_3_fork_and_copy_on_write():
         manager.sequences[seq_id] = seq
         return seq
 
-
     def state(manager, seq):
         """What a failed call must leave as it was."""
         return [ids(seq), [block.filled for block in seq.block_table], [block.ref_count for block in seq.block_table],
                 seq.num_tokens, seq.last_access_step, seq.use_count, manager.step, manager.allocator.num_free,
                 sorted(manager.sequences)]
+    # END SHARED
 
     manager = PagedKVCacheManager(num_blocks=8, block_size=4)
     a = by_hand(manager, "a", 10)  # Blocks 0, 1, 2 with 4, 4, 2 tokens; built without allocate_for_sequence.
@@ -1550,6 +1514,7 @@ def _check_task2_4_3_fork_and_copy_on_write():
     ### BEGIN HIDDEN TESTS
     import random
 
+    # BEGIN SHARED Model, compare (authoring/shared/02_paged_kv_cache.py)
     class Model:
         """A second implementation of the contract: dicts of block ids, no KVBlock objects."""
 
@@ -1635,7 +1600,6 @@ def _check_task2_4_3_fork_and_copy_on_write():
                     "utilization": used / self.num_blocks, "fragmentation": fragmentation,
                     "active_sequences": len(self.table)}
 
-
     def compare(manager, model, where, summary=False):
         assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
         assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
@@ -1651,6 +1615,7 @@ def _check_task2_4_3_fork_and_copy_on_write():
                                    f"[filled, ref_count] of block {block.block_id} {where}", reveal=False)
         if summary:
             assert_plain_equal(manager.summary(), model.summary(), f"summary() {where}", reveal=False)
+    # END SHARED
 
     rng = random.Random(2403)
     for case in range(30):
@@ -1702,9 +1667,9 @@ def _check_task2_4_4_touch_release_summary():
     from course.checks import assert_plain_equal, assert_raises, check_type
 
 
+    # BEGIN SHARED ids, by_hand, shared_by_hand, state (authoring/shared/02_paged_kv_cache.py)
     def ids(seq):
         return [block.block_id for block in seq.block_table]
-
 
     def by_hand(manager, seq_id, num_tokens):
         """A sequence built without the manager's methods: blocks from manager.allocator, counters 0, registered."""
@@ -1716,7 +1681,6 @@ def _check_task2_4_4_touch_release_summary():
         manager.sequences[seq_id] = seq
         return seq
 
-
     def shared_by_hand(manager, src, seq_id):
         """A second owner of every block of src, built without fork: each block's ref_count + 1, counters 0."""
         for block in src.block_table:
@@ -1725,12 +1689,12 @@ def _check_task2_4_4_touch_release_summary():
         manager.sequences[seq_id] = seq
         return seq
 
-
     def state(manager, seq):
         """What a failed call must leave as it was."""
         return [ids(seq), [block.filled for block in seq.block_table], [block.ref_count for block in seq.block_table],
                 seq.num_tokens, seq.last_access_step, seq.use_count, manager.step, manager.allocator.num_free,
                 sorted(manager.sequences)]
+    # END SHARED
 
     manager = PagedKVCacheManager(num_blocks=8, block_size=4)
     a = by_hand(manager, "a", 10)  # Blocks 0, 1, 2; built without allocate_for_sequence.
@@ -1765,6 +1729,7 @@ def _check_task2_4_4_touch_release_summary():
     ### BEGIN HIDDEN TESTS
     import random
 
+    # BEGIN SHARED Model, compare (authoring/shared/02_paged_kv_cache.py)
     class Model:
         """A second implementation of the contract: dicts of block ids, no KVBlock objects."""
 
@@ -1850,7 +1815,6 @@ def _check_task2_4_4_touch_release_summary():
                     "utilization": used / self.num_blocks, "fragmentation": fragmentation,
                     "active_sequences": len(self.table)}
 
-
     def compare(manager, model, where, summary=False):
         assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
         assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
@@ -1866,6 +1830,7 @@ def _check_task2_4_4_touch_release_summary():
                                    f"[filled, ref_count] of block {block.block_id} {where}", reveal=False)
         if summary:
             assert_plain_equal(manager.summary(), model.summary(), f"summary() {where}", reveal=False)
+    # END SHARED
 
     rng = random.Random(2404)
     for case in range(30):
@@ -1925,15 +1890,9 @@ _check_task2_4_4_touch_release_summary()
 #
 # ## 任务 2.5：PagedKVPool（2 分）
 #
-# 现在轮到张量。一层的缓存是两个张量 `k_cache` 和 `v_cache`，形状都是 `[num_blocks, block_size, num_heads, head_dim]`：
-# 第 `i` 行就是分配器中的物理块 `i`。（真实的推理服务每层各有一对这样的张量；vLLM 还会拆分键的维度以加快读取。本 notebook
-# 只用一层和最朴素的布局。）编写 `PagedKVPool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32)`：
-# 把四个尺寸存为属性，并在指定设备上创建两个**彼此独立**、连续存储、指定数据类型（dtype）的全零张量（不只是默认的 float32，
-# 也包括 `float16`、`bfloat16` 和 `float64`；`device=None` 表示 PyTorch 的默认设备，即 CPU）。四个尺寸中任一个小于 1 时抛出
-# `ValueError`。
+# 现在轮到张量。一层的缓存是两个张量 `k_cache` 和 `v_cache`，形状都是 `[num_blocks, block_size, num_heads, head_dim]`：第 `i` 行就是分配器中的物理块 `i`。（真实的推理服务每层各有一对这样的张量；vLLM 还会拆分键的维度以加快读取。本 notebook 只用一层和最朴素的布局。）编写 `PagedKVPool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32)`：把四个尺寸存为属性，并在指定设备上创建两个**彼此独立**、连续存储、指定数据类型（dtype）的全零张量（不只是默认的 float32，也包括 `float16`、`bfloat16` 和 `float64`；`device=None` 表示 PyTorch 的默认设备，即 CPU）。四个尺寸中任一个小于 1 时抛出 `ValueError`。
 #
-# 由于张量是连续的，`k_cache.view(-1, num_heads, head_dim)` 就是把整个池看作 `num_blocks * block_size` 个 token **槽位**的视图：
-# 槽位 $s$ 位于块 $\lfloor s / B \rfloor$、偏移 $s \bmod B$。
+# 由于张量是连续的，`k_cache.view(-1, num_heads, head_dim)` 就是把整个池看作 `num_blocks * block_size` 个 token **槽位**的视图：槽位 $s$ 位于块 $\lfloor s / B \rfloor$、偏移 $s \bmod B$。
 
 # %% nbgrader={"grade": false, "grade_id": "task2_5_PagedKVPool", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class PagedKVPool:
@@ -1973,9 +1932,9 @@ class PagedKVPool:
         self.head_dim = head_dim
         ### END SOLUTION
         # TODO 2.5.3: make k_cache and v_cache: two separate zero tensors of that shape, dtype and device.
-        # 提示：调用两次 `torch.zeros(shape, dtype=dtype, device=device)`；`self.v_cache = self.k_cache` 只会得到同一个张量。
-        # Hint: call `torch.zeros(shape, dtype=dtype, device=device)` twice; `self.v_cache = self.k_cache` would be one
-        #       tensor under two names.
+        # 提示：torch.zeros 接受形状、dtype 和 device；每个缓存各调用一次。把同一个张量赋给两个名字，只会得到一个张量。
+        # Hint: torch.zeros takes the shape, the dtype and the device; call it once per cache. One tensor assigned to both names
+        #       would be one tensor under two names.
         ### BEGIN SOLUTION
         shape = (num_blocks, block_size, num_heads, head_dim)
         self.k_cache = torch.zeros(shape, dtype=dtype, device=device)
@@ -2058,12 +2017,7 @@ _check_task2_5_PagedKVPool()
 #
 # $$\text{槽位}(p) = \text{block\_ids}[\lfloor p / B \rfloor] \cdot B + (p \bmod B)$$
 #
-# 编写 `slot_mapping(block_ids, start, count, block_size)`：对块表为一维整数张量 `block_ids` 的序列，返回其第 `start` 到
-# `start + count − 1` 个 token 位置的扁平槽位。返回形状为 `[count]` 的 **int64** 张量，放在 `block_ids` 所在设备上，即使
-# `block_ids` 是 int32：要在相乘**之前**转换，因为在 int32 中 `block_id · B` 超过 $2^{31} - 1$ 就会溢出绕回。不得修改 `block_ids`
-# （注意：int64 张量的 `.long()` 就是它自己，对它做原地 `*=` 会改掉调用方的块表）。`start < 0`、`count < 0`、`block_size < 1`，
-# 或某个位置超出块表范围（`start + count > len(block_ids) * block_size`）时抛出 `ValueError`。**不要对位置写 Python 循环**（测试会
-# 数一数小输入和大输入上的 torch 操作次数）：用 `torch.arange`、整数除法和索引，三行即可。
+# 编写 `slot_mapping(block_ids, start, count, block_size)`：对块表为一维整数张量 `block_ids` 的序列，返回其第 `start` 到 `start + count − 1` 个 token 位置的扁平槽位。返回形状为 `[count]` 的 **int64** 张量，放在 `block_ids` 所在设备上，即使 `block_ids` 是 int32：要在相乘**之前**转换，因为在 int32 中 `block_id · B` 超过 $2^{31} - 1$ 就会溢出绕回。不得修改 `block_ids`（注意：int64 张量的 `.long()` 就是它自己，对它做原地 `*=` 会改掉调用方的块表）。`start < 0`、`count < 0`、`block_size < 1`，或某个位置超出块表范围（`start + count > len(block_ids) * block_size`）时抛出 `ValueError`。**不要对位置写 Python 循环**（测试会数一数小输入和大输入上的 torch 操作次数）：用 `torch.arange`、整数除法和索引，三行即可。
 
 # %% nbgrader={"grade": false, "grade_id": "task2_6_slot_mapping", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def slot_mapping(block_ids, start, count, block_size):
@@ -2095,8 +2049,8 @@ def slot_mapping(block_ids, start, count, block_size):
         raise ValueError(f"positions up to {start + count - 1} do not fit in {block_ids.shape[0]} blocks of {block_size}")
     ### END SOLUTION
     # TODO 2.6.2: the positions start .. start + count - 1 as an int64 tensor on block_ids' device.
-    # 提示：`torch.arange(start, start + count, device=block_ids.device)` 的结果就是 int64。
-    # Hint: `torch.arange(start, start + count, device=block_ids.device)` is int64 already.
+    # 提示：torch.arange 的区间左闭右开，结果已经是 int64；别忘了指定 block_ids 所在的设备。
+    # Hint: torch.arange covers a half-open range and gives int64 already; name block_ids' device.
     ### BEGIN SOLUTION
     positions = torch.arange(start, start + count, device=block_ids.device)
     ### END SOLUTION
@@ -2174,7 +2128,7 @@ _check_task2_6_slot_mapping()
 #
 # Write `write_kv(pool, slots, k, v)`: store the keys and values of `count` new tokens, `k` and `v` of shape
 # `[count, num_heads, head_dim]`, into the given flat slots (distinct int64 slots, as `slot_mapping` returns them), in
-# place; nothing else in the pool may change. `k` and `v` may have another dtype than the pool (float32 keys into a
+# place; nothing else in the pool may change. `slots`, `k` and `v` are on the pool's device, whichever it is. `k` and `v` may have another dtype than the pool (float32 keys into a
 # float16 or float64 pool): they are stored in the pool's dtype. `ValueError` when `k` or `v` (each checked) is not of
 # shape `[len(slots), num_heads, head_dim]`, raised **before** anything is written. **No Python loop** over tokens (a
 # test counts the torch operations on a small and a large input).
@@ -2186,15 +2140,9 @@ _check_task2_6_slot_mapping()
 #
 # ## 任务 2.7：write_kv（2 分）
 #
-# 编写 `write_kv(pool, slots, k, v)`：把 `count` 个新 token 的键和值（`k`、`v` 形状为 `[count, num_heads, head_dim]`）原地写入给定的
-# 扁平槽位（互不相同的 int64 槽位，与 `slot_mapping` 的返回值相同）；池中其他内容不得改变。`k` 和 `v` 的数据类型可以与池不同
-# （把 float32 的键写进 float16 或 float64 的池）：按池的数据类型存放。`k` 或 `v`（两者都要检查）的形状不是
-# `[len(slots), num_heads, head_dim]` 时抛出 `ValueError`，且必须在写入任何内容**之前**抛出。**不要对 token 写 Python 循环**（测试会
-# 数一数小输入和大输入上的 torch 操作次数）。
+# 编写 `write_kv(pool, slots, k, v)`：把 `count` 个新 token 的键和值（`k`、`v` 形状为 `[count, num_heads, head_dim]`）原地写入给定的扁平槽位（互不相同的 int64 槽位，与 `slot_mapping` 的返回值相同）；池中其他内容不得改变。`slots`、`k`、`v` 与池在同一设备上，无论是哪个设备。`k` 和 `v` 的数据类型可以与池不同（把 float32 的键写进 float16 或 float64 的池）：按池的数据类型存放。`k` 或 `v`（两者都要检查）的形状不是 `[len(slots), num_heads, head_dim]` 时抛出 `ValueError`，且必须在写入任何内容**之前**抛出。**不要对 token 写 Python 循环**（测试会数一数小输入和大输入上的 torch 操作次数）。
 #
-# 注意：`pool.k_cache.view(-1, H, D)` 是**视图**，写入它就是写入池；但高级索引**读取**时得到的是副本（`view[slots]` 是新张量，
-# `view[slots].copy_(k)` 填的是这个副本），非原地的 `index_copy` 也返回新张量。请使用带索引的赋值（`view[slots] = ...`）或原地
-# 方法（名字以下划线结尾，例如 `index_copy_`）；两者都要求写入的值与池的数据类型相同，所以先用 `k.to(view.dtype)` 转换。
+# 注意：`pool.k_cache.view(-1, H, D)` 是**视图**，写入它就是写入池；但高级索引**读取**时得到的是副本（`view[slots]` 是新张量，`view[slots].copy_(k)` 填的是这个副本），非原地的 `index_copy` 也返回新张量。请使用带索引的赋值（`view[slots] = ...`）或原地方法（名字以下划线结尾，例如 `index_copy_`）；两者都要求写入的值与池的数据类型相同，所以先用 `k.to(view.dtype)` 转换。
 
 # %% nbgrader={"grade": false, "grade_id": "task2_7_write_kv", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def write_kv(pool, slots, k, v):
@@ -2224,17 +2172,18 @@ def write_kv(pool, slots, k, v):
         raise ValueError(f"k and v must have shape {list(expected)}, got {list(k.shape)} and {list(v.shape)}")
     ### END SOLUTION
     # TODO 2.7.2: view each cache as [num_blocks * block_size, num_heads, head_dim] slots.
-    # 提示：`pool.k_cache.view(-1, pool.num_heads, pool.head_dim)` 与池共用存储。
-    # Hint: `pool.k_cache.view(-1, pool.num_heads, pool.head_dim)` shares the pool's storage.
+    # 提示：Tensor.view 改变形状而不复制（-1 表示由其余维推算出的那一维），所以写入视图就是写入池。
+    # Hint: Tensor.view reshapes without copying (-1 stands for the dimension the others imply), so writing into the view
+    #       writes into the pool.
     ### BEGIN SOLUTION
     flat_k = pool.k_cache.view(-1, pool.num_heads, pool.head_dim)
     flat_v = pool.v_cache.view(-1, pool.num_heads, pool.head_dim)
     ### END SOLUTION
     # TODO 2.7.3: write k and v into their slots of the two views, in place, in the pool's dtype.
-    # 提示：`flat_k[slots] = k.to(flat_k.dtype)`，或 `flat_k.index_copy_(0, slots, k.to(flat_k.dtype))`；两者都要求数据类型一致，
-    #       所以都要 `.to(...)`。
-    # Hint: `flat_k[slots] = k.to(flat_k.dtype)`, or `flat_k.index_copy_(0, slots, k.to(flat_k.dtype))`; both need the
-    #       dtypes to match, hence the `.to(...)`.
+    # 提示：带索引的赋值（视图[槽位] = ...）或名字以下划线结尾的原地方法（如 index_copy_）都会写入视图；两者都要求写入的值与视图的
+    #       数据类型相同，所以先用 Tensor.to 转换。
+    # Hint: an indexed assignment (view[slots] = ...) or an in-place method with a trailing underscore (such as index_copy_)
+    #       writes into the view; both need the source in the view's dtype, so convert it with Tensor.to first.
     ### BEGIN SOLUTION
     flat_k.index_copy_(0, slots, k.to(flat_k.dtype))
     flat_v.index_copy_(0, slots, v.to(flat_v.dtype))
@@ -2252,12 +2201,14 @@ def _check_task2_7_write_kv():
     from course.env import available_devices
 
 
+    # BEGIN SHARED stand_in_pool (authoring/shared/02_paged_kv_cache.py)
     def stand_in_pool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
         """Two zero tensors laid out like PagedKVPool's, so that this test does not depend on Task 2.5."""
         shape = (num_blocks, block_size, num_heads, head_dim)
         return SimpleNamespace(num_blocks=num_blocks, block_size=block_size, num_heads=num_heads, head_dim=head_dim,
                                k_cache=torch.zeros(shape, dtype=dtype, device=device),
                                v_cache=torch.zeros(shape, dtype=dtype, device=device))
+    # END SHARED
 
 
     for device in available_devices():
@@ -2329,19 +2280,16 @@ _check_task2_7_write_kv()
 # ## Task 2.8: gather_kv (3 points)
 #
 # Attention needs a sequence's keys and values **in token order**. Write `gather_kv(pool, block_ids, num_tokens)`:
-# return `(K, V)`, a `tuple` of two new tensors of shape `[num_tokens, num_heads, head_dim]` (the pool's dtype and
-# device), where row `t` is token `t`. The block table decides the order, not the physical block ids: a sequence with
+# return `(K, V)`, a `tuple` of two new tensors of shape `[num_tokens, num_heads, head_dim]` (the pool's dtype, any
+# floating dtype such as float16, bfloat16 or float64, and the pool's device), where row `t` is token `t`. The block
+# table `block_ids` is an integer tensor of any integer dtype (int64 or int32). The block table decides the order, not the physical block ids: a sequence with
 # table `[4, 1]` starts in block 4. Slots after `num_tokens` in the last block hold stale data and must not appear.
 # `ValueError` when `num_tokens < 0` or `num_tokens > len(block_ids) * block_size`. **No Python loop** over tokens or
 # blocks (a test counts the torch operations on a small and a large input).
 #
 # ## 任务 2.8：gather_kv（3 分）
 #
-# 注意力计算需要序列的键和值**按 token 顺序**排列。编写 `gather_kv(pool, block_ids, num_tokens)`：返回 `(K, V)`，即两个形状为
-# `[num_tokens, num_heads, head_dim]` 的新张量组成的 `tuple`（数据类型和设备与池相同），第 `t` 行是第 `t` 个 token。顺序由块表
-# 决定，而不是由物理块 id 决定：块表为 `[4, 1]` 的序列从块 4 开始。最后一个块中 `num_tokens` 之后的槽位存的是旧数据，不得出现在
-# 结果里。`num_tokens < 0` 或 `num_tokens > len(block_ids) * block_size` 时抛出 `ValueError`。**不要对 token 或块写 Python 循环**
-# （测试会数一数小输入和大输入上的 torch 操作次数）。
+# 注意力计算需要序列的键和值**按 token 顺序**排列。编写 `gather_kv(pool, block_ids, num_tokens)`：返回 `(K, V)`，即两个形状为 `[num_tokens, num_heads, head_dim]` 的新张量组成的 `tuple`（数据类型与池相同，可以是任意浮点类型，例如 float16、bfloat16 或 float64；设备也与池相同），第 `t` 行是第 `t` 个 token。块表 `block_ids` 可以是任意整数类型（int64 或 int32）的张量。顺序由块表决定，而不是由物理块 id 决定：块表为 `[4, 1]` 的序列从块 4 开始。最后一个块中 `num_tokens` 之后的槽位存的是旧数据，不得出现在结果里。`num_tokens < 0` 或 `num_tokens > len(block_ids) * block_size` 时抛出 `ValueError`。**不要对 token 或块写 Python 循环**（测试会数一数小输入和大输入上的 torch 操作次数）。
 
 # %% nbgrader={"grade": false, "grade_id": "task2_8_gather_kv", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def gather_kv(pool, block_ids, num_tokens):
@@ -2391,12 +2339,14 @@ def _check_task2_8_gather_kv():
     from course.env import available_devices
 
 
+    # BEGIN SHARED stand_in_pool (authoring/shared/02_paged_kv_cache.py)
     def stand_in_pool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
         """Two zero tensors laid out like PagedKVPool's, so that this test does not depend on Task 2.5."""
         shape = (num_blocks, block_size, num_heads, head_dim)
         return SimpleNamespace(num_blocks=num_blocks, block_size=block_size, num_heads=num_heads, head_dim=head_dim,
                                k_cache=torch.zeros(shape, dtype=dtype, device=device),
                                v_cache=torch.zeros(shape, dtype=dtype, device=device))
+    # END SHARED
 
 
     for device in available_devices():
@@ -2478,14 +2428,13 @@ _check_task2_8_gather_kv()
 #
 # Copy-on-write needs one tensor operation: copy every key and value of physical block `src_block` into block
 # `dst_block` (all `block_size` slots, stale ones included), in place; nothing else changes, and equal ids leave the pool
-# as it was. Write `copy_block(pool, src_block, dst_block)`. `ValueError` when either id is outside `[0, num_blocks)`
+# as it was. The pool may be on any device and of any floating dtype (float32, float64, ...). Write
+# `copy_block(pool, src_block, dst_block)`. `ValueError` when either id is outside `[0, num_blocks)`
 # (a negative index would silently wrap around), raised before anything is copied.
 #
 # ## 任务 2.9：copy_block（2 分）
 #
-# 写时复制只需要一个张量操作：把物理块 `src_block` 的全部键和值（所有 `block_size` 个槽位，包括旧数据）原地复制到块 `dst_block`；
-# 其他内容都不变，两个 id 相同时池保持原样。编写 `copy_block(pool, src_block, dst_block)`。任一 id 不在 `[0, num_blocks)` 内时抛出
-# `ValueError`（负数下标会悄悄绕回到末尾），且必须在复制任何内容之前抛出。
+# 写时复制只需要一个张量操作：把物理块 `src_block` 的全部键和值（所有 `block_size` 个槽位，包括旧数据）原地复制到块 `dst_block`；其他内容都不变，两个 id 相同时池保持原样。池可以在任意设备上，数据类型可以是任意浮点类型（float32、float64 等）。编写 `copy_block(pool, src_block, dst_block)`。任一 id 不在 `[0, num_blocks)` 内时抛出 `ValueError`（负数下标会悄悄绕回到末尾），且必须在复制任何内容之前抛出。
 
 # %% nbgrader={"grade": false, "grade_id": "task2_9_copy_block", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def copy_block(pool, src_block, dst_block):
@@ -2502,17 +2451,17 @@ def copy_block(pool, src_block, dst_block):
         ValueError: when an id is outside [0, pool.num_blocks); nothing is copied.
     """
     # TODO 2.9.1: raise ValueError when src_block or dst_block is outside [0, num_blocks).
-    # 提示：对两个 id 写同一个检查，例如 `for block_id in (src_block, dst_block): ...`。
-    # Hint: the same check for both ids, for example `for block_id in (src_block, dst_block): ...`.
+    # 提示：两个 id 要做同一个范围检查；对这两个 id 循环，检查就只需写一次。
+    # Hint: both ids need the same range check; a loop over the pair writes it once.
     ### BEGIN SOLUTION
     for block_id in (src_block, dst_block):
         if not 0 <= block_id < pool.num_blocks:
             raise ValueError(f"block id {block_id} is outside [0, {pool.num_blocks})")
     ### END SOLUTION
     # TODO 2.9.2: copy block src_block of k_cache and of v_cache into block dst_block, in place.
-    # 提示：`pool.k_cache[dst_block] = pool.k_cache[src_block]` 写入池本身；`target = pool.k_cache[src_block]` 只是给一个名字赋值。
-    # Hint: `pool.k_cache[dst_block] = pool.k_cache[src_block]` writes into the pool; `target = pool.k_cache[src_block]`
-    #       only binds a name.
+    # 提示：对带索引的块赋值（缓存[i] = ...）会写入池本身；把池中的一个块赋给一个变量名只是给它起名，什么也没复制。
+    # Hint: an assignment to an indexed block (cache[i] = ...) writes into the pool; binding a variable name to one block
+    #       of the pool copies nothing.
     ### BEGIN SOLUTION
     pool.k_cache[dst_block] = pool.k_cache[src_block]
     pool.v_cache[dst_block] = pool.v_cache[src_block]
@@ -2530,12 +2479,14 @@ def _check_task2_9_copy_block():
     from course.env import available_devices
 
 
+    # BEGIN SHARED stand_in_pool (authoring/shared/02_paged_kv_cache.py)
     def stand_in_pool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
         """Two zero tensors laid out like PagedKVPool's, so that this test does not depend on Task 2.5."""
         shape = (num_blocks, block_size, num_heads, head_dim)
         return SimpleNamespace(num_blocks=num_blocks, block_size=block_size, num_heads=num_heads, head_dim=head_dim,
                                k_cache=torch.zeros(shape, dtype=dtype, device=device),
                                v_cache=torch.zeros(shape, dtype=dtype, device=device))
+    # END SHARED
 
 
     for device in available_devices():
@@ -2552,6 +2503,10 @@ def _check_task2_9_copy_block():
         for args in ((1, 5), (-1, 0)):
             assert_raises(ValueError, f"copy_block(pool, *{args}) with 5 blocks on {device}", copy_block, pool, *args)
         assert_same_tensor(pool.k_cache, before_k, f"k_cache after copy_block raised ValueError on {device} (nothing may be copied)")
+        wide = stand_in_pool(3, 1, 1, 2, device=device, dtype=torch.float64)
+        wide.k_cache.copy_(torch.tensor([0.1, 0.2, 1.1, 1.2, 2.1, 2.2], dtype=torch.float64, device=device).reshape(3, 1, 1, 2))
+        copy_block(wide, 0, 2)
+        assert_same_tensor(wide.k_cache[2], wide.k_cache[0], f"block 2 of a float64 pool's k_cache after copy_block(pool, 0, 2) on {device}")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -2606,12 +2561,7 @@ _check_task2_9_copy_block()
 # $$\text{out}_h = \sum_{t=0}^{T-1} \operatorname{softmax}_t\!\left(s \cdot q_h \cdot K_{t,h}\right) V_{t,h}, \qquad
 # \text{未给定时 } s = \frac{1}{\sqrt{\text{head\_dim}}}.$$
 #
-# 编写 `paged_attention(q, pool, block_ids, num_tokens, scale=None)`，其中 `q` 形状为 `[num_heads, head_dim]`：返回形状为
-# `[num_heads, head_dim]`、数据类型与设备都与 `q` 相同的张量；给定的 `scale` 原样使用，`0.0` 也不例外。它必须与在连续 K、V 上调用 `torch.nn.functional.scaled_dot_product_attention`
-# 的结果一致（测试在 float32 和 float64 下以很小的容差检查，覆盖随机形状、块大小和分散的块表）。softmax 在 **token** 维度上进行，
-# 而且分数很大时也必须保持有限：$e^{1000}$ 会溢出，所以手写 softmax 时要先减去最大分数（`torch.softmax` 已经替你这样做了）。`q` 的形状
-# 不是 `[num_heads, head_dim]`，或 `num_tokens` 不在 `[1, len(block_ids) * block_size]` 内时抛出 `ValueError`。**不要对 token 或块写
-# Python 循环**（测试会数一数小输入和大输入上的 torch 操作次数）。（vLLM 等真实内核直接在块上读取而不先收集；结果相同。）
+# 编写 `paged_attention(q, pool, block_ids, num_tokens, scale=None)`，其中 `q` 形状为 `[num_heads, head_dim]`：返回形状为 `[num_heads, head_dim]`、数据类型与设备都与 `q` 相同的张量；给定的 `scale` 原样使用，`0.0` 也不例外。它必须与在连续 K、V 上调用 `torch.nn.functional.scaled_dot_product_attention` 的结果一致（测试在 float32 和 float64 下以很小的容差检查，覆盖随机形状、块大小和分散的块表）。softmax 在 **token** 维度上进行，而且分数很大时也必须保持有限：$e^{1000}$ 会溢出，所以手写 softmax 时要先减去最大分数（`torch.softmax` 已经替你这样做了）。`q` 的形状不是 `[num_heads, head_dim]`，或 `num_tokens` 不在 `[1, len(block_ids) * block_size]` 内时抛出 `ValueError`。**不要对 token 或块写 Python 循环**（测试会数一数小输入和大输入上的 torch 操作次数）。（vLLM 等真实内核直接在块上读取而不先收集；结果相同。）
 
 # %% nbgrader={"grade": false, "grade_id": "task2_10_paged_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
@@ -2661,10 +2611,11 @@ def paged_attention(q, pool, block_ids, num_tokens, scale=None):
     values = pool.v_cache[index].flatten(0, 1)[:num_tokens]
     ### END SOLUTION
     # TODO 2.10.4: the scores [H, T], a softmax over the tokens, and the weighted sum of the values, [H, D].
-    # 提示：`torch.einsum("hd,thd->ht", q, keys)` 一次算出所有分数；`torch.softmax(scores, dim=-1)` 在 token 维上归一化；
-    #       `torch.einsum("ht,thd->hd", weights, values)` 求加权和。
-    # Hint: `torch.einsum("hd,thd->ht", q, keys)` gives every score at once; `torch.softmax(scores, dim=-1)` normalizes
-    #       over the tokens; `torch.einsum("ht,thd->hd", weights, values)` is the weighted sum.
+    # 提示：torch.einsum 按下标字母对维度做乘加：q 是 [h, d]，keys 是 [t, h, d]，分数应为 [h, t]（对 d 求和，别忘了乘 scale）；
+    #       softmax 作用在最后一维（token）上；再用一次 einsum，以权重 [h, t] 和 values [t, h, d] 得到 [h, d]。
+    # Hint: torch.einsum multiplies and sums dimensions named by letters: q is [h, d] and keys [t, h, d], the scores are
+    #       [h, t] (a sum over d; remember scale); the softmax runs over the last dimension (the tokens); one more einsum of
+    #       the weights [h, t] with the values [t, h, d] gives [h, d].
     ### BEGIN SOLUTION
     scores = torch.einsum("hd,thd->ht", q, keys) * scale
     weights = torch.softmax(scores, dim=-1)
@@ -2685,12 +2636,14 @@ def _check_task2_10_paged_attention():
     from course.env import available_devices
 
 
+    # BEGIN SHARED stand_in_pool (authoring/shared/02_paged_kv_cache.py)
     def stand_in_pool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32):
         """Two zero tensors laid out like PagedKVPool's, so that this test does not depend on Task 2.5."""
         shape = (num_blocks, block_size, num_heads, head_dim)
         return SimpleNamespace(num_blocks=num_blocks, block_size=block_size, num_heads=num_heads, head_dim=head_dim,
                                k_cache=torch.zeros(shape, dtype=dtype, device=device),
                                v_cache=torch.zeros(shape, dtype=dtype, device=device))
+    # END SHARED
 
 
     def dense(q, keys, values, scale=None):
@@ -2798,6 +2751,8 @@ _check_task2_10_paged_attention()
 # - `append_kv(seq, k, v)`: `self.append_tokens(seq, len(k))` (the override, so that a copy-on-write copies the
 #   contents), then write `k`, `v` at the positions that follow the old ones.
 #
+# The pool may be of any floating dtype (float16, float32, float64); `k` and `v` come in the pool's dtype.
+#
 # `ValueError` from `prefill` and `append_kv` when `k` and `v` are not both `[count, num_heads, head_dim]` with the same
 # `count`, checked **before** anything changes; when blocks run out, the `RuntimeError` of the base class, with nothing
 # changed (the pool's tensors included). Use your functions from Tasks 2.6–2.9.
@@ -2818,31 +2773,21 @@ _check_task2_10_paged_attention()
 #
 # ## 任务 2.11：TensorPagedKVCacheManager（6 分）
 #
-# 把元数据和张量合在一起。`TensorPagedKVCacheManager(pool)` 是一个 `PagedKVCacheManager`（任务 2.4），其分配器的 `num_blocks`
-# 和 `block_size` 取自池，因此块 id $i$ **就是** `pool.k_cache` 和 `pool.v_cache` 的第 $i$ 行。新增：
+# 把元数据和张量合在一起。`TensorPagedKVCacheManager(pool)` 是一个 `PagedKVCacheManager`（任务 2.4），其分配器的 `num_blocks` 和 `block_size` 取自池，因此块 id $i$ **就是** `pool.k_cache` 和 `pool.v_cache` 的第 $i$ 行。新增：
 #
-# - `block_ids(seq)`：以 **int64** 张量（放在池所在设备上）返回块表（块表为空时也是 int64：不指定数据类型的 `torch.tensor([])`
-#   是 float32）；
+# - `block_ids(seq)`：以 **int64** 张量（放在池所在设备上）返回块表（块表为空时也是 int64：不指定数据类型的 `torch.tensor([])` 是 float32）；
 # - `gather(seq)`：`gather_kv(pool, block_ids(seq), seq.num_tokens)`；
-# - `prefill(seq_id, k, v)`：先 `allocate_for_sequence(seq_id, len(k))`，再把 `k`、`v`（形状均为 `[count, num_heads, head_dim]`）
-#   写入第 0 … count−1 个位置；返回新序列；
-# - `append_tokens(seq, num_new_tokens)`（重写）：先做基类的 `append_tokens`；当写时复制用一个新块替换了 `seq` 原来的最后一个块时，
-#   把旧块的键和值复制进新块（`copy_block`），使它原有的 token 仍在；
-# - `append_kv(seq, k, v)`：先 `self.append_tokens(seq, len(k))`（调用重写后的版本，这样写时复制才会复制内容），再把 `k`、`v`
-#   写在原有位置之后。
+# - `prefill(seq_id, k, v)`：先 `allocate_for_sequence(seq_id, len(k))`，再把 `k`、`v`（形状均为 `[count, num_heads, head_dim]`）写入第 0 … count−1 个位置；返回新序列；
+# - `append_tokens(seq, num_new_tokens)`（重写）：先做基类的 `append_tokens`；当写时复制用一个新块替换了 `seq` 原来的最后一个块时，把旧块的键和值复制进新块（`copy_block`），使它原有的 token 仍在；
+# - `append_kv(seq, k, v)`：先 `self.append_tokens(seq, len(k))`（调用重写后的版本，这样写时复制才会复制内容），再把 `k`、`v` 写在原有位置之后。
 #
-# `k` 与 `v` 不都是 `[count, num_heads, head_dim]`（且 `count` 相同）时，`prefill` 和 `append_kv` 抛出 `ValueError`，且必须在任何
-# 改变**之前**检查；块不够时抛出基类的 `RuntimeError`，且什么都不改变（池中的张量也不变）。请使用任务 2.6–2.9 中你写的函数。
+# 池的数据类型可以是任意浮点类型（float16、float32、float64）；`k` 和 `v` 的数据类型与池相同。
 #
-# **重写时的陷阱。** 一次追加可能既做写时复制、**又**取新块：块大小为 4，一个 6 个 token 的序列，其最后一个块（逻辑块 1）被共享，
-# 追加 3 个 token 时，先把这个块复制到一个新块，**再**为第 3 个 token 取另一个新块。此后 `seq.block_table[-1]` 是第 3 个 token 所在的
-# 新块，而不是副本。因此，在调用 `super().append_tokens(...)` 之前，记下最后一个块的**位置**（`len(seq.block_table) - 1`）和该位置上
-# 的块对象；调用之后比较**该位置**上的块：若换成了另一个对象，就说明发生了复制，而这个块就是副本。
+# `k` 与 `v` 不都是 `[count, num_heads, head_dim]`（且 `count` 相同）时，`prefill` 和 `append_kv` 抛出 `ValueError`，且必须在任何改变**之前**检查；块不够时抛出基类的 `RuntimeError`，且什么都不改变（池中的张量也不变）。请使用任务 2.6–2.9 中你写的函数。
 #
-# **分部分计分：** 2.11.1 `prefill`、`block_ids`、`gather`（TODO 2.11.1–2.11.5，2 分）· 2.11.2 写时复制保留原有 token
-# （TODO 2.11.6，2 分）· 2.11.3 `append_kv`（TODO 2.11.7，2 分）。每个部分都需要构造函数（TODO 2.11.1）。2.11.2 的测试用基类的
-# `allocate_for_sequence` 与 `fork` 建序列，并自己读写池，因此不依赖 `prefill`、`block_ids` 和 `gather`。2.11.3 的测试也自己读取池，
-# 但你的 `append_kv` 会用到你的 `_check_kv` 与 `block_ids`，而且测试会分叉，因此它需要这两者以及 2.11.2 都正确。
+# **重写时的陷阱。** 一次追加可能既做写时复制、**又**取新块：块大小为 4，一个 6 个 token 的序列，其最后一个块（逻辑块 1）被共享，追加 3 个 token 时，先把这个块复制到一个新块，**再**为第 3 个 token 取另一个新块。此后 `seq.block_table[-1]` 是第 3 个 token 所在的新块，而不是副本。因此，在调用 `super().append_tokens(...)` 之前，记下最后一个块的**位置**（`len(seq.block_table) - 1`）和该位置上的块对象；调用之后比较**该位置**上的块：若换成了另一个对象，就说明发生了复制，而这个块就是副本。
+#
+# **分部分计分：** 2.11.1 `prefill`、`block_ids`、`gather`（TODO 2.11.1–2.11.5，2 分）· 2.11.2 写时复制保留原有 token（TODO 2.11.6，2 分）· 2.11.3 `append_kv`（TODO 2.11.7，2 分）。每个部分都需要构造函数（TODO 2.11.1）。2.11.2 的测试用基类的 `allocate_for_sequence` 与 `fork` 建序列，并自己读写池，因此不依赖 `prefill`、`block_ids` 和 `gather`。2.11.3 的测试也自己读取池，但你的 `append_kv` 会用到你的 `_check_kv` 与 `block_ids`，而且测试会分叉，因此它需要这两者以及 2.11.2 都正确。
 
 # %% nbgrader={"grade": false, "grade_id": "task2_11_TensorPagedKVCacheManager", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class TensorPagedKVCacheManager(PagedKVCacheManager):
@@ -2884,9 +2829,9 @@ class TensorPagedKVCacheManager(PagedKVCacheManager):
     def block_ids(self, seq):
         """Return seq's block table as an int64 tensor on the pool's device."""
         # TODO 2.11.2: the block ids of seq.block_table, in order, as an int64 tensor on the pool's device.
-        # 提示：`torch.tensor([...], dtype=torch.int64, device=self.pool.k_cache.device)`；写明 dtype，空列表才是 int64。
-        # Hint: `torch.tensor([...], dtype=torch.int64, device=self.pool.k_cache.device)`; with the dtype written out, an
-        #       empty list gives int64 too.
+        # 提示：用 torch.tensor 把块 id 的列表变成张量，并写明 dtype 和池所在的设备：不写 dtype 时，空列表得到的是 float32。
+        # Hint: torch.tensor turns the list of block ids into a tensor; write out the dtype and the pool's device: without the
+        #       dtype, an empty list gives float32.
         ### BEGIN SOLUTION
         return torch.tensor([block.block_id for block in seq.block_table], dtype=torch.int64,
                             device=self.pool.k_cache.device)
@@ -2928,11 +2873,11 @@ class TensorPagedKVCacheManager(PagedKVCacheManager):
         """The base class's append_tokens; after a copy-on-write, copy the old last block's contents."""
         # TODO 2.11.6: remember the position of seq's last block and the block there; call super().append_tokens; if the
         #   block at THAT position is now another object, copy the old block's contents into it.
-        # 提示：位置是 `len(seq.block_table) - 1`，没有块时没有最后一个块。不要比较 `seq.block_table[-1]`：同一次追加若还取了
-        #       新块，`[-1]` 就是那个新块。基类抛出异常时不复制任何东西。
-        # Hint: the position is `len(seq.block_table) - 1`, and a table without blocks has no last block. Do not compare
-        #       `seq.block_table[-1]`: when the same append also took new blocks, `[-1]` is one of those. Copy nothing when
-        #       the base class raises.
+        # 提示：最后一个块的位置比块表的长度小 1；没有块时就没有最后一个块。不要比较块表的最后一项：同一次追加若还取了新块，
+        #       最后一项就是那个新块。基类抛出异常时不复制任何东西。
+        # Hint: the last block's position is one less than the table's length, and a table without blocks has no last block.
+        #       Do not compare the table's last entry: when the same append also took new blocks, that entry is one of them.
+        #       Copy nothing when the base class raises.
         ### BEGIN SOLUTION
         position = len(seq.block_table) - 1
         last = seq.block_table[-1] if seq.block_table else None
@@ -2943,11 +2888,12 @@ class TensorPagedKVCacheManager(PagedKVCacheManager):
 
     def append_kv(self, seq, k, v):
         """Append len(k) tokens to seq and write their keys and values after the old ones."""
-        # TODO 2.11.7: check k and v first; remember start = seq.num_tokens; self.append_tokens(seq, count); write k, v at
-        #   positions start .. start + count - 1 of the table as it is AFTER the append.
-        # 提示：调用 `self.append_tokens`（重写后的版本），而不是 `super().append_tokens`；槽位要在追加之后由新的块表算出。
-        # Hint: call `self.append_tokens` (the override), not `super().append_tokens`; compute the slots from the table as
-        #       it is after the append.
+        # TODO 2.11.7: check k and v first; remember where the new tokens start (the sequence's length before the
+        #   append); append through the override; write k, v at the new positions of the table as it is AFTER the append.
+        # 提示：调用 self.append_tokens（重写后的版本），而不是 super().append_tokens；槽位要在追加之后由新的块表算出
+        #       （任务 2.6 的 slot_mapping，任务 2.7 的 write_kv）。
+        # Hint: call self.append_tokens (the override), not super().append_tokens; compute the slots from the table as it is
+        #       after the append (slot_mapping of Task 2.6, write_kv of Task 2.7).
         ### BEGIN SOLUTION
         self._check_kv(k, v)
         start = seq.num_tokens
@@ -2969,12 +2915,12 @@ def _check_task2_11_1_prefill_and_gather():
         return [block.block_id for block in seq.block_table]
 
 
+    # BEGIN SHARED slots_of, write_rows, read_rows, check_rows (authoring/shared/02_paged_kv_cache.py)
     def slots_of(pool, seq, start, count):
         """The slots of positions start .. start + count - 1 of seq, computed here from its block table."""
         size, table = pool.block_size, ids(seq)
         return torch.tensor([table[p // size] * size + p % size for p in range(start, start + count)], dtype=torch.int64,
                             device=pool.k_cache.device)
-
 
     def write_rows(pool, seq, start, k, v):
         """Write k, v at positions start .. of seq straight into the pool (this test's own writer)."""
@@ -2982,13 +2928,11 @@ def _check_task2_11_1_prefill_and_gather():
         pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[index] = k
         pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[index] = v
 
-
     def read_rows(pool, seq):
         """seq's keys and values in token order, read straight from the pool (this test's own reader)."""
         index = slots_of(pool, seq, 0, seq.num_tokens)
         return (pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[index],
                 pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[index])
-
 
     def check_rows(got, want, name, seq, what, reveal=True, known=None):
         """Fail naming the sequence, the first wrong row (its token, logical and physical block) and the entry.
@@ -3012,6 +2956,7 @@ def _check_task2_11_1_prefill_and_gather():
                 f"{what}: row {t} of {name} of sequence {seq.seq_id!r} (token {t}, in logical block {t // size} = physical block "
                 f"{table[t // size]}, offset {t % size}) is not token {t}'s {word}: entry {list(entry)} is {found} "
                 f"({int(differs.sum())} of {len(differs)} rows differ)")
+    # END SHARED
 
     for device in available_devices():
         gen = torch.Generator().manual_seed(11)
@@ -3057,6 +3002,10 @@ def _check_task2_11_1_prefill_and_gather():
         r = manager.prefill("r", k1, v1)
         assert_same_tensor(manager.block_ids(r), torch.tensor([0, 1], device=device), f"block_ids(r) after release(a) and prefill('r', 5 tokens) on {device}")
         check_rows(manager.gather(r)[0], k1, "K", r, f"gather(r) after release(a) and prefill('r', 5 tokens) in a's old blocks on {device}")
+        wide = TensorPagedKVCacheManager(PagedKVPool(2, 2, 1, 2, device=device, dtype=torch.float64))
+        k2 = torch.tensor([[[0.1, 0.2]], [[0.3, 0.4]], [[0.5, 0.6]]], dtype=torch.float64, device=device)
+        w = wide.prefill("w", k2, -k2)
+        check_rows(wide.gather(w)[0], k2, "K", w, f"gather(w) after prefill('w', 3 float64 tokens) into a float64 pool on {device}")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -3126,12 +3075,12 @@ def _check_task2_11_2_copy_on_write_keeps_tokens():
         return [block.block_id for block in seq.block_table]
 
 
+    # BEGIN SHARED slots_of, write_rows, read_rows, check_rows (authoring/shared/02_paged_kv_cache.py)
     def slots_of(pool, seq, start, count):
         """The slots of positions start .. start + count - 1 of seq, computed here from its block table."""
         size, table = pool.block_size, ids(seq)
         return torch.tensor([table[p // size] * size + p % size for p in range(start, start + count)], dtype=torch.int64,
                             device=pool.k_cache.device)
-
 
     def write_rows(pool, seq, start, k, v):
         """Write k, v at positions start .. of seq straight into the pool (this test's own writer)."""
@@ -3139,13 +3088,11 @@ def _check_task2_11_2_copy_on_write_keeps_tokens():
         pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[index] = k
         pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[index] = v
 
-
     def read_rows(pool, seq):
         """seq's keys and values in token order, read straight from the pool (this test's own reader)."""
         index = slots_of(pool, seq, 0, seq.num_tokens)
         return (pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[index],
                 pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[index])
-
 
     def check_rows(got, want, name, seq, what, reveal=True, known=None):
         """Fail naming the sequence, the first wrong row (its token, logical and physical block) and the entry.
@@ -3169,6 +3116,7 @@ def _check_task2_11_2_copy_on_write_keeps_tokens():
                 f"{what}: row {t} of {name} of sequence {seq.seq_id!r} (token {t}, in logical block {t // size} = physical block "
                 f"{table[t // size]}, offset {t % size}) is not token {t}'s {word}: entry {list(entry)} is {found} "
                 f"({int(differs.sum())} of {len(differs)} rows differ)")
+    # END SHARED
 
     for device in available_devices():
         gen = torch.Generator().manual_seed(12)
@@ -3285,12 +3233,12 @@ def _check_task2_11_3_append_kv():
         return [block.block_id for block in seq.block_table]
 
 
+    # BEGIN SHARED slots_of, write_rows, read_rows, check_rows (authoring/shared/02_paged_kv_cache.py)
     def slots_of(pool, seq, start, count):
         """The slots of positions start .. start + count - 1 of seq, computed here from its block table."""
         size, table = pool.block_size, ids(seq)
         return torch.tensor([table[p // size] * size + p % size for p in range(start, start + count)], dtype=torch.int64,
                             device=pool.k_cache.device)
-
 
     def write_rows(pool, seq, start, k, v):
         """Write k, v at positions start .. of seq straight into the pool (this test's own writer)."""
@@ -3298,13 +3246,11 @@ def _check_task2_11_3_append_kv():
         pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[index] = k
         pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[index] = v
 
-
     def read_rows(pool, seq):
         """seq's keys and values in token order, read straight from the pool (this test's own reader)."""
         index = slots_of(pool, seq, 0, seq.num_tokens)
         return (pool.k_cache.view(-1, pool.num_heads, pool.head_dim)[index],
                 pool.v_cache.view(-1, pool.num_heads, pool.head_dim)[index])
-
 
     def check_rows(got, want, name, seq, what, reveal=True, known=None):
         """Fail naming the sequence, the first wrong row (its token, logical and physical block) and the entry.
@@ -3328,6 +3274,7 @@ def _check_task2_11_3_append_kv():
                 f"{what}: row {t} of {name} of sequence {seq.seq_id!r} (token {t}, in logical block {t // size} = physical block "
                 f"{table[t // size]}, offset {t % size}) is not token {t}'s {word}: entry {list(entry)} is {found} "
                 f"({int(differs.sum())} of {len(differs)} rows differ)")
+    # END SHARED
 
     for device in available_devices():
         gen = torch.Generator().manual_seed(13)
@@ -3453,11 +3400,7 @@ _check_task2_11_3_append_kv()
 # measured waste for each block size. Small blocks waste little memory but make block tables longer and kernels read
 # more, smaller pieces; vLLM's default of 16 tokens is a compromise.
 #
-# 四百个序列，长度取自对数正态分布（中位数 300 个 token，长尾，上限 2,048），类似聊天工作负载。对每种块大小，本单元用你的
-# `PagedKVCacheManager` 分配所有序列，并读取 `summary()["fragmentation"]`。虚线是"每个序列平均浪费半个块"的估计
-# $\frac{(B-1)/2}{\bar n + (B-1)/2}$（$\bar n$ 为平均长度）；红线是按最大长度（2,048 个 token）为每个序列预留内存所浪费的比例
-# $1 - \bar n / 2048$，这是分页出现之前推理服务的做法。下方打印的各行是每种块大小实测的浪费比例。块越小浪费越少，但块表越长，
-# 内核读取的数据块也越碎；vLLM 默认的 16 个 token 是一种折中。
+# 四百个序列，长度取自对数正态分布（中位数 300 个 token，长尾，上限 2,048），类似聊天工作负载。对每种块大小，本单元用你的 `PagedKVCacheManager` 分配所有序列，并读取 `summary()["fragmentation"]`。虚线是“每个序列平均浪费半个块”的估计 $\frac{(B-1)/2}{\bar n + (B-1)/2}$（$\bar n$ 为平均长度）；红线是按最大长度（2,048 个 token）为每个序列预留内存所浪费的比例 $1 - \bar n / 2048$，这是分页出现之前推理服务的做法。下方打印的各行是每种块大小实测的浪费比例。块越小浪费越少，但块表越长，内核读取的数据块也越碎；vLLM 默认的 16 个 token 是一种折中。
 
 # %%
 import math
@@ -3509,10 +3452,7 @@ for block_size, fraction in zip(block_sizes, measured):
 # KV head) is why Llama-3-8B needs a quarter of Llama-2-7B's cache per token (8 KV heads instead of 32). Move the sliders
 # to size a cache of your own.
 #
-# $\text{每个 token 的字节数} = 2 \cdot \text{层数} \cdot \text{KV 头数} \cdot \text{head\_dim} \cdot \text{dtype 字节数}$，
-# 模型形状取自各模型公开的配置（Hugging Face 上的模型卡以及参考文献中的论文）。OPT-13B 每个 token 800 KiB 是 vLLM 论文中的例子；
-# 分组查询注意力（GQA：多个查询头共享一个 KV 头）使 Llama-3-8B 每个 token 所需的缓存只有 Llama-2-7B 的四分之一（8 个 KV 头而不是
-# 32 个）。拖动滑块，估算你自己的缓存规模。
+# $\text{每个 token 的字节数} = 2 \cdot \text{层数} \cdot \text{KV 头数} \cdot \text{head\_dim} \cdot \text{dtype 字节数}$，模型形状取自各模型公开的配置（Hugging Face 上的模型卡以及参考文献中的论文）。OPT-13B 每个 token 800 KiB 是 vLLM 论文中的例子；分组查询注意力（GQA：多个查询头共享一个 KV 头）使 Llama-3-8B 每个 token 所需的缓存只有 Llama-2-7B 的四分之一（8 个 KV 头而不是 32 个）。拖动滑块，估算你自己的缓存规模。
 
 # %%
 import ipywidgets as widgets
@@ -3584,9 +3524,7 @@ display(widgets.VBox([*sliders.values(), answer]))
 # width of the coloured bar is how full a block is; the printed line gives both block tables.
 #
 # 一个 10 个 token 的父序列（块大小 4）被分叉；两张块表指向同样的三个物理块（橙色：共享，`ref_count` 为 2）。随后父序列追加 3 个 token。
-# 它的最后一个块被共享且有空槽，于是管理器在写入前先复制该块（块 2 → 块 3），余下的 token 写入新块 4：这正是任务 2.11 中的陷阱，
-# 副本并不是 `block_table[-1]`。子序列在块 2 中看到的仍是它自己的 10 个 token；只有两个满块继续共享。彩色条的宽度表示块的填充程度；
-# 下方打印的一行给出两张块表。
+# 它的最后一个块被共享且有空槽，于是管理器在写入前先复制该块（块 2 → 块 3），余下的 token 写入新块 4：这正是任务 2.11 中的陷阱，副本并不是 `block_table[-1]`。子序列在块 2 中看到的仍是它自己的 10 个 token；只有两个满块继续共享。彩色条的宽度表示块的填充程度；下方打印的一行给出两张块表。
 
 # %%
 from matplotlib.patches import Patch, Rectangle
@@ -3643,9 +3581,7 @@ print("parent:", [b.block_id for b in parent.block_table], " child:", [b.block_i
 # (scattered, because a released sequence left holes) and the largest difference, which is at the level of float32
 # rounding, on whatever device the setup cell picked.
 #
-# 同一个解码步骤算两遍：一次用你的 `paged_attention` 在碎片化的块表上计算，一次用 PyTorch 的 `scaled_dot_product_attention` 在
-# `gather` 返回的连续 K/V 上计算。本单元打印该序列的块表（分散的，因为一个已释放的序列留下了空洞）和两者之差的最大值，它在 float32
-# 舍入误差的量级；计算在环境配置单元选定的设备上进行。
+# 同一个解码步骤算两遍：一次用你的 `paged_attention` 在碎片化的块表上计算，一次用 PyTorch 的 `scaled_dot_product_attention` 在 `gather` 返回的连续 K/V 上计算。本单元打印该序列的块表（分散的，因为一个已释放的序列留下了空洞）和两者之差的最大值，它在 float32 舍入误差的量级；计算在环境配置单元选定的设备上进行。
 
 # %%
 import torch.nn.functional as F
@@ -3672,8 +3608,7 @@ print(f"max |paged - dense| = {float((paged - dense).abs().max()):.2e} on {DEVIC
 # counts for sharing and a copy before any write into a shared block; the logical clock and use counts it keeps are
 # exactly what LRU and LFU rank.
 #
-# **一句话记住：** 分页 KV 缓存就是为注意力做的内存分页：固定大小的块、每个序列一张块表、用引用计数实现共享，并在写入共享块之前
-# 先复制；它维护的逻辑时钟和使用次数，正是 LRU 与 LFU 排序所依据的量。
+# **一句话记住：** 分页 KV 缓存就是为注意力做的内存分页：固定大小的块、每个序列一张块表、用引用计数实现共享，并在写入共享块之前先复制；它维护的逻辑时钟和使用次数，正是 LRU 与 LFU 排序所依据的量。
 #
 # ## Prerequisites and further reading | 前置与相关阅读
 #
@@ -3685,12 +3620,9 @@ print(f"max |paged - dense| = {float((paged - dense).abs().max()):.2e} on {DEVIC
 # - Further: the vLLM paper (below), section 4 on PagedAttention, its KV cache manager, and parallel sampling and beam
 #   search with copy-on-write; Denning's survey for paging in operating systems.
 #
-# - 前置：[01. 驱逐即排序](../01_eviction_as_ranking/01_eviction_as_ranking.ipynb)（受害者、平局归较小的 id、张量掩码）；Python
-#   的数据类与 property；PyTorch 的索引（视图共享存储，高级索引读出的是副本）。
-# - 下一节：[03. LRU 与 LFU](../03_lru_lfu/03_lru_lfu.ipynb)，在块用完时决定释放哪些序列的驱逐策略；它以只读代码的形式给出任务
-#   2.1–2.4 的参考解答。
-# - 延伸阅读：下面的 vLLM 论文第 4 节（PagedAttention、它的 KV 缓存管理器，以及带写时复制的并行采样与束搜索）；Denning 关于
-#   操作系统分页的综述。
+# - 前置：[01. 驱逐即排序](../01_eviction_as_ranking/01_eviction_as_ranking.ipynb)（受害者、平局归较小的 id、张量掩码）；Python 的数据类与 property；PyTorch 的索引（视图共享存储，高级索引读出的是副本）。
+# - 下一节：[03. LRU 与 LFU](../03_lru_lfu/03_lru_lfu.ipynb)，在块用完时决定释放哪些序列的驱逐策略；它以只读代码的形式给出任务 2.1–2.4 的参考解答。
+# - 延伸阅读：下面的 vLLM 论文第 4 节（PagedAttention、它的 KV 缓存管理器，以及带写时复制的并行采样与束搜索）；Denning 关于操作系统分页的综述。
 #
 # ## References | 参考文献
 #

@@ -18,23 +18,24 @@
 # # 03. LRU and LFU | LRU 与 LFU
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/kvcache-course/kv-cache-eviction/blob/main/release/03_lru_lfu/03_lru_lfu.ipynb)
-# [![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)](https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/03_lru_lfu/03_lru_lfu.ipynb)
+# [![Open in ModelScope](https://img.shields.io/badge/ModelScope-Open%20in%20ModelScope-624aff)](https://modelscope.cn/notebook/share/github/kvcache-course/kv-cache-eviction/blob/main/release/03_lru_lfu/03_lru_lfu.ipynb)
 # [![GitHub](https://img.shields.io/badge/GitHub-release%2F03_lru_lfu-black)](https://github.com/kvcache-course/kv-cache-eviction/blob/main/release/03_lru_lfu/03_lru_lfu.ipynb)
 #
 # **Difficulty:** ★★☆ intermediate · **Time:** about 90 minutes · **Points:** 26 · **GPU:** tasks 3.5–3.7 run on CUDA when a GPU is present; everything also runs on the CPU.
 #
 # **难度：** ★★☆ 中级 · **用时：** 约 90 分钟 · **总分：** 26 · **GPU：** 任务 3.5–3.7 在有 GPU 时于 CUDA 上运行；所有内容也都能在 CPU 上运行。
 #
-# **ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
-# paste the ModelScope badge's link (this notebook's file in the course repository).
-# 在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
+# **ModelScope (魔搭):** log in to ModelScope, then click the ModelScope badge: it opens this notebook from
+# GitHub in a notebook instance of yours (choose CPU or GPU). Where that link does not work, choose
+# *File → Open from URL…* in the instance's JupyterLab and paste <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/03_lru_lfu/03_lru_lfu.ipynb>.
+# 先登录魔搭，再点击 ModelScope 徽章：魔搭会从 GitHub 取来本 notebook，在你自己的 Notebook 实例中打开（可选 CPU 或 GPU）。
+# 如果这个链接打不开，在实例的 JupyterLab 中选择 *File → Open from URL…*，粘贴 <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/03_lru_lfu/03_lru_lfu.ipynb>。
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
 # check more cases when your notebook is graded.
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，
-# 然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -61,11 +62,7 @@ print(setup_summary(DEVICE, SEED))
 # %% [markdown]
 # ## 导读 | Overview
 #
-# 缓存满了而新请求又需要空间时，推理引擎必须决定先驱逐谁。LRU（最近最少使用，least recently used）驱逐最久没被访问的序列，
-# LFU（最不经常使用，least frequently used）驱逐使用次数最少的序列；vLLM 与 SGLang 的前缀缓存用的都是 LRU。选错受害者（victim）
-# 的代价是重新计算：被驱逐的前缀下次再来时，它的 token 要重新预填充。本 notebook 中你先把两种策略写成只做选择、从不修改缓存的策略对象，
-# 再写“驱逐直到放得下”的循环（小心被共享的块），然后在元数据张量上不写 Python 循环地算出同样的受害者与驱逐顺序，最后回放访问轨迹，
-# 把它们与 FIFO、ARC、S3-FIFO 以及离线最优的 Belady MIN 比较。
+# 缓存满了而新请求又需要空间时，推理引擎必须决定先驱逐谁。LRU（最近最少使用，least recently used）驱逐最久没被访问的序列，LFU（最不经常使用，least frequently used）驱逐使用次数最少的序列；vLLM 与 SGLang 的前缀缓存用的都是 LRU。选错受害者（victim）的代价是重新计算：被驱逐的前缀下次再来时，它的 token 要重新预填充。本 notebook 中你先把两种策略写成只做选择、从不修改缓存的策略对象，再写“驱逐直到放得下”的循环（小心被共享的块），然后在元数据张量上不写 Python 循环地算出同样的受害者与驱逐顺序，最后回放访问轨迹，把它们与 FIFO、ARC、S3-FIFO 以及离线最优的 Belady MIN 比较。
 #
 # When the cache is full and a new request needs room, the engine must decide whom to evict. LRU evicts the sequence
 # that was used longest ago, LFU the one used least often; the prefix caches of vLLM and SGLang both use LRU. A wrong
@@ -111,9 +108,7 @@ print(setup_summary(DEVICE, SEED))
 # evict the sequence admitted one step ago while keeping one that was used once, long ago, and never again.
 # With $t_\text{last}$ as the second key, LFU behaves like LRU among equals, and stale entries leave first.
 #
-# 缓存中的序列 $s$ 带有 notebook 02 的元数据：$t_\text{last}(s)$（`last_access_step`，最近一次访问时的逻辑时钟）和
-# $\text{use\_count}(s)$（被使用的次数）。正在运行的请求是**受保护的**：它们的块被固定，永远不会被驱逐。在未受保护的序列集合
-# $S$ 上：
+# 缓存中的序列 $s$ 带有 notebook 02 的元数据：$t_\text{last}(s)$（`last_access_step`，最近一次访问时的逻辑时钟）和 $\text{use\_count}(s)$（被使用的次数）。正在运行的请求是**受保护的**：它们的块被固定，永远不会被驱逐。在未受保护的序列集合 $S$ 上：
 #
 # $$\text{victim}_\text{LRU} = \arg\min_{s \in S}\; \big(t_\text{last}(s),\ \text{seq\_id}(s)\big)$$
 #
@@ -121,16 +116,13 @@ print(setup_summary(DEVICE, SEED))
 #
 # LRU 押注“很久以前用过的，近期也不会再用”（新近度）；LFU 押注“很少用的，以后也很少用”（频率）。最后一项序列 id 只用来让答案唯一。
 #
-# **为什么 LFU 需要用新近度打破平局。** 许多序列的计数相同且很小：每个新进入的序列 `use_count` 都是 1。如果没有第二个键，LFU 只能按 id
-# （也就是任意地）在它们之中挑选：它可能驱逐上一步刚进入的序列，却留下很久以前只用过一次、之后再也没用过的序列。以 $t_\text{last}$
-# 为第二个键后，LFU 在计数相同的序列之间就像 LRU 一样，最久没被访问的序列先离开。
+# **为什么 LFU 需要用新近度打破平局。** 许多序列的计数相同且很小：每个新进入的序列 `use_count` 都是 1。如果没有第二个键，LFU 只能按 id（也就是任意地）在它们之中挑选：它可能驱逐上一步刚进入的序列，却留下很久以前只用过一次、之后再也没用过的序列。以 $t_\text{last}$ 为第二个键后，LFU 在计数相同的序列之间就像 LRU 一样，最久没被访问的序列先离开。
 #
 # **The optimum.** For blocks of one size and a known future, Belady's MIN evicts the block whose next use lies
 # farthest in the future; no policy has more hits on the same trace. It needs the future, so no engine can run
 # it, but it is the ceiling every curve in the experiments is measured against.
 #
-# **最优策略。** 当所有块大小相同、且未来已知时，Belady 的 MIN 驱逐“下一次被使用离现在最远”的块；在同一条访问轨迹上，没有任何策略的
-# 命中数能超过它。它需要知道未来，因此没有推理引擎能运行它，但它是实验中每条曲线的上限。
+# **最优策略。** 当所有块大小相同、且未来已知时，Belady 的 MIN 驱逐“下一次被使用离现在最远”的块；在同一条访问轨迹上，没有任何策略的命中数能超过它。它需要知道未来，因此没有推理引擎能运行它，但它是实验中每条曲线的上限。
 #
 # **How real engines do it.** vLLM (PagedAttention) keeps blocks whose requests have finished, with their
 # prefix hash, in a queue of free blocks ordered so that the least recently used one is handed out, that is
@@ -140,10 +132,7 @@ print(setup_summary(DEVICE, SEED))
 # tree as parents become leaves. Both are the LRU of this notebook, applied to blocks or tree nodes instead of
 # whole sequences.
 #
-# **真实引擎的做法。** vLLM（PagedAttention）把请求已结束、仍带有前缀哈希的块放在一个空闲块队列中，队列的顺序使最久未使用的块最先被
-# 分配出去，也就是最先被驱逐；运行中请求的块引用计数为正，不在该队列中，因此被固定。SGLang（RadixAttention）把缓存的前缀放在一棵基数树中；
-# 需要空间时，它把叶子节点放进按最近访问时刻排序的堆，驱逐没有被运行中请求锁住的叶子，父节点变成叶子后再继续向上。两者都是本 notebook
-# 中的 LRU，只是作用在块或树节点上，而不是整个序列上。
+# **真实引擎的做法。** vLLM（PagedAttention）把请求已结束、仍带有前缀哈希的块放在一个空闲块队列中，队列的顺序使最久未使用的块最先被分配出去，也就是最先被驱逐；运行中请求的块引用计数为正，不在该队列中，因此被固定。SGLang（RadixAttention）把缓存的前缀放在一棵基数树中；需要空间时，它把叶子节点放进按最近访问时刻排序的堆，驱逐没有被运行中请求锁住的叶子，父节点变成叶子后再继续向上。两者都是本 notebook 中的 LRU，只是作用在块或树节点上，而不是整个序列上。
 
 # %% [markdown]
 # ## Given: the paged KV cache of notebook 02 | 已给出：notebook 02 的分页 KV 缓存
@@ -155,11 +144,8 @@ print(setup_summary(DEVICE, SEED))
 # Note that `release` returns the number of blocks that actually went back to the pool: a block shared with
 # another sequence (after `fork`) stays until its last owner is released.
 #
-# 下一个单元是 notebook 02 任务 2.1–2.4 的参考解答，本 notebook 用到其中的 API：`BlockAllocator`（`num_free`、`allocate_n`、`free`）、
-# `SequenceKVCache`（`seq_id`、`block_table`、`num_tokens`、`last_access_step`、`use_count`、`num_blocks()`）以及
-# `PagedKVCacheManager`（`allocator`、`sequences`、`allocate_for_sequence`、`fork`、`touch`、`release(seq) -> int`）。
-# 它是只读的：运行它，不要修改。注意 `release` 返回真正回到空闲池的块数：与另一个序列共享的块（`fork` 之后）要等到它的最后一个
-# 所有者被释放时才会回到池中。
+# 下一个单元是 notebook 02 任务 2.1–2.4 的参考解答，本 notebook 用到其中的 API：`BlockAllocator`（`num_free`、`allocate_n`、`free`）、`SequenceKVCache`（`seq_id`、`block_table`、`num_tokens`、`last_access_step`、`use_count`、`num_blocks()`）以及 `PagedKVCacheManager`（`allocator`、`sequences`、`allocate_for_sequence`、`fork`、`touch`、`release(seq) -> int`）。
+# 它是只读的：运行它，不要修改。注意 `release` 返回真正回到空闲池的块数：与另一个序列共享的块（`fork` 之后）要等到它的最后一个所有者被释放时才会回到池中。
 
 # %% nbgrader={"grade": false, "grade_id": "given_paged_kv_cache", "locked": true, "schema_version": 3, "solution": false, "task": false} given=["02_paged_kv_cache/task2_1_KVBlock", "02_paged_kv_cache/task2_2_BlockAllocator", "02_paged_kv_cache/task2_3_SequenceKVCache", "02_paged_kv_cache/task2_4_PagedKVCacheManager"]
 # Given (read-only): the reference solutions of tasks 2.1 KVBlock, 2.2 BlockAllocator, 2.3 SequenceKVCache, 2.4 PagedKVCacheManager (notebook 02).
@@ -501,13 +487,9 @@ class PagedKVCacheManager:
 #
 # ## 任务 3.1：EvictionPolicy（2 分）
 #
-# 本课程的每个策略都有相同的接口：`select_victim(sequences, protected=frozenset()) -> str | None`，其中 `sequences`
-# 把每个 `seq_id` 映射到它的 `SequenceKVCache`，`protected` 是运行中请求的 id 集合。策略**只做选择**：它从不修改
-# `sequences`、其中的元数据或 `protected`，也从不返回受保护的 id。
+# 本课程的每个策略都有相同的接口：`select_victim(sequences, protected=frozenset()) -> str | None`，其中 `sequences` 把每个 `seq_id` 映射到它的 `SequenceKVCache`，`protected` 是运行中请求的 id 集合。策略**只做选择**：它从不修改 `sequences`、其中的元数据或 `protected`，也从不返回受保护的 id。
 #
-# 编写基类 `EvictionPolicy`。它的 `select_victim` 是抽象方法（抛出 `NotImplementedError`，这一行已给出）。请完成 TODO 3.1.1，
-# 即每个子类都会用到的辅助方法 `candidates(sequences, protected)`：可以被驱逐的 id，也就是 `sequences` 中不在 `protected` 里的键，
-# 每次调用都返回一个**新的有序列表**（这样子类看到的 id 顺序是确定的，并且可以修改拿到的列表）。`protected` 中不在缓存里的 id 直接忽略。
+# 编写基类 `EvictionPolicy`。它的 `select_victim` 是抽象方法（抛出 `NotImplementedError`，这一行已给出）。请完成 TODO 3.1.1，即每个子类都会用到的辅助方法 `candidates(sequences, protected)`：可以被驱逐的 id，也就是 `sequences` 中不在 `protected` 里的键，每次调用都返回一个**新的有序列表**（这样子类看到的 id 顺序是确定的，并且可以修改拿到的列表）。`protected` 中不在缓存里的 id 直接忽略。
 
 # %% nbgrader={"grade": false, "grade_id": "task3_1_EvictionPolicy", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class EvictionPolicy:
@@ -555,7 +537,7 @@ def _check_task3_1_EvictionPolicy():
     protected = {"b", "zz"}
     assert_plain_equal(policy.candidates(cache, protected), ["a", "c", "d"], "EvictionPolicy().candidates(cache, {'b', 'zz'})")
     assert_plain_equal([list(cache), sorted(protected)], [["c", "a", "d", "b"], ["b", "zz"]],
-                       "[list(cache), sorted(protected)] after candidates(cache, {'b', 'zz'}) (a policy changes nothing)")
+                       "[list(cache), sorted(protected)] after candidates(cache, {'b', 'zz'}) (a policy must not change them)")
     assert_plain_equal(policy.candidates(cache, frozenset({"a", "b", "c", "d"})), [], "candidates(cache, every id protected)")
     assert_plain_equal(policy.candidates({}), [], "EvictionPolicy().candidates({})")
     first, second = policy.candidates(cache), policy.candidates(cache)
@@ -613,9 +595,7 @@ _check_task3_1_EvictionPolicy()
 #
 # $$\text{victim}_\text{LRU} = \arg\min_{s \in S}\; \big(t_\text{last}(s),\ \text{seq\_id}(s)\big)$$
 #
-# 编写 `EvictionPolicy` 的子类 `LRUPolicy`，其 `select_victim(sequences, protected=frozenset())` 返回未受保护的序列中
-# `last_access_step` 最小的 `seq_id`（返回 id，即一个 `str`，而不是它的 `SequenceKVCache`）；平局时返回较小的 id，不论字典中它们的先后顺序；
-# 没有可选序列时返回 `None`。LRU 不看 `use_count`。选择不做任何修改：受害者仍留在 `sequences` 中（驱逐它是调用者的事，见任务 3.4）。
+# 编写 `EvictionPolicy` 的子类 `LRUPolicy`，其 `select_victim(sequences, protected=frozenset())` 返回未受保护的序列中 `last_access_step` 最小的 `seq_id`（返回 id，即一个 `str`，而不是它的 `SequenceKVCache`）；平局时返回较小的 id，不论字典中它们的先后顺序；没有可选序列时返回 `None`。LRU 不看 `use_count`。选择不做任何修改（`sequences`、其中的元数据和 `protected` 都保持不变）：受害者仍留在 `sequences` 中（驱逐它是调用者的事，见任务 3.4）。
 # 请完成 TODO 3.2.1 和 TODO 3.2.2。
 
 # %% nbgrader={"grade": false, "grade_id": "task3_2_LRUPolicy", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -667,7 +647,7 @@ def _check_task3_2_LRUPolicy():
     before = snapshot(cache)
     assert_plain_equal(LRUPolicy().select_victim(cache), "b",
                        "LRUPolicy().select_victim(a: step 5, c: step 2, b: step 2, d: step 9) (a tie goes to the smaller id)")
-    assert_plain_equal(snapshot(cache), before, "the cache after select_victim (a policy only chooses: nothing may change)")
+    assert_plain_equal(snapshot(cache), before, "the cache after select_victim (a policy only chooses: it must not change the cache)")
     assert_plain_equal(LRUPolicy().select_victim(cache, frozenset({"b"})), "c", "LRUPolicy().select_victim(same, protected={'b'})")
     assert_plain_equal(LRUPolicy().select_victim(cache_of([("x", 7, 9), ("y", 3, 50), ("z", 4, 0)])), "y",
                        "LRUPolicy().select_victim(x: step 7, y: step 3 count 50, z: step 4 count 0) (use_count plays no part)")
@@ -719,7 +699,7 @@ _check_task3_2_LRUPolicy()
 # $$\text{victim}_\text{LFU} = \arg\min_{s \in S}\; \big(\text{use\_count}(s),\ t_\text{last}(s),\ \text{seq\_id}(s)\big)$$
 #
 # Write `LFUPolicy`, a subclass of `EvictionPolicy`: the unprotected sequence with the smallest `use_count`;
-# among equal counts, the least recently used one (smallest `last_access_step`); then the smaller id, whatever
+# on a tie of counts, the least recently used one (smallest `last_access_step`); then the smaller id, whatever
 # order the dict holds them in; `None` when no sequence can be chosen. As in Task 3.2 it returns the id and changes
 # nothing. Fill in TODO 3.3.1 and TODO 3.3.2; the formula section explains why the second key is there.
 #
@@ -727,8 +707,7 @@ _check_task3_2_LRUPolicy()
 #
 # $$\text{victim}_\text{LFU} = \arg\min_{s \in S}\; \big(\text{use\_count}(s),\ t_\text{last}(s),\ \text{seq\_id}(s)\big)$$
 #
-# 编写 `EvictionPolicy` 的子类 `LFUPolicy`：返回未受保护的序列中 `use_count` 最小者；计数相同时取最久未使用者（`last_access_step`
-# 最小）；再相同时取较小的 id，不论字典中它们的先后顺序；没有可选序列时返回 `None`。与任务 3.2 一样，它返回 id，且不做任何修改。
+# 编写 `EvictionPolicy` 的子类 `LFUPolicy`：返回未受保护的序列中 `use_count` 最小者；计数相同时取最久未使用者（`last_access_step` 最小）；再相同时取较小的 id，不论字典中它们的先后顺序；没有可选序列时返回 `None`。与任务 3.2 一样，它返回 id，且不做任何修改（`sequences`、其中的元数据和 `protected` 都保持不变）。
 # 请完成 TODO 3.3.1 和 TODO 3.3.2；为什么需要第二个键，见“公式”一节中“为什么 LFU 需要用新近度打破平局”。
 
 # %% nbgrader={"grade": false, "grade_id": "task3_3_LFUPolicy", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -780,11 +759,11 @@ def _check_task3_3_LFUPolicy():
     before = snapshot(cache)
     assert_plain_equal(LFUPolicy().select_victim(cache), "b",
                        "LFUPolicy().select_victim(a: count 1 step 9, b: count 1 step 4, c: count 5 step 1, d: count 1 step 4)")
-    assert_plain_equal(snapshot(cache), before, "the cache after select_victim (a policy only chooses: nothing may change)")
+    assert_plain_equal(snapshot(cache), before, "the cache after select_victim (a policy only chooses: it must not change the cache)")
     assert_plain_equal(LFUPolicy().select_victim(cache, frozenset({"b", "d"})), "a",
                        "LFUPolicy().select_victim(same, protected={'b', 'd'})")
     assert_plain_equal(LFUPolicy().select_victim(cache_of([("old", 1, 2), ("new", 8, 2)])), "old",
-                       "LFUPolicy().select_victim(old: count 2 step 1, new: count 2 step 8) (equal counts: least recent first)")
+                       "LFUPolicy().select_victim(old: count 2 step 1, new: count 2 step 8) (a tie of counts goes to the least recent)")
     assert_plain_equal(LFUPolicy().select_victim(cache_of([("d", 4, 1), ("b", 4, 1), ("a", 6, 1)])), "b",
                        "LFUPolicy().select_victim(d, b: count 1 step 4, a: count 1 step 6, in this dict order) (then the smaller id)")
     check_type(LFUPolicy().select_victim(cache, {"a", "b", "c", "d"}), type(None), "LFUPolicy().select_victim(every id protected)")
@@ -828,7 +807,7 @@ _check_task3_3_LFUPolicy()
 # protected=frozenset())`:
 #
 # 1. (TODO 3.4.1) `blocks_needed < 0` raises `ValueError`; if `manager.allocator.num_free >= blocks_needed`
-#    already, evict nothing and return `[]`;
+#    already (an empty cache, for instance), evict nothing and return `[]`;
 # 2. (TODO 3.4.2) otherwise, if even releasing **every** unprotected sequence would not bring `num_free` up to
 #    `blocks_needed`, raise `RuntimeError` **and change nothing** (no sequence evicted);
 # 3. (TODO 3.4.3) otherwise ask `policy.select_victim(manager.sequences, protected)` for one victim at a time,
@@ -851,20 +830,14 @@ _check_task3_3_LFUPolicy()
 #
 # 新请求需要 `blocks_needed` 个空闲块。编写 `evict_until_fit(manager, policy, blocks_needed, protected=frozenset())`：
 #
-# 1. （TODO 3.4.1）`blocks_needed < 0` 时抛出 `ValueError`；若 `manager.allocator.num_free >= blocks_needed` 已经成立，
-#    不驱逐任何序列，返回 `[]`；
-# 2. （TODO 3.4.2）否则，若即使释放**所有**未受保护的序列也无法使 `num_free` 达到 `blocks_needed`，抛出 `RuntimeError`，
-#    **且不做任何修改**（不驱逐任何序列）；
-# 3. （TODO 3.4.3）否则每次向 `policy.select_victim(manager.sequences, protected)` 要一个受害者，用 `manager.release(...)` 释放它，
-#    一旦 `num_free >= blocks_needed` 就停止；按驱逐顺序返回受害者的 id 列表。
+# 1. （TODO 3.4.1）`blocks_needed < 0` 时抛出 `ValueError`；若 `manager.allocator.num_free >= blocks_needed` 已经成立（例如缓存是空的），不驱逐任何序列，返回 `[]`；
+# 2. （TODO 3.4.2）否则，若即使释放**所有**未受保护的序列也无法使 `num_free` 达到 `blocks_needed`，抛出 `RuntimeError`，**且不做任何修改**（不驱逐任何序列）；
+# 3. （TODO 3.4.3）否则每次向 `policy.select_victim(manager.sequences, protected)` 要一个受害者，用 `manager.release(...)` 释放它，一旦 `num_free >= blocks_needed` 就停止；按驱逐顺序返回受害者的 id 列表。
 #
 # 策略可以是任何带 `select_victim` 方法的对象；不要自己给序列排序。
 #
-# **第 2 步的陷阱：共享块。** 被多个序列共享的块（`fork` 之后）只有在它们**全部**被释放后才回到池中。所以把未受保护序列的
-# `num_blocks()` 加起来会多算：一个块可以被释放，当且仅当它的每一个引用（即 `ref_count` 个引用）都来自未受保护的序列。
-# 例子（测试 3.4.2 的第一个用例）：6 个块、每块 4 个 token；`parent` 占 4 个块，它分叉出的 `child` 共享这 4 个块，`other` 占 1 个块，
-# 因此有 1 个空闲块。`child` 受保护时，驱逐 `parent` 释放不了任何块，驱逐 `other` 释放 1 个块：最多只能有 2 个空闲块，
-# 要求 3 个块时必须立即抛出异常。
+# **第 2 步的陷阱：共享块。** 被多个序列共享的块（`fork` 之后）只有在它们**全部**被释放后才回到池中。所以把未受保护序列的 `num_blocks()` 加起来会多算：一个块可以被释放，当且仅当它的每一个引用（即 `ref_count` 个引用）都来自未受保护的序列。
+# 例子（测试 3.4.2 的第一个用例）：6 个块、每块 4 个 token；`parent` 占 4 个块，它分叉出的 `child` 共享这 4 个块，`other` 占 1 个块，因此有 1 个空闲块。`child` 受保护时，驱逐 `parent` 释放不了任何块，驱逐 `other` 释放 1 个块：最多只能有 2 个空闲块，要求 3 个块时必须立即抛出异常。
 #
 # 分部分计分：3.4.1 参数与无需驱逐（1 分）· 3.4.2 拒绝执行，包括共享块（2 分）· 3.4.3 按策略的顺序驱逐（2 分）。
 
@@ -916,10 +889,9 @@ def evict_until_fit(manager, policy, blocks_needed, protected=frozenset()):
                            f"evicting every unprotected sequence frees {freeable} more")
     ### END SOLUTION
     # TODO 3.4.3: evict the policy's victims one at a time until blocks_needed blocks are free; return their ids.
-    # 提示：循环条件是 allocator.num_free < blocks_needed；每轮 victim = policy.select_victim(manager.sequences, protected)，
-    #       再 manager.release(manager.sequences[victim])，并把 victim 记入列表。
-    # Hint: loop while allocator.num_free < blocks_needed; in each round take victim = policy.select_victim(
-    #       manager.sequences, protected), call manager.release(manager.sequences[victim]) and record victim.
+    # 提示：只要空闲块还不够就继续循环；每一轮向策略要一个受害者，通过 manager 释放这个序列，并记下它的 id。
+    # Hint: keep looping while too few blocks are free; in each round ask the policy for one victim, release that sequence
+    #       through the manager, and record its id.
     ### BEGIN SOLUTION
     evicted = []
     while allocator.num_free < blocks_needed:
@@ -940,6 +912,7 @@ def _check_task3_4_1_arguments():
     from course.checks import assert_plain_equal, assert_raises
 
 
+    # BEGIN SHARED ListedOrder (authoring/shared/03_lru_lfu.py)
     class ListedOrder:
         """A policy for this test: evicts the first unprotected id of a fixed list."""
 
@@ -948,6 +921,7 @@ def _check_task3_4_1_arguments():
 
         def select_victim(self, sequences, protected=frozenset()):
             return next((seq_id for seq_id in self.order if seq_id in sequences and seq_id not in protected), None)
+    # END SHARED
 
 
     def small_cache():
@@ -969,6 +943,8 @@ def _check_task3_4_1_arguments():
     assert_plain_equal(state(manager), [["a", "b", "c", "d"], 2], "[sequences, num_free] after asking for 2, then 0 blocks")
     assert_raises(ValueError, "evict_until_fit(cache, order, -1)", evict_until_fit, manager, order, -1)
     assert_plain_equal(state(manager), [["a", "b", "c", "d"], 2], "[sequences, num_free] after evict_until_fit(cache, order, -1) raised")
+    assert_plain_equal(evict_until_fit(PagedKVCacheManager(num_blocks=2, block_size=4), order, 2), [],
+                       "evict_until_fit(empty cache of 2 blocks, order, 2)")
 
     ### BEGIN HIDDEN TESTS
     for needed in (-5, -1):
@@ -995,6 +971,7 @@ def _check_task3_4_2_refuses():
     from course.checks import assert_plain_equal, assert_raises
 
 
+    # BEGIN SHARED ListedOrder (authoring/shared/03_lru_lfu.py)
     class ListedOrder:
         """A policy for this test: evicts the first unprotected id of a fixed list."""
 
@@ -1003,6 +980,7 @@ def _check_task3_4_2_refuses():
 
         def select_victim(self, sequences, protected=frozenset()):
             return next((seq_id for seq_id in self.order if seq_id in sequences and seq_id not in protected), None)
+    # END SHARED
 
 
     def state(manager):
@@ -1018,7 +996,8 @@ def _check_task3_4_2_refuses():
     before = state(manager)
     assert_raises(RuntimeError, "evict_until_fit(parent's 4 blocks shared with protected child, other 1 block, 1 free, need 3)",
                   evict_until_fit, manager, ListedOrder(["parent", "other", "child"]), 3, frozenset({"child"}))
-    assert_plain_equal(state(manager), before, "[sequences, num_free, ref_counts] after that RuntimeError (nothing may be evicted)")
+    assert_plain_equal(state(manager), before,
+                       "[sequences, num_free, ref_counts] after that RuntimeError (evict_until_fit changed the cache before raising)")
     # A chain of forks: root, mid and leaf share 2 blocks; with leaf protected they stay.
     manager = PagedKVCacheManager(num_blocks=5, block_size=2)
     root = manager.allocate_for_sequence("root", 4)
@@ -1096,6 +1075,7 @@ def _check_task3_4_3_evicts_in_policy_order():
     from course.checks import assert_plain_equal
 
 
+    # BEGIN SHARED ListedOrder (authoring/shared/03_lru_lfu.py)
     class ListedOrder:
         """A policy for this test: evicts the first unprotected id of a fixed list."""
 
@@ -1104,6 +1084,7 @@ def _check_task3_4_3_evicts_in_policy_order():
 
         def select_victim(self, sequences, protected=frozenset()):
             return next((seq_id for seq_id in self.order if seq_id in sequences and seq_id not in protected), None)
+    # END SHARED
 
 
     def small_cache():
@@ -1219,24 +1200,19 @@ _check_task3_4_3_evicts_in_policy_order()
 # values: an int64 step of $2^{62}$ or more does not survive a trip through float64 (its last bits are lost, so
 # different steps look equal), and the largest int64, $2^{63}-1$, may be a real value, not only your mask.
 #
-# 拥有 $10^5$ 个缓存序列的引擎不会遍历 Python 对象来找受害者。它把元数据存成列：每个张量的第 $i$ 项描述**排序后**第 $i$ 个
-# seq_id，布尔掩码 `evictable` 对受保护序列为 False。在这种布局下，“平局时较小的 id 获胜”就变成“平局时较小的下标获胜”，下面的张量版本
-# 必须与字典版本给出完全相同的答案，平局也一样。不允许对序列写 Python 循环（测试用 `assert_no_python_loop` 数出在 8 项和 4,096 项上
-# 各做了多少次 torch 运算）；张量可以在任意设备上；值可以是任意 int64（`torch.argmin` 返回最小值第一次出现的下标；被掩码排除的项无论取
-# 什么值都不能胜出）。大数值有两个陷阱：不小于 $2^{62}$ 的 int64 步数转成 float64 后会丢失末位（不同的步数看起来相等）；而 int64 的
-# 最大值 $2^{63}-1$ 也可能是真实的值，不只是你的掩码值。
+# 拥有 $10^5$ 个缓存序列的引擎不会遍历 Python 对象来找受害者。它把元数据存成列：每个张量的第 $i$ 项描述**排序后**第 $i$ 个 seq_id，布尔掩码 `evictable` 对受保护序列为 False。在这种布局下，“平局时较小的 id 获胜”就变成“平局时较小的下标获胜”，下面的张量版本必须与字典版本给出完全相同的答案，平局也一样。不允许对序列写 Python 循环（测试用 `assert_no_python_loop` 数出在 8 项和 4,096 项上各做了多少次 torch 运算）；张量可以在任意设备上；值可以是任意 int64（`torch.argmin` 返回最小值第一次出现的下标；被掩码排除的项无论取什么值都不能胜出）。大数值有两个陷阱：不小于 $2^{62}$ 的 int64 步数转成 float64 后会丢失末位（不同的步数看起来相等）；而 int64 的最大值 $2^{63}-1$ 也可能是真实的值，不只是你的掩码值。
 #
 # ## Task 3.5: lru_victim_t (3 points)
 #
 # Write `lru_victim_t(last_access_step, evictable) -> int`: the index $i$ with `evictable[i]` True and the
 # smallest `last_access_step[i]`, the smallest such index on a tie, as a Python `int`; `-1` when no entry is
-# evictable. Raise `ValueError` when the two tensors are not 1-D of the same length. Fill in TODO 3.5.1 and
-# TODO 3.5.2.
+# evictable (two empty tensors included). Raise `ValueError` when the two tensors are not 1-D of the same length.
+# Do not change the input tensors: they are the engine's metadata, so mask with the out-of-place `torch.where`, not
+# with an in-place method such as `masked_fill_`. Fill in TODO 3.5.1 and TODO 3.5.2.
 #
 # ## 任务 3.5：lru_victim_t（3 分）
 #
-# 编写 `lru_victim_t(last_access_step, evictable) -> int`：在 `evictable[i]` 为 True 的下标中，返回 `last_access_step[i]`
-# 最小的下标 $i$（平局时取最小的下标），类型为 Python `int`；没有可驱逐的项时返回 `-1`。两个张量不是等长的一维张量时抛出 `ValueError`。
+# 编写 `lru_victim_t(last_access_step, evictable) -> int`：在 `evictable[i]` 为 True 的下标中，返回 `last_access_step[i]` 最小的下标 $i$（平局时取最小的下标），类型为 Python `int`；没有可驱逐的项时（包括两个空张量）返回 `-1`。两个张量不是等长的一维张量时抛出 `ValueError`。不要修改输入的张量：它们是引擎的元数据，所以请用非原地的 `torch.where` 做掩码，而不是 `masked_fill_` 这样的原地方法。
 # 请完成 TODO 3.5.1 和 TODO 3.5.2。
 
 # %% nbgrader={"grade": false, "grade_id": "task3_5_lru_victim_t", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1263,13 +1239,12 @@ def lru_victim_t(last_access_step, evictable):
                          f"{tuple(last_access_step.shape)} and {tuple(evictable.shape)}")
     ### END SOLUTION
     # TODO 3.5.2: return the evictable index with the smallest step (the smallest index on a tie), or -1.
-    # 提示：torch.where(evictable, last_access_step, 最大的 int64) 让受保护的项永远不会更小，torch.argmin 再取第一个最小值；
-    #       但可驱逐项的步数本身也可能是最大的 int64，所以要检查 argmin 落在的项是否可驱逐，否则取第一个可驱逐的下标。
-    #       不要转成 float：大的 int64 会失去精度。
-    # Hint: torch.where(evictable, last_access_step, the largest int64) keeps protected entries from being smaller,
-    #       and torch.argmin takes the first minimum; an evictable step may be the largest int64 itself, so check
-    #       that the argmin is evictable, else take the first evictable index. Do not go through float: large
-    #       int64 values lose precision.
+    # 提示：用 torch.where 把受保护的项换成最大的 int64，它们就不会更小；torch.argmin 再取第一个最小值。但可驱逐项的步数本身
+    #       也可能是最大的 int64，所以要检查 argmin 落在的项是否可驱逐，否则取第一个可驱逐的下标。不要转成 float：大的 int64
+    #       会失去精度。
+    # Hint: torch.where can put the largest int64 in place of the protected entries, so that they are never smaller, and
+    #       torch.argmin takes the first minimum; an evictable step may be the largest int64 itself, so check that the argmin
+    #       is evictable, else take the first evictable index. Do not go through float: large int64 values lose precision.
     ### BEGIN SOLUTION
     largest = torch.iinfo(last_access_step.dtype).max
     masked = torch.where(evictable, last_access_step, largest)
@@ -1303,6 +1278,12 @@ def _check_task3_5_lru_victim_t():
                            f"lru_victim_t([2**62 + 1, 2**62], all evictable) on {device} (equal as float64, not as int64)")
         assert_plain_equal(lru_victim_t(step, torch.zeros(4, dtype=torch.bool, device=device)), -1,
                            f"lru_victim_t(steps, nothing evictable) on {device}")
+        assert_plain_equal(lru_victim_t(torch.zeros(0, dtype=torch.int64, device=device), torch.zeros(0, dtype=torch.bool, device=device)),
+                           -1, f"lru_victim_t(empty tensors) on {device}")
+        flags = torch.tensor([True, False, True, True], device=device)
+        lru_victim_t(step, flags)
+        assert_plain_equal([step.tolist(), flags.tolist()], [[7, 3, 9, 3], [True, False, True, True]],
+                           f"[last_access_step, evictable] after lru_victim_t on {device} (lru_victim_t must not change its input)")
     assert_raises(ValueError, "lru_victim_t(4 steps, 3 flags)", lru_victim_t, torch.arange(4), torch.ones(3, dtype=torch.bool))
     assert_raises(ValueError, "lru_victim_t(steps of shape (2, 2), flags of shape (2, 2))", lru_victim_t,
                   torch.zeros(2, 2, dtype=torch.int64), torch.ones(2, 2, dtype=torch.bool))
@@ -1359,7 +1340,9 @@ _check_task3_5_lru_victim_t()
 #
 # Write `lfu_victim_t(use_count, last_access_step, evictable) -> int`: the evictable index with the smallest
 # `(use_count[i], last_access_step[i], i)`, compared lexicographically; `-1` when none is evictable; `ValueError`
-# when the three tensors are not 1-D of the same length. Fill in TODO 3.6.1 to TODO 3.6.3.
+# when the three tensors are not 1-D of the same length. The tensors may be on any device. Do not change them: an
+# in-place `use_count.masked_fill_(~evictable, ...)` would overwrite the engine's use counts, so mask out of place
+# (`torch.where`). Fill in TODO 3.6.1 to TODO 3.6.3.
 #
 # **The trap: packed keys.** Do not fold the two keys into one number such as `use_count * 10**6 +
 # last_access_step`. A logical clock passes $10^6$ after a million accesses, and then a sequence with more uses
@@ -1370,13 +1353,11 @@ _check_task3_5_lru_victim_t()
 #
 # ## 任务 3.6：lfu_victim_t（4 分）
 #
-# 编写 `lfu_victim_t(use_count, last_access_step, evictable) -> int`：在可驱逐的下标中返回 `(use_count[i], last_access_step[i], i)`
-# 按字典序最小者；没有可驱逐项时返回 `-1`；三个张量不是等长的一维张量时抛出 `ValueError`。请完成 TODO 3.6.1 到 TODO 3.6.3。
+# 编写 `lfu_victim_t(use_count, last_access_step, evictable) -> int`：在可驱逐的下标中返回 `(use_count[i], last_access_step[i], i)` 按字典序最小者；没有可驱逐项时返回 `-1`；三个张量不是等长的一维张量时抛出 `ValueError`。张量可以在任意设备上。不要修改这三个张量：原地的 `use_count.masked_fill_(~evictable, ...)` 会改写引擎记录的使用次数，所以请用非原地的 `torch.where` 做掩码。
+# 请完成 TODO 3.6.1 到 TODO 3.6.3。
 #
-# **陷阱：把两个键合成一个数。** 不要把两个键合成一个数，例如 `use_count * 10**6 + last_access_step`。逻辑时钟在一百万次访问后就会超过
-# $10^6$，这时使用次数多的序列可能排在使用次数少的序列前面（使用次数 1、步数 1,500,000 得 2,500,000；使用次数 2、步数 20 得 2,000,020）。
-# 换一个更大的系数也只是把问题挪了个地方：`use_count * 2**32 + last_access_step` 在 `use_count` 达到 $2^{31}$ 时就会让 int64 溢出，
-# 而这些值可以是任意 int64。应当逐个键地缩小候选范围；可见测试中展示了这两种情况。
+# **陷阱：把两个键合成一个数。** 例如 `use_count * 10**6 + last_access_step`。逻辑时钟在一百万次访问后就会超过 $10^6$，这时使用次数多的序列可能排在使用次数少的序列前面（使用次数 1、步数 1,500,000 得 2,500,000；使用次数 2、步数 20 得 2,000,020）。
+# 换一个更大的系数也只是把问题挪了个地方：`use_count * 2**32 + last_access_step` 在 `use_count` 达到 $2^{31}$ 时就会让 int64 溢出，而这些值可以是任意 int64。应当逐个键地缩小候选范围；可见测试中展示了这两种情况。
 
 # %% nbgrader={"grade": false, "grade_id": "task3_6_lfu_victim_t", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def lfu_victim_t(use_count, last_access_step, evictable):
@@ -1457,6 +1438,11 @@ def _check_task3_6_lfu_victim_t():
                            f"lfu_victim_t(use_count [1, 1], step [2**62 + 1, 2**62]) on {device} (equal as float64, not as int64)")
         assert_plain_equal(lfu_victim_t(count, step, torch.zeros(4, dtype=torch.bool, device=device)), -1,
                            f"lfu_victim_t(..., nothing evictable) on {device}")
+        flags = torch.tensor([True, False, True, True], device=device)
+        lfu_victim_t(count, step, flags)
+        assert_plain_equal([count.tolist(), step.tolist(), flags.tolist()], [[1, 1, 4, 1], [9, 4, 1, 4], [True, False, True, True]],
+                           f"[use_count, last_access_step, evictable] after lfu_victim_t on {device} "
+                           "(lfu_victim_t must not change its input)")
     assert_raises(ValueError, "lfu_victim_t(4 counts, 3 steps, 4 flags)", lfu_victim_t,
                   torch.arange(4), torch.arange(3), torch.ones(4, dtype=torch.bool))
     assert_raises(ValueError, "lfu_victim_t(3 counts, 3 steps, 2 flags)", lfu_victim_t,
@@ -1521,16 +1507,14 @@ _check_task3_6_lfu_victim_t()
 # and `[use_count, last_access_step]` for LFU. Return the indices of the first `k` **evictable** entries in that
 # order (protected entries are skipped, not counted among the `k`), as an int64 tensor on the keys' device; fewer
 # than `k` when fewer are evictable (an empty tensor when none is). Raise `ValueError` for `k < 0`, an empty
-# `keys` list, or tensors that are not 1-D of one length. No Python loop over the entries (a loop over the few
-# keys is fine). Fill in TODO 3.7.1 to TODO 3.7.3.
+# `keys` list, or tensors that are not 1-D of one length. Key values may be any int64, up to $2^{63}-1$: sort by each
+# key as it is, since packing several keys into one number overflows. Do not change `keys` or `evictable`. No Python
+# loop over the entries (a loop over the few keys is fine). Fill in TODO 3.7.1 to TODO 3.7.3.
 #
 # ## 任务 3.7：evict_order_t（5 分）
 #
-# `evict_until_fit` 每次只要一个受害者。元数据不变时，完整的驱逐顺序就是一次排序。编写 `evict_order_t(keys, evictable, k) -> torch.Tensor`：
-# `keys` 是非空的一维 int64 张量列表（第一个键起决定作用，后面的键打破平局，最后由下标打破剩余的平局），例如 LRU 用
-# `[last_access_step]`，LFU 用 `[use_count, last_access_step]`。按该顺序返回前 `k` 个**可驱逐**项的下标（跳过受保护的项，它们不计入 `k`），
-# 类型为 int64 张量，放在与 keys 相同的设备上；可驱逐项少于 `k` 个时返回更少（没有时返回空张量）。`k < 0`、`keys` 为空列表、
-# 或张量不是等长的一维张量时抛出 `ValueError`。不允许对各项写 Python 循环（对少数几个键循环没有问题）。请完成 TODO 3.7.1 到 TODO 3.7.3。
+# `evict_until_fit` 每次只要一个受害者。元数据不变时，完整的驱逐顺序就是一次排序。编写 `evict_order_t(keys, evictable, k) -> torch.Tensor`：`keys` 是非空的一维 int64 张量列表（第一个键起决定作用，后面的键打破平局，最后由下标打破剩余的平局），例如 LRU 用 `[last_access_step]`，LFU 用 `[use_count, last_access_step]`。按该顺序返回前 `k` 个**可驱逐**项的下标（跳过受保护的项，它们不计入 `k`），类型为 int64 张量，放在与 keys 相同的设备上；可驱逐项少于 `k` 个时返回更少（没有时返回空张量）。`k < 0`、`keys` 为空列表、或张量不是等长的一维张量时抛出 `ValueError`。键的值可以是任意 int64，最大到 $2^{63}-1$：请直接按每个键的原值排序，把几个键合成一个数会溢出。
+# 不要修改 `keys` 和 `evictable`。不允许对各项写 Python 循环（对少数几个键循环没有问题）。请完成 TODO 3.7.1 到 TODO 3.7.3。
 
 # %% nbgrader={"grade": false, "grade_id": "task3_7_evict_order_t", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def evict_order_t(keys, evictable, k):
@@ -1561,11 +1545,11 @@ def evict_order_t(keys, evictable, k):
     ### END SOLUTION
     order = torch.arange(evictable.shape[0], device=evictable.device)
     # TODO 3.7.2: reorder `order` by the keys, lexicographically, ties kept in index order.
-    # 提示：torch.sort(..., stable=True) 会保持相等元素的原有顺序。先按**最后一个**键排序、最后按第一个键排序，就得到字典序
-    #       （基数排序就是这样工作的）：order = order[torch.sort(key[order], stable=True).indices]。
-    # Hint: torch.sort(..., stable=True) keeps the order of equal entries. Sorting by the **last** key first and by the
-    #       first key last gives the lexicographic order (this is how a radix sort works):
-    #       order = order[torch.sort(key[order], stable=True).indices].
+    # 提示：稳定排序（torch.sort(..., stable=True)）保持相等元素原来的先后。先按**最后一个**键排、最后按第一个键排，就得到字典序
+    #       （基数排序就是这样工作的）：每一轮按 `order` 当前顺序下该键的值重新排列 `order`。
+    # Hint: a stable sort (torch.sort(..., stable=True)) keeps equal entries in their order. Sorting by the **last** key
+    #       first and by the first key last gives the lexicographic order (this is how a radix sort works): each pass
+    #       reorders `order` by the key's values taken in the current `order`.
     ### BEGIN SOLUTION
     for key in reversed(keys):
         order = order[torch.sort(key[order], stable=True).indices]
@@ -1584,7 +1568,7 @@ def evict_order_t(keys, evictable, k):
 
 
 def _check_task3_7_evict_order_t():
-    from course.checks import assert_no_python_loop, assert_raises, assert_same_tensor
+    from course.checks import assert_no_python_loop, assert_plain_equal, assert_raises, assert_same_tensor
     from course.env import available_devices
 
     for device in available_devices():
@@ -1599,6 +1583,12 @@ def _check_task3_7_evict_order_t():
                            f"evict_order_t([use_count, step], same mask, 2) on {device} (entry 4 comes first but is protected)")
         assert_same_tensor(evict_order_t([count, step], flags, 0), torch.tensor([], dtype=torch.int64, device=device),
                            f"evict_order_t(..., k=0) on {device}")
+        assert_plain_equal([count.tolist(), step.tolist(), flags.tolist()], [[1, 1, 4, 1, 0], [9, 4, 1, 4, 7], [True] * 4 + [False]],
+                           f"[use_count, step, evictable] after evict_order_t on {device} (evict_order_t must not change its input)")
+        huge = torch.tensor([2**62, 1, 2**62], device=device)
+        assert_same_tensor(evict_order_t([huge, torch.tensor([2**63 - 1, 5, 0], device=device)], torch.ones(3, dtype=torch.bool, device=device), 3),
+                           torch.tensor([1, 2, 0], device=device),
+                           f"evict_order_t([[2**62, 1, 2**62], [2**63 - 1, 5, 0]], all evictable, 3) on {device} (packed keys overflow)")
     assert_raises(ValueError, "evict_order_t([], mask, 1)", evict_order_t, [], torch.ones(3, dtype=torch.bool), 1)
     assert_raises(ValueError, "evict_order_t([step], mask, -1)", evict_order_t, [torch.arange(3)], torch.ones(3, dtype=torch.bool), -1)
     assert_raises(ValueError, "evict_order_t([3 steps, 4 counts], mask of 3, 2)", evict_order_t,
@@ -1673,13 +1663,8 @@ _check_task3_7_evict_order_t()
 # `libcachesim` package), and any object with `select_victim`, such as yours. Your classes run in Python with one
 # `select_victim` call per eviction, so the workloads below are small.
 #
-# `course.replay.replay(trace, capacity, policy)` 以块为单位回放访问轨迹：每个请求按顺序访问它的前缀块；块已在缓存中即为命中，
-# 否则为未命中并插入该块（缓存已有 `capacity` 个块时先驱逐一个）。每个块是一个单位（相当于只占一个块的 `SequenceKVCache`），
-# 所以你的策略对象可以直接接入：回放把记录字典交给它们，记录带有 `seq_id`、`last_access_step`（该次访问在访问轨迹中的位置）、
-# `use_count`（插入以来的使用次数）和 `num_blocks()`；回放还会**保护**当前请求已经访问过的块，就像引擎固定运行中请求的块一样。
-# `replay` 支持的策略有：快速的内置 LRU、LFU、FIFO 和 Belady 的 MIN，libCacheSim 的 ARC 与 S3-FIFO（`"lcs:ARC"`、`"lcs:S3FIFO"`，
-# 需要 `libcachesim` 包），以及任何带 `select_victim` 的对象，例如你写的类。你的类在 Python 中运行，每次驱逐调用一次
-# `select_victim`，所以下面的工作负载都很小。
+# `course.replay.replay(trace, capacity, policy)` 以块为单位回放访问轨迹：每个请求按顺序访问它的前缀块；块已在缓存中即为命中，否则为未命中并插入该块（缓存已有 `capacity` 个块时先驱逐一个）。每个块是一个单位（相当于只占一个块的 `SequenceKVCache`），所以你的策略对象可以直接接入：回放把记录字典交给它们，记录带有 `seq_id`、`last_access_step`（该次访问在访问轨迹中的位置）、`use_count`（插入以来的使用次数）和 `num_blocks()`；回放还会**保护**当前请求已经访问过的块，就像引擎固定运行中请求的块一样。
+# `replay` 支持的策略有：快速的内置 LRU、LFU、FIFO 和 Belady 的 MIN，libCacheSim 的 ARC 与 S3-FIFO（`"lcs:ARC"`、`"lcs:S3FIFO"`，需要 `libcachesim` 包），以及任何带 `select_victim` 的对象，例如你写的类。你的类在 Python 中运行，每次驱逐调用一次 `select_victim`，所以下面的工作负载都很小。
 
 # %%
 import math
@@ -1756,10 +1741,8 @@ for name, trace in WORKLOADS.items():
 # the built-in LFU does not protect the current request's blocks and may evict it. So the two LFUs agree except
 # where that happens; the last line of the output says whether it happened here.
 #
-# 先做一个检查：在相同的访问轨迹和容量下，你的 `LRUPolicy` 必须与内置 LRU 的命中数完全相同。LRU 本来就不会想驱逐当前请求的块
-# （它们是最近使用的），所以保护不改变任何结果。LFU 不同：当前请求刚插入的块 `use_count` 为 1，可能正是缓存中使用次数最少的块。
-# 你的 `LFUPolicy` 会跳过它，因为回放保护了它；内置 LFU 不保护当前请求的块，可能把它驱逐。所以两个 LFU 只在发生这种情况时才不一致；
-# 输出的最后一行说明这里是否发生了。
+# 先做一个检查：在相同的访问轨迹和容量下，你的 `LRUPolicy` 必须与内置 LRU 的命中数完全相同。LRU 本来就不会想驱逐当前请求的块（它们是最近使用的），所以保护不改变任何结果。LFU 不同：当前请求刚插入的块 `use_count` 为 1，可能正是缓存中使用次数最少的块。
+# 你的 `LFUPolicy` 会跳过它，因为回放保护了它；内置 LFU 不保护当前请求的块，可能把它驱逐。所以两个 LFU 只在发生这种情况时才不一致；输出的最后一行说明这里是否发生了。
 
 # %%
 trace, capacity = WORKLOADS["Zipf documents"], 40
@@ -1790,10 +1773,7 @@ if results["your LFUPolicy"] is not None:
 # is Belady's MIN, the ceiling. Below the plot, the cell prints by how many hits your `LFUPolicy` and the built-in LFU
 # differ at each point (the reason is in experiment 1).
 #
-# 三个工作负载、六个策略，容量从不同块数的 10% 到 100%（100% 时没有驱逐，所有策略都只有首次访问的未命中）。细灰线是 LRU 在**每个**
-# 容量下的命中率，由 `course.replay.lru_hit_ratio_curve` 根据栈距离一次算出（LRU 是栈算法：$C+1$ 个块的缓存包含 $C$ 个块的缓存中
-# 的一切）；你的 LRU 的标记点必须落在这条线上。黑色虚线是 Belady 的 MIN，即上限。图下方，单元打印出每个点上你的 `LFUPolicy` 与内置 LFU
-# 相差多少次命中（原因见实验 1）。
+# 三个工作负载、六个策略，容量从不同块数的 10% 到 100%（100% 时没有驱逐，所有策略都只有首次访问的未命中）。细灰线是 LRU 在**每个**容量下的命中率，由 `course.replay.lru_hit_ratio_curve` 根据栈距离一次算出（LRU 是栈算法：$C+1$ 个块的缓存包含 $C$ 个块的缓存中的一切）；你的 LRU 的标记点必须落在这条线上。黑色虚线是 Belady 的 MIN，即上限。图下方，单元打印出每个点上你的 `LFUPolicy` 与内置 LFU 相差多少次命中（原因见实验 1）。
 
 # %%
 FRACTIONS = (0.1, 0.25, 0.5, 0.75, 1.0)
@@ -1812,10 +1792,10 @@ for ax, (name, trace) in zip(axes, WORKLOADS.items()):
                              zip(curves[name]["your LFUPolicy"], built_in_lfu) if not math.isnan(mine)]
     plot_hit_ratio_curves(as_curves(capacities, {k: v for k, v in curves[name].items() if k in POLICIES and k != "Belady's MIN"}),
                           belady=dict(zip(capacities, curves[name]["Belady's MIN"])),
-                          title=f"{name} ({distinct} distinct blocks)", ax=ax)
+                          title=label(f"{name} ({distinct} distinct blocks)", f"{name}（{distinct} 个不同的块）"), ax=ax)
     every = list(range(1, distinct + 1))
     lru_curve = lru_hit_ratio_curve(trace, every)
-    ax.plot(every, [100 * lru_curve[c].hit_ratio for c in every], color="0.6", lw=1, label="LRU at every capacity")
+    ax.plot(every, [100 * lru_curve[c].hit_ratio for c in every], color="0.6", lw=1, label=label("LRU at every capacity", "每个容量下的 LRU"))
     ax.set_xlabel(label("cache capacity (blocks)", "缓存容量（块）"))
     ax.set_ylabel(label("hit ratio (%)", "命中率（%）"))
     ax.get_legend().remove()
@@ -1844,14 +1824,7 @@ for name, differences in lfu_differences.items():
 # Zipf workload and a few hits, of about two thousand references, on the chat workload at small capacities, where a
 # new turn's blocks are often the least used ones.
 #
-# **曲线说明了什么。** *循环*：对多于缓存容量的块做循环扫描是 LRU 的最坏情况：每个块都恰好在它再次被访问之前被驱逐，所以在整个循环
-# 装得下之前 LRU 的命中率为 0；LFU 也好不到哪里去，因为循环中每个块的计数都一样小，用新近度打破平局使它变成了 LRU（FIFO 和 ARC 也落在
-# 同一条零线上）。Belady 始终保留循环中的同一部分，每轮都在这部分上命中（对 $L$ 个块的循环约为 $C/L$）；S3-FIFO 让新块先在一个小 FIFO 里
-# 证明自己的价值再进入主队列，也能保留循环的一部分。*Zipf 文档*：稳定的热点集合（系统提示和热门文档）正是频率发挥作用的地方：容量小时
-# LFU 高于 LRU，因为一遍访问冷门文档不会把热门文档挤出去。*多轮对话*：共享的系统提示访问频繁，而每个对话的历史又是最近访问的，所以频率和
-# 新近度各有帮助；容量小时 LFU 保住了系统提示，而当活跃对话都装得下时 LRU 就追了上来。没有任何实际策略能达到 Belady：曲线与 MIN 之间的
-# 空间，就是更好的驱逐还能赢得的部分。打印出的两个 LFU 之差在循环与 Zipf 工作负载上为零；在多轮对话的小容量下相差几次命中（总共约两千次访问），
-# 因为那里新一轮对话的块常常正是使用次数最少的块。
+# **曲线说明了什么。** *循环*：对多于缓存容量的块做循环扫描是 LRU 的最坏情况：每个块都恰好在它再次被访问之前被驱逐，所以在整个循环装得下之前 LRU 的命中率为 0；LFU 也好不到哪里去，因为循环中每个块的计数都一样小，用新近度打破平局使它变成了 LRU（FIFO 和 ARC 也落在同一条零线上）。Belady 始终保留循环中的同一部分，每轮都在这部分上命中（对 $L$ 个块的循环约为 $C/L$）；S3-FIFO 让新块先在一个小 FIFO 里证明自己的价值再进入主队列，也能保留循环的一部分。*Zipf 文档*：稳定的热点集合（系统提示和热门文档）正是频率发挥作用的地方：容量小时 LFU 高于 LRU，因为一遍访问冷门文档不会把热门文档挤出去。*多轮对话*：共享的系统提示访问频繁，而每个对话的历史又是最近访问的，所以频率和新近度各有帮助；容量小时 LFU 保住了系统提示，而当活跃对话都装得下时 LRU 就追了上来。没有任何实际策略能达到 Belady：曲线与 MIN 之间的空间，就是更好的驱逐还能赢得的部分。打印出的两个 LFU 之差在循环与 Zipf 工作负载上为零；在多轮对话的小容量下相差几次命中（总共约两千次访问），因为那里新一轮对话的块常常正是使用次数最少的块。
 
 # %% [markdown]
 # ### Experiment 3: Mooncake's published synthetic trace | 实验 3：Mooncake 公开的合成访问轨迹
@@ -1865,11 +1838,7 @@ for name, differences in lfu_differences.items():
 # (experiment 1); the built-in LFU may differ from yours by a few hits (experiment 2). The cell checks the LFU on the
 # first 200 requests at the smallest capacity and prints the difference it finds.
 #
-# Mooncake（月之暗面 Kimi 的推理服务平台）随其 FAST 2025 论文公开了一份合成访问轨迹，其中每个请求列出其提示词各个 512 token 块的
-# 哈希 id；两个请求中相同的 id 就是共享前缀。`traces.mooncake_or_synthetic` 会下载它；没有网络时，它返回一份由 `course.traces`
-# 生成、**格式相同**的替代访问轨迹，单元会打印你拿到的是哪一份。前 1,000 个请求足以看出策略的排名。在这里你的 Python 策略每次驱逐都要在数千个
-# 块上调用一次 `select_victim`，所以本实验使用内置的 LRU 和 LFU。内置 LRU 的命中数总是与你的 LRU 相同（实验 1）；内置 LFU 可能与你的
-# 相差几次命中（实验 2）。单元在前 200 个请求、最小的容量上检查 LFU，并打印它发现的差别。
+# Mooncake（月之暗面 Kimi 的推理服务平台）随其 FAST 2025 论文公开了一份合成访问轨迹，其中每个请求列出其提示词各个 512 token 块的哈希 id；两个请求中相同的 id 就是共享前缀。`traces.mooncake_or_synthetic` 会下载它；没有网络时，它返回一份由 `course.traces` 生成、**格式相同**的替代访问轨迹，单元会打印你拿到的是哪一份。前 1,000 个请求足以看出策略的排名。在这里你的 Python 策略每次驱逐都要在数千个块上调用一次 `select_victim`，所以本实验使用内置的 LRU 和 LFU。内置 LRU 的命中数总是与你的 LRU 相同（实验 1）；内置 LFU 可能与你的相差几次命中（实验 2）。单元在前 200 个请求、最小的容量上检查 LFU，并打印它发现的差别。
 
 # %%
 mooncake, description = traces.mooncake_or_synthetic(limit=1000)
@@ -1915,8 +1884,7 @@ if mine is not None:
 #
 # $$\text{弥补的差距} = \frac{h_\text{策略} - h_\text{LRU}}{h_\text{MIN} - h_\text{LRU}}，$$
 #
-# 其中 $h$ 是命中率。LRU 自身为 0，与最优策略一样好的策略为 1，比 LRU 差的策略为负。柱状图使用约为不同块数四分之一的容量（Mooncake 访问轨迹
-# 为五分之一）；在小工作负载上“LFU”是你的 `LFUPolicy`，在 Mooncake 访问轨迹上是内置 LFU。
+# 其中 $h$ 是命中率。LRU 自身为 0，与最优策略一样好的策略为 1，比 LRU 差的策略为负。柱状图使用约为不同块数四分之一的容量（Mooncake 访问轨迹为五分之一）；在小工作负载上“LFU”是你的 `LFUPolicy`，在 Mooncake 访问轨迹上是内置 LFU。
 
 # %%
 def share_of_gap(ratio, lru, belady):
@@ -1961,11 +1929,7 @@ plt.show()
 # read the last row. No single policy wins everywhere; that is why engines make the policy pluggable and why
 # notebook 05 scores sequences with more than one signal.
 #
-# **如何解读柱状图**（数字见单元打印的表）。在循环上，只有 S3-FIFO 弥补了大部分差距：新块先经过它的小 FIFO，而不会冲刷主队列，
-# 因此循环的一部分能像 MIN 那样一直留在缓存中。在 Zipf 工作负载上，计数或过滤的策略（LFU、ARC、S3-FIFO）弥补了大约五分之一到五分之二的差距，
-# 而忽略命中的 FIFO 反而扩大了差距（比例为负）。在多轮对话上，在这个容量下没有策略胜过 LRU：对话历史在下一轮就被重用，新近度正是正确的信号。在 Mooncake 格式的
-# 访问轨迹上（Mooncake 公开的那一份，或下载失败时的替代访问轨迹：实验 3 输出的第一行说明是哪一份），请看表的最后一行。没有哪个策略在所有地方
-# 都赢；这就是引擎把策略做成可插拔的原因，也是 notebook 05 用多个信号给序列打分的原因。
+# **如何解读柱状图**（数字见单元打印的表）。在循环上，只有 S3-FIFO 弥补了大部分差距：新块先经过它的小 FIFO，而不会冲刷主队列，因此循环的一部分能像 MIN 那样一直留在缓存中。在 Zipf 工作负载上，计数或过滤的策略（LFU、ARC、S3-FIFO）弥补了大约五分之一到五分之二的差距，而忽略命中的 FIFO 反而扩大了差距（比例为负）。在多轮对话上，在这个容量下没有策略胜过 LRU：对话历史在下一轮就被重用，新近度正是正确的信号。在 Mooncake 格式的访问轨迹上（Mooncake 公开的那一份，或下载失败时的替代访问轨迹：实验 3 输出的第一行说明是哪一份），请看表的最后一行。没有哪个策略在所有地方都赢；这就是引擎把策略做成可插拔的原因，也是 notebook 05 用多个信号给序列打分的原因。
 
 # %% [markdown]
 # ### Experiment 5: pick a workload and a capacity | 实验 5：选择工作负载与容量
@@ -1974,8 +1938,7 @@ plt.show()
 # at that point (your classes on the small workloads, the built-in LRU and LFU on the Mooncake trace). Try the loop
 # just below and just above 100%, and the Zipf workload at 5%.
 #
-# 选择一个工作负载，并以其不同块数的百分比设定容量；柱子是各策略在该点的命中率（小工作负载上用你的类，Mooncake 访问轨迹上用内置的 LRU
-# 和 LFU）。试试循环在略低于和略高于 100% 时的表现，以及 Zipf 工作负载在 5% 时的表现。
+# 选择一个工作负载，并以其不同块数的百分比设定容量；柱子是各策略在该点的命中率（小工作负载上用你的类，Mooncake 访问轨迹上用内置的 LRU 和 LFU）。试试循环在略低于和略高于 100% 时的表现，以及 Zipf 工作负载在 5% 时的表现。
 
 # %%
 import ipywidgets as widgets
@@ -2003,7 +1966,8 @@ def redraw(change=None):
         ax.set_xlim(0, 110)
         ax.invert_yaxis()
         ax.set_xlabel(label("hit ratio (%)", "命中率（%）"))
-        ax.set_title(f"{workload.value}: capacity {capacity} blocks ({share.value}% of {distinct} distinct)")
+        ax.set_title(label(f"{workload.value}: capacity {capacity} blocks ({share.value}% of {distinct} distinct)",
+                           f"{workload.value}：容量 {capacity} 块（{distinct} 个不同块的 {share.value}%）"))
         plt.tight_layout()
         plt.show()
 
@@ -2020,19 +1984,16 @@ display(widgets.VBox([widgets.HBox([workload, share]), plot]))
 # workloads and far from Belady's MIN on others (LRU on loops larger than the cache, LFU when popularity shifts), so
 # measure a policy against the optimum on your own trace before you trust it.
 #
-# **一句话记住：** LRU 按 $t_\text{last}$ 排序，LFU 按 $(\text{use\_count}, t_\text{last})$ 排序；它们各自在某些工作负载上表现良好，在另一些上
-# 远离 Belady 的 MIN（LRU 输在比缓存大的循环上，LFU 输在热度变化时），所以在信任一个策略之前，先在你自己的访问轨迹上把它与最优策略比较。
+# **一句话记住：** LRU 按 $t_\text{last}$ 排序，LFU 按 $(\text{use\_count}, t_\text{last})$ 排序；它们各自在某些工作负载上表现良好，在另一些上远离 Belady 的 MIN（LRU 输在比缓存大的循环上，LFU 输在热度变化时），所以在信任一个策略之前，先在你自己的访问轨迹上把它与最优策略比较。
 #
 # ## Prerequisites and further reading | 前置与相关阅读
 #
 # - Before: [02. Paged KV cache](../02_paged_kv_cache/02_paged_kv_cache.ipynb) (blocks, reference counts, `fork`,
 #   `release`). | 前置：[02. 分页 KV 缓存](../02_paged_kv_cache/02_paged_kv_cache.ipynb)（块、引用计数、`fork`、`release`）。
 # - Next: [04. Fair quota](../04_fair_quota/04_fair_quota.ipynb), eviction that protects small tenants from a large
-#   one; it is given your `EvictionPolicy`. | 下一节：[04. 公平配额](../04_fair_quota/04_fair_quota.ipynb)，保护小租户不被大租户
-#   挤出缓存的驱逐；它会用到你的 `EvictionPolicy`。
+#   one; it is given your `EvictionPolicy`. | 下一节：[04. 公平配额](../04_fair_quota/04_fair_quota.ipynb)，保护小租户不被大租户挤出缓存的驱逐；它会用到你的 `EvictionPolicy`。
 # - Further: the ARC and S3-FIFO papers below (recency and frequency in one policy), and the LRU-K paper (the $K$-th
-#   last access as the key). | 延伸阅读：下面的 ARC 与 S3-FIFO 论文（一个策略同时兼顾新近度与频率），以及 LRU-K 论文（以倒数第 $K$
-#   次访问作为键）。
+#   last access as the key). | 延伸阅读：下面的 ARC 与 S3-FIFO 论文（一个策略同时兼顾新近度与频率），以及 LRU-K 论文（以倒数第 $K$ 次访问作为键）。
 #
 # ## References | 参考文献
 #

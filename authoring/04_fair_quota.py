@@ -18,23 +18,24 @@
 # # 04. Fair quota | 公平配额
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/kvcache-course/kv-cache-eviction/blob/main/release/04_fair_quota/04_fair_quota.ipynb)
-# [![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)](https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/04_fair_quota/04_fair_quota.ipynb)
+# [![Open in ModelScope](https://img.shields.io/badge/ModelScope-Open%20in%20ModelScope-624aff)](https://modelscope.cn/notebook/share/github/kvcache-course/kv-cache-eviction/blob/main/release/04_fair_quota/04_fair_quota.ipynb)
 # [![GitHub](https://img.shields.io/badge/GitHub-release%2F04_fair_quota-black)](https://github.com/kvcache-course/kv-cache-eviction/blob/main/release/04_fair_quota/04_fair_quota.ipynb)
 #
 # **Difficulty:** ★★☆ intermediate · **Time:** about 75 minutes · **Points:** 22 · **GPU:** task 4.3 runs on CUDA when a GPU is present; everything also runs on the CPU.
 #
 # **难度：** ★★☆ 中级 · **用时：** 约 75 分钟 · **总分：** 22 · **GPU：** 任务 4.3 在有 GPU 时于 CUDA 上运行；所有内容也都能在 CPU 上运行。
 #
-# **ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
-# paste the ModelScope badge's link (this notebook's file in the course repository).
-# 在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
+# **ModelScope (魔搭):** log in to ModelScope, then click the ModelScope badge: it opens this notebook from
+# GitHub in a notebook instance of yours (choose CPU or GPU). Where that link does not work, choose
+# *File → Open from URL…* in the instance's JupyterLab and paste <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/04_fair_quota/04_fair_quota.ipynb>.
+# 先登录魔搭，再点击 ModelScope 徽章：魔搭会从 GitHub 取来本 notebook，在你自己的 Notebook 实例中打开（可选 CPU 或 GPU）。
+# 如果这个链接打不开，在实例的 JupyterLab 中选择 *File → Open from URL…*，粘贴 <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/04_fair_quota/04_fair_quota.ipynb>。
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
 # check more cases when your notebook is graded.
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，
-# 然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -61,11 +62,8 @@ print(setup_summary(DEVICE, SEED))
 # %% [markdown]
 # ## 导读 | Overview
 #
-# **导读。** 一个推理服务常常同时服务多个租户（用户、应用），它们共享同一个 KV 缓存。按新近度驱逐（LRU）不看租户：
-# 一个租户不断发来只用一次的长提示词，就会把另一个租户反复复用的缓存挤出去，后者的请求只好重新预填充，首 token 时延上升。
-# 这就是"吵闹的邻居"问题。本 notebook 给每个租户一个按权重计算、按块计的配额，驱逐时先找超出配额最多的租户，再在它内部按 LRU
-# 选受害者。你要写 `FairPolicy`（分 6 个部分计分）、衡量公平性的 `jain_index`，以及在张量上不写 Python 循环做出同样决定的
-# `fair_victim_t`；最后在实验中看到吵闹的邻居如何被挡在自己的份额之内。
+# **导读。** 一个推理服务常常同时服务多个租户（用户、应用），它们共享同一个 KV 缓存。按新近度驱逐（LRU）不看租户：一个租户不断发来只用一次的长提示词，就会把另一个租户反复复用的缓存挤出去，后者的请求只好重新预填充，首 token 时延上升。
+# 这就是“吵闹的邻居”问题。本 notebook 给每个租户一个按权重计算、按块计的配额，驱逐时先找超出配额最多的租户，再在它内部按 LRU 选受害者。你要写 `FairPolicy`（分 6 个部分计分）、衡量公平性的 `jain_index`，以及在张量上不写 Python 循环做出同样决定的 `fair_victim_t`；最后在实验中看到吵闹的邻居如何被挡在自己的份额之内。
 #
 # **Overview.** A server often serves several tenants (users, applications) that share one KV cache. Eviction by
 # recency (LRU) does not look at tenants: one tenant that keeps sending long one-off prompts pushes out the
@@ -86,7 +84,7 @@ print(setup_summary(DEVICE, SEED))
 # 4. make the same decision on tensors, with per-tenant sums by `index_add_`/`bincount` and no Python loop.
 #
 # 完成本 notebook 后，你能够：
-# 1. 解释"吵闹的邻居"问题：一个租户大量的一次性提示词会把另一个租户可复用的缓存挤出去；
+# 1. 解释“吵闹的邻居”问题：一个租户大量的一次性提示词会把另一个租户可复用的缓存挤出去；
 # 2. 实现公平配额驱逐：先选出超出加权配额最多的租户，再在该租户内部按 LRU 驱逐；
 # 3. 用公平性指数（Jain）度量公平性；
 # 4. 在张量上做出同样的决定：用 `index_add_`/`bincount` 按租户求和，不写 Python 循环。
@@ -119,20 +117,17 @@ print(setup_summary(DEVICE, SEED))
 #
 # $J = 1$ when all $x_i$ are equal, $J = 1/n$ when one tenant gets everything.
 #
-# 容量为 $B$ 块的缓存由多个租户 $t$ 共享，各租户的权重为 $w_t \ge 0$。序列属于其 id 中第一个 `"::"` 之前的名字所指的租户
-# （`"alice::chat-7"` 属于 `alice`；不含 `"::"` 的 id 属于 `default`）。租户 $t$ 的配额、占用和超额量为：
+# 容量为 $B$ 块的缓存由多个租户 $t$ 共享，各租户的权重为 $w_t \ge 0$。序列属于其 id 中第一个 `"::"` 之前的名字所指的租户（`"alice::chat-7"` 属于 `alice`；不含 `"::"` 的 id 属于 `default`）。租户 $t$ 的配额、占用和超额量为：
 #
 # $$\text{quota}_t = \frac{w_t}{\sum_j w_j}\, B, \qquad u_t = \sum_{s \in t} \text{num\_blocks}(s), \qquad \text{overuse}_t = u_t - \text{quota}_t$$
 #
 # **占用按块计，而不是按序列或请求计。** 内存压力来自块：一个 30 块的提示词占用的内存是 1 块提示词的三十倍。
-# 如果按请求数计配额，一个提示词很少但很长的租户可能占满整个缓存，却看起来"没有超额"。权重之和为 0 时配额没有定义，
-# 此时抛出 `ValueError`，与 notebook 01 的 `quotas` 相同。
+# 如果按请求数计配额，一个提示词很少但很长的租户可能占满整个缓存，却看起来“没有超额”。权重之和为 0 时配额没有定义，此时抛出 `ValueError`，与 notebook 01 的 `quotas` 相同。
 #
 # $$\text{victim tenant} = \arg\max_{t:\ \text{overuse}_t > 0} \text{overuse}_t \quad(\text{平局：名字较小者}),
 # \qquad \text{victim} = \arg\min_{s \in \text{victim tenant}} \big(t_\text{last}(s),\ \text{seq\_id}\big)$$
 #
-# 先看公平（选哪个租户），再看新近度（选该租户的哪个序列）：受害租户是超额量大于 0 的租户中超额量最大的一个（平局时取名字较小者），
-# 受害者是该租户内 $(t_\text{last}, \text{seq\_id})$ 最小的序列。没有租户超额时，退回到对全部序列的**全局 LRU**。
+# 先看公平（选哪个租户），再看新近度（选该租户的哪个序列）：受害租户是超额量大于 0 的租户中超额量最大的一个（平局时取名字较小者），受害者是该租户内 $(t_\text{last}, \text{seq\_id})$ 最小的序列。没有租户超额时，退回到对全部序列的**全局 LRU**。
 # 受保护的序列（正在运行的请求）永远不会被选中，但仍计入其租户的占用；若某个超额租户的序列全部受保护，则跳过它，看下一个超额租户。
 #
 # **公平性指数（Jain）** 衡量 $n$ 个非负数 $x_1, \dots, x_n$（例如每个租户得到的与其应得的之比）有多均衡：
@@ -150,9 +145,7 @@ print(setup_summary(DEVICE, SEED))
 # `make_sequence(seq_id, num_blocks, last_access_step)` that builds a sequence of full blocks for the tests
 # and experiments. They are read-only: run them, do not change them.
 #
-# 下面三个单元给出 notebook 02 和 03 所写内容的参考解答：`KVBlock` 与 `SequenceKVCache`（序列的块表与计数器；
-# `num_blocks()` 即其占用）、基类 `EvictionPolicy`（含 `candidates(sequences, protected)`，返回可驱逐 id 的有序列表），
-# 以及辅助函数 `make_sequence(seq_id, num_blocks, last_access_step)`：它为测试和实验构造一个由满块组成的序列。
+# 下面三个单元给出 notebook 02 和 03 所写内容的参考解答：`KVBlock` 与 `SequenceKVCache`（序列的块表与计数器；`num_blocks()` 即其占用）、基类 `EvictionPolicy`（含 `candidates(sequences, protected)`，返回可驱逐 id 的有序列表），以及辅助函数 `make_sequence(seq_id, num_blocks, last_access_step)`：它为测试和实验构造一个由满块组成的序列。
 # 它们是只读的：运行即可，不要修改。
 
 # %% nbgrader={"grade": false, "grade_id": "given_kv_metadata", "locked": true, "schema_version": 3, "solution": false, "task": false} given=["02_paged_kv_cache/task2_1_KVBlock", "02_paged_kv_cache/task2_3_SequenceKVCache"]
@@ -297,21 +290,13 @@ class EvictionPolicy:
 # 4.1.1 `__init__`（1）· 4.1.2 `_tenant_of`（1）· 4.1.3 `_quotas`（2）· 4.1.4 占用与无可驱逐（2）· 4.1.5 受害租户（3）·
 # 4.1.6 全局 LRU 兜底（1）。
 #
-# - **`__init__`**（4.1.1）：保存权重的副本（`None` 表示没有显式权重）和 `total_blocks`（缓存大小 $B$）。权重为负数、无穷大或
-#   **NaN**，或 `total_blocks < 1` 时，抛出带有清晰消息的 `ValueError`（这是 notebook 01 的陷阱：`nan < 0` 为 False，
-#   所以要用 `math.isfinite` 检查）。权重可以为 0。
-# - **`_tenant_of(seq_id)`**（4.1.2），一个 `@staticmethod`：返回第一个 `"::"` 之前的文本；没有 `"::"` 时返回 `"default"`
-#   （`"a::b::c"` → `"a"`，`"::x"` → `""`，`"plain"` → `"default"`，`"a:b"` → `"default"`）。
+# - **`__init__`**（4.1.1）：保存权重的副本（`None` 表示没有显式权重）和 `total_blocks`（缓存大小 $B$）。权重为负数、无穷大或 **NaN**，或 `total_blocks < 1` 时，抛出带有清晰消息的 `ValueError`（这是 notebook 01 的陷阱：`nan < 0` 为 False，所以要用 `math.isfinite` 检查）。权重可以为 0。
+# - **`_tenant_of(seq_id)`**（4.1.2），一个 `@staticmethod`：返回第一个 `"::"` 之前的文本；没有 `"::"` 时返回 `"default"`（`"a::b::c"` → `"a"`，`"::x"` → `""`，`"plain"` → `"default"`，`"a:b"` → `"default"`）。
 # - **`_quotas(sequences)`**（4.1.3）：返回一个新字典，把租户映射到它的配额（float）。租户集合是 `tenant_weights` 的键**与**
-#   `sequences` 中出现的租户之并；没有显式权重的租户权重为 1.0；$\text{quota}_t = w_t / \sum_j w_j \cdot B$。权重之和为 0 时
-#   （每个租户的权重都是 0，或者根本没有租户），抛出 `ValueError`，与 notebook 01 的 `quotas` 相同。不要修改保存的权重：
-#   用不同的缓存调用两次，结果不能互相影响。
+#   `sequences` 中出现的租户之并；没有显式权重的租户权重为 1.0；$\text{quota}_t = w_t / \sum_j w_j \cdot B$。权重之和为 0 时（每个租户的权重都是 0，或者根本没有租户），抛出 `ValueError`，与 notebook 01 的 `quotas` 相同。不要修改保存的权重：用不同的缓存调用两次，结果不能互相影响。
 # - **`select_victim(sequences, protected=frozenset())`**：
-#   - （4.1.4）没有可驱逐的序列时（`sequences` 为空，或所有序列都受保护）返回 `None`，而且要在计算配额**之前**返回，
-#     这样空缓存永远不会抛出异常。否则配额来自 `self._quotas(sequences)`（因此权重之和为 0 时这里同样抛出 `ValueError`），
-#     租户的占用 $u_t$ 是它**所有**序列（包括受保护的）`num_blocks()` 之和。
-#   - （4.1.5）在 $u_t - \text{quota}_t > 0$ 的租户中（恰好等于配额不算超额），按超额量从大到小尝试，平局时名字**较小**的租户优先；
-#     序列全部受保护的租户跳过；返回第一个拥有未受保护序列的租户中最久未使用的未受保护序列（`(last_access_step, seq_id)` 最小）。
+#   - （4.1.4）没有可驱逐的序列时（`sequences` 为空，或所有序列都受保护）返回 `None`，而且要在计算配额**之前**返回，这样空缓存永远不会抛出异常。否则配额来自 `self._quotas(sequences)`（因此权重之和为 0 时这里同样抛出 `ValueError`），租户的占用 $u_t$ 是它**所有**序列（包括受保护的）`num_blocks()` 之和。
+#   - （4.1.5）在 $u_t - \text{quota}_t > 0$ 的租户中（恰好等于配额不算超额），按超额量从大到小尝试，平局时名字**较小**的租户优先；序列全部受保护的租户跳过；返回第一个拥有未受保护序列的租户中最久未使用的未受保护序列（`(last_access_step, seq_id)` 最小）。
 #   - （4.1.6）若没有任何超额租户拥有未受保护的序列，返回全局 LRU 的未受保护序列。
 #
 #   不要修改任何东西：不改 `sequences`、其中的序列、`protected`，也不改权重。
@@ -340,8 +325,9 @@ class FairPolicy(EvictionPolicy):
 
     def __init__(self, tenant_weights=None, total_blocks=512):
         # TODO 4.1.1: copy the weights (None: no weights), check every weight and total_blocks, keep both.
-        # 提示：dict(tenant_weights or {}) 得到副本；math.isfinite(w) 对 NaN 和 ±inf 为 False；不合法时 raise ValueError(...)。
-        # Hint: dict(tenant_weights or {}) is a copy; math.isfinite(w) is False for NaN and ±inf; raise ValueError(...).
+        # 提示：对字典调用 dict(...) 得到副本（None 时用空字典）；math.isfinite(w) 对 NaN 和 ±inf 为 False；不合法时抛出 ValueError。
+        # Hint: dict(...) of a dict is a copy (an empty dict for None); math.isfinite(w) is False for NaN and ±inf; raise
+        #       ValueError for a bad value.
         ### BEGIN SOLUTION
         weights = dict(tenant_weights or {})
         for tenant, weight in weights.items():
@@ -356,8 +342,9 @@ class FairPolicy(EvictionPolicy):
     @staticmethod
     def _tenant_of(seq_id):
         # TODO 4.1.2: return the text before the first "::", or "default" when seq_id has no "::".
-        # 提示：seq_id.partition("::") 返回 (前面, 分隔符, 后面)；没有 "::" 时分隔符是空字符串。
-        # Hint: seq_id.partition("::") returns (before, separator, after); the separator is "" when "::" is absent.
+        # 提示：str.partition 在第一个分隔符处切开，返回（前面, 分隔符, 后面）三元组；找不到分隔符时，中间那一项是空字符串。
+        # Hint: str.partition cuts at the first separator and returns a triple (before, separator, after); the middle item is ""
+        #       when the separator is absent.
         ### BEGIN SOLUTION
         tenant, separator, _ = seq_id.partition("::")
         return tenant if separator else "default"
@@ -379,12 +366,12 @@ class FairPolicy(EvictionPolicy):
 
     def select_victim(self, sequences, protected=frozenset()):
         """Return the seq_id to evict (see the task), or None when no sequence can be evicted."""
-        # TODO 4.1.4: return None when nothing can be evicted; then quotas = self._quotas(sequences),
+        # TODO 4.1.4: return None when nothing can be evicted; then the quotas of _quotas,
         #             usage = {tenant: blocks of all its sequences} and evictable = {tenant: [unprotected ids]},
-        #             both with a key for every tenant of quotas.
-        # 提示：self.candidates(sequences, protected)（notebook 03 的基类）列出可驱逐的 id；占用加的是 seq.num_blocks()，不是 1。
-        # Hint: self.candidates(sequences, protected) (notebook 03's base class) lists the evictable ids; usage adds
-        #       seq.num_blocks(), not 1.
+        #             both with a key for every tenant of the quotas.
+        # 提示：notebook 03 的基类方法 candidates 列出可驱逐的 id；占用加的是每个序列的 num_blocks()，不是 1。
+        # Hint: the base class's candidates (notebook 03) lists the evictable ids; usage adds each sequence's num_blocks(), not
+        #       1.
         ### BEGIN SOLUTION
         if not self.candidates(sequences, protected):
             return None
@@ -404,9 +391,9 @@ class FairPolicy(EvictionPolicy):
 
         # TODO 4.1.5: try the tenants with overuse > 0, the largest overuse first (ties: the smaller name); return
         #             lru(...) of the first one that has an evictable sequence.
-        # 提示：sorted(over, key=lambda t: (-overuse[t], t)) 给出尝试的顺序；注意 max(..., key=(overuse, t)) 会把平局给名字较大者。
-        # Hint: sorted(over, key=lambda t: (-overuse[t], t)) gives the order to try; max with the key (overuse, t)
-        #       would break a tie toward the larger name.
+        # 提示：sorted 的 key 可以返回元组：超额量取负数让大的排在前面，名字再打破平局；注意用 max 取 (超额量, 名字) 的最大者，会把平局给名字较大者。
+        # Hint: the key of sorted may return a tuple: negate the overuse so that the largest comes first, and let the name break
+        #       ties; max over (overuse, name) would break a tie toward the larger name.
         ### BEGIN SOLUTION
         overuse = {tenant: usage[tenant] - quotas[tenant] for tenant in quotas}
         over = [tenant for tenant in quotas if overuse[tenant] > 0]
@@ -796,8 +783,9 @@ def jain_index(xs):
         A float in [1/n, 1]; 1.0 for an empty list or a list of zeros.
     """
     # TODO 4.2.1: the values as floats and the sum of their squares; return 1.0 when that sum is 0.
-    # 提示：[float(x) for x in xs] 得到新列表（不改 xs）；空列表的平方和也是 0。
-    # Hint: [float(x) for x in xs] is a new list (xs stays as it is); the sum of squares of [] is 0 too.
+    # 提示：列表推导式可以把每个值转成 float，得到一个新列表（xs 保持不变）；空列表的平方和也是 0。
+    # Hint: a list comprehension can turn every value into a float, in a new list (xs stays as it is); the sum of squares of
+    #       [] is 0 too.
     ### BEGIN SOLUTION
     values = [float(x) for x in xs]
     square_sum = sum(x * x for x in values)
@@ -870,11 +858,12 @@ _check_task4_2_jain_index()
 # - `tenant`, `num_blocks`, `last_access_step`: int64 tensors of shape `[n]` (sequence $i$ belongs to tenant
 #   `tenant[i]`, with `0 <= tenant[i] < T`); `evictable`: bool `[n]` (False for protected sequences);
 #   `weights`: `[T]`, any real dtype, finite and >= 0, one weight per tenant (missing weights already
-#   filled with 1.0); `total_blocks`: an int. All on one device; change none of them.
+#   filled with 1.0); `total_blocks`: an int. All on one device; do not change any of them.
 # - (4.3.1) Return −1 when nothing is evictable (before anything else). Usage per tenant with
 #   `torch.bincount(..., weights=..., minlength=T)` or `Tensor.index_add_`, exactly (int64 or float64: block
-#   counts reach $2^{40}$, which float32 rounds). The trap: **without `minlength`, `bincount` returns only
-#   `tenant.max() + 1` entries**, fewer than $T$ when the last tenants hold no sequence.
+#   counts reach $2^{40}$, which float32 rounds). An empty tenant (one that holds no sequence) has usage 0,
+#   wherever its index is. The trap: **without `minlength`, `bincount` returns only `tenant.max() + 1` entries**,
+#   fewer than $T$ when the last tenants are empty.
 # - (4.3.2) Quotas in float64 as $w_t / \sum_j w_j \cdot B$; `ValueError` when the weights sum to 0. Among
 #   tenants with overuse > 0 that have an evictable sequence, the largest overuse, ties to the smaller
 #   tenant index.
@@ -888,26 +877,18 @@ _check_task4_2_jain_index()
 #
 # ## 任务 4.3：fair_victim_t（8 分）
 #
-# 在元数据列上做出与 `FairPolicy.select_victim` 相同的决定。租户按名字排序编号，序列按 id 排序排列，因此"名字较小的租户"
-# 变为**索引较小的租户**，"较小的 seq_id"变为**较小的序列索引**。**分部分计分：** 4.3.1 每个租户的占用（2）·
+# 在元数据列上做出与 `FairPolicy.select_victim` 相同的决定。租户按名字排序编号，序列按 id 排序排列，因此“名字较小的租户” 变为**索引较小的租户**，“较小的 seq_id”变为**较小的序列索引**。**分部分计分：** 4.3.1 每个租户的占用（2）·
 # 4.3.2 受害租户（2）· 4.3.3 LRU、兜底与 −1（2）· 4.3.4 不写 Python 循环（2）。
 #
 # 编写 `fair_victim_t(tenant, num_blocks, last_access_step, weights, total_blocks, evictable)`：
 #
-# - `tenant`、`num_blocks`、`last_access_step`：形状为 `[n]` 的 int64 张量（序列 $i$ 属于租户 `tenant[i]`，`0 <= tenant[i] < T`）；
-#   `evictable`：bool `[n]`（受保护的序列为 False）；`weights`：`[T]`，任意实数数据类型，有限且 >= 0，每个租户一个权重
-#   （缺失的权重已填为 1.0）；`total_blocks`：int。它们都在同一设备上；不要修改其中任何一个。
-# - （4.3.1）没有可驱逐的序列时返回 −1（先于其他一切）。用 `torch.bincount(..., weights=..., minlength=T)` 或
-#   `Tensor.index_add_` 精确地计算每个租户的占用（用 int64 或 float64：块数可达 $2^{40}$，float32 会把它舍入）。陷阱：
-#   **不写 `minlength` 时，`bincount` 只返回 `tenant.max() + 1` 项**，当编号最大的几个租户没有序列时少于 $T$ 项。
-# - （4.3.2）以 float64 计算配额 $w_t / \sum_j w_j \cdot B$；权重之和为 0 时抛出 `ValueError`。在超额量 > 0 且拥有可驱逐序列的
-#   租户中取超额量最大的，平局时取索引较小的租户。
+# - `tenant`、`num_blocks`、`last_access_step`：形状为 `[n]` 的 int64 张量（序列 $i$ 属于租户 `tenant[i]`，`0 <= tenant[i] < T`）；`evictable`：bool `[n]`（受保护的序列为 False）；`weights`：`[T]`，任意实数数据类型，有限且 >= 0，每个租户一个权重（缺失的权重已填为 1.0）；`total_blocks`：int。它们都在同一设备上；不要修改其中任何一个。
+# - （4.3.1）没有可驱逐的序列时返回 −1（先于其他一切）。用 `torch.bincount(..., weights=..., minlength=T)` 或 `Tensor.index_add_` 精确地计算每个租户的占用（用 int64 或 float64：块数可达 $2^{40}$，float32 会把它舍入）。空租户（没有任何序列的租户）的占用为 0，不论它的索引在哪里。陷阱：**不写 `minlength` 时，`bincount` 只返回 `tenant.max() + 1` 项**，当编号最大的几个租户为空时少于 $T$ 项。
+# - （4.3.2）以 float64 计算配额 $w_t / \sum_j w_j \cdot B$；权重之和为 0 时抛出 `ValueError`。在超额量 > 0 且拥有可驱逐序列的租户中取超额量最大的，平局时取索引较小的租户。
 # - （4.3.3）以 Python `int` 返回该租户中 LRU 的可驱逐序列的索引；没有这样的租户时，在全部可驱逐序列中取 LRU；平局取较小索引。
-# - （4.3.4）支持任意设备；不写遍历序列或租户的 Python 循环（测试会统计在 2 个租户的 8 个序列上和 256 个租户的 4,096 个序列上的
-#   torch 运算次数）。
+# - （4.3.4）支持任意设备；不写遍历序列或租户的 Python 循环（测试会统计在 2 个租户的 8 个序列上和 256 个租户的 4,096 个序列上的 torch 运算次数）。
 #
-# 提示：`torch.where(mask, values, other)`、`.max()`、`torch.nonzero(mask)`（其第一行就是最小索引）；`int(...)` 把单元素张量变成
-# Python int。
+# 提示：`torch.where(mask, values, other)`、`.max()`、`torch.nonzero(mask)`（其第一行就是最小索引）；`int(...)` 把单元素张量变成 Python int。
 
 # %% nbgrader={"grade": false, "grade_id": "task4_3_fair_victim_t", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def fair_victim_t(tenant, num_blocks, last_access_step, weights, total_blocks, evictable):
@@ -943,9 +924,10 @@ def fair_victim_t(tenant, num_blocks, last_access_step, weights, total_blocks, e
     ### END SOLUTION
     # TODO 4.3.2: quotas in float64 (ValueError when the weights sum to 0) and overuse; then mask = the evictable
     #             sequences of the victim tenant, or every evictable sequence when no tenant qualifies.
-    # 提示：候选租户 = (overuse > 0) & has_evictable；非候选填 -inf 后取 .max()；torch.nonzero(候选 & (overuse == 最大值))[0, 0]。
-    # Hint: candidates = (overuse > 0) & has_evictable; fill the others with -inf and take .max();
-    #       torch.nonzero(candidates & (overuse == largest))[0, 0] is the smallest such tenant.
+    # 提示：候选租户是超额量 > 0 且有可驱逐序列的租户；把非候选的超额量换成 -inf（torch.where）后取最大值；torch.nonzero 的第一行
+    #       是取到最大值的租户中索引最小的那个。
+    # Hint: a candidate tenant has overuse > 0 and an evictable sequence; replace the others' overuse with -inf
+    #       (torch.where) and take the maximum; the first row of torch.nonzero is the smallest tenant index that reaches it.
     ### BEGIN SOLUTION
     weights = weights.to(torch.float64)
     total_weight = weights.sum()
@@ -961,8 +943,9 @@ def fair_victim_t(tenant, num_blocks, last_access_step, weights, total_blocks, e
         mask = evictable & (tenant == victim_tenant)
     ### END SOLUTION
     # TODO 4.3.3: return the index of mask's LRU sequence (smallest last_access_step, then smaller index) as an int.
-    # 提示：last_access_step[mask].min() 是最早的时刻；torch.nonzero(mask & (last_access_step == 它))[0, 0] 是最小索引。
-    # Hint: last_access_step[mask].min() is the oldest step; torch.nonzero(mask & (last_access_step == it))[0, 0].
+    # 提示：先在掩码选中的序列里求最小的最近访问时刻，再用 torch.nonzero 找出第一个同时在掩码中、且时刻等于它的索引。
+    # Hint: take the smallest last_access_step among the masked sequences, then torch.nonzero finds the first index that is
+    #       in the mask and has that step.
     ### BEGIN SOLUTION
     oldest = last_access_step[mask].min()
     return int(torch.nonzero(mask & (last_access_step == oldest))[0, 0])
@@ -996,7 +979,7 @@ def _check_task4_3_1_usage():
         trailing = (t([0, 1, 0]), t([2, 1, 1]), t([4, 0, 3]), t([1.0, 1.0, 1.0]), 3, yes(3))
         assert_plain_equal(fair_victim_t(*trailing), 2,
                            f"fair_victim_t(tenants [0, 1, 0], weights of 3 tenants) on {device} "
-                           f"(tenant 2 holds nothing: bincount needs minlength=3)")
+                           f"(tenant 2 is empty: bincount needs minlength=3)")
         big = (t([0, 1, 1]), t([2**40, 2**40, 1]), t([7, 7, 7]), t([1.0, 1.0]), 2**41, yes(3))
         assert_plain_equal(fair_victim_t(*big), 1,
                            f"fair_victim_t(tenant 0: 2**40 blocks, tenant 1: 2**40 + 1, quotas 2**40) on {device} "
@@ -1221,13 +1204,11 @@ _check_task4_3_4_no_loop()
 # private cache of $\lfloor\text{quota}_t\rfloor$ blocks** (LRU), its entitlement. LRU and LFU are measured
 # against equal shares.
 #
-# 两个租户共享一个 128 块的前缀缓存。租户 **A** 用一次性的长提示词淹没缓存：4 块系统提示词（会复用）加上一篇 28 块、
-# 之后再也不会出现的文档。租户 **B** 复用一个稳定的工作集：1 块系统提示词加上 10 个 5 块上下文之一（共 51 块，远小于缓存的一半）。
+# 两个租户共享一个 128 块的前缀缓存。租户 **A** 用一次性的长提示词淹没缓存：4 块系统提示词（会复用）加上一篇 28 块、之后再也不会出现的文档。租户 **B** 复用一个稳定的工作集：1 块系统提示词加上 10 个 5 块上下文之一（共 51 块，远小于缓存的一半）。
 # 每个提示词片段是一个名为 `tenant::segment` 的缓存序列；请求命中已缓存片段的块，正在运行的请求的各片段在插入缺失片段时受保护。
 #
 # 下面的回放是本 notebook 自带的一个小循环（课程的回放引擎基于块哈希工作，而公平驱逐需要 seq_id 中带有租户名）。
-# 对每个策略，它报告每个租户的命中率（按块计），以及 $x_t$ 的公平性指数（Jain）：$x_t$ 是该租户的命中率除以它**独自使用一个
-# $\lfloor\text{quota}_t\rfloor$ 块的私有缓存**（LRU）时的命中率，即它应得的命中率。LRU 和 LFU 以相等的份额为基准。
+# 对每个策略，它报告每个租户的命中率（按块计），以及 $x_t$ 的公平性指数（Jain）：$x_t$ 是该租户的命中率除以它**独自使用一个 $\lfloor\text{quota}_t\rfloor$ 块的私有缓存**（LRU）时的命中率，即它应得的命中率。LRU 和 LFU 以相等的份额为基准。
 
 # %%
 import math
@@ -1375,14 +1356,7 @@ plt.show()
 # blocks), so fairness costs A nothing here. (The replay admits a new sequence before it evicts, so the
 # blocks being allocated count in their tenant's usage.)
 #
-# **看什么。** 若你的 `FairPolicy` 正确，上面的单元格打印的就是这里引用的数字（访问轨迹使用固定的随机种子）。在 LRU 下，洪水在 B
-# 回来之前就把 B 的许多上下文挤了出去：B 的命中率是 0.450，只是它独自使用半个缓存（64 块）时命中率 0.986 的 0.456 倍，公平性指数降到
-# 0.878。LFU 在这里也保护了 B（0.952），但只是碰巧：A 的文档只使用一次，因此使用次数最低。LFU 对租户一无所知：它无法表达权重，
-# 而一个所有条目都很热的租户不论份额多少都能保住它们。公平配额把 A 限制在它的份额内：A 的新文档使 A 成为超额租户，A 驱逐自己的
-# 旧文档，B 的工作集得以保留（0.986，正好等于它应得的命中率），指数为 1.000。当 A:B 的权重为 3:1 时，B 只应得 32 块，少于它 51 块的
-# 工作集：B 的命中率降到 0.736，但仍高于它独自使用一个 32 块私有缓存时的 0.644（比值 1.142），因为 A 并不总是用满自己的配额；
-# 指数为 0.996。A 的命中率在每个策略下都是 0.125：只有它 4 块的系统提示词会被复用（每 32 块中的 4 块），所以在这里公平对 A
-# 没有代价。（回放先接纳新序列再驱逐，因此正在分配的块计入其租户的占用。）
+# **看什么。** 若你的 `FairPolicy` 正确，上面的单元打印的就是这里引用的数字（访问轨迹使用固定的随机种子）。在 LRU 下，洪水在 B 回来之前就把 B 的许多上下文挤了出去：B 的命中率是 0.450，只是它独自使用半个缓存（64 块）时命中率 0.986 的 0.456 倍，公平性指数降到 0.878。LFU 在这里也保护了 B（0.952），但只是碰巧：A 的文档只使用一次，因此使用次数最低。LFU 对租户一无所知：它无法表达权重，而一个所有条目都很热的租户不论份额多少都能保住它们。公平配额把 A 限制在它的份额内：A 的新文档使 A 成为超额租户，A 驱逐自己的旧文档，B 的工作集得以保留（0.986，正好等于它应得的命中率），指数为 1.000。当 A:B 的权重为 3:1 时，B 只应得 32 块，少于它 51 块的工作集：B 的命中率降到 0.736，但仍高于它独自使用一个 32 块私有缓存时的 0.644（比值 1.142），因为 A 并不总是用满自己的配额；指数为 0.996。A 的命中率在每个策略下都是 0.125：只有它 4 块的系统提示词会被复用（每 32 块中的 4 块），所以在这里公平对 A 没有代价。（回放先接纳新序列再驱逐，因此正在分配的块计入其租户的占用。）
 #
 # ## Experiment 2: who holds the cache | 实验 2：谁占着缓存
 #
@@ -1422,9 +1396,7 @@ plt.show()
 # at 0, that tenant's quota is 0 and any block it holds is over quota. With both weights at 0 the quotas are
 # undefined: `FairPolicy` raises `ValueError` and the cell shows its message instead of a plot.
 #
-# 每个滑块是一个租户的权重。每次改动都会用你的 `FairPolicy` 重新回放，并重画命中率和占用。试着几乎不给 B 权重：它的配额缩小到
-# 51 块的工作集以下（工作集超出了它的配额，装不下了），于是 B 不断驱逐自己的上下文。一个权重为 0 时，该租户的配额为 0，
-# 它占用的任何块都算超额。两个权重都为 0 时配额没有定义：`FairPolicy` 抛出 `ValueError`，单元格显示这条消息而不是图。
+# 每个滑块是一个租户的权重。每次改动都会用你的 `FairPolicy` 重新回放，并重画命中率和占用。试着几乎不给 B 权重：它的配额缩小到 51 块的工作集以下（工作集超出了它的配额，装不下了），于是 B 不断驱逐自己的上下文。一个权重为 0 时，该租户的配额为 0，它占用的任何块都算超额。两个权重都为 0 时配额没有定义：`FairPolicy` 抛出 `ValueError`，单元显示这条消息而不是图。
 
 # %%
 import ipywidgets as widgets
@@ -1475,9 +1447,7 @@ display(widgets.VBox([widgets.HBox(list(sliders.values())), output]))
 # busy CPU torch's threads would mostly wait for each other. Times vary from run to run; the ratio much less.
 #
 # 一个包含 100,000 个序列、8 个租户的随机缓存：字典上的 `FairPolicy.select_victim` 与列上的 `fair_victim_t` 选出同一个序列。
-# 单元格打印 `fair_victim_t` 所做的 torch 运算次数（这是一个计数，在任何机器上都相同：无论序列有多少，都只有几十次），
-# 以及两个版本各计时五次的中位数和两者之比。计时只用一个 CPU 线程（有 GPU 时在 GPU 上）：字典版本是单线程的 Python，
-# 而在共享且繁忙的 CPU 上，torch 的多个线程大多在互相等待。每次运行的时间会有波动，比值则稳定得多。
+# 单元打印 `fair_victim_t` 所做的 torch 运算次数（这是一个计数，在任何机器上都相同：无论序列有多少，都只有几十次），以及两个版本各计时五次的中位数和两者之比。计时只用一个 CPU 线程（有 GPU 时在 GPU 上）：字典版本是单线程的 Python，而在共享且繁忙的 CPU 上，torch 的多个线程大多在互相等待。每次运行的时间会有波动，比值则稳定得多。
 
 # %%
 import statistics
@@ -1546,21 +1516,15 @@ print(f"fair_victim_t made {operations} torch operations for {n:,} sequences; th
 #   backlogged client with the smallest counter. Like this notebook, it counts the resource that costs
 #   memory and compute (tokens, here blocks), not the number of requests.
 #
-# - **共享缓存中的加权配额。** 多租户键值缓存给每个租户保留一份内存，允许其他租户使用闲置的份额，并优先从超出份额的租户驱逐
-#   （Memshare，USENIX ATC 2017）；FairRide（NSDI 2016）研究多个共享数据的用户如何公平地共享一个缓存。vLLM、SGLang 等
-#   LLM 服务引擎并不按租户划分 KV 缓存：它们按新近度驱逐（vLLM 的空闲块队列、SGLang 在基数树叶子上的 LRU），
-#   这正是实验 1 中吵闹的邻居问题的来源。
-# - **虚拟 token 计数器（Virtual Token Counter，VTC）。** Sheng 等人（OSDI 2024）为每个客户端维护一个已获服务量的计数器
-#   （输入与输出 token 加权计），总是优先服务有积压请求且计数最小的客户端，从而公平地调度 LLM 请求。与本 notebook 一样，
-#   它统计的是消耗显存与算力的资源（token，本 notebook 中是块），而不是请求的个数。
+# - **共享缓存中的加权配额。** 多租户键值缓存给每个租户保留一份内存，允许其他租户使用闲置的份额，并优先从超出份额的租户驱逐（Memshare，USENIX ATC 2017）；FairRide（NSDI 2016）研究多个共享数据的用户如何公平地共享一个缓存。vLLM、SGLang 等 LLM 服务引擎并不按租户划分 KV 缓存：它们按新近度驱逐（vLLM 的空闲块队列、SGLang 在基数树叶子上的 LRU），这正是实验 1 中吵闹的邻居问题的来源。
+# - **虚拟 token 计数器（Virtual Token Counter，VTC）。** Sheng 等人（OSDI 2024）为每个客户端维护一个已获服务量的计数器（输入与输出 token 加权计），总是优先服务有积压请求且计数最小的客户端，从而公平地调度 LLM 请求。与本 notebook 一样，它统计的是消耗显存与算力的资源（token，本 notebook 中是块），而不是请求的个数。
 #
 # ## Summary | 小结
 #
 # **Remember:** fair eviction asks "which tenant is most over its weighted share, counted in blocks?" first,
 # and "which of its sequences is least recently used?" second; when nobody is over quota, it is plain LRU.
 #
-# **一句话记住：** 公平驱逐先问"哪个租户超出其加权份额（按块计）最多？"，再问"它的哪个序列最久未被使用？"；没有租户超额时，
-# 它就是普通的 LRU。
+# **一句话记住：** 公平驱逐先问“哪个租户超出其加权份额（按块计）最多？”，再问“它的哪个序列最久未被使用？”；没有租户超额时，它就是普通的 LRU。
 #
 # ## Prerequisites and further reading | 前置与相关阅读
 #
@@ -1571,10 +1535,8 @@ print(f"fair_victim_t made {operations} torch operations for {n:,} sequences; th
 # - Next: [05. KV cache scheduler](../05_scheduler_sim/05_scheduler_sim.ipynb), which decides which requests
 #   run, not only which blocks go.
 #
-# - **前置知识：** notebook 01（配额、超额量、平局取名字较小者、张量上的排序），notebook 02（`SequenceKVCache`、`num_blocks()`），
-#   notebook 03（`EvictionPolicy`、LRU 与 LFU）。
-# - **相关阅读：** Jain、Chiu 与 Hawe（1984）关于公平性指数及其性质的报告；Memshare（2017）与 FairRide（2016）关于公平共享缓存；
-#   Sheng 等（2024）关于 LLM 服务的公平性。
+# - **前置知识：** notebook 01（配额、超额量、平局取名字较小者、张量上的排序），notebook 02（`SequenceKVCache`、`num_blocks()`），notebook 03（`EvictionPolicy`、LRU 与 LFU）。
+# - **相关阅读：** Jain、Chiu 与 Hawe（1984）关于公平性指数及其性质的报告；Memshare（2017）与 FairRide（2016）关于公平共享缓存；Sheng 等（2024）关于 LLM 服务的公平性。
 # - 下一节：[05. KV 缓存调度器](../05_scheduler_sim/05_scheduler_sim.ipynb)，它不仅决定哪些块被驱逐，还决定哪些请求运行。
 #
 # ## References | 参考文献

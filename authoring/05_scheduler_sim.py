@@ -18,23 +18,24 @@
 # # 05. KV cache scheduler | KV 缓存调度器
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/kvcache-course/kv-cache-eviction/blob/main/release/05_scheduler_sim/05_scheduler_sim.ipynb)
-# [![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)](https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/05_scheduler_sim/05_scheduler_sim.ipynb)
+# [![Open in ModelScope](https://img.shields.io/badge/ModelScope-Open%20in%20ModelScope-624aff)](https://modelscope.cn/notebook/share/github/kvcache-course/kv-cache-eviction/blob/main/release/05_scheduler_sim/05_scheduler_sim.ipynb)
 # [![GitHub](https://img.shields.io/badge/GitHub-release%2F05_scheduler_sim-black)](https://github.com/kvcache-course/kv-cache-eviction/blob/main/release/05_scheduler_sim/05_scheduler_sim.ipynb)
 #
 # **Difficulty:** ★★☆ intermediate · **Time:** about 90 minutes · **Points:** 22 · **GPU:** task 5.3 and the throughput experiment run on CUDA when a GPU is present; everything also runs on the CPU.
 #
 # **难度：** ★★☆ 中级 · **用时：** 约 90 分钟 · **总分：** 22 · **GPU：** 任务 5.3 和吞吐量实验在有 GPU 时于 CUDA 上运行；所有内容也都能在 CPU 上运行。
 #
-# **ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
-# paste the ModelScope badge's link (this notebook's file in the course repository).
-# 在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
+# **ModelScope (魔搭):** log in to ModelScope, then click the ModelScope badge: it opens this notebook from
+# GitHub in a notebook instance of yours (choose CPU or GPU). Where that link does not work, choose
+# *File → Open from URL…* in the instance's JupyterLab and paste <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/05_scheduler_sim/05_scheduler_sim.ipynb>.
+# 先登录魔搭，再点击 ModelScope 徽章：魔搭会从 GitHub 取来本 notebook，在你自己的 Notebook 实例中打开（可选 CPU 或 GPU）。
+# 如果这个链接打不开，在实例的 JupyterLab 中选择 *File → Open from URL…*，粘贴 <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/05_scheduler_sim/05_scheduler_sim.ipynb>。
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
 # check more cases when your notebook is graded.
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，
-# 然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -61,11 +62,8 @@ print(setup_summary(DEVICE, SEED))
 # %% [markdown]
 # ## 导读 | Overview
 #
-# 前缀缓存把系统提示、文档、对话历史等提示前缀的 KV 张量留在显存里，让之后带有相同前缀的请求跳过预填充；可显存容量有限，新前缀放不下时
-# 调度器必须驱逐一些条目。本 notebook 的调度器给每个条目打分（命中次数、新近度、大小），驱逐分数最低者，并用带惰性删除的最小堆找到它。
-# 这里有两个容易出错的地方：堆里会留下过期条目，而只按分数判断一个元素是否过期，一旦分数可能回落就会驱逐错误的前缀；另外分数只在访问时
-# 计算一次，它的新近度项其实从不变化。你先写出条目记录和堆调度器（按方法分部分计分），再把状态搬到张量中，复现同样的决定，并做到堆难以低成本完成的事：
-# 在驱逐时刻为每个条目重新评分；最后在访问轨迹上把两者与 LRU 和 Belady 比较，并测量张量版本何时比堆快。
+# 前缀缓存把系统提示、文档、对话历史等提示前缀的 KV 张量留在显存里，让之后带有相同前缀的请求跳过预填充；可显存容量有限，新前缀放不下时调度器必须驱逐一些条目。本 notebook 的调度器给每个条目打分（命中次数、新近度、大小），驱逐分数最低者，并用带惰性删除的最小堆找到它。
+# 这里有两个容易出错的地方：堆里会留下过期条目，而只按分数判断一个元素是否过期，一旦分数可能回落就会驱逐错误的前缀；另外分数只在访问时计算一次，它的新近度项其实从不变化。你先写出条目记录和堆调度器（按方法分部分计分），再把状态搬到张量中，复现同样的决定，并做到堆难以低成本完成的事：在驱逐时刻为每个条目重新评分；最后在访问轨迹上把两者与 LRU 和 Belady 比较，并测量张量版本何时比堆快。
 #
 # A prefix cache keeps the KV tensors of prompt prefixes (a system prompt, a document, a chat's history) in device
 # memory so that a later request with the same prefix skips its prefill; the memory is fixed, so when a new prefix does
@@ -105,8 +103,7 @@ print(setup_summary(DEVICE, SEED))
 # 3. **How not to act on stale information?** Scores change when entries are used. A priority queue that cannot
 #    update an item in place keeps old copies of it; the scheduler must recognise them and skip them.
 #
-# 前缀缓存保存提示前缀（系统提示、文档、对话历史）的 KV 张量，使之后带有相同前缀的请求可以跳过预填充。内存容量是定值
-# （`capacity_bytes`），因此调度器在每个请求上都要回答三个问题：
+# 前缀缓存保存提示前缀（系统提示、文档、对话历史）的 KV 张量，使之后带有相同前缀的请求可以跳过预填充。内存容量是定值（`capacity_bytes`），因此调度器在每个请求上都要回答三个问题：
 #
 # 1. **保留什么？** 给每个缓存条目一个分数，估计它将来有多大用处。
 # 2. **驱逐什么？** 新条目放不下时，驱逐分数最低的条目，反复进行，直到放得下。
@@ -136,8 +133,7 @@ print(setup_summary(DEVICE, SEED))
 #  + 0.5 \cdot \underbrace{\frac{1}{1 + \max(t - t_\text{last}(e),\, 0)}}_{\text{新近度} \in (0, 1]}
 #  - 0.25 \cdot \underbrace{\frac{\text{bytes}(e)}{\text{capacity\_bytes}}}_{\text{大小} \in (0, 1]}$$
 #
-# - **hits（命中次数）**：前缀被请求的次数（加入时为 1，每次复用加 1）。它起主导作用：多一次命中的分量超过另两项之和
-#   （另两项对分数的影响小于 0.5 + 0.25）。
+# - **hits（命中次数）**：前缀被请求的次数（加入时为 1，每次复用加 1）。它起主导作用：多一次命中的分量超过另两项之和（另两项对分数的影响小于 0.5 + 0.25）。
 # - **新近度（recency）**：在时间 $t$ 被访问的条目为 1，之后随年龄变为 1/2、1/3……；权重 0.5。
 # - **大小（size）**：条目占缓存的比例；大条目占用的空间本可以容纳多个小条目，因此最多扣 0.25 分。
 #
@@ -157,14 +153,7 @@ print(setup_summary(DEVICE, SEED))
 # builds such a heap by hand, and the contract asks for both fields.) This is the same trick as SGLang's heap over radix-tree leaves and vLLM's evictor, which skip outdated
 # heap items instead of deleting them.
 #
-# Python 的 `heapq` 能以 $O(\log n)$ 找到最小值，却不能修改已在堆中的元素的优先级。因此条目被复用时，调度器压入一个**新的**元素
-# `(priority, last_used, prefix)`，旧元素原样留在堆中。旧元素于是成了**过期条目**：它指向一个仍在缓存中的前缀，但其 priority 和
-# last_used 已不再是该条目的当前值。被驱逐的条目同样会留下元素。所以驱逐时要不断弹出，直到找到一个 priority 与 last_used *都*与其在
-# 缓存中的条目一致的元素，其余的丢弃。一旦分数可能回落到以前的值（例如会随时间衰减的分数，
-# 就像任务 5.3 的重新评分，或从外部设置的优先级），只检查 priority 就不够了：旧元素会在 priority 上与条目一致、只在 last_used 上不同，
-# 通过它驱逐就会驱逐错误的条目。（本模拟器的分数是冻结的，缓存中前缀的优先级只增不减，所以只调用 touch 的运行看不出差别；
-# 5.2.4 部分的测试会手工构造这样的堆，而契约要求两个字段都检查。）SGLang 在基数树叶子上的堆和 vLLM 的驱逐器也用同样的技巧：
-# 跳过过期的堆元素，而不是删除它们。
+# Python 的 `heapq` 能以 $O(\log n)$ 找到最小值，却不能修改已在堆中的元素的优先级。因此条目被复用时，调度器压入一个**新的**元素 `(priority, last_used, prefix)`，旧元素原样留在堆中。旧元素于是成了**过期条目**：它指向一个仍在缓存中的前缀，但其 priority 和 last_used 已不再是该条目的当前值。被驱逐的条目同样会留下元素。所以驱逐时要不断弹出，直到找到一个 priority 与 last_used *都*与其在缓存中的条目一致的元素，其余的丢弃。一旦分数可能回落到以前的值（例如会随时间衰减的分数，就像任务 5.3 的重新评分，或从外部设置的优先级），只检查 priority 就不够了：旧元素会在 priority 上与条目一致、只在 last_used 上不同，通过它驱逐就会驱逐错误的条目。（本模拟器的分数是冻结的，缓存中前缀的优先级只增不减，所以只调用 touch 的运行看不出差别；5.2.4 部分的测试会手工构造这样的堆，而契约要求两个字段都检查。）SGLang 在基数树叶子上的堆和 vLLM 的驱逐器也用同样的技巧：跳过过期的堆元素，而不是删除它们。
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task5_1_CacheEntry_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 5.1: CacheEntry (3 points)
@@ -196,9 +185,7 @@ print(setup_summary(DEVICE, SEED))
 # | `hits` | int | 否 | 0 |
 # | `bytes` | int | 否 | 0 |
 #
-# 两个条目只按 `(priority, last_used)` 比较（`<`、`<=`、`==` 等），因此 `min(entries)` 恰好是“评分公式”一节所说的受害者，而 `==` 忽略
-# prefix、hits 与 bytes。三个必需字段必须给出（`CacheEntry(1.0, 2)` 抛出 `TypeError`），字段可以按上表顺序按位置传入，并且必须可写：
-# 调度器会原地更新它们。请完成 TODO 5.1.1 和 TODO 5.1.2。
+# 两个条目只按 `(priority, last_used)` 比较（`<`、`<=`、`==` 等），因此 `min(entries)` 恰好是“评分公式”一节所说的受害者，而 `==` 忽略 prefix、hits 与 bytes。三个必需字段必须给出（`CacheEntry(1.0, 2)` 抛出 `TypeError`），字段可以按上表顺序按位置传入，并且必须可写：调度器会原地更新它们。请完成 TODO 5.1.1 和 TODO 5.1.2。
 
 # %% nbgrader={"grade": false, "grade_id": "task5_1_CacheEntry", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from dataclasses import dataclass, field
@@ -345,37 +332,21 @@ _check_task5_1_CacheEntry()
 #
 # ## 任务 5.2：KVCacheSchedulerSim（10 分）
 #
-# 按 TODO 逐个方法编写模拟器。它的状态如下，每个方法都按这些名字读写：`capacity_bytes`、`current_bytes`（在缓存中的条目的字节数）、
-# `time`（逻辑时钟，开始时为 0）、`entries`（前缀到 `CacheEntry` 的字典）、`queue`（堆，元组 `(priority, last_used, prefix)` 的列表）、
-# `log`（str 列表）。
+# 按 TODO 逐个方法编写模拟器。它的状态如下，每个方法都按这些名字读写：`capacity_bytes`、`current_bytes`（在缓存中的条目的字节数）、`time`（逻辑时钟，开始时为 0）、`entries`（前缀到 `CacheEntry` 的字典）、`queue`（堆，元组 `(priority, last_used, prefix)` 的列表）、`log`（str 列表）。
 #
-# - TODO 5.2.1 `__init__(capacity_bytes=1024)`：`capacity_bytes < 1` 时抛出 `ValueError`；否则建立上述状态，全部为空（`current_bytes`
-#   为 0、`time` 为 0、`entries` 为 {}、`queue` 为 []、`log` 为 []）。
-# - TODO 5.2.2 `_score(hits, size, last_used)`：先算 `recency = 1 / (1 + max(self.time - last_used, 0))`，再返回
-#   `hits + 0.5 * recency - 0.25 * size / self.capacity_bytes`（一个 float；按此顺序计算，使你的浮点结果与测试一致）。
-# - TODO 5.2.3 `_refresh_queue(prefix)`：用 `self._score(hits, bytes, last_used)` 重新计算条目的优先级，存入条目，并用 `heapq.heappush`
-#   把 `(priority, last_used, prefix)` 压入堆（旧元素留在堆中：惰性删除）。
-# - TODO 5.2.4 `_evict_until_fit(needed)`：当 `current_bytes + needed > capacity_bytes` 且缓存非空时：不断弹出元素，直到某个元素的
-#   priority 与 last_used **都**与其在缓存中的条目一致（跳过并丢弃已删除前缀的元素和过期条目）；堆被弹空时，退而选择
-#   (priority, last_used) 最小的条目，即 `min(self.entries.values())`；驱逐它（删除条目、减去其字节数）并记录 `evict:<prefix>`。
+# - TODO 5.2.1 `__init__(capacity_bytes=1024)`：`capacity_bytes < 1` 时抛出 `ValueError`；否则建立上述状态，全部为空（`current_bytes` 为 0、`time` 为 0、`entries` 为 {}、`queue` 为 []、`log` 为 []）。
+# - TODO 5.2.2 `_score(hits, size, last_used)`：先算 `recency = 1 / (1 + max(self.time - last_used, 0))`，再返回 `hits + 0.5 * recency - 0.25 * size / self.capacity_bytes`（一个 float；按此顺序计算，使你的浮点结果与测试一致）。
+# - TODO 5.2.3 `_refresh_queue(prefix)`：用 `self._score(hits, bytes, last_used)` 重新计算条目的优先级，存入条目，并用 `heapq.heappush` 把 `(priority, last_used, prefix)` 压入堆（旧元素留在堆中：惰性删除）。
+# - TODO 5.2.4 `_evict_until_fit(needed)`：当 `current_bytes + needed > capacity_bytes` 且缓存非空时：不断弹出元素，直到某个元素的 priority 与 last_used **都**与其在缓存中的条目一致（跳过并丢弃已删除前缀的元素和过期条目）；堆被弹空时，退而选择 (priority, last_used) 最小的条目，即 `min(self.entries.values())`；驱逐它（删除条目、减去其字节数）并记录 `evict:<prefix>`。
 #   **陷阱：** 只检查 priority，过期条目只要在 priority 上一致就会蒙混过关（见“惰性删除堆”一节）；可见测试中就有这样的元素。
-# - TODO 5.2.5 `touch(prefix, bytes_)`：先做输入检查：`prefix` 不是非空 `str`、`bytes_ < 1` 或 `bytes_ > capacity_bytes`（已缓存的前缀
-#   也一样）时抛出 `ValueError`，此时什么都不改变。然后 `time += 1`。**命中**（前缀已缓存）时 `hits` 加 1，令 `last_used = time`，调用
-#   `self._refresh_queue(prefix)`，记录 `reuse:<prefix>`；无论 `bytes_` 是多少，条目大小不变。**未命中**时先调用
-#   `self._evict_until_fit(bytes_)`，再以 `hits = 1`、`last_used = time`、`bytes = bytes_` 创建条目，把字节数加到 `current_bytes`，调用
-#   `self._refresh_queue(prefix)`，记录 `add:<prefix>`。它返回 None。
+# - TODO 5.2.5 `touch(prefix, bytes_)`：先做输入检查：`prefix` 不是非空 `str`、`bytes_ < 1` 或 `bytes_ > capacity_bytes`（已缓存的前缀也一样）时抛出 `ValueError`，此时什么都不改变。然后 `time += 1`。**命中**（前缀已缓存）时 `hits` 加 1，令 `last_used = time`，调用 `self._refresh_queue(prefix)`，记录 `reuse:<prefix>`；无论 `bytes_` 是多少，条目大小不变。**未命中**时先调用 `self._evict_until_fit(bytes_)`，再以 `hits = 1`、`last_used = time`、`bytes = bytes_` 创建条目，把字节数加到 `current_bytes`，调用 `self._refresh_queue(prefix)`，记录 `add:<prefix>`。它返回 None。
 # - TODO 5.2.6 `schedule(requests)`：依次对每个 `(prefix, bytes_)` 调用 `self.touch`，返回整个日志的副本（包括之前调用留下的行）。
-# - TODO 5.2.7 `snapshot()`：返回在缓存中的条目的元组 `(prefix, bytes, round(priority, 4), hits)` 的列表，按 `(-priority, last_used, prefix)`
-#   排序：最有价值的在前。
+# - TODO 5.2.7 `snapshot()`：返回在缓存中的条目的元组 `(prefix, bytes, round(priority, 4), hits)` 的列表，按 `(-priority, last_used, prefix)` 排序：最有价值的在前。
 #
 # 分部分计分：5.2.1 `__init__`（1 分）· 5.2.2 `_score`（1 分）· 5.2.3 `_refresh_queue`（1 分）· 5.2.4 `_evict_until_fit`（2 分）·
-# 5.2.5 `touch`（2 分）· 5.2.6 `schedule`（1 分）· 5.2.7 `snapshot`（1 分）· 5.2.8 整个模拟器（1 分）。前七个测试各自单独检查一个方法：
-# 它直接设置状态（不运行你的 `__init__`），或者把该方法调用的方法换成只记录调用的简单替身。所以请严格按契约来写：使用上面的属性名，
-# 并在契约点名的地方调用 `_score`、`_refresh_queue`、`_evict_until_fit` 和 `touch`。
+# 5.2.5 `touch`（2 分）· 5.2.6 `schedule`（1 分）· 5.2.7 `snapshot`（1 分）· 5.2.8 整个模拟器（1 分）。前七个测试各自单独检查一个方法：它直接设置状态（不运行你的 `__init__`），或者把该方法调用的方法换成只记录调用的简单替身。所以请严格按契约来写：使用上面的属性名，并在契约点名的地方调用 `_score`、`_refresh_queue`、`_evict_until_fit` 和 `touch`。
 #
-# 一个算例（也是 5.2.8 部分的测试）：容量 128，请求 a 40、b 48、a 40、c 56、d 48、a 40。由于每次访问时新近度都是 1，
-# priority = hits + 0.5 − size/512：a = 1.421875，b = 1.40625；a 被复用后为 2.421875；c（56）放不下（88 + 56 > 128），
-# 于是最小的有效元素 b 被驱逐；d 也放不下，此时最小的是 c（1.390625）；最后 a 再被复用，得 3.421875。
+# 一个算例（也是 5.2.8 部分的测试）：容量 128，请求 a 40、b 48、a 40、c 56、d 48、a 40。由于每次访问时新近度都是 1，priority = hits + 0.5 − size/512：a = 1.421875，b = 1.40625；a 被复用后为 2.421875；c（56）放不下（88 + 56 > 128），于是最小的有效元素 b 被驱逐；d 也放不下，此时最小的是 c（1.390625）；最后 a 再被复用，得 3.421875。
 
 # %% nbgrader={"grade": false, "grade_id": "task5_2_KVCacheSchedulerSim", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import heapq
@@ -437,13 +408,11 @@ class KVCacheSchedulerSim:
     def _evict_until_fit(self, needed):
         """Evict lowest (priority, last_used) entries until needed more bytes fit."""
         # TODO 5.2.4: evict until current_bytes + needed <= capacity_bytes (or nothing is cached), skipping stale items.
-        # 提示：外层 while 检查容量和 self.entries；内层 while self.queue 用 heapq.heappop 弹出 (priority, last_used, prefix)，
-        #       entry = self.entries.get(prefix)；只有 entry 不为 None、entry.priority == priority 且 entry.last_used == last_used
-        #       时才是有效元素。堆空了仍没找到时用 min(self.entries.values())。
-        # Hint: the outer while checks the room and self.entries; the inner while self.queue pops (priority, last_used, prefix)
-        #       with heapq.heappop and looks up entry = self.entries.get(prefix); the item is live only when entry is not
-        #       None, entry.priority == priority and entry.last_used == last_used. If the heap runs dry, use
-        #       min(self.entries.values()).
+        # 提示：外层循环检查空间和缓存是否为空；内层循环用 heapq 从堆中弹出元素，到 self.entries 中查找它的条目：只有条目还在、
+        #       且 priority 和 last_used 都与元素相同时，元素才有效（惰性删除）。堆空了仍没找到时，在条目中取最小者。
+        # Hint: the outer loop checks the room and whether anything is cached; the inner loop pops items off the heap with
+        #       heapq and looks up their entries in self.entries: an item is live only when its entry still exists and agrees on
+        #       both priority and last_used (lazy deletion). When the heap runs dry, take the smallest entry.
         ### BEGIN SOLUTION
         while self.entries and self.current_bytes + needed > self.capacity_bytes:
             victim = None
@@ -464,14 +433,13 @@ class KVCacheSchedulerSim:
     def touch(self, prefix, bytes_):
         """Request prefix (bytes_ bytes): reuse it when cached, otherwise evict until it fits and add it."""
         # TODO 5.2.5: the input checks, the clock, then a hit or a miss as the task says.
-        # 提示：(1) 在改动任何状态之前做完所有检查；(2) 时钟加 1；(3) 命中：更新 hits 和 last_used，再调用
-        #       self._refresh_queue(prefix)，记录日志；(4) 未命中：先调用 self._evict_until_fit(bytes_)，再把新的 CacheEntry
-        #       （priority 先随便填一个，例如 0.0，_refresh_queue 会算出它）放进 self.entries，加上字节数，调用
-        #       self._refresh_queue(prefix)，最后记录日志。
-        # Hint: (1) do every check before changing any state; (2) advance the clock; (3) a hit: update hits and last_used,
-        #       then call self._refresh_queue(prefix) and log; (4) a miss: call self._evict_until_fit(bytes_) first, then
-        #       put the new CacheEntry in self.entries (any priority, e.g. 0.0: _refresh_queue computes it), add its
-        #       bytes, call self._refresh_queue(prefix), and log last.
+        # 提示：(1) 在改动任何状态之前做完所有检查；(2) 时钟加 1；(3) 命中：更新 hits 和 last_used，让本类的方法重新计算优先级并入堆，
+        #       再记录日志；(4) 未命中：先腾出空间（本类的另一个方法），再放入新的 CacheEntry（priority 先随便填，重新计算时会覆盖），
+        #       加上字节数、重新计算优先级，最后记录日志。
+        # Hint: (1) do every check before changing any state; (2) advance the clock; (3) a hit: update hits and last_used, let
+        #       this class's method recompute the priority and push the item, then log; (4) a miss: make room first (another
+        #       method of this class), then put the new CacheEntry in (any priority: the recomputation overwrites it), add its
+        #       bytes, recompute its priority, and log last.
         ### BEGIN SOLUTION
         if not isinstance(prefix, str) or not prefix:
             raise ValueError(f"touch: prefix must be a non-empty str, got {prefix!r}")
@@ -495,8 +463,8 @@ class KVCacheSchedulerSim:
     def schedule(self, requests):
         """Touch every (prefix, bytes_) of requests in order; return a copy of the whole log."""
         # TODO 5.2.6: touch every request in order, then return a copy of self.log.
-        # 提示：for prefix, bytes_ in requests: self.touch(prefix, bytes_)；list(self.log) 是一个新列表。
-        # Hint: for prefix, bytes_ in requests: self.touch(prefix, bytes_); list(self.log) is a new list.
+        # 提示：按顺序对每个 (prefix, bytes_) 调用 touch；对列表调用 list(...) 得到一个新列表。
+        # Hint: call touch for each (prefix, bytes_) in order; list(...) of a list is a new list.
         ### BEGIN SOLUTION
         for prefix, bytes_ in requests:
             self.touch(prefix, bytes_)
@@ -506,8 +474,9 @@ class KVCacheSchedulerSim:
     def snapshot(self):
         """Return [(prefix, bytes, round(priority, 4), hits)] ordered by (-priority, last_used, prefix)."""
         # TODO 5.2.7: the live entries as tuples, the most valuable first.
-        # 提示：sorted(self.entries.values(), key=lambda e: (-e.priority, e.last_used, e.prefix))，再为每个条目组成一个元组。
-        # Hint: sorted(self.entries.values(), key=lambda e: (-e.priority, e.last_used, e.prefix)), then one tuple per entry.
+        # 提示：sorted 的 key 可以返回元组：优先级取负数让大的排在前面，再接 last_used 和 prefix 打破平局；然后为每个条目组成一个元组。
+        # Hint: the key of sorted may return a tuple: negate the priority so that the largest comes first, then last_used and
+        #       prefix break the ties; then make one tuple per entry.
         ### BEGIN SOLUTION
         ordered = sorted(self.entries.values(), key=lambda e: (-e.priority, e.last_used, e.prefix))
         return [(e.prefix, e.bytes, round(e.priority, 4), e.hits) for e in ordered]
@@ -631,6 +600,9 @@ def _check_task5_2_3_refresh_queue():
     assert_plain_equal(heapq.heappop(list(sim.queue)), (0.015, 1, "c"),
                        "the smallest item of queue after _refresh_queue('c')")
     assert is_heap(sim.queue), f"queue must stay a heap (push with heapq.heappush); it is {sim.queue}"
+    b = sim.entries["b"]
+    assert_plain_equal([b.priority, b.last_used, b.hits, b.bytes, sim.current_bytes, sim.log], [5.0, 2, 1, 10, 50, []],
+                       "[entry b, current_bytes, log] after _refresh_queue('a') and ('c') (it must not change another field or entry)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -920,7 +892,9 @@ def _check_task5_2_7_snapshot():
                 CacheEntry(priority=1.40625, last_used=1, prefix="c", hits=1, bytes=48)])
     assert_plain_equal(sim.snapshot(), [("a", 40, 3.4219, 3), ("c", 48, 1.4062, 1), ("d", 48, 1.4062, 1), ("b", 48, 1.4062, 1)],
                        "snapshot() of a 3.421875@6, and b@2, d@1, c@1 all 1.40625 (equal priority: older first, then the prefix)")
-    assert_plain_equal(sorted(sim.entries), ["a", "b", "c", "d"], "the entries after snapshot() (nothing may change)")
+    assert_plain_equal([(p, e.priority) for p, e in sorted(sim.entries.items())],
+                       [("a", 3.421875), ("b", 1.40625), ("c", 1.40625), ("d", 1.40625)],
+                       "the entries and their priorities after snapshot() (snapshot must not change them)")
     assert_plain_equal(bare([]).snapshot(), [], "snapshot() of an empty cache")
 
     ### BEGIN HIDDEN TESTS
@@ -1039,16 +1013,11 @@ _check_task5_2_8_whole_simulator()
 # Because one hit weighs more than the other two terms together, rescoring never overturns hits: it changes the
 # choice only among entries with equal hits, where an old small entry can now lose to a recent large one.
 #
-# 看看 `_score` 在哪里被调用：只在 `_refresh_queue` 中，紧跟在 `last_used = time` 之后。因此此刻 `time - last_used = 0`，
-# **新近度总是恰好为 1**。存入堆中的优先级是 hits + 0.5 − 0.25 · size/capacity，条目等待期间它从不重新计算：1,000 步之前
-# 用过的前缀，仍保持它被访问那一刻的优先级。新近度项是一个常数；新近度只通过 **last_used 上的打破平局规则** 起作用，
-# 且只在 hits 和大小都相同的条目之间。实际上这是带大小惩罚、以 LRU 打破平局的 LFU。
+# 看看 `_score` 在哪里被调用：只在 `_refresh_queue` 中，紧跟在 `last_used = time` 之后。因此此刻 `time - last_used = 0`，**新近度总是恰好为 1**。存入堆中的优先级是 hits + 0.5 − 0.25 · size/capacity，条目等待期间它从不重新计算：1,000 步之前用过的前缀，仍保持它被访问那一刻的优先级。新近度项是一个常数；新近度只通过 **last_used 上的打破平局规则** 起作用，且只在 hits 和大小都相同的条目之间。实际上这是带大小惩罚、以 LRU 打破平局的 LFU。
 #
-# 修正的办法是在需要时（驱逐时刻）为每个候选条目计算分数。堆很难低成本做到：每个元素的键在每个时刻都会变，堆只能重建，
-# 每次驱逐都要 $O(n)$ 的 Python 工作。张量把所有键并排存放，重新评分只需几个整张量运算，这就是任务 5.3。
+# 修正的办法是在需要时（驱逐时刻）为每个候选条目计算分数。堆很难低成本做到：每个元素的键在每个时刻都会变，堆只能重建，每次驱逐都要 $O(n)$ 的 Python 工作。张量把所有键并排存放，重新评分只需几个整张量运算，这就是任务 5.3。
 #
-# 由于一次命中的分量超过另两项之和，重新评分永远不会推翻 hits 的排序：它只在 hits 相同的条目之间改变选择，此时一个旧的小条目
-# 可能输给一个新近的大条目。
+# 由于一次命中的分量超过另两项之和，重新评分永远不会推翻 hits 的排序：它只在 hits 相同的条目之间改变选择，此时一个旧的小条目可能输给一个新近的大条目。
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task5_3_TensorKVCacheScheduler_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 5.3: TensorKVCacheScheduler (9 points)
@@ -1101,9 +1070,7 @@ _check_task5_2_8_whole_simulator()
 #
 # ## 任务 5.3：TensorKVCacheScheduler（9 分）
 #
-# 编写 `TensorKVCacheScheduler(capacity_bytes, max_entries, device=None, rescore=False)`，其 `touch`、`schedule`、`snapshot`、`log`、
-# `current_bytes` 和 `time` 与任务 5.2 相同，但条目存放在 `device`（`None` 表示 CPU）上形状为 `(max_entries,)` 的张量中，每个条目一个
-# 槽位：
+# 编写 `TensorKVCacheScheduler(capacity_bytes, max_entries, device=None, rescore=False)`，其 `touch`、`schedule`、`snapshot`、`log`、`current_bytes` 和 `time` 与任务 5.2 相同，但条目存放在 `device`（`None` 表示 CPU）上形状为 `(max_entries,)` 的张量中，每个条目一个槽位：
 #
 # | 属性 | 数据类型（dtype） | 含义 |
 # |---|---|---|
@@ -1113,33 +1080,19 @@ _check_task5_2_8_whole_simulator()
 # | `priority` | **float64** | 它存下的分数 |
 # | `alive` | bool | 槽位中是否有在缓存中的条目（开始时全为 False） |
 #
-# 其他属性使用这些名字：`capacity_bytes`、`max_entries`、`device`（一个 `torch.device`）、`rescore`，以及每个条目在 Python 端仅有的
-# 记录：`slots`（前缀到槽位下标的字典）和 `prefix_of`（长度为 `max_entries` 的列表，每个槽位中的前缀，空闲槽位为 `None`）。新条目可以
-# 占用任意空闲槽位。`schedule` 已给出，与任务 5.2 的相同。
+# 其他属性使用这些名字：`capacity_bytes`、`max_entries`、`device`（一个 `torch.device`）、`rescore`，以及每个条目在 Python 端仅有的记录：`slots`（前缀到槽位下标的字典）和 `prefix_of`（长度为 `max_entries` 的列表，每个槽位中的前缀，空闲槽位为 `None`）。新条目可以占用任意空闲槽位。`schedule` 已给出，与任务 5.2 的相同。
 #
-# - TODO 5.3.1 `__init__`：`capacity_bytes < 1` 或 `max_entries < 1` 时抛出 `ValueError`；然后建立空的状态。测试还会在 PyTorch 的
-#   `meta` 设备（只有形状、没有数据的张量）上创建调度器，这样在没有 GPU 的机器上也能发现忽略 `device` 的调度器；`__init__` 只创建张量，
-#   从不读取它们。
-# - TODO 5.3.2（在 `_victim()` 中）：`rescore=True` 时，先用当前时间重新计算**每个有效条目**的优先级（`_score` 的公式，运算顺序相同，
-#   使用 float64），写入 `priority`；`rescore=False` 时优先级保持不变。
-# - TODO 5.3.3（在 `_victim()` 中）：返回 `(priority, last_used)` 按字典序最小的有效槽位，类型为 Python `int`，必须用张量运算求出
-#   （不能用 Python 循环遍历槽位：测试会数出在 8 个和 2,048 个槽位上各做了多少次 torch 运算）。`touch` 只在至少有一个有效槽位时调用
-#   `_victim()`。
-# - TODO 5.3.4 `touch`：任务 5.2 的输入检查；未命中需要新槽位而 `max_entries` 个槽位全部有效、且不需要为字节驱逐任何条目时，抛出
-#   `RuntimeError`（字节放不下时，驱逐会腾出槽位）；抛出异常时状态不变。命中：hits 加 1，last_used = time，priority = 此刻的分数
-#   （新近度为 1），记录 `reuse:<prefix>`；其他都不变。未命中：只要字节放不下，就驱逐 `self._victim()`（释放它的槽位、减去它的字节数、
-#   记录 `evict:<prefix>`）；然后把新条目写入一个空闲槽位（hits 为 1、它的字节数、last_used = time、priority = 此刻的分数），更新 `slots`
-#   和 `prefix_of`，加上它的字节数并记录 `add:<prefix>`。
+# - TODO 5.3.1 `__init__`：`capacity_bytes < 1` 或 `max_entries < 1` 时抛出 `ValueError`；然后建立空的状态。测试还会在 PyTorch 的 `meta` 设备（只有形状、没有数据的张量）上创建调度器，这样在没有 GPU 的机器上也能发现忽略 `device` 的调度器；`__init__` 只创建张量，从不读取它们。
+# - TODO 5.3.2（在 `_victim()` 中）：`rescore=True` 时，先用当前时间重新计算**每个有效条目**的优先级（`_score` 的公式，运算顺序相同，使用 float64），写入 `priority`；`rescore=False` 时优先级保持不变。
+# - TODO 5.3.3（在 `_victim()` 中）：返回 `(priority, last_used)` 按字典序最小的有效槽位，类型为 Python `int`，必须用张量运算求出（不能用 Python 循环遍历槽位：测试会数出在 8 个和 2,048 个槽位上各做了多少次 torch 运算）。`touch` 只在至少有一个有效槽位时调用 `_victim()`。
+# - TODO 5.3.4 `touch`：任务 5.2 的输入检查；未命中需要新槽位而 `max_entries` 个槽位全部有效、且不需要为字节驱逐任何条目时，抛出 `RuntimeError`（字节放不下时，驱逐会腾出槽位）；抛出异常时状态不变。命中：hits 加 1，last_used = time，priority = 此刻的分数（新近度为 1），记录 `reuse:<prefix>`；其他都不变。未命中：只要字节放不下，就驱逐 `self._victim()`（释放它的槽位、减去它的字节数、记录 `evict:<prefix>`）；然后把新条目写入一个空闲槽位（hits 为 1、它的字节数、last_used = time、priority = 此刻的分数），更新 `slots` 和 `prefix_of`，加上它的字节数并记录 `add:<prefix>`。
 # - TODO 5.3.5 `snapshot()`：与任务 5.2 相同，返回普通的 Python 值（`int`、`float`、`str`），而不是张量。
 #
 # `rescore=False` 时，在任何访问轨迹上日志和快照都与 `KVCacheSchedulerSim` 相同；`rescore=True` 时，用新算出的分数选择受害者。
 #
-# 分部分计分：5.3.1 `__init__`（1 分）· 5.3.2 重新评分（1 分）· 5.3.3 选择受害者（2 分）· 5.3.4 `touch`（2 分）· 5.3.5 `snapshot`
-# （1 分）· 5.3.6 整个调度器与堆模拟器的对照（2 分）。与任务 5.2 一样，5.3.2 到 5.3.5 部分的测试直接设置状态，`touch` 的测试把
-# `_victim` 换成一个替身。
+# 分部分计分：5.3.1 `__init__`（1 分）· 5.3.2 重新评分（1 分）· 5.3.3 选择受害者（2 分）· 5.3.4 `touch`（2 分）· 5.3.5 `snapshot`（1 分）· 5.3.6 整个调度器与堆模拟器的对照（2 分）。与任务 5.2 一样，5.3.2 到 5.3.5 部分的测试直接设置状态，`touch` 的测试把 `_victim` 换成一个替身。
 #
-# 提示：用 `torch.where(alive, priority, inf)` 屏蔽空槽位，不要用一个很大的有限数（hits 以及优先级可能很大）；先求最小优先级，再在具有
-# 该优先级的槽位中找最小的 last_used。用 `int(...)` / `float(...)` 读回单个值。
+# 提示：用 `torch.where(alive, priority, inf)` 屏蔽空槽位，不要用一个很大的有限数（hits 以及优先级可能很大）；先求最小优先级，再在具有该优先级的槽位中找最小的 last_used。用 `int(...)` / `float(...)` 读回单个值。
 
 # %% nbgrader={"grade": false, "grade_id": "task5_3_TensorKVCacheScheduler", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class TensorKVCacheScheduler:
@@ -1194,10 +1147,10 @@ class TensorKVCacheScheduler:
     def _victim(self):
         """Return the live slot with the smallest (priority, last_used), rescoring first if asked."""
         # TODO 5.3.2: when self.rescore, store the score at self.time of every live slot in self.priority.
-        # 提示：age = (self.time - self.last_used).clamp(min=0)，转成 float64；分数 = hits + 0.5 * (1 / (1 + age))
-        #       - 0.25 * bytes / capacity_bytes；用 torch.where(self.alive, 分数, self.priority) 只改有效槽位。
-        # Hint: age = (self.time - self.last_used).clamp(min=0), in float64; score = hits + 0.5 * (1 / (1 + age))
-        #       - 0.25 * bytes / capacity_bytes; torch.where(self.alive, score, self.priority) changes the live slots only.
+        # 提示：年龄是 time 与 last_used 之差（不小于 0，转成 float64），分数公式见“评分公式”一节，对所有槽位一次算出；再用
+        #       torch.where 只替换有效槽位的优先级。
+        # Hint: the age is time minus last_used (at least 0, in float64), and the score is the formula of the scoring section,
+        #       computed for every slot at once; then torch.where replaces the priority of the live slots only.
         ### BEGIN SOLUTION
         if self.rescore:
             age = (self.time - self.last_used).clamp(min=0).to(torch.float64)
@@ -1222,12 +1175,12 @@ class TensorKVCacheScheduler:
         """Request prefix (bytes_ bytes), exactly as KVCacheSchedulerSim.touch."""
         # TODO 5.3.4: the checks (ValueError, then RuntimeError), the clock, then a hit or a miss.
         # 提示：(1) 所有检查都在改动状态之前：RuntimeError 的条件是“未命中、len(self.slots) == max_entries、且字节放得下”；
-        #       (2) 命中只改这个槽位的 hits、last_used、priority；(3) 未命中：while 循环驱逐 self._victim() 直到放得下，
-        #       再找一个空闲槽位，例如 int(torch.argmin(self.alive.to(torch.uint8)))，写入新条目。
+        #       (2) 命中只改这个槽位的 hits、last_used、priority；(3) 未命中：循环驱逐 self._victim() 直到放得下，
+        #       再找一个空闲槽位（alive 为 False 的第一个下标），写入新条目。
         # Hint: (1) every check comes before any change: the RuntimeError is for "a miss, len(self.slots) == max_entries and
         #       the bytes fit"; (2) a hit changes only this slot's hits, last_used and priority; (3) a miss: evict
-        #       self._victim() in a while loop until the bytes fit, then find a free slot, for example
-        #       int(torch.argmin(self.alive.to(torch.uint8))), and write the new entry there.
+        #       self._victim() in a loop until the bytes fit, then take a free slot (the first index where alive is False) and
+        #       write the new entry there.
         ### BEGIN SOLUTION
         if not isinstance(prefix, str) or not prefix:
             raise ValueError(f"touch: prefix must be a non-empty str, got {prefix!r}")
@@ -1646,6 +1599,8 @@ def _check_task5_3_5_snapshot():
         assert_plain_equal(s.snapshot(), [("a", 40, 3.4219, 3), ("c", 48, 1.4062, 1), ("d", 48, 1.4062, 1), ("b", 48, 1.4062, 1)],
                            f"snapshot() of a 3.421875@6 and b@2, d@1, c@1 all 1.40625, and a free slot, on {device}")
         assert_plain_equal(bare([(None, 0, 0, 0, 0.0)] * 3, device).snapshot(), [], f"snapshot() with every slot free on {device}")
+        assert_plain_equal(s.priority.tolist(), [1.40625, 9.0, 3.421875, 1.40625, 1.40625],
+                           f"the priorities after snapshot() on {device} (snapshot must not change them)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -1809,7 +1764,8 @@ def draw_scores(hits=2, size_kib=256, capacity_kib=1024):
     ax.plot(ages, [frozen] * len(ages), label=label("frozen (stored at the touch)", "冻结（访问时存下）"))
     ax.plot(ages, rescored, label=label("rescored (at eviction time)", "重新评分（驱逐时刻）"))
     ax.axhline(hits - 1 + 0.5, color="grey", lw=0.8, ls=":", label=label("best score with one hit fewer", "少一次命中时的最高分"))
-    ax.set_title(f"Score of one entry: hits={hits}, size={size_kib} KiB of {capacity_kib} KiB")
+    ax.set_title(label(f"Score of one entry: hits={hits}, size={size_kib} KiB of {capacity_kib} KiB",
+                       f"一个条目的分数：命中 {hits} 次，大小 {size_kib} KiB（共 {capacity_kib} KiB）"))
     ax.set_xlabel(label("age: steps since the last touch", "年龄：距最近一次访问的步数"))
     ax.set_ylabel(label("score (dimensionless)", "分数（无量纲）"))
     ax.legend(loc="lower left")
@@ -1839,15 +1795,10 @@ widgets.interact(draw_scores, hits=widgets.IntSlider(value=2, min=1, max=6),
 #
 # The cell prints every point of the plots as a table; the text below it reads that table.
 #
-# 两个来自 `course.traces` 的工作负载：共享少量系统提示、交错进行的多轮**对话**会话，以及 **Zipf** 分布的文档问答。每个前缀块是一个
-# 条目，每个请求按顺序访问它的块。我们在多个缓存大小下用冻结评分调度器（你的 `KVCacheSchedulerSim`）、重新评分调度器（你的
-# `TensorKVCacheScheduler(rescore=True)`）、LRU 和 Belady 回放它们，分两种情况：
+# 两个来自 `course.traces` 的工作负载：共享少量系统提示、交错进行的多轮**对话**会话，以及 **Zipf** 分布的文档问答。每个前缀块是一个条目，每个请求按顺序访问它的块。我们在多个缓存大小下用冻结评分调度器（你的 `KVCacheSchedulerSim`）、重新评分调度器（你的 `TensorKVCacheScheduler(rescore=True)`）、LRU 和 Belady 回放它们，分两种情况：
 #
-# - **单位大小的块**（每块 1 字节，容量以块计）：LRU 和 Belady 的 MIN 来自课程的回放引擎 `course.replay.replay(trace, capacity, policy)`，
-#   此时 MIN 是真正的最优解，即上限；
-# - **大小不同的块**（16 到 128 KiB，每块大小不变）：回放引擎只支持单位大小的块，所以这里按字节编写 LRU 和 Belady 的“下次使用最远者先出”
-#   规则（代码会在单位大小上与引擎核对）。块大小不同时 Belady 规则是很强的离线启发式，而不是上界。我们报告**命中率**
-#   （复用条目的访问占比）和**字节命中率**（从缓存提供的字节占请求字节的比例，更接近节省的预填充时间）。
+# - **单位大小的块**（每块 1 字节，容量以块计）：LRU 和 Belady 的 MIN 来自课程的回放引擎 `course.replay.replay(trace, capacity, policy)`，此时 MIN 是真正的最优解，即上限；
+# - **大小不同的块**（16 到 128 KiB，每块大小不变）：回放引擎只支持单位大小的块，所以这里按字节编写 LRU 和 Belady 的“下次使用最远者先出” 规则（代码会在单位大小上与引擎核对）。块大小不同时 Belady 规则是很强的离线启发式，而不是上界。我们报告**命中率**（复用条目的访问占比）和**字节命中率**（从缓存提供的字节占请求字节的比例，更接近节省的预填充时间）。
 #
 # 单元把图中的每个点打印成一张表；下面的文字解读的就是这张表。
 
@@ -1950,7 +1901,8 @@ fig, axes = plt.subplots(2, 3, figsize=(14, 7))
 for row, name in enumerate(traces):
     curves = dict(unit_curves[name])
     ax = plot_hit_ratio_curves({p: curves[p] for p in POLICIES[:3]}, belady=curves["Belady"],
-                               title=f"{name}, unit-size blocks: hit ratio", ax=axes[row][0])
+                               title=label(f"{name}, unit-size blocks: hit ratio", f"{name}，大小相同的块：命中率"),
+                               ax=axes[row][0])
     ax.set_xlabel(label("cache capacity (blocks)", "缓存容量（块）"))
     ax.set_ylabel(label("hit ratio (%)", "命中率（%）"))
     for col, (metric, metric_zh, index) in enumerate((("hit ratio", "命中率", 0), ("byte hit ratio", "字节命中率", 1)), start=1):
@@ -1958,7 +1910,7 @@ for row, name in enumerate(traces):
         for policy in POLICIES:
             ax.plot([100 * f for f in FRACTIONS], [100 * results[name, f, policy][index] for f in FRACTIONS],
                     marker="o", markersize=3, label=policy, linestyle="--" if policy == "Belady" else "-")
-        ax.set_title(f"{name}, varied sizes: {metric}")
+        ax.set_title(label(f"{name}, varied sizes: {metric}", f"{name}，大小不一：{metric_zh}"))
         ax.set_xlabel(label("cache capacity (% of all distinct KiB)", "缓存容量（占全部不同块 KiB 的 %）"))
         ax.set_ylabel(label(f"{metric} (%)", f"{metric_zh}（%）"))
         ax.set_ylim(0, 100)
@@ -2002,14 +1954,8 @@ print(f"unit sizes: Belady's MIN is {min(gaps):.1f} to {max(gaps):.1f} points ab
 #
 # 表中可以看到（访问轨迹使用了固定种子，你看到的数字相同）：
 #
-# - **单位大小的块：冻结评分与重新评分完全重合**，一次命中都不差。大小相同时，大小项对所有条目都一样；在 hits 相同的条目之间，重新评分
-#   按新近度排序，而新近度的衰减顺序与 last_used 的顺序相同，这正是冻结评分使用的打破平局规则。缓存小时两者都优于 LRU
-#   （对话在 16 与 33 个块时为 29.0% 与 46.4%，LRU 为 20.8% 与 40.6%；Zipf 在 19 个块时为 40.6%，LRU 为 33.8%，38 个块时持平），因为 hits 项保护已被复用的块（共享
-#   系统提示、热门文档），不让一阵只用一次的块把它们挤出去；在对话工作负载上，缓存能容纳活跃会话后 LRU 追上并超过了它们（66 个块时
-#   55.1% 对 51.4%）。Belady 的 MIN 始终高于三者，高出的幅度见最后一行输出，约 9 到 19 个百分点。
-# - **大小不同的块：两者出现差别。** 冻结评分时，在 hits 相同的条目之间由大小项决定（新近度是常数），所以最大的块最先被驱逐，许多小块
-#   留了下来：冻结调度器在 Zipf 上的每个缓存大小、以及对话从 20% 起，命中率都是在线策略中最高的。重新评分让旧的小块可能输给新近的大块，
-#   在这些地方损失了命中率；在对话的小缓存上（5% 和 10%），它两项都赢，字节命中率更是大幅领先（33.9% 对 28.6%，54.0% 对 40.9%）。
+# - **单位大小的块：冻结评分与重新评分完全重合**，一次命中都不差。大小相同时，大小项对所有条目都一样；在 hits 相同的条目之间，重新评分按新近度排序，而新近度的衰减顺序与 last_used 的顺序相同，这正是冻结评分使用的打破平局规则。缓存小时两者都优于 LRU（对话在 16 与 33 个块时为 29.0% 与 46.4%，LRU 为 20.8% 与 40.6%；Zipf 在 19 个块时为 40.6%，LRU 为 33.8%，38 个块时持平），因为 hits 项保护已被复用的块（共享系统提示、热门文档），不让一阵只用一次的块把它们挤出去；在对话工作负载上，缓存能容纳活跃会话后 LRU 追上并超过了它们（66 个块时 55.1% 对 51.4%）。Belady 的 MIN 始终高于三者，高出的幅度见最后一行输出，约 9 到 19 个百分点。
+# - **大小不同的块：两者出现差别。** 冻结评分时，在 hits 相同的条目之间由大小项决定（新近度是常数），所以最大的块最先被驱逐，许多小块留了下来：冻结调度器在 Zipf 上的每个缓存大小、以及对话从 20% 起，命中率都是在线策略中最高的。重新评分让旧的小块可能输给新近的大块，在这些地方损失了命中率；在对话的小缓存上（5% 和 10%），它两项都赢，字节命中率更是大幅领先（33.9% 对 28.6%，54.0% 对 40.9%）。
 #   哪个指标更重要取决于未命中的代价：预填充时间随块的 token 数增长，因此字节命中率更接近节省的时间。
 # - 知道未来的 Belady 规则在两个指标上都高于所有在线策略：这是更好的预测仍可赢得的空间。
 
@@ -2026,11 +1972,7 @@ print(f"unit sizes: Belady's MIN is {min(gaps):.1f} to {max(gaps):.1f} points ab
 # for their order of magnitude. On a GPU each tensor operation costs a kernel launch (microseconds) whatever `n` is,
 # so the tensor scheduler pays off only at large `n`: thousands to millions of entries.
 #
-# 一个装满 `n` 个 1 字节条目的缓存的吞吐量（每秒驱逐次数），其中每个请求都未命中并恰好驱逐一个条目。冻结评分时，我们计时你的堆模拟器
-# 和你的张量调度器；重新评分时，堆必须在每次选择前用 Python 为每个条目重新评分并重建自身（下面的 `RescoringSim`，它的决定与
-# `rescore=True` 相同），而张量调度器只需几个整张量运算。图中画出张量吞吐量除以堆吞吐量之比，单元还打印出每个速率和比值。这里规模较小
-# （CPU 上最多 10^4；评分时最多 10^3）；`bench/bench_scheduler.py` 测到 10^6 个条目并报告交叉点。共享 CPU 上的墙钟速率有噪声：比值只看
-# 数量级。在 GPU 上，每个张量运算无论 `n` 多大都要一次内核启动（微秒级），因此张量调度器只在 `n` 很大（数千到数百万个条目）时才划算。
+# 一个装满 `n` 个 1 字节条目的缓存的吞吐量（每秒驱逐次数），其中每个请求都未命中并恰好驱逐一个条目。冻结评分时，我们计时你的堆模拟器和你的张量调度器；重新评分时，堆必须在每次选择前用 Python 为每个条目重新评分并重建自身（下面的 `RescoringSim`，它的决定与 `rescore=True` 相同），而张量调度器只需几个整张量运算。图中画出张量吞吐量除以堆吞吐量之比，单元还打印出每个速率和比值。这里规模较小（CPU 上最多 10^4；评分时最多 10^3）；`bench/bench_scheduler.py` 测到 10^6 个条目并报告交叉点。共享 CPU 上的墙钟速率有噪声：比值只看数量级。在 GPU 上，每个张量运算无论 `n` 多大都要一次内核启动（微秒级），因此张量调度器只在 `n` 很大（数千到数百万个条目）时才划算。
 
 # %%
 import heapq
@@ -2092,7 +2034,7 @@ for mode, mode_zh in (("frozen", "冻结"), ("rescored", "重新评分")):
 ax.axhline(1.0, color="grey", lw=0.8, ls="--", label=label("equal throughput", "吞吐量相等"))
 ax.set_xscale("log")
 ax.set_yscale("log")
-ax.set_title(f"Tensor scheduler ({DEVICE.type}) vs heap simulator")
+ax.set_title(label(f"Tensor scheduler ({DEVICE.type}) vs heap simulator", f"张量调度器（{DEVICE.type}）对比堆模拟器"))
 ax.set_xlabel(label("live entries n", "在缓存中的条目数 n"))
 ax.set_ylabel(label("throughput ratio tensor / heap", "吞吐量之比 张量 / 堆"))
 ax.legend()
@@ -2111,41 +2053,30 @@ plt.show()
 # machine and at the sizes above, show the crossover between $10^2$ and $10^3$. The tensors buy you the policy the heap
 # cannot afford, not speed for the policy it already does well.
 #
-# 结合算法来读这张图。冻结评分时，堆每次驱逐需要 $O(\log n)$，张量调度器需要 $O(n)$ 的工作（用几个向量化运算完成）外加每次运算的固定
-# 开销，因此在每个规模上堆都领先：打印出的“张量/堆”比值都远小于 1。README 的基准测试表（2026-11-30 在 AMD EPYC 的
-# 2 个核上、单个 torch 线程测得）给出冻结评分时“张量/堆”从 $10^2$ 的 0.058 降到 $10^6$ 的 0.0008：没有交叉点。不要只为了用张量而把便宜的
-# 堆搬到张量上。重新评分时，堆必须在 Python 中访问每个条目，即 $O(n)$ 的解释执行工作，张量调度器于是反超：同一张表中“张量/堆”在
-# $10^2$ 为 0.42，$10^3$ 为 4.4（交叉点），$10^4$ 为 24，$10^5$ 为 56，$10^6$ 为 20。所以收益在约 $10^5$ 个条目时最大，而不是一直增长；
-# 你打印出的比值（在你的机器上、上面的规模下）显示交叉点在 $10^2$ 与 $10^3$ 之间。张量带给你的是堆负担不起的策略，而不是堆本来就做得好的
-# 策略的速度。
+# 结合算法来读这张图。冻结评分时，堆每次驱逐需要 $O(\log n)$，张量调度器需要 $O(n)$ 的工作（用几个向量化运算完成）外加每次运算的固定开销，因此在每个规模上堆都领先：打印出的“张量/堆”比值都远小于 1。README 的基准测试表（2026-11-30 在 AMD EPYC 的 2 个核上、单个 torch 线程测得）给出冻结评分时“张量/堆”从 $10^2$ 的 0.058 降到 $10^6$ 的 0.0008：没有交叉点。不要只为了用张量而把便宜的堆搬到张量上。重新评分时，堆必须在 Python 中访问每个条目，即 $O(n)$ 的解释执行工作，张量调度器于是反超：同一张表中“张量/堆”在 $10^2$ 为 0.42，$10^3$ 为 4.4（交叉点），$10^4$ 为 24，$10^5$ 为 56，$10^6$ 为 20。所以收益在约 $10^5$ 个条目时最大，而不是一直增长；你打印出的比值（在你的机器上、上面的规模下）显示交叉点在 $10^2$ 与 $10^3$ 之间。张量带给你的是堆负担不起的策略，而不是堆本来就做得好的策略的速度。
 #
 # ## Summary | 小结
 #
 # **Remember:** a score is only as fresh as the moment it was computed: the heap's lazy deletion keeps decisions
 # correct for stale *items*, but only recomputing at eviction time, cheap with tensors, keeps the *scores* fresh.
 #
-# **一句话记住：** 分数只和它被计算的那一刻一样新：堆的惰性删除让决定在面对过期*元素*时仍然正确，但只有在驱逐时刻重新计算
-# （用张量很便宜）才能让*分数*保持新鲜。
+# **一句话记住：** 分数只和它被计算的那一刻一样新：堆的惰性删除让决定在面对过期*元素*时仍然正确，但只有在驱逐时刻重新计算（用张量很便宜）才能让*分数*保持新鲜。
 #
 # ## Prerequisites and further reading | 前置与相关阅读
 #
 # - Before: [03. LRU and LFU](../03_lru_lfu/03_lru_lfu.ipynb) (victims as the minimum of a key, ties, Belady's MIN)
-#   and Python's `heapq`. | 前置：[03. LRU 与 LFU](../03_lru_lfu/03_lru_lfu.ipynb)（受害者是某个键的最小值、打破平局、Belady 的 MIN）
-#   以及 Python 的 `heapq`。
+#   and Python's `heapq`. | 前置：[03. LRU 与 LFU](../03_lru_lfu/03_lru_lfu.ipynb)（受害者是某个键的最小值、打破平局、Belady 的 MIN）以及 Python 的 `heapq`。
 # - Next: [06. Prefix cache for a real decoder](../06_prefix_cache/06_prefix_cache.ipynb), where eviction decides how
-#   much prefill a real model skips. | 下一节：[06. 真实解码器的前缀缓存](../06_prefix_cache/06_prefix_cache.ipynb)，在那里驱逐决定一个
-#   真实模型能跳过多少预填充。
+#   much prefill a real model skips. | 下一节：[06. 真实解码器的前缀缓存](../06_prefix_cache/06_prefix_cache.ipynb)，在那里驱逐决定一个真实模型能跳过多少预填充。
 # - Further: GreedyDual-Size (scores that weigh size, and an aging term that keeps them fresh without rescoring), and
-#   the `heapq` notes on marking removed entries. | 延伸阅读：GreedyDual-Size（按大小加权的分数，以及一个无需重新评分就能让分数保持新鲜的
-#   老化项），以及 `heapq` 文档中关于标记已删除条目的说明。
+#   the `heapq` notes on marking removed entries. | 延伸阅读：GreedyDual-Size（按大小加权的分数，以及一个无需重新评分就能让分数保持新鲜的老化项），以及 `heapq` 文档中关于标记已删除条目的说明。
 #
 # ## References | 参考文献
 #
 # - The seed design of this notebook: the "KV Cache Scheduling" chapter of Datawhale's llm-algo-leetcode
 #   (https://github.com/datawhalechina/llm-algo-leetcode; text CC BY 4.0, code Apache-2.0): the `CacheEntry` /
 #   `KVCacheSchedulerSim` design, its score and its known answer. The code and prose here are written anew.
-#   本 notebook 的种子设计来自 Datawhale llm-algo-leetcode 的 "KV Cache Scheduling" 一章（文字 CC BY 4.0，代码 Apache-2.0）；
-#   这里的代码和文字均为重新编写。
+#   本 notebook 的种子设计来自 Datawhale llm-algo-leetcode 的 "KV Cache Scheduling" 一章（文字 CC BY 4.0，代码 Apache-2.0）；这里的代码和文字均为重新编写。
 # - The other seed design of the course: the "KV Eviction formula-to-code" walkthrough (LLM-REVIEW).
 # - L. A. Belady, "A study of replacement algorithms for a virtual-storage computer", *IBM Systems Journal* 5(2), 1966.
 # - W. Kwon et al., "Efficient Memory Management for Large Language Model Serving with PagedAttention", SOSP 2023 (vLLM).

@@ -18,23 +18,24 @@
 # # 07. Token-level KV eviction: StreamingLLM, H2O, SnapKV, PyramidKV | token 级 KV 驱逐：StreamingLLM、H2O、SnapKV 与 PyramidKV
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/kvcache-course/kv-cache-eviction/blob/main/release/07_token_eviction/07_token_eviction.ipynb)
-# [![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)](https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/07_token_eviction/07_token_eviction.ipynb)
+# [![Open in ModelScope](https://img.shields.io/badge/ModelScope-Open%20in%20ModelScope-624aff)](https://modelscope.cn/notebook/share/github/kvcache-course/kv-cache-eviction/blob/main/release/07_token_eviction/07_token_eviction.ipynb)
 # [![GitHub](https://img.shields.io/badge/GitHub-release%2F07_token_eviction-black)](https://github.com/kvcache-course/kv-cache-eviction/blob/main/release/07_token_eviction/07_token_eviction.ipynb)
 #
 # **Difficulty:** ★★★ advanced · **Time:** about 150 minutes · **Points:** 27 · **GPU:** task tests run on CUDA too when a GPU is present; the experiments run on the CPU (a 104k-parameter model).
 #
 # **难度：** ★★★ 进阶 · **用时：** 约 150 分钟 · **总分：** 27 · **GPU：** 有 GPU 时各任务的测试也在 CUDA 上运行；实验在 CPU 上运行（模型只有约 10 万个参数）。
 #
-# **ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
-# paste the ModelScope badge's link (this notebook's file in the course repository).
-# 在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
+# **ModelScope (魔搭):** log in to ModelScope, then click the ModelScope badge: it opens this notebook from
+# GitHub in a notebook instance of yours (choose CPU or GPU). Where that link does not work, choose
+# *File → Open from URL…* in the instance's JupyterLab and paste <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/07_token_eviction/07_token_eviction.ipynb>.
+# 先登录魔搭，再点击 ModelScope 徽章：魔搭会从 GitHub 取来本 notebook，在你自己的 Notebook 实例中打开（可选 CPU 或 GPU）。
+# 如果这个链接打不开，在实例的 JupyterLab 中选择 *File → Open from URL…*，粘贴 <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/07_token_eviction/07_token_eviction.ipynb>。
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
 # check more cases when your notebook is graded.
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，
-# 然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -61,16 +62,11 @@ print(setup_summary(DEVICE, SEED))
 # %% [markdown]
 # ## 导读 | Overview
 #
-# 前面的 notebook 驱逐的是整个序列或整个块。近年来 KV 缓存文献中所说的"驱逐"，大多发生在**一条长序列的内部**：
-# 在一个预算（budget）之下，保留哪些过去 token 的 K/V。一个 32K token 的提示词，其 KV 缓存可能比模型权重还大；
-# 只保留其中一小部分，显存和每步解码要读的字节都按比例减少——前提是模型仍然能答对。
-# StreamingLLM 保留开头的几个**注意力汇点**（attention sink）和一个**最近窗口**；H2O 保留累积注意力最高的**重击者**（heavy hitter）
-# 加最近窗口；SnapKV 让提示词最后几个查询组成的**观察窗口**投票，池化后取前 k 个；PyramidKV 让低层得到更多预算、高层更少。
+# 前面的 notebook 驱逐的是整个序列或整个块。近年来 KV 缓存文献中所说的“驱逐”，大多发生在**一条长序列的内部**：在一个预算（budget）之下，保留哪些过去 token 的 K/V。一个 32K token 的提示词，其 KV 缓存可能比模型权重还大；只保留其中一小部分，显存和每步解码要读的字节都按比例减少——前提是模型仍然能答对。
+# StreamingLLM 保留开头的几个**注意力汇点**（attention sink）和一个**最近窗口**；H2O 保留累积注意力最高的**重击者**（heavy hitter）加最近窗口；SnapKV 让提示词最后几个查询组成的**观察窗口**投票，池化后取前 k 个；PyramidKV 让低层得到更多预算、高层更少。
 #
-# 本 notebook 中你将实现这些策略的保留掩码、带保留掩码的注意力、逐层预算，以及一个边生成边驱逐的解码循环；
-# 然后在一个真正学会了东西的小模型上测量它们：一个在"联想回忆"任务上训练过的 2 层解码器（`course.model.load_recall_decoder`，
-# 约 10 万个参数，随课程包一起提供）。上下文列出 28 个键值对，然后问其中某个键的值：被驱逐掉那一对的 K/V，模型就答不出来。
-# 于是"召回准确率随预算的变化"直接度量了驱逐策略的好坏，全缓存是上限。
+# 本 notebook 中你将实现这些策略的保留掩码、带保留掩码的注意力、逐层预算，以及一个边生成边驱逐的解码循环；然后在一个真正学会了东西的小模型上测量它们：一个在“联想回忆”任务上训练过的 2 层解码器（`course.model.load_recall_decoder`，约 10 万个参数，随课程包一起提供）。上下文列出 28 个键值对，然后问其中某个键的值：被驱逐掉那一对的 K/V，模型就答不出来。
+# 于是“回忆准确率随预算的变化”直接度量了驱逐策略的好坏，全缓存是上限。
 #
 # The earlier notebooks evict whole sequences and blocks. What most of the recent KV-cache literature calls
 # "eviction" happens **inside one long sequence**: under a budget, which past tokens' K/V to keep. The KV cache of a
@@ -102,10 +98,9 @@ print(setup_summary(DEVICE, SEED))
 #
 # 完成本 notebook 后，你能够：
 # 1. 计算只覆盖保留掩码所标记的缓存位置的注意力：被驱逐的位置概率严格为 0，什么都没保留时给出清楚的错误；
-# 2. 在批量张量上编写 StreamingLLM、H2O 和 SnapKV 的保留掩码（平局时保留位置更靠前的 token，不对 token 写 Python 循环，可在任意设备上运行），
-#    并用精确的整数运算算出 PyramidKV 的逐层预算；
+# 2. 在批量张量上编写 StreamingLLM、H2O 和 SnapKV 的保留掩码（平局时保留位置更靠前的 token，不对 token 写 Python 循环，可在任意设备上运行），并用精确的整数运算算出 PyramidKV 的逐层预算；
 # 3. 编写一个每步都在预算下驱逐的解码循环，并保证预算覆盖全部 token 时它与全缓存模型完全相同；
-# 4. 测量召回准确率和损失随预算的变化，找到注意力汇点，并说明一个约 10 万参数的模型能说明、不能说明论文中的哪些结论。
+# 4. 测量回忆准确率和损失随预算的变化，找到注意力汇点，并说明一个约 10 万参数的模型能说明、不能说明论文中的哪些结论。
 #
 # ## The model | 模型
 #
@@ -126,8 +121,7 @@ print(setup_summary(DEVICE, SEED))
 # - **PyramidKV**: SnapKV's selection with per-layer budgets $B_0 > B_1 > \dots$ that fall linearly with depth and sum
 #   to $L \cdot \bar B$.
 #
-# 一层的缓存为每个注意力头 $h$ 保存缓存位置 $j = 0, \dots, T-1$ 的键 $k_j$ 和值 $v_j$。**保留掩码** $m \in \{0, 1\}^T$（每个头一个）
-# 指出哪些位置留下。查询向量 $q$ 只关注被保留的位置：
+# 一层的缓存为每个注意力头 $h$ 保存缓存位置 $j = 0, \dots, T-1$ 的键 $k_j$ 和值 $v_j$。**保留掩码** $m \in \{0, 1\}^T$（每个头一个）指出哪些位置留下。查询向量 $q$ 只关注被保留的位置：
 #
 # $$p_j = \frac{m_j \exp(q \cdot k_j / \sqrt{d})}{\sum_{i} m_i \exp(q \cdot k_i / \sqrt{d})}, \qquad o = \sum_j p_j v_j,$$
 #
@@ -135,42 +129,42 @@ print(setup_summary(DEVICE, SEED))
 #
 # - **StreamingLLM**：前 $\min(S, B)$ 个位置（注意力汇点）和最后 $B - \min(S, B)$ 个位置（最近窗口）；
 # - **H2O**：最后 $R$ 个位置，以及其余位置中**累积注意力** $s_j = \sum_i p_{ij}$（对所有看到过 $j$ 的查询 $i$ 求和）最高的 $B - R$ 个；
-# - **SnapKV**：提示词最后 $W$ 个位置（观察窗口）投票：对更早的位置计算 $s_j = \sum_{i \ge T-W} p_{ij}$，在 $K$ 个相邻位置上取平均（**池化**），
-#   保留最高的 $B - W$ 个，再加上观察窗口本身；
+# - **SnapKV**：提示词最后 $W$ 个位置（观察窗口）投票：对更早的位置计算 $s_j = \sum_{i \ge T-W} p_{ij}$，在 $K$ 个相邻位置上取平均（**池化**），保留最高的 $B - W$ 个，再加上观察窗口本身；
 # - **PyramidKV**：沿用 SnapKV 的选择方式，但逐层预算 $B_0 > B_1 > \dots$ 随深度线性递减，总和为 $L \cdot \bar B$。
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task7_1_attend_kept_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 7.1: attend_kept (4 points)
 #
 # `attend_kept(query, keys, values, keep)` computes the formula of the model section on batched tensors: `query` is a
-# float tensor `[..., num_queries, head_dim]`, `keys` and `values` float tensors `[..., num_tokens, head_dim]` with the
-# same leading dimensions (for example batch and heads), `keep` a `bool` tensor `[..., num_tokens]`. Every query sees
-# every kept position (cached positions all come before the queries: no causal mask). Return the pair
-# `(output, probabilities)`: `output` `[..., num_queries, head_dim]`, `probabilities` `[..., num_queries, num_tokens]`,
-# in the query's dtype and on its device, each row summing to 1 over the kept positions and **exactly 0** at the
-# evicted ones. Scale the scores by $1/\sqrt{\text{head\_dim}}$. No Python loop over tokens (a test counts torch
+# float tensor `[..., num_queries, head_dim]`, `keys` and `values` float tensors `[..., num_tokens, head_dim]` with
+# exactly the same leading dimensions (for example batch and heads) and the same `head_dim`, `keep` a `bool` tensor
+# `[..., num_tokens]` of exactly `keys`'s shape without its last dimension. Every query sees every kept position (cached
+# positions all come before the queries: no causal mask). Return the pair `(output, probabilities)`: `output`
+# `[..., num_queries, head_dim]`, `probabilities` `[..., num_queries, num_tokens]`, in the query's dtype and on its
+# device, each row summing to 1 over the kept positions and **exactly 0** at the evicted ones. Scale the scores by
+# $1/\sqrt{\text{head\_dim}}$. Every floating dtype is allowed (`float16`, `bfloat16`, `float32`, `float64`), but
+# `query`, `keys` and `values` must share one. No argument is changed. No Python loop over tokens (a test counts torch
 # operations).
 #
 # Errors: `TypeError` when `query`, `keys` or `values` is not a floating-point `torch.Tensor` or `keep` not a `bool`
-# tensor; `ValueError` when the shapes disagree, the tensors are on different devices, or some row of `keep` keeps no
-# position. Traps: multiplying the probabilities by the mask after the softmax leaves rows that no longer sum to 1;
-# a row with nothing kept gives `NaN` (0/0) unless you refuse it; scores of large magnitude overflow an `exp` without
-# the maximum subtracted (`torch.softmax` subtracts it).
+# tensor (a list, or an integer tensor, is not converted); `ValueError` when the shapes disagree (shapes that would
+# broadcast, such as a leading dimension of 1 against 3, disagree too), when `query`, `keys` and `values` have
+# different dtypes, when the tensors are on different devices, or when some row of `keep` keeps no position. Traps:
+# multiplying the probabilities by the mask after the softmax leaves rows that no longer sum to 1; a row with nothing
+# kept gives `NaN` (0/0) unless you refuse it; scores of large magnitude overflow an `exp` without the maximum subtracted
+# (`torch.softmax` subtracts it); a large finite negative such as `-1e9` in place of `-inf` is not "exactly 0" when the
+# kept scores are themselves near `-1e30` (the tests pass such scores), and does not fit in `float16` at all.
+# The tests compare float32 results with a tolerance of about `1e-5`, float16 ones with about `1e-2`, bfloat16 ones
+# with about `5e-2` and float64 ones with about `1e-10`; they use the meta device (shapes without data) as the "other
+# device" on a machine without a GPU.
 #
 # Graded in parts: 7.1.1 attention (3) · 7.1.2 bad input (1).
 #
 # ## 任务 7.1：attend_kept（4 分）
 #
-# `attend_kept(query, keys, values, keep)` 在批量张量上计算 $p_j = m_j e^{q \cdot k_j/\sqrt{d}} / \sum_i m_i e^{q \cdot k_i/\sqrt{d}}$、
-# $o = \sum_j p_j v_j$：`query` 是浮点张量 `[..., num_queries, head_dim]`，`keys` 和 `values` 是前导维度相同（例如批量和注意力头）的浮点张量
-# `[..., num_tokens, head_dim]`，`keep` 是 `bool` 张量 `[..., num_tokens]`。每个查询都能看到所有被保留的位置（缓存中的位置都在查询之前，
-# 不需要因果掩码）。返回二元组 `(output, probabilities)`：`output` 形状为 `[..., num_queries, head_dim]`，`probabilities` 形状为
-# `[..., num_queries, num_tokens]`，数据类型和设备与 `query` 相同；每一行在被保留的位置上求和为 1，在被驱逐的位置上**严格为 0**。
-# 分数要乘以 $1/\sqrt{\text{head\_dim}}$。不允许对 token 写 Python 循环（测试会统计 torch 操作的次数）。
+# `attend_kept(query, keys, values, keep)` 在带批次维的张量上计算注意力 $p_j = m_j e^{q \cdot k_j/\sqrt{d}} / \sum_i m_i e^{q \cdot k_i/\sqrt{d}}$、$o = \sum_j p_j v_j$（$d$ 即 `head_dim`）。`query` 是浮点张量 `[..., num_queries, head_dim]`；`keys` 和 `values` 是浮点张量 `[..., num_tokens, head_dim]`，它们的前导维度（例如批次和注意力头）和 `head_dim` 都与 `query` 完全相同；`keep` 是 `bool` 张量 `[..., num_tokens]`，形状恰好等于 `keys` 的形状去掉最后一维。每个查询都能看到所有被保留的位置（缓存中的位置都在查询之前，不需要因果掩码）。返回二元组 `(output, probabilities)`：`output` 的形状为 `[..., num_queries, head_dim]`，`probabilities` 的形状为 `[..., num_queries, num_tokens]`，两者的数据类型和设备都与 `query` 相同；`probabilities` 的每一行在被保留的位置上之和为 1，在被驱逐的位置上**严格为 0**。分数要乘以 $1/\sqrt{\text{head\_dim}}$。任何浮点数据类型都可以（`float16`、`bfloat16`、`float32`、`float64`），但 `query`、`keys` 和 `values` 的数据类型必须相同。不修改任何参数。不允许对 token 写 Python 循环（测试会统计 torch 操作的次数）。
 #
-# 错误：`query`、`keys` 或 `values` 不是浮点 `torch.Tensor`，或 `keep` 不是 `bool` 张量时抛出 `TypeError`；形状不一致、张量在不同设备上，
-# 或 `keep` 的某一行一个位置都没有保留时抛出 `ValueError`。陷阱：softmax 之后再乘以掩码，行和就不再是 1；一行什么都没保留时会得到 `NaN`
-# （0/0），除非你拒绝这种输入；分数很大时，不减去最大值的 `exp` 会溢出（`torch.softmax` 会减去最大值）。
+# 错误：`query`、`keys` 或 `values` 不是浮点 `torch.Tensor`，或 `keep` 不是 `bool` 张量时，抛出 `TypeError`（列表和整数张量都不会被转换）；形状不一致（能够广播的形状也算不一致，例如前导维度 1 对 3）、`query`、`keys` 和 `values` 的数据类型不同、张量不在同一个设备上，或 `keep` 的某一行一个位置都没有保留时，抛出 `ValueError`。陷阱：softmax 之后再乘以掩码，各行之和就不再是 1；一行什么都没保留时会得到 `NaN`（0/0），除非你拒绝这种输入；分数很大时，不减去最大值的 `exp` 会溢出（`torch.softmax` 会减去最大值）；用 `-1e9` 这样很大的有限负数代替 `-inf` 时，如果被保留的分数本身就接近 `-1e30`（测试会传入这样的分数），被驱逐位置的概率就不是“严格为 0”，何况 `-1e9` 根本放不进 `float16`。测试比较结果时，float32 的容差约为 `1e-5`，float16 约为 `1e-2`，bfloat16 约为 `5e-2`，float64 约为 `1e-10`；在没有 GPU 的机器上，测试用 meta 设备（只有形状、没有数据）充当“另一个设备”。
 #
 # 分部分计分：7.1.1 注意力（3 分）· 7.1.2 错误输入（1 分）。
 
@@ -184,39 +178,50 @@ def attend_kept(query, keys, values, keep):
     """Attention of every query over the cached positions that keep marks.
 
     Args:
-        query: float tensor [..., num_queries, head_dim].
-        keys, values: float tensors [..., num_tokens, head_dim], the same leading dimensions as query.
-        keep: bool tensor [..., num_tokens]; True where the position is still cached.
+        query: float tensor [..., num_queries, head_dim], any floating dtype.
+        keys, values: float tensors [..., num_tokens, head_dim] of query's dtype, exactly the same leading dimensions
+            and head_dim as query (no broadcasting).
+        keep: bool tensor [..., num_tokens], exactly keys.shape[:-1]; True where the position is still cached.
 
     Returns:
         (output [..., num_queries, head_dim], probabilities [..., num_queries, num_tokens]) in query's dtype and on
         its device; probabilities are softmax(q . k / sqrt(head_dim)) over the kept positions and exactly 0 elsewhere.
+        No argument is changed.
 
     Raises:
         TypeError: query, keys or values not a floating-point tensor, or keep not a bool tensor.
-        ValueError: shapes that disagree, tensors on different devices, or a row of keep with no True.
+        ValueError: shapes that disagree (broadcastable ones included), dtypes of query, keys and values that differ,
+            tensors on different devices, or a row of keep with no True.
     """
-    # TODO 7.1.1: check the types, shapes, devices, and that every row of keep keeps something.
-    # 提示：keys.shape[:-1] 必须等于 keep.shape；keep.any(dim=-1).all() 判断每一行是否至少保留了一个位置。
-    # Hint: keys.shape[:-1] must equal keep.shape; keep.any(dim=-1).all() tells whether every row keeps a position.
+    # TODO 7.1.1: check the types, shapes, dtypes, devices, and that every row of keep keeps something.
+    # 提示：keys.shape[:-1] 必须等于 keep.shape（比较形状本身，不要依赖广播）；any 和 all 都能沿某一维归约：
+    # 先看每一行有没有 True，再看是不是每一行都有。
+    # Hint: keys.shape[:-1] must equal keep.shape (compare the shapes themselves, do not rely on broadcasting); any and
+    # all both reduce along a dimension: first whether each row has a True, then whether every row does.
     ### BEGIN SOLUTION
     for name, tensor in (("query", query), ("keys", keys), ("values", values)):
         if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
             raise TypeError(f"attend_kept: {name} must be a floating-point torch.Tensor")
     if not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool:
         raise TypeError("attend_kept: keep must be a bool torch.Tensor")
-    if (query.dim() < 2 or keys.shape != values.shape or keys.shape[:-1] != keep.shape
+    if (query.dim() < 2 or keys.dim() != query.dim() or keys.shape != values.shape or keys.shape[:-1] != keep.shape
             or query.shape[:-2] != keys.shape[:-2] or query.shape[-1] != keys.shape[-1]):
         raise ValueError(f"attend_kept: shapes disagree: query {list(query.shape)}, keys {list(keys.shape)}, "
                          f"values {list(values.shape)}, keep {list(keep.shape)}")
+    if not query.dtype == keys.dtype == values.dtype:
+        raise ValueError(f"attend_kept: query, keys and values must share one dtype, got {query.dtype}, "
+                         f"{keys.dtype} and {values.dtype}")
     if len({query.device, keys.device, values.device, keep.device}) > 1:
         raise ValueError("attend_kept: query, keys, values and keep must be on one device")
     if not bool(keep.any(dim=-1).all()):
         raise ValueError("attend_kept: some row of keep keeps no position (its attention would be 0/0)")
     ### END SOLUTION
     # TODO 7.1.2: scaled scores, -inf where evicted, softmax over the positions, then the weighted sum of the values.
-    # 提示：masked_fill(~keep.unsqueeze(-2), float("-inf")) 把掩码广播到每个查询；exp(-inf) = 0。
-    # Hint: masked_fill(~keep.unsqueeze(-2), float("-inf")) broadcasts the mask over the queries; exp(-inf) = 0.
+    # 提示：分数的形状是 [..., num_queries, num_tokens]，keep 的形状是 [..., num_tokens]：在倒数第二维插入一个长度为 1 的维度，
+    # 掩码才能广播到每个查询；把被驱逐位置的分数设为负无穷，softmax 之后它们恰好为 0（exp(-inf) = 0）。
+    # Hint: the scores are [..., num_queries, num_tokens] and keep is [..., num_tokens]: insert a dimension of size 1
+    # before the last one so that the mask broadcasts over the queries; an evicted position scored minus infinity gets
+    # exactly 0 from the softmax (exp(-inf) = 0).
     ### BEGIN SOLUTION
     scores = query @ keys.transpose(-1, -2) / math.sqrt(query.shape[-1])
     scores = scores.masked_fill(~keep.unsqueeze(-2), float("-inf"))
@@ -261,16 +266,43 @@ def _check_task7_1_1_attention():
         mask = torch.tensor([True, False, True, True, False, True], device=device).expand(2, 3, 6)
         kept = mask[0, 0].nonzero().flatten()
         pruned = torch.softmax(q @ k[..., kept, :].transpose(-1, -2) / 8 ** 0.5, dim=-1)
+        arguments = [tensor.clone() for tensor in (q, k, v, mask)]
         out, _ = attend_kept(q, k, v, mask)
         assert_same_tensor(out, pruned @ v[..., kept, :], f"attend_kept on [2, 3] heads, keep of 4 of 6, on {device}",
                            atol=1e-5)
+        for name, before, after in zip(("query", "keys", "values", "keep"), arguments, (q, k, v, mask)):
+            assert torch.equal(before, after), f"attend_kept changed its argument {name} on {device}"
+        # Every floating dtype, each with its own precision: the result is in the query's dtype.
+        for dtype, tolerance in ((torch.float16, 1e-2), (torch.bfloat16, 5e-2), (torch.float64, 1e-10)):
+            q_, k_, v_ = (tensor.to(dtype) for tensor in (q, k, v))
+            wide = torch.softmax(q_.double() @ k_.double()[..., kept, :].transpose(-1, -2) / 8 ** 0.5, dim=-1)
+            expected_p = torch.zeros(2, 3, 4, 6, dtype=torch.float64, device=device)
+            expected_p[..., kept] = wide
+            out, p = attend_kept(q_, k_, v_, mask)
+            assert_same_tensor(p, expected_p.to(dtype), f"attend_kept's probabilities for {dtype} inputs on {device}",
+                               atol=tolerance, rtol=tolerance)
+            assert_same_tensor(out, (wide @ v_.double()[..., kept, :]).to(dtype),
+                               f"attend_kept's output for {dtype} inputs on {device}", atol=tolerance, rtol=tolerance)
         # Large scores: the softmax must subtract the maximum.
         big, _ = attend_kept(torch.tensor([[300.0]], device=device), torch.tensor([[300.0], [299.0]], device=device),
                              torch.tensor([[1.0], [2.0]], device=device), torch.tensor([True, True], device=device))
         assert_same_tensor(big, torch.tensor([[1.0]], device=device), f"attend_kept with scores 90000 and 89700 on {device}", atol=1e-5)
-        wide, wide_p = attend_kept(q.double(), k.double(), v.double(), mask)
-        assert_plain_equal((str(wide.dtype), str(wide_p.dtype)), ("torch.float64", "torch.float64"),
-                           f"the dtypes of attend_kept's output and probabilities for float64 inputs on {device}")
+        # Kept scores near -1e30 (float32) and -1e300 (float64): an evicted position still gets exactly 0, which a
+        # large finite negative such as -1e9 in place of -inf does not give.
+        for dtype, size in ((torch.float32, 1e15), (torch.float64, 1e150)):
+            out, p = attend_kept(torch.tensor([[size]], dtype=dtype, device=device),
+                                 torch.tensor([[-size], [-2 * size], [1.0]], dtype=dtype, device=device),
+                                 torch.tensor([[1.0], [2.0], [4.0]], dtype=dtype, device=device),
+                                 torch.tensor([True, True, False], device=device))
+            assert_same_tensor(p, torch.tensor([[1.0, 0.0, 0.0]], dtype=dtype, device=device),
+                               f"attend_kept's probabilities with kept scores -{size ** 2:.0e} and -{2 * size ** 2:.0e} "
+                               f"({dtype}) on {device}")
+            assert_same_tensor(out, torch.tensor([[1.0]], dtype=dtype, device=device),
+                               f"attend_kept's output with kept scores -{size ** 2:.0e} and -{2 * size ** 2:.0e} "
+                               f"({dtype}) on {device}")
+        none_out, none_p = attend_kept(query[:0], keys, values, keep)
+        assert_plain_equal((tuple(none_out.shape), tuple(none_p.shape)), ((0, 2), (0, 3)),
+                           f"the shapes of attend_kept's output and probabilities for 0 queries on {device}")
     small = (torch.randn(2, 3, 8), torch.randn(2, 8, 8), torch.randn(2, 8, 8), torch.ones(2, 8, dtype=torch.bool))
     large = (torch.randn(2, 3, 8), torch.randn(2, 512, 8), torch.randn(2, 512, 8), torch.ones(2, 512, dtype=torch.bool))
     assert_no_python_loop(attend_kept, small, large, "attend_kept on 8 and 512 cached positions")
@@ -285,26 +317,47 @@ def _check_task7_1_1_attention():
         p = e / e.sum(dim=-1, keepdim=True)
         return (p @ v.double()).to(q.dtype), p.to(q.dtype)
 
+    _tolerances = {torch.float16: 1e-2, torch.bfloat16: 5e-2, torch.float32: 1e-4, torch.float64: 1e-10}
     _rng = _random.Random(7101)
     for _device in available_devices():
         for _case in range(60):
+            _dtype = [torch.float32, torch.float64, torch.float16, torch.bfloat16][_case % 4]
             _lead = [_rng.randint(1, 3) for _ in range(_rng.randint(0, 2))]
-            _t, _d, _nq = _rng.randint(1, 20), _rng.choice([1, 2, 4, 16]), _rng.randint(1, 5)
+            _t, _d, _nq = _rng.randint(1, 20), _rng.choice([1, 2, 4, 16]), _rng.randint(0, 5)
             _g = torch.Generator().manual_seed(_case)
-            _scale = _rng.choice([1.0, 10.0, 100.0])
-            _q = (torch.randn(*_lead, _nq, _d, generator=_g) * _scale).to(_device)
-            _k = torch.randn(*_lead, _t, _d, generator=_g).to(_device)
-            _v = torch.randn(*_lead, _t, _d, generator=_g).to(_device)
+            _scale = _rng.choice([1.0, 10.0, 100.0]) if _dtype in (torch.float32, torch.float64) else 1.0
+            _q = (torch.randn(*_lead, _nq, _d, generator=_g) * _scale).to(_dtype).to(_device)
+            _k = torch.randn(*_lead, _t, _d, generator=_g).to(_dtype).to(_device)
+            _v = torch.randn(*_lead, _t, _d, generator=_g).to(_dtype).to(_device)
             _m = torch.rand(*_lead, _t, generator=_g) < _rng.random()
             _m[..., _rng.randrange(_t)] = True
             _m = _m.to(_device)
+            _before = [_x.clone() for _x in (_q, _k, _v, _m)]
             _out, _p = attend_kept(_q, _k, _v, _m)
             _eo, _ep = _oracle(_q, _k, _v, _m)
-            assert_same_tensor(_p, _ep, f"probabilities, random case {_case} on {_device}", atol=1e-5, reveal=False)
-            assert_same_tensor(_out, _eo, f"output, random case {_case} on {_device}", atol=1e-4, rtol=1e-4,
+            _tolerance = _tolerances[_dtype]
+            assert_same_tensor(_p, _ep, f"probabilities, random case {_case} ({_dtype}) on {_device}",
+                               atol=min(_tolerance, 1e-5) if _dtype == torch.float32 else _tolerance,
                                reveal=False)
+            assert_same_tensor(_out, _eo, f"output, random case {_case} ({_dtype}) on {_device}", atol=_tolerance,
+                               rtol=_tolerance, reveal=False)
             assert bool((_p.masked_select(~_m.unsqueeze(-2).expand_as(_p)) == 0).all()), (
                 f"attend_kept: evicted probabilities are not exactly 0, random case {_case}")
+            assert all(torch.equal(_a, _b) for _a, _b in zip(_before, (_q, _k, _v, _m))), (
+                f"attend_kept changed an argument, random case {_case}")
+        # Exact huge kept scores in two heads: -4e36 and -2e36 (float32), -4e304 and -2e304 (float64).
+        for _dtype, _size in ((torch.float32, 2e18), (torch.float64, 2e152)):
+            _out, _p = attend_kept(torch.tensor([[[_size]], [[-_size]]], dtype=_dtype, device=_device),
+                                   torch.tensor([[[1.0], [-2 * _size], [-_size]], [[_size], [2 * _size], [3.0]]],
+                                                dtype=_dtype, device=_device),
+                                   torch.tensor([[[5.0], [6.0], [7.0]], [[5.0], [6.0], [7.0]]], dtype=_dtype,
+                                                device=_device),
+                                   torch.tensor([[False, True, True], [True, True, False]], device=_device))
+            assert_same_tensor(_p, torch.tensor([[[0.0, 0.0, 1.0]], [[1.0, 0.0, 0.0]]], dtype=_dtype, device=_device),
+                               f"attend_kept with huge negative kept scores ({_dtype}) on {_device}", reveal=False)
+            assert_same_tensor(_out, torch.tensor([[[7.0]], [[5.0]]], dtype=_dtype, device=_device),
+                               f"attend_kept's output with huge negative kept scores ({_dtype}) on {_device}",
+                               reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -324,10 +377,25 @@ def _check_task7_1_2_bad_input():
     assert_raises(TypeError, "attend_kept with an int64 keep mask", attend_kept, q, k, v, keep.long())
     assert_raises(TypeError, "attend_kept with int64 keys", attend_kept, q, k.long(), v, keep)
     assert_raises(TypeError, "attend_kept with a list as query", attend_kept, [[0.0] * 4] * 2, k, v, keep)
+    assert_raises(TypeError, "attend_kept with a list as keep", attend_kept, q, k, v, [True, True, False])
     assert_raises(ValueError, "attend_kept with a keep mask of 2 positions for 3 keys", attend_kept, q, k, v, keep[:2])
     assert_raises(ValueError, "attend_kept with head_dim 4 in query and 3 in keys", attend_kept, q, k[:, :3],
                   v[:, :3], keep)
     assert_raises(ValueError, "attend_kept with values of 2 positions", attend_kept, q, k, v[:2], keep)
+    assert_raises(ValueError, "attend_kept with head_dim 4 in keys and 3 in values", attend_kept, q, k, v[:, :3], keep)
+    assert_raises(ValueError, "attend_kept with 1-D keys and values", attend_kept, torch.zeros(2, 3), torch.zeros(3),
+                  torch.zeros(3), torch.tensor(True))
+    assert_raises(ValueError, "attend_kept with query [1, 2, 4] and keys [3, 3, 4] (shapes that broadcast)",
+                  attend_kept, torch.zeros(1, 2, 4), torch.zeros(3, 3, 4), torch.zeros(3, 3, 4),
+                  torch.ones(3, 3, dtype=torch.bool))
+    assert_raises(ValueError, "attend_kept with keys [2, 3, 4] and a keep mask [3] (a mask that broadcasts)",
+                  attend_kept, torch.zeros(2, 2, 4), torch.zeros(2, 3, 4), torch.zeros(2, 3, 4), keep)
+    assert_raises(ValueError, "attend_kept with a float32 query and float64 keys and values", attend_kept, q,
+                  k.double(), v.double(), keep)
+    assert_raises(ValueError, "attend_kept with float16 values", attend_kept, q, k, v.half(), keep)
+    # The meta device holds shapes without data: here it stands for a second device.
+    assert_raises(ValueError, "attend_kept with query on another device (meta), the rest on the CPU", attend_kept,
+                  q.to("meta"), k, v, keep)
     assert_raises(ValueError, "attend_kept with a row that keeps nothing", attend_kept, q, k, v,
                   torch.zeros(3, dtype=torch.bool))
     assert_raises(ValueError, "attend_kept where the second of two rows keeps nothing", attend_kept,
@@ -337,10 +405,21 @@ def _check_task7_1_2_bad_input():
     ### BEGIN HIDDEN TESTS
     assert_raises(ValueError, "attend_kept with leading dims 2 and 3", attend_kept, torch.zeros(2, 1, 4),
                   torch.zeros(3, 3, 4), torch.zeros(3, 3, 4), torch.ones(3, 3, dtype=torch.bool))
+    assert_raises(ValueError, "attend_kept with query [2, 1, 2, 4] and keys [1, 3, 3, 4]", attend_kept,
+                  torch.zeros(2, 1, 2, 4), torch.zeros(1, 3, 3, 4), torch.zeros(1, 3, 3, 4),
+                  torch.ones(1, 3, 3, dtype=torch.bool))
+    assert_raises(ValueError, "attend_kept with a keep mask [1, 3] for keys [2, 3, 4]", attend_kept,
+                  torch.zeros(2, 2, 4), torch.zeros(2, 3, 4), torch.zeros(2, 3, 4), keep[None])
+    assert_raises(ValueError, "attend_kept with values [3, 8] for keys [3, 4]", attend_kept, q, k, torch.zeros(3, 8),
+                  keep)
     assert_raises(TypeError, "attend_kept with int values", attend_kept, q, k, v.int(), keep)
-    assert_raises(TypeError, "attend_kept with a list as keep", attend_kept, q, k, v, [True, True, False])
+    assert_raises(TypeError, "attend_kept with a complex query", attend_kept, q.to(torch.complex64), k, v, keep)
+    assert_raises(TypeError, "attend_kept with a uint8 keep mask", attend_kept, q, k, v, keep.to(torch.uint8))
+    assert_raises(ValueError, "attend_kept with bfloat16 keys", attend_kept, q, k.bfloat16(), v, keep)
     assert_raises(ValueError, "attend_kept with no cached position", attend_kept, q, torch.zeros(0, 4),
                   torch.zeros(0, 4), torch.zeros(0, dtype=torch.bool))
+    assert_raises(ValueError, "attend_kept with keys on the meta device", attend_kept, q, k.to("meta"), v, keep)
+    assert_raises(ValueError, "attend_kept with values on the meta device", attend_kept, q, k, v.to("meta"), keep)
     from course.env import available_devices as _devices
 
     if len(_devices()) > 1:
@@ -356,21 +435,23 @@ _check_task7_1_2_bad_input()
 #
 # StreamingLLM (Xiao et al., ICLR 2024) keeps the first few tokens, the **attention sinks**, and a **recent window**.
 # `streaming_keep(num_tokens, budget, num_sinks=4, device=None)` returns the `bool` tensor `[num_tokens]` on `device`
-# (None: the CPU) that keeps the first `min(num_sinks, budget)` positions and the last `budget - min(num_sinks, budget)`
-# ones: exactly `budget` positions when `budget < num_tokens`, every position when `budget >= num_tokens` (the cache is
-# not full yet). The three arguments must be Python `int`s (`TypeError` otherwise, `True` included) and `>= 0`
-# (`ValueError` otherwise). Build it from `torch.arange` and comparisons, no Python loop over positions.
+# (None: the CPU; otherwise a `torch.device` or a string such as `"cuda"`, in every case, the full cache's included)
+# that keeps the first `min(num_sinks, budget)` positions and the last `budget - min(num_sinks, budget)` ones: exactly
+# `budget` positions when `budget < num_tokens`, every position when `budget >= num_tokens` (the cache is not full
+# yet). The three arguments must be Python `int`s (`TypeError` otherwise: `True`, `4.0` and numpy's `int64` are not)
+# and `>= 0` (`ValueError` otherwise), checked before anything else, also when `budget >= num_tokens`. They may be of
+# any size: `streaming_keep(3, 2**62, 2**62)` keeps all 3 positions, and `streaming_keep(-(2**70), 1, 1)` is a
+# `ValueError` like any negative count, so check them as Python ints before a tensor sees them (an int64 tensor holds at
+# most `2**63 - 1`). Build the mask from `torch.arange` and comparisons, no Python loop over positions (a test counts
+# torch operations).
 # Traps: the sinks count **inside** the budget (`budget` 8 with 4 sinks is 4 sinks + 4 recent, not 4 + 8); with a
 # window of 0 positions, `keep[-0:]` is the whole tensor, not an empty slice.
 #
 # ## 任务 7.2：streaming_keep（3 分）
 #
-# StreamingLLM（Xiao 等，ICLR 2024）保留开头的几个 token（**注意力汇点**）和一个**最近窗口**。`streaming_keep(num_tokens, budget,
-# num_sinks=4, device=None)` 返回位于 `device`（None 表示 CPU）上的 `bool` 张量 `[num_tokens]`：保留前 `min(num_sinks, budget)` 个位置和最后
-# `budget - min(num_sinks, budget)` 个位置。`budget < num_tokens` 时恰好保留 `budget` 个位置，`budget >= num_tokens` 时保留全部位置（缓存还没满）。
-# 三个参数都必须是 Python `int`（否则抛出 `TypeError`，`True` 也算错），并且 `>= 0`（否则抛出 `ValueError`）。用 `torch.arange` 和比较运算构造结果，
-# 不对位置写 Python 循环。陷阱：注意力汇点算在预算**之内**（预算 8、4 个汇点，是 4 个汇点加 4 个最近位置，不是 4 + 8）；
-# 窗口为 0 个位置时，`keep[-0:]` 是整个张量，而不是空切片。
+# StreamingLLM（Xiao 等，ICLR 2024）保留开头的几个 token（**注意力汇点**）和一个**最近窗口**。`streaming_keep(num_tokens, budget, num_sinks=4, device=None)` 返回 `device` 上的 `bool` 张量 `[num_tokens]`（`device` 为 None 时是 CPU，也可以是 `torch.device` 或 `"cuda"` 这样的字符串；无论哪种情况，包括保留全部位置时，结果都在这个设备上）。它保留前 `min(num_sinks, budget)` 个位置和最后 `budget - min(num_sinks, budget)` 个位置：`budget < num_tokens` 时恰好保留 `budget` 个位置；`budget >= num_tokens` 时缓存还没满，保留全部位置。三个参数都必须是 Python `int`（否则抛出 `TypeError`：`True`、`4.0` 和 numpy 的 `int64` 都不算），并且 `>= 0`（否则抛出 `ValueError`）；参数检查在其他一切之前完成，`budget >= num_tokens` 时也要检查。参数可以任意大：`streaming_keep(3, 2**62, 2**62)` 保留全部 3 个位置，`streaming_keep(-(2**70), 1, 1)` 和其他负数一样抛出 `ValueError`，所以要在张量接触它们之前，先把它们当作 Python `int` 检查（int64 张量最大只能存 `2**63 - 1`）。用 `torch.arange` 和比较运算构造掩码，不对位置写 Python 循环（测试会统计 torch 操作的次数）。
+#
+# 陷阱：注意力汇点算在预算**之内**（预算 8、4 个汇点，是 4 个汇点加 4 个最近位置，而不是 4 + 8）；窗口长度为 0 时，`keep[-0:]` 是整个张量，而不是空切片。
 
 # %% nbgrader={"grade": false, "grade_id": "task7_2_streaming_keep", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -382,13 +463,14 @@ def streaming_keep(num_tokens, budget, num_sinks=4, device=None):
     Returns:
         bool tensor [num_tokens] on device (None: the CPU); all True when budget >= num_tokens.
 
-    Raises:
-        TypeError: an argument that is not a Python int (bool excluded).
+    Raises (the arguments are checked first, also when budget >= num_tokens):
+        TypeError: an argument that is not a Python int (bool and numpy's integers excluded).
         ValueError: an argument below 0.
     """
     # TODO 7.2.1: check the three arguments.
-    # 提示：type(value) is not int 同时排除了 True 和 False。
-    # Hint: type(value) is not int also rules out True and False.
+    # 提示：bool 是 int 的子类，numpy 的整数又不是 int：isinstance 会放过前者，所以要比较参数的确切类型。
+    # Hint: bool is a subclass of int and numpy's integers are not ints: isinstance lets the former through, so compare
+    # the argument's exact type.
     ### BEGIN SOLUTION
     for name, value in (("num_tokens", num_tokens), ("budget", budget), ("num_sinks", num_sinks)):
         if type(value) is not int:
@@ -397,9 +479,11 @@ def streaming_keep(num_tokens, budget, num_sinks=4, device=None):
             raise ValueError(f"streaming_keep: {name} must be >= 0, got {value}")
     ### END SOLUTION
     # TODO 7.2.2: compare the positions with the number of sinks and the start of the recent window.
-    # 提示：sinks = min(num_sinks, budget)，窗口从 num_tokens - (budget - sinks) 开始；budget >= num_tokens 时全部保留。
-    # Hint: sinks = min(num_sinks, budget); the window starts at num_tokens - (budget - sinks); keep all when
-    # budget >= num_tokens.
+    # 提示：先处理 budget >= num_tokens（全部保留）；否则汇点不会多于预算，预算中汇点用剩的部分全部给末尾的窗口。
+    # 把位置序号（torch.arange）分别与两个边界比较，再用 | 合并两个掩码。
+    # Hint: handle budget >= num_tokens first (keep everything); otherwise the sinks cannot outnumber the budget, and
+    # what they leave of it goes to the window at the end. Compare the positions (torch.arange) with the two
+    # boundaries and combine the two masks with |.
     ### BEGIN SOLUTION
     positions = torch.arange(num_tokens, device=device)
     if budget >= num_tokens:
@@ -415,9 +499,10 @@ def streaming_keep(num_tokens, budget, num_sinks=4, device=None):
 
 
 def _check_task7_2_streaming_keep():
+    import numpy
     import torch
 
-    from course.checks import assert_raises, assert_same_tensor
+    from course.checks import assert_no_python_loop, assert_raises, assert_same_tensor
     from course.env import available_devices
 
     def mask(text, device):
@@ -433,9 +518,17 @@ def _check_task7_2_streaming_keep():
         assert_same_tensor(streaming_keep(12, 8, device=device), mask("111100001111", device),
                            f"streaming_keep(12, 8) on {device} (4 sinks by default)")
     assert_same_tensor(streaming_keep(5, 2), mask("11000", "cpu"), "streaming_keep(5, 2) without a device")
+    assert_no_python_loop(streaming_keep, (16, 6, 2), (4096, 600, 4), "streaming_keep on 16 and 4,096 positions")
+    assert_same_tensor(streaming_keep(5, 2, 1, device=torch.device("cpu")), mask("10001", "cpu"),
+                       "streaming_keep(5, 2, 1, device=torch.device('cpu'))")
+    # Arguments of any size: 2**62 is a budget like any other, -(2**70) a negative count (not an overflow error).
+    assert_same_tensor(streaming_keep(3, 2**62, 2**62), mask("111", "cpu"), "streaming_keep(3, 2**62, 2**62)")
     for args, error in [((10, -1, 4), ValueError), ((-1, 2, 0), ValueError), ((10, 4, -2), ValueError),
                         ((10, True, 4), TypeError), ((10, 4.0, 4), TypeError), (("10", 4, 4), TypeError),
-                        ((10, 4, None), TypeError)]:
+                        ((10, 4, None), TypeError), ((numpy.int64(10), 4, 4), TypeError),
+                        ((10, numpy.int64(4), 4), TypeError), ((-(2**70), 1, 1), ValueError),
+                        # The budget covers every position: the arguments are still checked.
+                        ((3, 5, -1), ValueError), ((3, 5, True), TypeError), ((0, 0, 2.5), TypeError)]:
         assert_raises(error, f"streaming_keep{args}", streaming_keep, *args)
 
     ### BEGIN HIDDEN TESTS
@@ -456,7 +549,10 @@ def _check_task7_2_streaming_keep():
     assert_same_tensor(streaming_keep(10**6, 6, 3)[:4], torch.tensor([True, True, True, False]),
                        "streaming_keep(10**6, 6, 3)[:4]", reveal=False)
     assert int(streaming_keep(10**6, 6, 3).sum()) == 6, "streaming_keep(10**6, 6, 3) must keep 6 positions"
-    for _args in [(False, 1, 1), (3, 1, True), (3, -5, 1), (3, 1, 1.0)]:
+    assert_same_tensor(streaming_keep(3, 2**62, 2**62), torch.ones(3, dtype=torch.bool), "streaming_keep(3, 2**62, 2**62)",
+                       reveal=False)
+    for _args in [(False, 1, 1), (3, 1, True), (3, -5, 1), (3, 1, 1.0), (2, 7, -3), (2, 7, None), (0, 5, False),
+                  (numpy.int32(3), 1, 1), (3, 1, numpy.int64(1)), (4, 4.0, 1), (-(2**70), 1, 1)]:
         assert_raises(TypeError if any(type(a) is not int for a in _args) else ValueError, f"streaming_keep{_args}",
                       streaming_keep, *_args)
     ### END HIDDEN TESTS
@@ -479,29 +575,30 @@ _check_task7_2_streaming_keep()
 #    to the earlier position**; the recent positions are not candidates (they are kept already);
 # 4. every position is kept when `budget >= num_tokens`.
 #
-# `budget` and `recent` are Python `int`s (`TypeError` otherwise, `True` included) with `0 <= recent <= budget`
-# (`ValueError` otherwise); `attention` must be a floating-point tensor (`TypeError`) with at least 2 dimensions and
-# no `NaN` (`ValueError`). No Python loop over rows or tokens (a test counts torch operations).
-# Trap: `torch.topk` does not promise which of equal scores it returns; sort with `stable=True` (descending) so that
-# equal scores keep their order.
+# `budget` and `recent` are Python `int`s (`TypeError` otherwise: `True` and numpy's `int64` are not) with
+# `0 <= recent <= budget` (`ValueError` otherwise); `attention` must be a floating-point tensor of any floating dtype
+# (`float16` … `float64`; `TypeError` otherwise, a list included) with at least 2 dimensions and no `NaN`
+# (`ValueError`). Every check comes first, also when `budget >= num_tokens`. The function ranks whatever finite values
+# it is given, negative ones included (it does not check that the rows are probabilities), and changes none of its
+# arguments. No Python loop over rows or tokens (a test counts torch operations).
+# Traps: `torch.topk` does not promise which of equal scores it returns; sort with `stable=True` (descending) so that
+# equal scores keep their order. Leave the recent positions out of the ranking by slicing them off, not by giving them
+# a score such as `-1e9`: the tests pass scores far below it. Ties are between equal computed scores: wherever a tie
+# matters, the tests use values whose sums are exact in floating point (multiples of 1/64); elsewhere, of two scores
+# closer than about `1e-5` relative, either may be kept.
 #
 # Graded in parts: 7.3.1 heavy hitters (2) · 7.3.2 recent window, ties and bad input (2).
 #
 # ## 任务 7.3：h2o_keep（4 分）
 #
-# H2O（Zhang 等，NeurIPS 2023）观察到少数 token（**重击者**）获得了大部分注意力，于是按**累积注意力**保留它们。`h2o_keep(attention, budget,
-# recent)` 接受注意力概率 `attention`，即浮点张量 `[..., num_queries, num_tokens]`（第 $i$ 行表示查询 $i$ 对每个位置的注意力；批量、注意力头等
-# 前导维度相互独立），返回位于同一设备上的 `bool` 保留掩码 `[..., num_tokens]`：
+# H2O（Zhang 等，NeurIPS 2023）观察到，少数 token（**重击者**）获得了大部分注意力，于是按**累积注意力**保留它们。`h2o_keep(attention, budget, recent)` 接受注意力概率 `attention`：浮点张量 `[..., num_queries, num_tokens]`，第 $i$ 行是查询 $i$ 对每个位置的注意力，批次、注意力头等前导维度相互独立。它返回同一设备上的 `bool` 保留掩码 `[..., num_tokens]`：
 #
-# 1. 分数 $s_j = \sum_i p_{ij}$，即对查询（第 `-2` 维）求和；
+# 1. 分数 $s_j = \sum_i p_{ij}$，即对所有查询（第 `-2` 维）求和；
 # 2. 最后 `recent` 个位置（最近窗口）无论分数高低都保留；
-# 3. 在其余 `num_tokens - recent` 个位置中，保留分数最高的 `budget - recent` 个；**平局时保留位置更靠前的**；最近窗口中的位置不参与竞争
-#    （它们已经被保留）；
+# 3. 在其余 `num_tokens - recent` 个位置中，保留分数最高的 `budget - recent` 个；**平局时保留位置更靠前的**；最近窗口中的位置不参与竞争（它们已经被保留了）；
 # 4. `budget >= num_tokens` 时保留全部位置。
 #
-# `budget` 和 `recent` 是 Python `int`（否则抛出 `TypeError`，`True` 也算错），且 `0 <= recent <= budget`（否则抛出 `ValueError`）；
-# `attention` 必须是浮点张量（否则 `TypeError`），至少 2 维且不含 `NaN`（否则 `ValueError`）。不允许对行或 token 写 Python 循环（测试会统计 torch 操作的次数）。
-# 陷阱：`torch.topk` 不保证在分数相等时返回哪一个；用 `stable=True` 的降序排序，相等的分数就会保持原来的顺序。
+# `budget` 和 `recent` 是 Python `int`（否则抛出 `TypeError`：`True` 和 numpy 的 `int64` 都不算），且满足 `0 <= recent <= budget`（否则抛出 `ValueError`）。`attention` 必须是浮点张量，任何浮点数据类型都可以（`float16` … `float64`；否则抛出 `TypeError`，列表也一样），至少 2 维，且不含 `NaN`（否则抛出 `ValueError`）。所有检查都最先做，`budget >= num_tokens` 时也一样。函数对给定的任何有限值排序，包括负数（它不检查每一行是不是概率），并且不修改任何参数。不允许对行或 token 写 Python 循环（测试会统计 torch 操作的次数）。陷阱：`torch.topk` 不保证分数相等时返回哪一个；改用 `stable=True` 的降序排序，相等的分数就会保持原来的先后顺序。要让最近窗口的位置不参与排序，就把它们切片切掉，不要给它们 `-1e9` 这样的分数：测试会传入比它小得多的分数。平局指计算出来的分数恰好相等：凡是平局会影响结果的地方，测试用的值都是 1/64 的倍数，它们的和在浮点运算中没有舍入误差；其他地方，两个分数的相对差小于约 `1e-5` 时，保留哪一个都可以。
 #
 # 分部分计分：7.3.1 重击者（2 分）· 7.3.2 最近窗口、平局与错误输入（2 分）。
 
@@ -513,7 +610,8 @@ def h2o_keep(attention, budget, recent):
     """H2O's keep mask: the recent window plus the heavy hitters by accumulated attention, budget positions in all.
 
     Args:
-        attention: float tensor [..., num_queries, num_tokens] of attention probabilities.
+        attention: float tensor [..., num_queries, num_tokens] of attention probabilities (any finite values are
+            ranked, negative ones included); not changed.
         budget: int >= recent, the positions to keep per row.
         recent: int >= 0, the most recent positions that are always kept.
 
@@ -521,8 +619,9 @@ def h2o_keep(attention, budget, recent):
         bool tensor [..., num_tokens] on attention's device; all True when budget >= num_tokens. Ties between equal
         scores go to the earlier position.
 
-    Raises:
-        TypeError: attention not a floating-point tensor; budget or recent not a Python int (bool excluded).
+    Raises (checked first, also when budget >= num_tokens):
+        TypeError: attention not a floating-point tensor; budget or recent not a Python int (bool and numpy's
+            integers excluded).
         ValueError: attention with fewer than 2 dimensions or a NaN; recent < 0 or recent > budget.
     """
     if not isinstance(attention, torch.Tensor) or not attention.is_floating_point():
@@ -535,8 +634,10 @@ def h2o_keep(attention, budget, recent):
     if attention.dim() < 2 or bool(torch.isnan(attention).any()):
         raise ValueError("h2o_keep: attention must be [..., num_queries, num_tokens] without NaN")
     # TODO 7.3.1: the accumulated scores, then the keep mask of the top budget - recent older positions.
-    # 提示：sum(dim=-2)；torch.sort(..., descending=True, stable=True).indices 的前 k 个，再用 scatter 写入 True。
-    # Hint: sum(dim=-2); the first k of torch.sort(..., descending=True, stable=True).indices, written with scatter.
+    # 提示：对查询所在的那一维求和得到分数；只对更早的位置做稳定的降序排序，取排序结果的前 budget - recent 个下标，
+    # 再用 scatter 在一个全 False 的掩码中把它们置为 True。
+    # Hint: sum over the queries' dimension for the scores; sort only the older positions, stably and descending, take
+    # the first budget - recent indices of that order, and set them to True in an all-False mask with scatter.
     ### BEGIN SOLUTION
     scores = attention.sum(dim=-2)
     num_tokens = scores.shape[-1]
@@ -581,6 +682,11 @@ def _check_task7_3_1_heavy_hitters():
         assert_same_tensor(h2o_keep(batched, 2, 0),
                            torch.tensor([[[True, False, True, False, False]], [[False, False, True, False, True]]],
                                         device=device), f"h2o_keep on [2, 1, 2, 5] attention on {device}")
+        # Every floating dtype.
+        for dtype in (torch.float16, torch.bfloat16, torch.float64):
+            assert_same_tensor(h2o_keep(attention.to(dtype), 3, 0),
+                               torch.tensor([True, True, True, False, False], device=device),
+                               f"h2o_keep({dtype} scores [0.7, 0.3, 0.6, 0.2, 0.2], budget 3, recent 0) on {device}")
     small = (torch.rand(2, 4, 3, 16), 4, 2)
     large = (torch.rand(64, 4, 3, 512), 4, 2)
     assert_no_python_loop(h2o_keep, small, large, "h2o_keep on [2, 4, 3, 16] and [64, 4, 3, 512] attention")
@@ -588,18 +694,28 @@ def _check_task7_3_1_heavy_hitters():
     ### BEGIN HIDDEN TESTS
     import random as _random
 
-    def _oracle(att, budget, recent):
+    def _check_keep(got, att, budget, recent, exact, what):
+        """Fail unless got is H2O's mask for att: exactly, or (exact False) up to scores closer than 1e-5."""
         scores = att.double().sum(dim=-2).cpu()
-        flat = scores.reshape(-1, scores.shape[-1])
         n = scores.shape[-1]
-        rows = []
-        for row in flat.tolist():
+        if type(got) is not torch.Tensor or (got.dtype, got.shape, got.device) != (torch.bool, scores.shape, att.device):
+            raise AssertionError(f"{what} returned {type(got).__name__} "
+                                 f"{getattr(got, 'dtype', '')} {tuple(getattr(got, 'shape', ()))}, which is wrong")
+        tolerance = 1e-5 * (1.0 + float(scores.abs().max())) if scores.numel() and not exact else 0.0
+        for kept, row in zip(got.cpu().reshape(-1, n).tolist(), scores.reshape(-1, n).tolist()):
             if budget >= n:
-                rows.append([True] * n)
+                assert all(kept), f"{what} returned a wrong mask"
                 continue
-            older = sorted(range(n - recent), key=lambda j: (-row[j], j))[:budget - recent]
-            rows.append([j in older or j >= n - recent for j in range(n)])
-        return torch.tensor(rows, dtype=torch.bool).reshape(scores.shape).to(att.device)
+            older = n - recent
+            chosen = [j for j in range(older) if kept[j]]
+            dropped = [j for j in range(older) if not kept[j]]
+            assert all(kept[older:]) and len(chosen) == budget - recent, f"{what} returned a wrong mask"
+            if exact:
+                assert chosen == sorted(sorted(range(older), key=lambda j: (-row[j], j))[:budget - recent]), (
+                    f"{what} returned a wrong mask")
+            elif chosen and dropped:
+                assert min(row[j] for j in chosen) >= max(row[j] for j in dropped) - tolerance, (
+                    f"{what} returned a wrong mask")
 
     _rng = _random.Random(7301)
     for _device in available_devices():
@@ -607,15 +723,20 @@ def _check_task7_3_1_heavy_hitters():
             _lead = [_rng.randint(1, 3) for _ in range(_rng.randint(0, 2))]
             _n, _q = _rng.randint(1, 24), _rng.randint(1, 4)
             _g = torch.Generator().manual_seed(_case)
-            _att = torch.softmax(torch.randn(*_lead, _q, _n, generator=_g) * 3, dim=-1)
-            if _case % 3 == 0:  # dyadic values with many ties
-                _att = torch.randint(0, 4, (*_lead, _q, _n), generator=_g).double() / 4
+            _exact = _case % 3 == 0
+            if _exact:  # multiples of 1/4 with many ties: every sum is exact in every floating dtype
+                _dtype = [torch.float32, torch.float64, torch.float16, torch.bfloat16][_case // 3 % 4]
+                _att = torch.randint(0, 4, (*_lead, _q, _n), generator=_g).to(_dtype) / 4
+            else:
+                _dtype = [torch.float32, torch.float64][_case % 2]
+                _att = torch.softmax(torch.randn(*_lead, _q, _n, generator=_g, dtype=_dtype) * 3, dim=-1)
             _att = _att.to(_device)
+            _before = _att.clone()
             _budget = _rng.randint(0, _n + 2)
             _recent = 0 if _case % 2 else _rng.randint(0, _budget)
-            assert_same_tensor(h2o_keep(_att, _budget, _recent), _oracle(_att, _budget, _recent),
-                               f"h2o_keep(budget {_budget}, recent {_recent}) on random case {_case} on {_device}",
-                               reveal=False)
+            _check_keep(h2o_keep(_att, _budget, _recent), _att, _budget, _recent, _exact,
+                        f"h2o_keep(budget {_budget}, recent {_recent}) on random case {_case} ({_dtype}) on {_device}")
+            assert torch.equal(_att, _before), f"h2o_keep changed its attention on random case {_case}"
     ### END HIDDEN TESTS
 
 
@@ -626,6 +747,7 @@ _check_task7_3_1_heavy_hitters()
 
 
 def _check_task7_3_2_window_ties():
+    import numpy
     import torch
 
     from course.checks import assert_raises, assert_same_tensor
@@ -640,9 +762,15 @@ def _check_task7_3_2_window_ties():
         assert_same_tensor(h2o_keep(attention, 2, 2), torch.tensor([False, False, False, True, True], device=device),
                            f"h2o_keep(budget 2, recent 2) on {device}: the window only")
         # The recent position 3 has the highest score, but it is kept already: the heavy hitter is position 1.
-        assert_same_tensor(h2o_keep(torch.tensor([[0.1, 0.2, 0.1, 0.6]], device=device), 2, 1),
-                           torch.tensor([False, True, False, True], device=device),
+        one_query = torch.tensor([[0.1, 0.2, 0.1, 0.6]], device=device)
+        assert_same_tensor(h2o_keep(one_query, 2, 1), torch.tensor([False, True, False, True], device=device),
                            f"h2o_keep(scores [0.1, 0.2, 0.1, 0.6], budget 2, recent 1) on {device}")
+        assert_same_tensor(one_query, torch.tensor([[0.1, 0.2, 0.1, 0.6]], device=device),
+                           f"the attention after h2o_keep(attention, 2, 1) on {device} (it must not change)")
+        # Scores far below -1e9: the recent position is left out of the ranking, not given a low score.
+        assert_same_tensor(h2o_keep(torch.tensor([[-1e35, -1e35, 0.5, 0.25]], device=device), 3, 1),
+                           torch.tensor([True, False, True, True], device=device),
+                           f"h2o_keep(scores [-1e35, -1e35, 0.5, 0.25], budget 3, recent 1) on {device}")
         # Ties go to the earlier position.
         ties = torch.tensor([[0.25, 0.5, 0.25, 0.5, 0.25, 0.25]], device=device)
         assert_same_tensor(h2o_keep(ties, 3, 0), torch.tensor([True, True, False, True, False, False], device=device),
@@ -660,11 +788,16 @@ def _check_task7_3_2_window_ties():
     attention = torch.full((2, 5), 0.2)
     for args, error in [((attention, 2, 3), ValueError), ((attention, -1, 0), ValueError),
                         ((attention, 2, -1), ValueError), ((attention, True, 0), TypeError),
-                        ((attention, 2, 1.0), TypeError), ((attention.long(), 2, 0), TypeError),
+                        ((attention, 2, 1.0), TypeError), ((attention, numpy.int64(2), 0), TypeError),
+                        ((attention.long(), 2, 0), TypeError),
                         ((torch.full((5,), 0.2), 2, 0), ValueError),
-                        ((torch.tensor([[0.5, float("nan")]]), 1, 0), ValueError)]:
+                        ((torch.tensor([[0.5, float("nan")]]), 1, 0), ValueError),
+                        # The budget covers every position: everything is still checked.
+                        ((attention, 9, 10), ValueError), ((torch.full((5,), 0.2), 9, 0), ValueError),
+                        ((torch.tensor([[0.5, float("nan")]]), 4, 0), ValueError)]:
         assert_raises(error, f"h2o_keep(attention {list(args[0].shape)} {args[0].dtype}, {args[1]!r}, {args[2]!r})",
                       h2o_keep, *args)
+    assert_raises(TypeError, "h2o_keep with a list as attention", h2o_keep, [[0.5, 0.5]], 1, 0)
 
     ### BEGIN HIDDEN TESTS
     for _device in available_devices():
@@ -679,10 +812,25 @@ def _check_task7_3_2_window_ties():
         _big = torch.tensor([[1e30, 1e30, 2e30, -1e30]], device=_device)
         assert_same_tensor(h2o_keep(_big, 2, 0), torch.tensor([True, False, True, False], device=_device),
                            "h2o_keep with scores 1e30, 1e30, 2e30, -1e30", reveal=False)
-    assert_raises(TypeError, "h2o_keep with a list", h2o_keep, [[0.5, 0.5]], 1, 0)
+        _low = torch.tensor([[[-3e38, -2e38, -3e38, 1.0, -1.0]]], device=_device)
+        assert_same_tensor(h2o_keep(_low, 3, 2), torch.tensor([[False, True, False, True, True]], device=_device),
+                           "h2o_keep with scores -3e38, -2e38, -3e38 before the window", reveal=False)
+        _same = torch.tensor([[0.5, 0.25], [0.25, 0.5]], device=_device, dtype=torch.float16)
+        _copy = _same.clone()
+        h2o_keep(_same[:1], 1, 1)
+        assert torch.equal(_same, _copy), "h2o_keep changed its attention (one query, recent 1)"
+        _empty = h2o_keep(torch.zeros(3, 2, 0, device=_device), 0, 0)
+        assert_same_tensor(_empty, torch.zeros(3, 0, dtype=torch.bool, device=_device), "h2o_keep on 0 positions",
+                           reveal=False)
     assert_raises(TypeError, "h2o_keep(budget=2, recent=False)", h2o_keep, torch.ones(1, 3), 2, False)
+    assert_raises(TypeError, "h2o_keep(budget=numpy.int32(3), recent=0)", h2o_keep, torch.ones(1, 3), numpy.int32(3), 0)
+    assert_raises(TypeError, "h2o_keep on a complex tensor", h2o_keep, torch.ones(1, 3, dtype=torch.complex64), 2, 0)
     assert_raises(ValueError, "h2o_keep with a NaN in a later row", h2o_keep,
                   torch.tensor([[[0.5, 0.5]], [[0.5, float("nan")]]]), 2, 0)
+    assert_raises(ValueError, "h2o_keep with a NaN and budget 9 over 2 positions", h2o_keep,
+                  torch.tensor([[[0.5, 0.5]], [[float("nan"), 0.5]]]), 9, 1)
+    assert_raises(ValueError, "h2o_keep(recent 3 > budget 2, 2 positions)", h2o_keep, torch.ones(1, 2), 2, 3)
+    assert_raises(ValueError, "h2o_keep on a 0-D tensor", h2o_keep, torch.tensor(0.5), 3, 0)
     ### END HIDDEN TESTS
 
 
@@ -693,44 +841,42 @@ _check_task7_3_2_window_ties()
 #
 # SnapKV (Li et al., 2024) observed that the prompt's last queries already attend to what the answer will need. After
 # the prefill of a prompt of `num_tokens` positions, `snapkv_keep(attention, budget, window, kernel_size=5)` takes the
-# prefill's attention probabilities `attention`, a floating-point tensor `[..., num_tokens, num_tokens]` (row $i$ is
-# query $i$, causal: entries above the diagonal are 0), and returns the `bool` keep mask `[..., num_tokens]` on its
-# device:
+# prefill's attention probabilities `attention`, a floating-point tensor `[..., num_tokens, num_tokens]` of any floating
+# dtype (row $i$ is query $i$, causal: entries above the diagonal are 0), and returns the `bool` keep mask
+# `[..., num_tokens]` on its device:
 #
 # 1. **votes**: the last `window` rows (the observation window, queries `num_tokens - window ...`) vote for the earlier
 #    positions `0 ... num_tokens - window - 1`: $s_j = \sum_{i \ge T - W} p_{ij}$;
 # 2. **pooling**: each earlier position's score is the **mean** of the votes of the positions `j - kernel_size // 2`
-#    to `j + kernel_size // 2` **that exist** (near the two ends the mean is over fewer votes; padding does not count:
+#    to `j + kernel_size // 2` **that exist** among the earlier positions (near the two ends the mean is over fewer
+#    votes; the window's own positions have no vote; padding does not count:
 #    `torch.nn.functional.avg_pool1d(..., stride=1, padding=kernel_size // 2, count_include_pad=False)`); with
 #    `kernel_size = 1` the scores are the votes;
 # 3. **selection**: the `budget - window` earlier positions with the highest pooled scores, **ties to the earlier
 #    position**, plus the whole window; every position when `budget >= num_tokens`.
 #
-# `budget`, `window` and `kernel_size` are Python `int`s (`TypeError` otherwise, `True` included); `ValueError` when
-# `window < 1`, `window > budget`, `window > num_tokens`, `kernel_size` is not odd and positive, or `attention` does
-# not end in two equal dimensions; `TypeError` when `attention` is not a floating-point tensor. No Python loop over
-# rows or tokens. SnapKV's released code uses a window of 32 prompt tokens, kernel 5 and average pooling, for prompts
-# of thousands of tokens; the pooling keeps the neighbours of a voted token, so that a kept fact keeps its context.
+# `budget`, `window` and `kernel_size` are Python `int`s (`TypeError` otherwise: `True` and numpy's `int64` are not);
+# `ValueError` when `window < 1`, `window > budget`, `window > num_tokens`, `kernel_size` is not odd and positive, or
+# `attention` does not end in two equal dimensions; `TypeError` when `attention` is not a floating-point tensor. Every
+# check comes first, also when `budget >= num_tokens`. No argument is changed. No Python loop over rows or tokens.
+# Ties are between equal computed scores, and a mean can be computed in several orders that round differently: wherever
+# a tie matters, the tests use votes that are exact in floating point (multiples of 1/64, with kernel 1 or with tied
+# positions whose neighbourhoods hold the same votes); elsewhere, of two pooled scores closer than about `1e-5`
+# relative, either may be kept. SnapKV's released code uses a window of 32 prompt tokens, kernel 5 and average pooling,
+# for prompts of thousands of tokens; the pooling keeps the neighbours of a voted token, so that a kept fact keeps its
+# context.
 #
 # Graded in parts: 7.4.1 votes and selection (2) · 7.4.2 pooling (2) · 7.4.3 edge cases and bad input (1).
 #
 # ## 任务 7.4：snapkv_keep（5 分）
 #
-# SnapKV（Li 等，2024）观察到，提示词最后几个查询所关注的位置，已经就是生成答案时需要的位置。一个 `num_tokens` 个位置的提示词预填充之后，
-# `snapkv_keep(attention, budget, window, kernel_size=5)` 接受预填充的注意力概率 `attention`，即浮点张量 `[..., num_tokens, num_tokens]`
-# （第 $i$ 行是查询 $i$；因果注意力，对角线以上为 0），返回位于同一设备上的 `bool` 保留掩码 `[..., num_tokens]`：
+# SnapKV（Li 等，2024）观察到，提示词最后几个查询所关注的位置，正是之后生成答案时需要的位置。对一个有 `num_tokens` 个位置的提示词做完预填充之后，`snapkv_keep(attention, budget, window, kernel_size=5)` 接受预填充时的注意力概率 `attention`：任意浮点数据类型的张量 `[..., num_tokens, num_tokens]`，第 $i$ 行是查询 $i$，注意力是因果的（对角线以上为 0）。它返回同一设备上的 `bool` 保留掩码 `[..., num_tokens]`：
 #
-# 1. **投票**：最后 `window` 行（观察窗口，即查询 `num_tokens - window ...`）为更早的位置 `0 ... num_tokens - window - 1` 投票：
-#    $s_j = \sum_{i \ge T - W} p_{ij}$；
-# 2. **池化**：每个更早位置的分数，是位置 `j - kernel_size // 2` 到 `j + kernel_size // 2` 中**实际存在的那些位置**的投票的**平均值**
-#    （靠近两端时参与平均的投票更少；填充不计入：`torch.nn.functional.avg_pool1d(..., stride=1, padding=kernel_size // 2,
-#    count_include_pad=False)`）；`kernel_size = 1` 时分数就是投票本身；
+# 1. **投票**：最后 `window` 行（观察窗口，即查询 `num_tokens - window ...`）为更早的位置 `0 ... num_tokens - window - 1` 投票：$s_j = \sum_{i \ge T - W} p_{ij}$；
+# 2. **池化**：更早位置 $j$ 的分数，是位置 `j - kernel_size // 2` 到 `j + kernel_size // 2` 的投票的**平均值**，但只算其中**确实存在**的更早位置（靠近两端时参与平均的投票更少；观察窗口自己的位置没有投票；填充不计入：`torch.nn.functional.avg_pool1d(..., stride=1, padding=kernel_size // 2, count_include_pad=False)`）；`kernel_size = 1` 时分数就是投票本身；
 # 3. **选择**：保留池化分数最高的 `budget - window` 个更早位置（**平局时保留位置更靠前的**），再加上整个观察窗口；`budget >= num_tokens` 时保留全部位置。
 #
-# `budget`、`window` 和 `kernel_size` 是 Python `int`（否则抛出 `TypeError`，`True` 也算错）；`window < 1`、`window > budget`、
-# `window > num_tokens`、`kernel_size` 不是正奇数，或 `attention` 的最后两维不相等时抛出 `ValueError`；`attention` 不是浮点张量时抛出
-# `TypeError`。不允许对行或 token 写 Python 循环。SnapKV 公开的代码对几千个 token 的提示词使用 32 个 token 的观察窗口、大小为 5 的核和平均池化；
-# 池化会保留被投票位置的邻居，使一个被保留的事实连同它的上下文一起留下。
+# `budget`、`window` 和 `kernel_size` 是 Python `int`（否则抛出 `TypeError`：`True` 和 numpy 的 `int64` 都不算）；`window < 1`、`window > budget`、`window > num_tokens`、`kernel_size` 不是正奇数，或 `attention` 的最后两维长度不相等时，抛出 `ValueError`；`attention` 不是浮点张量时，抛出 `TypeError`。所有检查都最先做，`budget >= num_tokens` 时也一样。不修改任何参数。不允许对行或 token 写 Python 循环。平局指计算出来的分数恰好相等，而平均值可以按不同的顺序计算，舍入结果也可能不同：凡是平局会影响结果的地方，测试用的投票都是 1/64 的倍数，在浮点运算中没有舍入误差，而且要么池化核大小为 1，要么平局的各个位置的邻域中投票完全相同；其他地方，两个池化分数的相对差小于约 `1e-5` 时，保留哪一个都可以。SnapKV 公开的代码对几千个 token 的提示词使用 32 个 token 的观察窗口、大小为 5 的池化核和平均池化；池化让被投票位置的邻居也一并留下，于是一个被保留的事实会连同它的上下文一起保留。
 #
 # 分部分计分：7.4.1 投票与选择（2 分）· 7.4.2 池化（2 分）· 7.4.3 边界情况与错误输入（1 分）。
 
@@ -743,7 +889,7 @@ def snapkv_keep(attention, budget, window, kernel_size=5):
     """SnapKV's keep mask: the observation window plus the earlier positions it votes for, pooled, budget in all.
 
     Args:
-        attention: float tensor [..., num_tokens, num_tokens], the prefill's attention probabilities.
+        attention: float tensor [..., num_tokens, num_tokens], the prefill's attention probabilities; not changed.
         budget: int >= window, positions to keep per row.
         window: int in [1, num_tokens], the last prompt positions whose queries vote (always kept).
         kernel_size: odd int >= 1, the width of the average pooling over the votes.
@@ -752,8 +898,9 @@ def snapkv_keep(attention, budget, window, kernel_size=5):
         bool tensor [..., num_tokens] on attention's device; all True when budget >= num_tokens. Ties go to the
         earlier position.
 
-    Raises:
-        TypeError: attention not a floating-point tensor; budget, window or kernel_size not a Python int.
+    Raises (checked first, also when budget >= num_tokens):
+        TypeError: attention not a floating-point tensor; budget, window or kernel_size not a Python int (bool and
+            numpy's integers excluded).
         ValueError: the last two dims of attention differ; window < 1, window > budget or window > num_tokens;
             kernel_size not odd and positive.
     """
@@ -774,14 +921,16 @@ def snapkv_keep(attention, budget, window, kernel_size=5):
         return torch.ones(attention.shape[:-1], dtype=torch.bool, device=attention.device)
     prefix = num_tokens - window
     # TODO 7.4.1: the votes of the window's queries for the earlier positions.
-    # 提示：取最后 window 行、前 prefix 列：attention[..., prefix:, :prefix]，对行求和。
-    # Hint: take the last window rows and the first prefix columns, attention[..., prefix:, :prefix], and sum the rows.
+    # 提示：观察窗口的查询是最后 window 行，更早的位置是前 prefix 列；先切出这一块，再对查询所在的那一维求和。
+    # Hint: the window's queries are the last window rows and the earlier positions the first prefix columns; slice
+    # that block out, then sum over the queries' dimension.
     ### BEGIN SOLUTION
     votes = attention[..., prefix:, :prefix].sum(dim=-2)
     ### END SOLUTION
     # TODO 7.4.2: average pooling along the positions, padding not counted.
-    # 提示：avg_pool1d 需要 [N, 1, L] 的输入：先 reshape(-1, 1, prefix)，池化后再 reshape 回 votes.shape。
-    # Hint: avg_pool1d takes [N, 1, L]: reshape(-1, 1, prefix) first, then back to votes.shape after pooling.
+    # 提示：avg_pool1d 要求输入的形状是 [N, 1, L]：先把所有前导维度合并成 N，池化之后再恢复 votes 原来的形状。
+    # Hint: avg_pool1d takes input of shape [N, 1, L]: merge every leading dimension into N first, and give the result
+    # votes' shape again after pooling.
     ### BEGIN SOLUTION
     pooled = F.avg_pool1d(votes.reshape(-1, 1, prefix), kernel_size, stride=1, padding=kernel_size // 2,
                           count_include_pad=False).reshape(votes.shape)
@@ -829,6 +978,14 @@ def _check_task7_4_1_votes():
         batched = torch.stack((attention, attention)).unsqueeze(1).expand(2, 3, 6, 6)
         assert_same_tensor(snapkv_keep(batched, 3, 2, kernel_size=1), mask("100011", device).expand(2, 3, 6),
                            f"snapkv_keep on [2, 3, 6, 6] attention on {device}")
+        # Every floating dtype (these votes are exact in each).
+        for dtype in (torch.float16, torch.bfloat16, torch.float64):
+            assert_same_tensor(snapkv_keep(attention.to(dtype), 4, 2, kernel_size=1), mask("100111", device),
+                               f"snapkv_keep({dtype} attention, budget 4, window 2, kernel_size 1) on {device}")
+        before = attention.clone()
+        snapkv_keep(attention, 3, 2, kernel_size=3)
+        snapkv_keep(attention, 3, 1, kernel_size=1)
+        assert_same_tensor(attention, before, f"the attention after snapkv_keep on {device} (it must not change)")
     small = (torch.rand(2, 4, 16, 16), 6, 2, 3)
     large = (torch.rand(32, 4, 256, 256), 6, 2, 3)
     assert_no_python_loop(snapkv_keep, small, large, "snapkv_keep on 16 and 256 prompt positions")
@@ -836,23 +993,32 @@ def _check_task7_4_1_votes():
     ### BEGIN HIDDEN TESTS
     import random as _random
 
-    def _oracle(att, budget, window, kernel):
+    def _check_keep(got, att, budget, window, kernel, exact, what):
+        """Fail unless got is SnapKV's mask for att: exactly, or (exact False) up to pooled scores closer than 1e-5."""
         n = att.shape[-1]
+        if type(got) is not torch.Tensor or (got.dtype, got.shape, got.device) != (torch.bool, att.shape[:-1],
+                                                                                    att.device):
+            raise AssertionError(f"{what} returned {type(got).__name__} "
+                                 f"{getattr(got, 'dtype', '')} {tuple(getattr(got, 'shape', ()))}, which is wrong")
+        rows = got.cpu().reshape(-1, n).tolist()
         if budget >= n:
-            return torch.ones(att.shape[:-1], dtype=torch.bool, device=att.device)
-        prefix = n - window
-        votes = att.double()[..., prefix:, :prefix].sum(dim=-2).cpu()
-        flat = votes.reshape(-1, prefix).tolist()
-        rows = []
-        for row in flat:
-            half = kernel // 2
-            pooled = []
-            for j in range(prefix):
-                near = row[max(0, j - half):j + half + 1]
-                pooled.append(sum(near) / len(near))
-            chosen = sorted(range(prefix), key=lambda j: (-pooled[j], j))[:budget - window]
-            rows.append([j in chosen or j >= prefix for j in range(n)])
-        return torch.tensor(rows, dtype=torch.bool).reshape(att.shape[:-1]).to(att.device)
+            assert all(all(row) for row in rows), f"{what} returned a wrong mask"
+            return
+        prefix, half = n - window, kernel // 2
+        votes = att.double()[..., prefix:, :prefix].sum(dim=-2).cpu().reshape(-1, prefix).tolist()
+        for kept, row in zip(rows, votes):
+            pooled = [sum(row[max(0, j - half):j + half + 1]) / len(row[max(0, j - half):j + half + 1])
+                      for j in range(prefix)]
+            chosen = [j for j in range(prefix) if kept[j]]
+            dropped = [j for j in range(prefix) if not kept[j]]
+            assert all(kept[prefix:]) and len(chosen) == budget - window, f"{what} returned a wrong mask"
+            if exact:
+                assert chosen == sorted(sorted(range(prefix), key=lambda j: (-pooled[j], j))[:budget - window]), (
+                    f"{what} returned a wrong mask")
+            elif chosen and dropped:
+                tolerance = 1e-5 * (1.0 + max(abs(x) for x in pooled))
+                assert min(pooled[j] for j in chosen) >= max(pooled[j] for j in dropped) - tolerance, (
+                    f"{what} returned a wrong mask")
 
     _rng = _random.Random(7401)
     for _device in available_devices():
@@ -860,15 +1026,25 @@ def _check_task7_4_1_votes():
             _lead = [_rng.randint(1, 3) for _ in range(_rng.randint(0, 2))]
             _n = _rng.randint(1, 24)
             _g = torch.Generator().manual_seed(_case)
-            _scores = torch.randn(*_lead, _n, _n, generator=_g) * 2
-            _causal = torch.ones(_n, _n, dtype=torch.bool).tril()
-            _att = torch.softmax(_scores.masked_fill(~_causal, float("-inf")), dim=-1).to(_device)
             _window = _rng.randint(1, _n)
             _budget = _rng.randint(_window, _n + 2)
-            _kernel = 1 if _case % 2 else _rng.choice([1, 3, 5, 7])
-            assert_same_tensor(snapkv_keep(_att, _budget, _window, _kernel), _oracle(_att, _budget, _window, _kernel),
-                               f"snapkv_keep(budget {_budget}, window {_window}, kernel {_kernel}), random case {_case} "
-                               f"on {_device}", reveal=False)
+            _exact = _case % 4 == 0
+            _causal = torch.ones(_n, _n, dtype=torch.bool).tril()
+            if _exact:  # multiples of 1/4 with many ties, kernel 1: the votes are exact in every dtype
+                _dtype = [torch.float32, torch.float64, torch.float16, torch.bfloat16][_case // 4 % 4]
+                _att = (torch.randint(0, 4, (*_lead, _n, _n), generator=_g) * _causal).to(_dtype) / 4
+                _kernel = 1
+            else:
+                _dtype = [torch.float32, torch.float64][_case % 2]
+                _scores = torch.randn(*_lead, _n, _n, generator=_g, dtype=_dtype) * 2
+                _att = torch.softmax(_scores.masked_fill(~_causal, float("-inf")), dim=-1)
+                _kernel = 1 if _case % 3 else _rng.choice([1, 3, 5, 7, 9, 31])
+            _att = _att.to(_device)
+            _before = _att.clone()
+            _check_keep(snapkv_keep(_att, _budget, _window, _kernel), _att, _budget, _window, _kernel, _exact,
+                        f"snapkv_keep(budget {_budget}, window {_window}, kernel {_kernel}), random case {_case} "
+                        f"({_dtype}) on {_device}")
+            assert torch.equal(_att, _before), f"snapkv_keep changed its attention on random case {_case}"
     ### END HIDDEN TESTS
 
 
@@ -894,9 +1070,14 @@ def _check_task7_4_2_pooling():
         # Votes [0.5, 0, 0.25, 0.5]; kernel 3 pools them to [0.25, 0.25, 0.25, 0.375] (the ends average 2 votes).
         assert_same_tensor(snapkv_keep(attention, 3, 2, kernel_size=3), mask("000111", device),
                            f"snapkv_keep(votes [0.5, 0, 0.25, 0.5], budget 3, window 2, kernel_size 3) on {device}")
-        assert_same_tensor(snapkv_keep(attention, 4, 2, kernel_size=3), mask("100111", device),
-                           f"snapkv_keep(votes [0.5, 0, 0.25, 0.5], budget 4, window 2, kernel_size 3) on {device}")
-        # Kernel 5 over 4 votes: [0.25, 0.3125, 0.3125, 0.25].
+        # Votes [0, 0, 0.5, 0.25, 0.5]; kernel 3 pools them to [0, 1/6, 0.25, 5/12, 0.375]: position 4, at the end,
+        # averages 2 votes and beats position 2, which averages 3.
+        uniform = [[1 / (i + 1)] * (i + 1) + [0.0] * (6 - i) for i in range(5)]
+        votes = torch.tensor(uniform + [[0, 0, 0.25, 0.25, 0.25, 0.25, 0], [0, 0, 0.25, 0, 0.25, 0.25, 0.25]],
+                             device=device)
+        assert_same_tensor(snapkv_keep(votes, 4, 2, kernel_size=3), mask("0001111", device),
+                           f"snapkv_keep(votes [0, 0, 0.5, 0.25, 0.5], budget 4, window 2, kernel_size 3) on {device}")
+        # Kernel 5 over 4 votes: [0.25, 0.3125, 0.3125, 0.25]; positions 1 and 2 average the same 4 votes (a tie).
         assert_same_tensor(snapkv_keep(attention, 3, 2, kernel_size=5), mask("010011", device),
                            f"snapkv_keep(votes [0.5, 0, 0.25, 0.5], budget 3, window 2, kernel_size 5) on {device}")
         # A kernel wider than the prompt: every position averages every vote (a tie, so the earliest wins).
@@ -929,6 +1110,7 @@ _check_task7_4_2_pooling()
 
 
 def _check_task7_4_3_edges():
+    import numpy
     import torch
 
     from course.checks import assert_raises, assert_same_tensor
@@ -947,15 +1129,29 @@ def _check_task7_4_3_edges():
                         ((attention, 8, 7, 3), ValueError), ((attention, 4, 2, 4), ValueError),
                         ((attention, 4, 2, 0), ValueError), ((attention[:5], 4, 2, 3), ValueError),
                         ((attention, 4, 2, True), TypeError), ((attention, 4.0, 2, 3), TypeError),
-                        ((attention.long(), 4, 2, 3), TypeError)]:
-        assert_raises(error, f"snapkv_keep(attention {list(args[0].shape)} {args[0].dtype}, {args[1]!r}, {args[2]!r}, "
-                             f"{args[3]!r})", snapkv_keep, *args)
+                        ((attention, 4, 2, numpy.int64(3)), TypeError), ((attention.long(), 4, 2, 3), TypeError),
+                        ((attention.tolist(), 4, 2, 3), TypeError),
+                        # The budget covers the prompt: everything is still checked.
+                        ((attention, 6, 2, 4), ValueError), ((attention, 9, 0, 3), ValueError),
+                        ((attention[:5], 9, 2, 3), ValueError)]:
+        shown = f"attention {list(args[0].shape)} {args[0].dtype}" if isinstance(args[0], torch.Tensor) else "a list"
+        assert_raises(error, f"snapkv_keep({shown}, {args[1]!r}, {args[2]!r}, {args[3]!r})", snapkv_keep, *args)
 
     ### BEGIN HIDDEN TESTS
     assert_raises(ValueError, "snapkv_keep(kernel_size -3)", snapkv_keep, attention, 4, 2, -3)
     assert_raises(TypeError, "snapkv_keep(window=True)", snapkv_keep, attention, 4, True, 3)
-    assert_raises(TypeError, "snapkv_keep on a list", snapkv_keep, attention.tolist(), 4, 2, 3)
+    assert_raises(TypeError, "snapkv_keep(budget=numpy.int32(4))", snapkv_keep, attention, numpy.int32(4), 2, 3)
+    assert_raises(TypeError, "snapkv_keep(kernel_size=3.0)", snapkv_keep, attention, 4, 2, 3.0)
+    assert_raises(TypeError, "snapkv_keep on a complex tensor", snapkv_keep, attention.to(torch.complex64), 4, 2, 3)
     assert_raises(ValueError, "snapkv_keep on a 1-D tensor", snapkv_keep, torch.ones(6), 4, 2, 3)
+    assert_raises(ValueError, "snapkv_keep on a 1-D tensor, budget 9", snapkv_keep, torch.ones(6), 9, 2, 3)
+    assert_raises(ValueError, "snapkv_keep(kernel_size 2) with budget 7 over 6 positions", snapkv_keep, attention, 7, 1,
+                  2)
+    assert_raises(ValueError, "snapkv_keep(kernel_size -1) with budget 7 over 6 positions", snapkv_keep, attention, 7,
+                  1, -1)
+    assert_raises(ValueError, "snapkv_keep(window 7 > 6 positions) with budget 7", snapkv_keep, attention, 7, 7, 1)
+    assert_raises(ValueError, "snapkv_keep on [2, 6, 5] attention with budget 9", snapkv_keep,
+                  torch.zeros(2, 6, 5), 9, 2, 3)
     for _device in available_devices():
         _one = torch.ones(1, 1, device=_device)
         assert_same_tensor(snapkv_keep(_one, 1, 1, 1), torch.ones(1, dtype=torch.bool, device=_device),
@@ -964,6 +1160,9 @@ def _check_task7_4_3_edges():
         assert_same_tensor(snapkv_keep(_att, 3, 1, 1), torch.tensor([1, 1, 0, 0, 0, 0, 1], dtype=torch.bool,
                                                                      device=_device),
                            "snapkv_keep on float64 attention with tied votes", reveal=False)
+        _half = torch.full((2, 7, 7), 0.25, device=_device, dtype=torch.float16).tril()
+        assert_same_tensor(snapkv_keep(_half, 9, 3, 5), torch.ones(2, 7, dtype=torch.bool, device=_device),
+                           "snapkv_keep on float16 attention, budget 9", reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -984,25 +1183,22 @@ _check_task7_4_3_edges()
 # `pyramid_budgets(total, num_layers, beta=20)` returns the list of `num_layers` Python `int`s $\lfloor N_l / D\rfloor$,
 # then adds 1 to each of the first $B_\text{total} - \sum_l \lfloor N_l / D \rfloor$ layers (layers 0, 1, …), so that
 # the budgets sum to `total` exactly. With one layer it returns `[total]`. The three arguments are Python `int`s
-# (`TypeError` otherwise, `True` included) with `total >= 0`, `num_layers >= 1`, `beta >= 1` (`ValueError` otherwise);
-# `beta = 1` gives equal budgets. PyramidKV uses $\beta = 20$. Trap: the same formula in floating point (the average,
-# then the top, then the line) floors `pyramid_budgets(28, 5, 2)` to `[9, 7, 6, 4, 2]` instead of `[9, 8, 5, 4, 2]`,
-# because 7.999999… floors to 7: compute $N_l$ and $D$ as integers and use `//`.
+# (`TypeError` otherwise: `True`, `10.0` and numpy's `int64` are not) with `total >= 0`, `num_layers >= 1`, `beta >= 1`
+# (`ValueError` otherwise), checked first, with one layer too; `beta = 1` gives equal budgets. PyramidKV uses
+# $\beta = 20$. The result is exact for any `total`, however large (the tests go to $10^{40}$, far beyond $2^{53}$, the
+# limit up to which float64 holds every integer). Traps: the same formula in
+# floating point (the average, then the top, then the line) floors `pyramid_budgets(28, 5, 2)` to `[9, 7, 6, 4, 2]`
+# instead of `[9, 8, 5, 4, 2]`, because 7.999999… floors to 7: compute $N_l$ and $D$ as integers and use `//` (also
+# `int(N / D)` goes through a float, which holds only 53 bits); the units left over go one to each layer, so several
+# layers may get one.
 #
 # ## 任务 7.5：pyramid_budgets（3 分）
 #
-# PyramidKV（Cai 等，2024）发现，低层的注意力分布很广，高层的注意力集中在少数 token 上（"金字塔式信息汇聚"），于是把更多的预算分给低层。
-# 设有 $L$ 层、总预算 $B_\text{total}$（平均值 $\bar B = B_\text{total} / L$）和比值 $\beta$：最高层得到 $\bar B / \beta$，最低层得到
-# $2\bar B - \bar B/\beta$，中间各层位于两者之间的直线上，因此 $L$ 个预算的平均值是 $\bar B$。对第 $l = 0, \dots, L-1$ 层（0 是最低层），精确地写出来就是
+# PyramidKV（Cai 等，2024）发现，低层的注意力分布很广，高层的注意力则集中在少数 token 上（“金字塔式信息汇聚”），于是把更多的预算分给低层。设有 $L$ 层、总预算 $B_\text{total}$（平均每层 $\bar B = B_\text{total} / L$）和比值 $\beta$：最高层得到 $\bar B / \beta$，最低层得到 $2\bar B - \bar B/\beta$，中间各层落在两者之间的直线上，因此 $L$ 个预算的平均值是 $\bar B$。对第 $l = 0, \dots, L-1$ 层（第 0 层最低），精确地写出来就是
 #
 # $$b_l = \frac{N_l}{D}, \qquad N_l = B_\text{total}\,\big((2\beta - 1)(L - 1) - 2l(\beta - 1)\big), \qquad D = L\,\beta\,(L - 1).$$
 #
-# `pyramid_budgets(total, num_layers, beta=20)` 返回由 `num_layers` 个 Python `int` 组成的列表 $\lfloor N_l / D\rfloor$，再给前
-# $B_\text{total} - \sum_l \lfloor N_l / D \rfloor$ 层（第 0、1、… 层）各加 1，使预算之和恰好等于 `total`。只有一层时返回 `[total]`。
-# 三个参数都是 Python `int`（否则抛出 `TypeError`，`True` 也算错），且 `total >= 0`、`num_layers >= 1`、`beta >= 1`（否则抛出 `ValueError`）；
-# `beta = 1` 时各层预算相等。PyramidKV 使用 $\beta = 20$。陷阱：用浮点数计算同一个公式（先算平均值，再算最高层，再算直线）时，
-# `pyramid_budgets(28, 5, 2)` 会被向下取整成 `[9, 7, 6, 4, 2]` 而不是 `[9, 8, 5, 4, 2]`，因为 7.999999… 向下取整是 7：
-# 用整数计算 $N_l$ 和 $D$，再用 `//`。
+# `pyramid_budgets(total, num_layers, beta=20)` 先算出每层的 $\lfloor N_l / D\rfloor$，再给前 $B_\text{total} - \sum_l \lfloor N_l / D \rfloor$ 层（第 0、1、… 层）各加 1，使预算之和恰好等于 `total`，然后返回这 `num_layers` 个 Python `int` 组成的列表。只有一层时返回 `[total]`。三个参数都是 Python `int`（否则抛出 `TypeError`：`True`、`10.0` 和 numpy 的 `int64` 都不算），且 `total >= 0`、`num_layers >= 1`、`beta >= 1`（否则抛出 `ValueError`）；参数最先检查，只有一层时也要检查。`beta = 1` 时各层预算相等。PyramidKV 使用 $\beta = 20$。无论 `total` 多大，结果都必须精确（测试会用到 $10^{40}$，远远超过 $2^{53}$，而 float64 只在 $2^{53}$ 以内才能精确表示每一个整数）。陷阱：用浮点数计算同一个公式（先算平均值，再算最高层，再算直线）时，`pyramid_budgets(28, 5, 2)` 会向下取整成 `[9, 7, 6, 4, 2]`，而不是 `[9, 8, 5, 4, 2]`，因为 7.999999… 向下取整是 7。所以要用整数计算 $N_l$ 和 $D$，再用 `//` 相除（`int(N / D)` 也要经过浮点数，而浮点数只有 53 位有效数字）；剩下的单位每层最多加 1，所以可能有好几层各加 1。
 
 # %% nbgrader={"grade": false, "grade_id": "task7_5_pyramid_budgets", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def pyramid_budgets(total, num_layers, beta=20):
@@ -1012,8 +1208,8 @@ def pyramid_budgets(total, num_layers, beta=20):
         list of num_layers ints, layer 0 (the lowest) first: floor(N_l / D), plus 1 for each of the first
         total - sum(floors) layers. [total] for one layer.
 
-    Raises:
-        TypeError: an argument that is not a Python int (bool excluded).
+    Raises (checked first, with one layer too):
+        TypeError: an argument that is not a Python int (bool and numpy's integers excluded).
         ValueError: total < 0, num_layers < 1 or beta < 1.
     """
     for name, value, low in (("total", total, 0), ("num_layers", num_layers, 1), ("beta", beta, 1)):
@@ -1045,6 +1241,8 @@ def pyramid_budgets(total, num_layers, beta=20):
 
 
 def _check_task7_5_pyramid_budgets():
+    import numpy
+
     from course.checks import assert_plain_equal, assert_raises, check_type
 
     result = pyramid_budgets(40, 2)
@@ -1057,10 +1255,19 @@ def _check_task7_5_pyramid_budgets():
     assert_plain_equal(pyramid_budgets(30, 3, 1), [10, 10, 10], "pyramid_budgets(30, 3, beta=1)")
     assert_plain_equal(pyramid_budgets(31, 3, 1), [11, 10, 10], "pyramid_budgets(31, 3, beta=1) (one unit left)")
     assert_plain_equal(pyramid_budgets(28, 5, 2), [9, 8, 5, 4, 2], "pyramid_budgets(28, 5, 2) (exact floors)")
+    assert_plain_equal(pyramid_budgets(32, 3, 1), [11, 11, 10], "pyramid_budgets(32, 3, beta=1) (two units left)")
     assert_plain_equal(pyramid_budgets(7, 1), [7], "pyramid_budgets(7, 1)")
     assert_plain_equal(pyramid_budgets(0, 3), [0, 0, 0], "pyramid_budgets(0, 3)")
+    # Exact for any size: a float holds only 53 bits.
+    assert_plain_equal(pyramid_budgets(10**30 + 7, 3, 7),
+                       [619047619047619047619047619052, 333333333333333333333333333336, 47619047619047619047619047619],
+                       "pyramid_budgets(10**30 + 7, 3, 7)")
     for args, error in [((-1, 2), ValueError), ((10, 0), ValueError), ((10, 2, 0), ValueError),
-                        ((10.0, 2), TypeError), ((10, True), TypeError), ((10, 2, 2.5), TypeError)]:
+                        ((10.0, 2), TypeError), ((10, True), TypeError), ((10, 2, 2.5), TypeError),
+                        ((numpy.int64(10), 2), TypeError),
+                        # One layer: the arguments are still checked.
+                        ((-1, 1), ValueError), ((5, 1, 0), ValueError), ((5, 1, 2.5), TypeError),
+                        ((5.0, 1), TypeError)]:
         assert_raises(error, f"pyramid_budgets{args}", pyramid_budgets, *args)
 
     ### BEGIN HIDDEN TESTS
@@ -1086,10 +1293,16 @@ def _check_task7_5_pyramid_budgets():
         assert all(type(_b) is int for _b in _got), f"pyramid_budgets({_total}, {_layers}, {_beta}) must hold ints"
     assert_plain_equal(pyramid_budgets(10**15, 3, 20), _oracle(10**15, 3, 20), "pyramid_budgets(10**15, 3, 20)",
                        reveal=False)
+    for _case in range(60):
+        _total, _layers = _rng.randint(0, 10**40), _rng.randint(1, 12)
+        _beta = _rng.choice([1, 2, 3, 20, _rng.randint(1, 10**6)])
+        assert_plain_equal(pyramid_budgets(_total, _layers, _beta), _oracle(_total, _layers, _beta),
+                           f"pyramid_budgets({_total}, {_layers}, {_beta})", reveal=False)
     assert_plain_equal(pyramid_budgets(205, 3, 5), [124, 68, 13], "pyramid_budgets(205, 3, 5)", reveal=False)
-    for _args in [(5, 2, -4), (5, -1), (-(10**9), 1)]:
+    for _args in [(5, 2, -4), (5, -1), (-(10**9), 1), (3, 1, -(10**20)), (0, 1, 0)]:
         assert_raises(ValueError, f"pyramid_budgets{_args}", pyramid_budgets, *_args)
-    for _args in [(False, 1), ("5", 2), (5, 2, None)]:
+    for _args in [(False, 1), ("5", 2), (5, 2, None), (5, 1, True), (5, 1, None), (numpy.int32(5), 1),
+                  (5, numpy.int64(2)), (5, 2, numpy.int8(3)), (5, 1.0)]:
         assert_raises(TypeError, f"pyramid_budgets{_args}", pyramid_budgets, *_args)
     ### END HIDDEN TESTS
 
@@ -1101,8 +1314,9 @@ _check_task7_5_pyramid_budgets()
 #
 # In generation the cache grows by one token per step, and a policy must evict **while** it generates: StreamingLLM
 # and H2O do it at every step. `decode_with_eviction(model, tokens, budget, keep_fn)` feeds the integer tensor
-# `tokens` `[batch, length]` through `model` (a `TinyDecoder`; batched calls as in the model's docstring) one token
-# at a time, and after every step cuts each layer back to `budget` slots with the policy `keep_fn`:
+# `tokens` `[batch, length]`, on the model's device, through `model` (a `TinyDecoder`; batched calls as in the
+# model's docstring) one token at a time, and after every step cuts each layer back to `budget` slots with the policy
+# `keep_fn`:
 #
 # - step `t` runs `tokens[:, t:t + 1]` with the cache and `position=t` (its true position: after an eviction the
 #   cache holds fewer slots than `t`), with `return_attention=True`, and keeps its logits;
@@ -1117,35 +1331,28 @@ _check_task7_5_pyramid_budgets()
 #
 # Return `(logits, kv)`: `logits` `[batch, length, vocab_size]` (step `t`'s logits at `[:, t]`), `kv` the final
 # cache. When `budget >= length` nothing is evicted and the logits **equal** the full-cache model's, step for step.
-# `TypeError` when `tokens` is not an integer tensor, `budget` not a Python `int` (`True` included) or `keep_fn` not
-# callable; `ValueError` when `tokens` is not 2-D or `budget < 1`. The loop over the steps is the decode loop itself;
-# inside a step, no Python loop over sequences, heads or slots (a loop over the layers is fine). Traps: evicting
-# before the step's own token is in the cache (the next step then cannot see it); scores that stay behind when the
-# slots move (prune them with the same mask); a position taken from the cache's length after an eviction.
+# `tokens` may have any integer dtype (`int64`, `int32`, `uint8` …). `TypeError` when `tokens` is not an integer tensor,
+# `budget` not a Python `int` (`True` and numpy's `int64` are not) or `keep_fn` not callable; `ValueError` when `tokens`
+# is not 2-D or holds no token, or `budget < 1`. These checks come before the first step: a `keep_fn` that is not
+# callable is a `TypeError` also when nothing would be evicted. The mask's shape must be exactly the scores' shape: a
+# `[num_heads, num_slots]` or `[num_slots]` mask that would broadcast is a `ValueError`. The loop over the steps is the
+# decode loop itself; inside a step, no Python loop over sequences, heads or slots (a loop over the layers is fine).
+# Traps: evicting before the step's own token is in the cache (the next step then cannot see it); scores that stay
+# behind when the slots move (prune them with the same mask); a position taken from the cache's length after an
+# eviction; one layer's scores used for every layer (each layer has its own).
 #
 # Graded in parts: 7.6.1 no eviction equals the full cache (2) · 7.6.2 eviction and positions (3) · 7.6.3 accumulated
 # scores (2) · 7.6.4 bad input (1).
 #
 # ## 任务 7.6：decode_with_eviction（8 分）
 #
-# 生成时缓存每步增加一个 token，驱逐策略必须**边生成边**驱逐：StreamingLLM 和 H2O 每一步都这样做。`decode_with_eviction(model, tokens,
-# budget, keep_fn)` 把整数张量 `tokens` `[batch, length]` 一次一个 token 地送入 `model`（一个 `TinyDecoder`；批量调用方式见模型的文档字符串），
-# 每一步之后用驱逐策略 `keep_fn` 把每一层裁剪回 `budget` 个槽位：
+# 生成时缓存每步增加一个 token，驱逐策略必须**边生成边**驱逐：StreamingLLM 和 H2O 每一步都这样做。`decode_with_eviction(model, tokens, budget, keep_fn)` 把整数张量 `tokens` `[batch, length]`（与模型在同一设备上）一次一个 token 地送入 `model`（一个 `TinyDecoder`；按批次调用的方式见模型的文档字符串），每一步之后用驱逐策略 `keep_fn` 把每一层裁剪回 `budget` 个槽位：
 #
-# - 第 `t` 步用缓存运行 `tokens[:, t:t + 1]`，传入 `position=t`（它真实的位置：驱逐之后缓存中的槽位数少于 `t`）和 `return_attention=True`，
-#   并保存它的 logits；
-# - 每一层为每个缓存槽位维护一个**分数**，即浮点张量 `[batch, num_heads, num_slots]`：这个槽位收到的累积注意力，也就是它进入缓存以来每一步所得
-#   注意力之和（包括这一步自己的 token：新槽位的初始分数是它对自己的注意力）。第 `t` 步之后，把这一步的注意力行（`attention[layer][:, :, 0, :]`）
-#   加到分数上，并为新槽位添加一项；
-# - 然后，若某一层的槽位多于 `budget` 个，就对这一层调用 `keep = keep_fn(scores, budget)`，并按掩码保留它的 K/V（`course.model.prune_cache`）
-#   **以及**它的分数，使第 $j$ 个槽位的分数仍然属于第 $j$ 个槽位。`keep` 必须是与分数形状相同的 `bool` 张量，且每一行恰好有 `budget` 个 `True`
-#   （否则抛出 `ValueError`：多保留或少保留槽位的策略是一个应当报告的错误，而不是应当掩盖的错误）。
+# - 第 `t` 步用当前缓存运行 `tokens[:, t:t + 1]`，传入 `position=t`（这是它真实的位置：驱逐之后缓存中的槽位数少于 `t`）和 `return_attention=True`，并保存这一步的 logits；
+# - 每一层维护**分数**：浮点张量 `[batch, num_heads, num_slots]`，每个缓存槽位一项，即这个槽位收到的累积注意力，也就是它进入缓存以来每一步得到的注意力之和（包括它进入缓存的那一步：新槽位的初始分数，就是这一步的查询对它的注意力）。第 `t` 步之后，把这一步的注意力行（`attention[layer][:, :, 0, :]`）加到分数上，并为新槽位添加一项；
+# - 然后，若某一层的槽位多于 `budget` 个，就对这一层调用 `keep = keep_fn(scores, budget)`，按掩码保留它的 K/V（`course.model.prune_cache`）**以及**它的分数，使第 $j$ 个槽位的分数仍然属于第 $j$ 个槽位。`keep` 必须是与分数形状相同的 `bool` 张量，且每一行恰好有 `budget` 个 `True`（否则抛出 `ValueError`：保留多了或少了的策略有错误，应当报告出来，而不是悄悄掩盖）。
 #
-# 返回 `(logits, kv)`：`logits` 形状为 `[batch, length, vocab_size]`（第 `t` 步的 logits 在 `[:, t]`），`kv` 是最终的缓存。`budget >= length`
-# 时什么也不驱逐，logits 与全缓存模型逐步**相等**。`tokens` 不是整数张量、`budget` 不是 Python `int`（`True` 也算错）或 `keep_fn` 不可调用时抛出
-# `TypeError`；`tokens` 不是二维或 `budget < 1` 时抛出 `ValueError`。对步的循环就是解码循环本身；在一步之内，不对序列、注意力头或槽位写 Python 循环
-# （对层的循环可以）。陷阱：在这一步自己的 token 进入缓存之前就驱逐（下一步就看不到它了）；槽位移动了而分数留在原处（用同一个掩码裁剪分数）；
-# 驱逐之后用缓存的长度当作位置。
+# 返回 `(logits, kv)`：`logits` 的形状为 `[batch, length, vocab_size]`（第 `t` 步的 logits 在 `[:, t]`），`kv` 是最终的缓存。`budget >= length` 时什么也不驱逐，每一步的 logits 都与全缓存模型的**相等**。`tokens` 可以是任何整数数据类型（`int64`、`int32`、`uint8` …）。`tokens` 不是整数张量、`budget` 不是 Python `int`（`True` 和 numpy 的 `int64` 都不算），或 `keep_fn` 不可调用时，抛出 `TypeError`；`tokens` 不是二维或一个 token 都没有，或 `budget < 1` 时，抛出 `ValueError`。这些检查在第一步之前完成：即使什么都不需要驱逐，不可调用的 `keep_fn` 也要抛出 `TypeError`。掩码的形状必须恰好等于分数的形状：能够广播成分数形状的 `[num_heads, num_slots]` 或 `[num_slots]` 掩码也要抛出 `ValueError`。逐步执行的循环就是解码循环本身；在一步之内，不对序列、注意力头或槽位写 Python 循环（对层的循环可以）。陷阱：在这一步自己的 token 进入缓存之前就驱逐（下一步就看不到它了）；槽位移动了，分数却留在原处（要用同一个掩码裁剪分数）；驱逐之后把缓存的长度当作位置；把一层的分数用于所有层（每一层有自己的分数）。
 #
 # 分部分计分：7.6.1 不驱逐时等于全缓存（2 分）· 7.6.2 驱逐与位置（3 分）· 7.6.3 累积分数（2 分）· 7.6.4 错误输入（1 分）。
 
@@ -1160,18 +1367,19 @@ def decode_with_eviction(model, tokens, budget, keep_fn):
 
     Args:
         model: a TinyDecoder.
-        tokens: integer tensor [batch, length] on the model's device.
+        tokens: integer tensor [batch, length] (any integer dtype, at least one token) on the model's device.
         budget: int >= 1, the most slots each layer keeps after a step.
-        keep_fn: keep_fn(scores, budget) -> bool tensor of scores' shape [batch, num_heads, num_slots] with exactly
-            budget True per row; scores are each slot's accumulated attention.
+        keep_fn: keep_fn(scores, budget) -> bool tensor of exactly scores' shape [batch, num_heads, num_slots] with
+            exactly budget True per row; scores are each slot's accumulated attention (each layer its own).
 
     Returns:
         (logits [batch, length, vocab_size], kv): every step's logits, and the final cache.
 
-    Raises:
-        TypeError: tokens not an integer tensor, budget not a Python int (bool excluded), keep_fn not callable.
-        ValueError: tokens not 2-D, budget < 1, or a mask from keep_fn that is not bool of the scores' shape with
-            budget True per row.
+    Raises (the arguments are checked before the first step):
+        TypeError: tokens not an integer tensor, budget not a Python int (bool and numpy's integers excluded), keep_fn
+            not callable.
+        ValueError: tokens not 2-D or empty, budget < 1, or a mask from keep_fn that is not bool of exactly the
+            scores' shape with budget True per row.
     """
     if not isinstance(tokens, torch.Tensor) or tokens.dtype.is_floating_point or tokens.dtype == torch.bool:
         raise TypeError("decode_with_eviction: tokens must be an integer torch.Tensor")
@@ -1179,15 +1387,17 @@ def decode_with_eviction(model, tokens, budget, keep_fn):
         raise TypeError(f"decode_with_eviction: budget must be an int, got {type(budget).__name__}")
     if not callable(keep_fn):
         raise TypeError("decode_with_eviction: keep_fn must be callable")
-    if tokens.dim() != 2 or budget < 1:
-        raise ValueError(f"decode_with_eviction: need tokens [batch, length] and budget >= 1, got shape "
-                         f"{list(tokens.shape)} and budget {budget}")
+    if tokens.dim() != 2 or tokens.numel() == 0 or budget < 1:
+        raise ValueError(f"decode_with_eviction: need tokens [batch, length] with at least one token and budget >= 1, "
+                         f"got shape {list(tokens.shape)} and budget {budget}")
     kv, scores, steps = None, None, []
     for step in range(tokens.shape[1]):
         # TODO 7.6.1: run this step's token at its true position, with the attention; keep its logits.
-        # 提示：model(tokens[:, step:step + 1], past_kv=kv, position=step, return_attention=True) 返回 (logits, kv, attention)。
-        # Hint: model(tokens[:, step:step + 1], past_kv=kv, position=step, return_attention=True) returns
-        # (logits, kv, attention).
+        # 提示：只把这一步的一个 token（保持 [batch, 1] 的形状）连同当前缓存交给模型；位置参数是它在整条序列中的位置，而不是缓存的长度；
+        # 要求模型同时返回注意力。任务说明的第一条列出了所有参数。
+        # Hint: give the model this step's one token (keep the shape [batch, 1]) with the current cache; its position is its
+        # place in the whole sequence, not the cache's length; ask the model for the attention too. The task's first bullet
+        # names every argument.
         ### BEGIN SOLUTION
         logits, kv, attention = model(tokens[:, step:step + 1], past_kv=kv, position=step, return_attention=True)
         steps.append(logits)
@@ -1203,8 +1413,11 @@ def decode_with_eviction(model, tokens, budget, keep_fn):
             scores = [torch.cat((old, torch.zeros_like(old[..., :1])), dim=-1) + row for old, row in zip(scores, rows)]
         ### END SOLUTION
         # TODO 7.6.3: when the cache holds more than budget slots, ask keep_fn, check its mask, prune K/V and scores.
-        # 提示：prune_cache(kv, keeps) 裁剪 K/V；分数用 scores[layer][keep].reshape(batch, num_heads, budget)。
-        # Hint: prune_cache(kv, keeps) cuts K/V; the scores: scores[layer][keep].reshape(batch, num_heads, budget).
+        # 提示：每一层调用一次 keep_fn，在裁剪任何东西之前先检查每个掩码（类型、数据类型、确切的形状、每行 budget 个 True）；
+        # prune_cache 接受由每层一个掩码组成的列表。用同一个掩码做布尔索引会把一层的分数展平，要再把它们变回每行 budget 个槽位。
+        # Hint: call keep_fn once per layer and check every mask (type, dtype, exact shape, budget True per row) before
+        # pruning anything; prune_cache takes a list of masks, one per layer. Boolean indexing with the same mask
+        # flattens a layer's scores: bring them back to budget slots per row.
         ### BEGIN SOLUTION
         if kv[0][0].shape[1] > budget:
             keeps = []
@@ -1257,6 +1470,9 @@ def _check_task7_6_1_full_budget():
         assert_same_tensor(decode_with_eviction(model, tokens, 10, window)[0], whole,
                            f"decode_with_eviction(budget 10) against one call on the whole sequence on {device}",
                            atol=1e-5)
+        for dtype in (torch.int32, torch.uint8):
+            assert_same_tensor(decode_with_eviction(model, tokens.to(dtype), 10, window)[0], expected,
+                               f"decode_with_eviction logits of {dtype} tokens with budget 10 on {device}")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -1275,7 +1491,8 @@ def _check_task7_6_1_full_budget():
         def _refuse(scores, budget):
             raise AssertionError("keep_fn was called although nothing had to be evicted")
 
-        _got, _final = decode_with_eviction(_model, _tokens, _length + _rng.randint(0, 3), _refuse)
+        _dtype = [torch.int64, torch.int32, torch.int16, torch.uint8][_case]
+        _got, _final = decode_with_eviction(_model, _tokens.to(_dtype), _length + _rng.randint(0, 3), _refuse)
         assert_same_tensor(_got, torch.cat(_expected, dim=1), f"full budget, random case {_case}", reveal=False)
         assert_same_tensor(_final[-1][0], _kv[-1][0], f"final keys, full budget, random case {_case}", reveal=False)
     ### END HIDDEN TESTS
@@ -1460,6 +1677,7 @@ _check_task7_6_3_scores()
 
 
 def _check_task7_6_4_bad_input():
+    import numpy
     import torch
 
     from course.checks import assert_raises
@@ -1480,16 +1698,24 @@ def _check_task7_6_4_bad_input():
     def one_row(scores, budget):
         return torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget
 
+    def per_head(scores, budget):
+        return window(scores, budget)[0]
+
     for args, error, what in [((tokens, 0, window), ValueError, "budget 0"),
                               ((tokens, -3, window), ValueError, "budget -3"),
                               ((tokens, True, window), TypeError, "budget True"),
                               ((tokens, 2.0, window), TypeError, "budget 2.0"),
+                              ((tokens, numpy.int64(3), window), TypeError, "budget numpy.int64(3)"),
                               ((tokens[0], 3, window), ValueError, "1-D tokens"),
+                              ((tokens[:, :0], 3, window), ValueError, "tokens [2, 0] (no token)"),
                               ((tokens.float(), 3, window), TypeError, "float tokens"),
                               ((tokens, 3, "window"), TypeError, "a keep_fn that is a string"),
+                              ((tokens, 10, "window"), TypeError, "a keep_fn that is a string, budget 10 (no eviction)"),
                               ((tokens, 3, too_many), ValueError, "a keep_fn that keeps budget + 1 slots"),
                               ((tokens, 3, as_int), ValueError, "a keep_fn that returns an int64 mask"),
-                              ((tokens, 3, one_row), ValueError, "a keep_fn that returns one row for every head")]:
+                              ((tokens, 3, one_row), ValueError, "a keep_fn that returns one row for every head"),
+                              ((tokens, 3, per_head), ValueError,
+                               "a keep_fn that returns a [num_heads, num_slots] mask for a batch of 2")]:
         assert_raises(error, f"decode_with_eviction with {what}", decode_with_eviction, model, *args)
 
     ### BEGIN HIDDEN TESTS
@@ -1505,6 +1731,16 @@ def _check_task7_6_4_bad_input():
     assert_raises(TypeError, "bool tokens", decode_with_eviction, model, tokens > 5, 3, window)
     assert_raises(TypeError, "keep_fn None", decode_with_eviction, model, tokens, 3, None)
     assert_raises(ValueError, "3-D tokens", decode_with_eviction, model, tokens[None], 3, window)
+    assert_raises(ValueError, "tokens [0, 6] (no sequence)", decode_with_eviction, model, tokens[:0], 3, window)
+    assert_raises(TypeError, "keep_fn None, budget 6 (no eviction)", decode_with_eviction, model, tokens, 6, None)
+    assert_raises(TypeError, "budget numpy.int32(8), no eviction", decode_with_eviction, model, tokens, numpy.int32(8),
+                  window)
+
+    def _batch_of_one(scores, budget):
+        return window(scores, budget)[:1]
+
+    assert_raises(ValueError, "a keep_fn that returns a [1, num_heads, num_slots] mask for a batch of 2",
+                  decode_with_eviction, model, tokens, 3, _batch_of_one)
     ### END HIDDEN TESTS
 
 
@@ -1518,9 +1754,7 @@ _check_task7_6_4_bad_input()
 # (no download: the weights ship with the course package), draws 250 fresh sequences and prints the full cache's recall,
 # the ceiling of every curve below. The model is tiny, so it runs on the CPU with one thread, on any machine.
 #
-# 实验在训练好的回忆解码器上使用你写的函数。一条序列是 `BOS k1 v1 … k28 v28`（57 个上下文 token），后面是 4 个查询 `? k v`：模型看到
-# `? k` 之后必须预测出 `k` 的值。下面的单元加载模型（不需要下载：权重随课程包一起提供），抽取 250 条新序列，并打印全缓存的召回准确率，
-# 它是下面每条曲线的上限。模型很小，所以在任何机器上都用 CPU 的一个线程运行。
+# 实验在训练好的联想回忆解码器上使用你写的函数。一条序列是 `BOS k1 v1 … k28 v28`（57 个上下文 token），后面是 4 个查询 `? k v`：模型看到 `? k` 之后必须预测出 `k` 的值。下面的单元加载模型（不需要下载：权重随课程包一起提供），抽取 250 条新序列，并打印全缓存的回忆准确率，它是下面每条曲线的上限。模型很小，所以在任何机器上都用 CPU 的一个线程运行。
 
 # %%
 import time
@@ -1531,7 +1765,7 @@ import torch.nn.functional as F
 
 from course import recall
 from course.model import load_recall_decoder, prune_cache
-from course.plots import label
+from course.plots import claim, label
 
 torch.set_num_threads(1)  # The 100k-parameter model is fastest on one thread; more threads only add overhead.
 experiment_started = time.perf_counter()
@@ -1544,9 +1778,10 @@ print(f"model: {sum(p.numel() for p in model.parameters()):,} parameters, {model
       f"{model.metadata['recall_accuracy']:.4f}")
 print(f"{batch.tokens.shape[0]} sequences of {batch.tokens.shape[1]} tokens ({CONTEXT} of context); full cache: "
       f"recall {full_recall:.3f}, answer loss {full_loss:.4f} nats")
+claim("the full cache answers at least 95% of the queries", full_recall >= 0.95)
 
 # %% [markdown]
-# ### Experiment 1: recall against the budget | 实验 1：召回准确率随预算的变化
+# ### Experiment 1: recall against the budget | 实验 1：回忆准确率随预算的变化
 #
 # Prefill the 57 context tokens with the full cache, then evict once: in every layer and head keep `budget` of the 57
 # context slots, chosen by each policy, and ask the four queries on the pruned cache (the queries' own tokens are never
@@ -1557,12 +1792,7 @@ print(f"{batch.tokens.shape[0]} sequences of {batch.tokens.shape[1]} tokens ({CO
 # and **SnapKV with the question**: the prompt is the context plus the question `? k`, which is the observation
 # window (one prefill per query) — the setting of SnapKV's paper, where the question ends the prompt.
 #
-# 用全缓存预填充 57 个上下文 token，然后驱逐一次：在每一层、每个注意力头中，按各驱逐策略从 57 个上下文槽位中保留 `budget` 个，
-# 再在裁剪后的缓存上提出 4 个查询（查询自己的 token 永远不会被驱逐）。驱逐策略：**随机**（每个头随机保留 `budget` 个，任何策略都应当超过这个下限）、
-# **最近窗口**（汇点数为 0 的 `streaming_keep`）、**StreamingLLM**（4 个注意力汇点）、**H2O**（57 个上下文查询的累积注意力，预算的一半作为最近窗口）、
-# **SnapKV**（观察窗口为最后 `min(4, budget // 2)` 个上下文 token，核大小 5）、**PyramidKV**（逐层预算为 `pyramid_budgets(2 * budget, 2)`，
-# 每层按 SnapKV 的方式选择），以及**带问题的 SnapKV**：提示词是上下文加上问题 `? k`，问题就是观察窗口（每个查询预填充一次）——
-# 这正是 SnapKV 论文的设定：问题位于提示词的末尾。
+# 用全缓存预填充 57 个上下文 token，然后驱逐一次：在每一层、每个注意力头中，按各驱逐策略从 57 个上下文槽位中保留 `budget` 个，再在裁剪后的缓存上提出 4 个查询（查询自己的 token 永远不会被驱逐）。驱逐策略：**随机**（每个头随机保留 `budget` 个，任何策略都应当超过这个下限）、**最近窗口**（汇点数为 0 的 `streaming_keep`）、**StreamingLLM**（4 个注意力汇点）、**H2O**（57 个上下文查询的累积注意力，预算的一半作为最近窗口）、**SnapKV**（观察窗口为最后 `min(4, budget // 2)` 个上下文 token，核大小 5）、**PyramidKV**（逐层预算为 `pyramid_budgets(2 * budget, 2)`，每层按 SnapKV 的方式选择），以及**带问题的 SnapKV**：提示词是上下文加上问题 `? k`，问题就是观察窗口（每个查询预填充一次）—— 这正是 SnapKV 论文的设定：问题位于提示词的末尾。
 
 # %%
 BUDGETS = [2, 4, 8, 16, 32, 48]
@@ -1663,13 +1893,26 @@ for index, budget in enumerate(BUDGETS):
     print(f"budget {budget:>2}: best question-agnostic policy {best} ({results[best][index][0]:.3f}), random "
           f"{results['random'][index][0]:.3f}, SnapKV with the question {results['SnapKV with the question'][index][0]:.3f}, "
           f"budget / context {budget / CONTEXT:.3f}")
+recall_of = {name: dict(zip(BUDGETS, (accuracy for accuracy, _ in rows))) for name, rows in results.items()}
+top_layer_budget = {budget: capped(pyramid_budgets(LAYERS * budget, LAYERS), CONTEXT)[-1] for budget in BUDGETS}
+claim("every question-agnostic policy but PyramidKV recalls at most 1.5 x budget / context + 0.03 at every budget",
+      all(recall_of[name][b] <= 1.5 * b / CONTEXT + 0.03 for name in agnostic if name != "PyramidKV" for b in BUDGETS))
+claim("random selection is within 0.05 of the best question-agnostic policy at every budget",
+      all(recall_of["random"][b] >= max(recall_of[name][b] for name in agnostic) - 0.05 for b in BUDGETS))
+claim("PyramidKV recalls at most 0.05 at every budget that leaves the top layer 0 slots",
+      all(recall_of["PyramidKV"][b] <= 0.05 for b in BUDGETS if top_layer_budget[b] == 0))
+claim("SnapKV with the question recalls within 0.01 of the full cache from budget 8 on",
+      all(recall_of["SnapKV with the question"][b] >= full_recall - 0.01 for b in BUDGETS if b >= 8))
+claim("H2O's accumulated attention falls at positions 0, 1, 28 and 56, and position 0 collects over 10 times "
+      "position 28's", bool((accumulated[[0, 1, 28]] > accumulated[[1, 28, 56]]).all())
+      and float(accumulated[0]) > 10 * float(accumulated[28]))
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
 for index, (name, rows) in enumerate(results.items()):
     axes[0].plot(BUDGETS, [accuracy for accuracy, _ in rows], marker="o", label=name, color=f"C{index}")
     axes[1].plot(BUDGETS, [loss for _, loss in rows], marker="o", label=name, color=f"C{index}")
 axes[0].axhline(full_recall, color="black", linestyle="--", label=label("full cache", "全缓存"))
 axes[1].axhline(full_loss, color="black", linestyle="--", label=label("full cache", "全缓存"))
-for axis, title in zip(axes, (label("Recall accuracy", "召回准确率"), label("Answer loss (nats)", "答案损失（nats）"))):
+for axis, title in zip(axes, (label("Recall accuracy", "回忆准确率"), label("Answer loss (nats)", "答案损失（nats）"))):
     axis.set_xscale("log", base=2)
     axis.set_xticks(BUDGETS, [str(budget) for budget in BUDGETS])
     axis.set_xlabel(label(f"budget (context slots kept of {CONTEXT})", f"预算（{CONTEXT} 个上下文槽位中保留的个数）"))
@@ -1679,27 +1922,21 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **What the curves say.** Read the printed table. The full cache answers almost every query. Every policy that must
-# choose before it sees the question (random, the recent window, StreamingLLM, H2O, SnapKV on the context's last
-# tokens, PyramidKV) recalls roughly in proportion to the budget, because the 28 pairs are equally likely to be asked
-# and nothing in the context says which one will be: on this task no question-agnostic ranking can do much better than
-# chance, and the table shows random selection among the best of them. H2O's accumulated attention favours the early
-# positions (a position is summed over every later query, so position 0 collects 57 rows and position 56 one: the
-# printed scores at positions 0, 1, 28 and 56 fall steeply), which is no help here. SnapKV with the question in its observation window is the exception: a handful of slots is enough for it to
-# reach the full cache's recall (the lines under the table), because the question's queries attend to exactly the pair
-# they ask for; at the smallest budget its pooling (kernel 5, wider than the budget) spends the slots on the asked
-# value's neighbours.
-# PyramidKV stays near zero until the top layer gets a real share of the budget (the printed layer budgets): it gives
-# the top layer almost nothing, and Experiment 2 shows that the top layer's cache is the one the answer reads.
+# **What the curves say.** Read the printed table and the `check:` lines under it. The full cache answers almost
+# every query. The policies that must choose before they see the question (random, the recent window, StreamingLLM,
+# H2O, SnapKV on the context's last tokens) recall roughly in proportion to the budget, never more than about 1.5 times
+# the share of the context they keep: the 28 pairs are equally likely to be asked and nothing in the context says which
+# one will be, so on this task no question-agnostic ranking can do much better than chance, and random selection is
+# among the best of them at every budget. H2O's accumulated attention favours the early positions (a position is summed
+# over every later query, so position 0 collects 57 rows and position 56 one: the printed scores at positions 0, 1, 28
+# and 56 fall steeply), which is no help here. PyramidKV falls below even that: its row stays near zero at every budget
+# that leaves the top layer no slot (the printed layer budgets give the top layer 0 slots up to budget 16), and
+# Experiment 2 shows that the top layer's cache is the one the answer reads. SnapKV with the question in its
+# observation window is the exception upwards: from budget 8 on it matches the full cache's recall, because the
+# question's queries attend to exactly the pair they ask for; at the smallest budgets its pooling (kernel 5, wider than
+# the budget) spends the slots on the asked value's neighbours.
 #
-# **曲线说明了什么。** 请看打印出的表格。全缓存几乎答对所有查询。所有必须在看到问题之前做出选择的策略（随机、最近窗口、StreamingLLM、H2O、
-# 以上下文最后几个 token 为观察窗口的 SnapKV、PyramidKV），召回准确率大致与预算成正比：28 个键值对被问到的可能性相同，上下文中没有任何信息
-# 透露会问哪一个，所以在这个任务上，任何与问题无关的排序都很难比随机好多少，表格中随机选择也确实排在这些策略的前列。H2O 的累积注意力偏向
-# 靠前的位置（一个位置的分数是它之后所有查询的注意力之和，所以位置 0 累加了 57 行，位置 56 只有 1 行：打印出的位置 0、1、28、56 的分数急剧下降），
-# 这在这里没有帮助。观察窗口中包含
-# 问题的 SnapKV 是例外：只要少数几个槽位，它的召回准确率就达到全缓存的水平（见表格下方的几行输出），因为问题的查询向量关注的恰好就是它所问的那一对；
-# 在最小的预算下，它的池化（核大小 5，比预算还宽）把槽位花在了被问到的值的邻居上。在这个模型上，PyramidKV
-# 的召回准确率一直接近 0，直到最高层分到像样的一份预算为止（见打印出的逐层预算）：它几乎不给最高层留预算，而实验 2 表明，答案读取的正是最高层的缓存。
+# **曲线说明了什么。** 请看打印出的表格和表格下方以 `check:` 开头的几行。全缓存几乎答对所有查询。必须在看到问题之前做出选择的策略（随机、最近窗口、StreamingLLM、H2O，以及以上下文最后几个 token 为观察窗口的 SnapKV），回忆准确率大致与预算成正比，从不超过所保留的上下文比例的 1.5 倍左右：28 个键值对被问到的可能性相同，上下文也不透露会问哪一对，所以在这个任务上，任何不看问题的排序都不会比随机好多少；在每个预算下，随机选择都排在这些策略的前列。H2O 的累积注意力偏向靠前的位置：一个位置的分数是它之后所有查询给它的注意力之和，位置 0 累加了 57 行，位置 56 只累加 1 行，所以打印出的位置 0、1、28、56 的分数急剧下降；这对本任务毫无帮助。PyramidKV 连这个水平都达不到：只要最高层分不到槽位（打印出的逐层预算显示，预算不超过 16 时最高层分到 0 个），它那一行就一直接近 0；实验 2 会说明，答案读取的正是最高层的缓存。观察窗口中包含问题的 SnapKV 则是向上的例外：从预算 8 起，它的回忆准确率就与全缓存相同，因为问题的查询向量关注的恰好是被问到的那一对；在最小的几个预算下，它的池化（核大小 5，比预算还宽）把槽位花在了被问到的值的邻居上。
 
 # %% [markdown]
 # ### Experiment 2: which layer's cache matters | 实验 2：哪一层的缓存重要
@@ -1728,19 +1965,23 @@ for title, budgets in (("PyramidKV", split), ("PyramidKV reversed", split[::-1])
     keeps = [layer_snapkv(attention, b).expand(NUM_SEQUENCES, HEADS, CONTEXT)
              for attention, b in zip(context_attention, budgets)]
     correct, _, count = ask(context_kv, keeps, queries, CONTEXT, batch.answers, answer_at)
+    layer_results[title] = correct / count
     print(f"{title:>18}, layer budgets {budgets}: recall {correct / count:.3f}")
+claim("evicting in layer 0 alone keeps recall within 0.02 of the full cache, evicting in layer 1 alone loses more "
+      "than half of it", all(layer_results[(name, 0)] >= full_recall - 0.02 and layer_results[(name, 1)] < full_recall / 2
+                             for name in ("random", "StreamingLLM")))
+claim("the reversed split recalls more than PyramidKV's", layer_results["PyramidKV reversed"] > layer_results["PyramidKV"])
 
 # %% [markdown]
-# After a full prefill, the top layer's K/V already hold what the lower layer computed about each pair (a value's
-# key in the top layer carries its key's identity). At query time the lower layer mostly needs the query's own tokens,
-# so evicting only there costs little, and evicting in the top layer costs almost everything: read the two lines above.
-# PyramidKV's premise (lower layers need more) comes from 32-layer models whose lower layers spread attention widely;
-# in this 2-layer model the opposite split is the better one. A policy's budget split is a property of the model, to be
-# measured, not assumed.
+# After a full prefill, the top layer's K/V already hold what the lower layer computed about each pair: in the top
+# layer, the attention key cached at a value's position already encodes which task key came right before it. At query
+# time the lower layer mostly needs the query's own tokens, so evicting only there costs little, and evicting in the
+# top layer costs most of the recall: read the lines above and the `check:` lines under them. PyramidKV's premise
+# (lower layers need more) comes from 32-layer models whose lower layers spread attention widely; in this 2-layer model
+# the opposite split is the better one. How a budget is split across layers is a property of the model, to be measured,
+# not assumed.
 #
-# 完整预填充之后，最高层的 K/V 已经包含了低层为每一对计算出的信息（最高层中一个值的键已经带有它对应键的身份）。查询时低层主要只需要查询自己的
-# token，所以只在低层驱逐代价很小，而在最高层驱逐几乎损失一切：请看上面打印的两行。PyramidKV 的前提（低层需要更多预算）来自 32 层的模型，
-# 那些模型的低层注意力分布很广；在这个 2 层模型中，反过来的分配更好。预算怎样在层间分配是模型的性质，需要测量，而不能假设。
+# 完整预填充之后，最高层的 K/V 已经包含了低层为每个键值对算出的信息：在最高层，某个值所在位置缓存的注意力键向量，已经编码了紧挨在它前面的是哪一个任务键。查询时，低层主要只需要查询自己的 token，所以只在低层驱逐代价很小，而在最高层驱逐会损失大部分回忆准确率：请看上面打印的几行和它们下方以 `check:` 开头的几行。PyramidKV 的前提（低层需要更多预算）来自 32 层的模型，那些模型的低层注意力分布得很广；在这个 2 层模型中，反过来分配更好。预算在各层之间怎样分配，是模型本身的性质，需要测量，不能假设。
 
 # %% [markdown]
 # ### Experiment 3: the attention sink | 实验 3：注意力汇点
@@ -1748,8 +1989,7 @@ for title, budgets in (("PyramidKV", split), ("PyramidKV reversed", split[::-1])
 # How much attention does each head put on position 0 (BOS), compared with the uniform share $1/(i+1)$ of a query at
 # position $i$? The bars average over the context's queries (positions 1–56) and over the queries' tokens (57–68).
 #
-# 每个注意力头在位置 0（BOS）上放了多少注意力？与之比较的是位置 $i$ 的查询在均匀分布下的份额 $1/(i+1)$。柱状图分别对上下文的查询
-# （位置 1–56）和查询部分的 token（位置 57–68）取平均。
+# 每个注意力头在位置 0（BOS）上放了多少注意力？与之比较的是位置 $i$ 的查询在均匀分布下的份额 $1/(i+1)$。柱状图分别对上下文的查询（位置 1–56）和查询部分的 token（位置 57–68）取平均。
 
 # %%
 _, _, sequence_attention = model(batch.tokens, return_attention=True)
@@ -1768,26 +2008,29 @@ for axis, ((title, title_zh), rows) in zip(axes, row_groups.items()):
     axis.legend(fontsize=8)
     print(f"{title}: uniform share {uniform:.3f}; per head " + ", ".join(
         f"{name} {share:.3f}" for name, share in zip(names, shares.flatten().tolist())))
+    if rows[0] == 1:
+        claim("on the context rows every head puts more than the uniform share on BOS", bool((shares > uniform).all()))
+    else:
+        claim("on the query rows every head of the top layer puts less than the uniform share on BOS",
+              bool((shares[-1] < uniform).all()))
 plt.tight_layout()
 plt.show()
 no_bos = torch.ones(NUM_SEQUENCES, HEADS, CONTEXT, dtype=torch.bool)
 no_bos[..., 0] = False
 correct, _, count = ask(context_kv, [no_bos] * LAYERS, queries, CONTEXT, batch.answers, answer_at)
 print(f"recall with only BOS evicted (every layer and head, after a full prefill): {correct / count:.3f}")
+claim("evicting only BOS keeps recall within 0.01 of the full cache", correct / count >= full_recall - 0.01)
 
 # %% [markdown]
 # Heads whose bar stands far above the dashed line park attention on BOS: an **attention sink**, the pattern
 # StreamingLLM found in large models (a softmax row must sum to 1, and a head with nothing to read puts the mass on a
 # token that every query can see). Here the sink forms on the context rows, where most tokens are unpredictable; on the
-# query rows the top layer's heads, which retrieve the answer, put less than the uniform share there. Evicting only BOS after a full prefill costs this model almost nothing (the
-# last line): what the sink holds is not information. The sink matters for **streaming**: once the context has
-# scrolled past, a model whose heads expect a sink and find none is in a state it never saw in training —
-# Experiment 4 measures that.
+# query rows the top layer's heads, which retrieve the answer, put less than the uniform share there (the two `check:`
+# lines). Evicting only BOS after a full prefill costs this model almost nothing (the last lines): what the sink holds
+# is not information. The sink matters for **streaming**: once the context has scrolled past, a model whose heads expect
+# a sink and find none is in a state it never saw in training. Experiment 4 measures that.
 #
-# 柱子远高于虚线的注意力头把注意力"停放"在 BOS 上：这就是**注意力汇点**，StreamingLLM 在大模型中发现的现象（softmax 的一行必须和为 1，
-# 没有东西可读的注意力头就把概率放在每个查询都能看到的 token 上）。这里的注意力汇点出现在上下文的各行，那里的大多数 token 都无法预测；
-# 在查询部分的各行，负责检索答案的最高层注意力头放在 BOS 上的注意力低于均匀份额。完整预填充之后只驱逐 BOS，对这个模型几乎没有影响（最后一行输出）：注意力汇点中保存的并不是信息。
-# 注意力汇点在**流式生成**中才重要：上下文滚动过去之后，一个期待注意力汇点却找不到它的模型，处在训练中从未见过的状态——实验 4 测量的就是这一点。
+# 柱子远高于虚线的注意力头把注意力“停放”在 BOS 上：这就是**注意力汇点**，StreamingLLM 在大模型中发现的现象（softmax 的每一行之和必须为 1，无物可读的注意力头就把概率放在每个查询都看得到的 token 上）。在这里，注意力汇点出现在上下文的各行，那里的大多数 token 都无法预测；而在查询的各行，负责取出答案的最高层注意力头放在 BOS 上的注意力低于均匀份额（见两行 `check:`）。完整预填充之后只驱逐 BOS，这个模型几乎没有损失（见最后几行输出）：注意力汇点里存的并不是信息。注意力汇点在**流式生成**中才重要：上下文滚动过去之后，注意力头期待一个汇点却找不到，模型就处在训练中从未见过的状态。实验 4 测量的正是这一点。
 
 # %% [markdown]
 # ### Experiment 4: evicting while generating | 实验 4：边生成边驱逐
@@ -1797,9 +2040,7 @@ print(f"recall with only BOS evicted (every layer and head, after a full prefill
 # as its recent window). The next-token loss is the mean over all 68 predictions (most tokens are random, so even the
 # full cache pays about $\ln 32 \approx 3.5$ nats on the values it cannot know); recall is measured at the answers.
 #
-# 你的 `decode_with_eviction` 把 100 条序列的全部 69 个 token 一次一个地送入模型，每一步之后把缓存裁剪回预算：StreamingLLM（4 个注意力汇点）、
-# 只有最近窗口，以及基于累积分数的 H2O（预算的一半作为最近窗口）。下一个 token 的损失是全部 68 个预测的平均值（大多数 token 是随机的，
-# 所以即使是全缓存，在无法知道的值上也要付出约 $\ln 32 \approx 3.5$ nats）；召回准确率在答案处测量。
+# 你的 `decode_with_eviction` 把 100 条序列的全部 69 个 token 一次一个地送入模型，每一步之后把缓存裁剪回预算：StreamingLLM（4 个注意力汇点）、只有最近窗口，以及基于累积分数的 H2O（预算的一半作为最近窗口）。下一个 token 的损失是全部 68 个预测的平均值（大多数 token 是随机的，所以即使是全缓存，在无法知道的值上也要付出约 $\ln 32 \approx 3.5$ nats）；回忆准确率在答案处测量。
 
 # %%
 stream = recall.recall_batch(100, seed=7_000_001)
@@ -1828,16 +2069,23 @@ for budget in DECODE_BUDGETS:
     print(f"{budget:>8} | " + " | ".join(
         f"recall {decode_results[(name, budget)][0]:.3f} loss {decode_results[(name, budget)][1]:.3f}"
         for name in decode_policies))
+lowest = {}
 for budget in DECODE_BUDGETS[:-1]:
     sinks, window = decode_results[("StreamingLLM (4 sinks)", budget)], decode_results[("recent window", budget)]
-    lowest = min(decode_policies, key=lambda name: decode_results[(name, budget)][1])
+    lowest[budget] = min(decode_policies, key=lambda name: decode_results[(name, budget)][1])
     print(f"budget {budget:>2}: the 4 sinks change the loss by {sinks[1] - window[1]:+.3f} nats and recall by "
-          f"{sinks[0] - window[0]:+.3f} against the recent window; lowest loss: {lowest}")
+          f"{sinks[0] - window[0]:+.3f} against the recent window; lowest loss: {lowest[budget]}")
+claim("with the whole sequence in budget the loop matches one call on the whole sequence within 1e-4",
+      float((full_decode - reference_logits).abs().max()) < 1e-4)
+claim("the 4 sinks lower the loss against the recent window of the same size at every budget below 69",
+      all(decode_results[("StreamingLLM (4 sinks)", b)][1] < decode_results[("recent window", b)][1]
+          for b in DECODE_BUDGETS[:-1]))
+claim("H2O has the lowest loss of the three at every budget below 69", set(lowest.values()) == {"H2O"})
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
 for name in decode_policies:
     axes[0].plot(DECODE_BUDGETS, [decode_results[(name, b)][0] for b in DECODE_BUDGETS], marker="o", label=name)
     axes[1].plot(DECODE_BUDGETS, [decode_results[(name, b)][1] for b in DECODE_BUDGETS], marker="o", label=name)
-axes[0].set_title(label("Recall while generating", "生成时的召回准确率"))
+axes[0].set_title(label("Recall while generating", "生成时的回忆准确率"))
 axes[1].set_title(label("Next-token loss (nats)", "下一个 token 的损失（nats）"))
 for axis in axes:
     axis.set_xlabel(label("budget (slots per layer and head)", "预算（每层每头的槽位数）"))
@@ -1848,27 +2096,27 @@ plt.show()
 # %% [markdown]
 # With the whole sequence in budget the loop reproduces the full model up to float rounding (the printed maximum
 # difference), so every gap in the table is the eviction's. Compare the loss of StreamingLLM with that of the recent
-# window of the same size (the lines under the table): keeping the 4 sinks lowers the loss of the stream, which is
-# StreamingLLM's claim in miniature, while it can cost recall (4 slots are spent on tokens that are not pairs). Loss and
-# recall measure different things: the loss averages over all 68 tokens, most of which need only the recent ones;
-# recall asks for one old fact.
+# window of the same size (the lines under the table): keeping the 4 sinks lowers the loss of the stream at every
+# budget, which is StreamingLLM's claim in miniature, while it can cost recall (4 slots are spent on tokens that are
+# not pairs). H2O, which keeps the positions that received the most attention, has the lowest loss of the three at
+# every budget (the `check:` lines). Loss and recall measure different things: the loss averages over all 68
+# predictions, most of which need only the recent tokens; recall asks for one old fact.
 #
-# 预算覆盖整条序列时，这个循环在浮点舍入误差之内重现了完整模型（打印出的最大差值），所以表中的每一处差距都来自驱逐。比较 StreamingLLM 与
-# 同样大小的最近窗口的损失（表格下方的几行输出）：保留 4 个注意力汇点降低了整个序列的损失，这正是 StreamingLLM 结论的缩小版；但它可能降低召回准确率
-# （4 个槽位花在了不是键值对的 token 上）。损失和召回准确率度量的是不同的东西：损失是全部 68 个 token 的平均，其中大多数只需要最近的 token；
-# 召回准确率问的是一个很早以前的事实。
+# 预算覆盖整条序列时，这个循环在浮点舍入误差之内重现了完整模型（见打印出的最大差值），所以表中的每一处差距都来自驱逐。把 StreamingLLM 的损失与同样大小的最近窗口比较（见表格下方的几行）：保留 4 个注意力汇点在每个预算下都降低了整条序列的损失，这正是 StreamingLLM 结论的缩小版；但它可能降低回忆准确率（4 个槽位花在了不是键值对的 token 上）。H2O 保留得到注意力最多的位置，它的损失在每个预算下都是三者中最低的（见 `check:` 几行）。损失和回忆准确率度量的是不同的东西：损失是全部 68 个预测的平均，其中大多数只需要最近的 token；回忆准确率问的却是很早以前的一个事实。
 
 # %% [markdown]
 # ### Experiment 5: which tokens each policy keeps | 实验 5：每个策略保留了哪些 token
 #
 # One sequence, the top layer (layer 1), head 0: each row shows the 57 context positions, dark where the policy keeps
 # the slot. The red frame marks the pair that the first query asks for (its key and its value). Move the slider to
-# change the budget (with `ipywidgets`; without it, or in a headless run, the picture for budget 8 is drawn once).
+# change the budget. Without `ipywidgets`, or in a headless run (`COURSE_AUTOGRADE=1`, as when grading), there is no
+# slider: the cell draws the picture for budget 8 once and says why.
 #
-# 一条序列、最高层（第 1 层）、第 0 个注意力头：每一行显示 57 个上下文位置，被策略保留的槽位画成深色。红框标出第一个查询所问的那一对
-# （它的键和值）。拖动滑块可以改变预算（需要 `ipywidgets`；没有它，或者在无界面运行时，只画一次预算为 8 的图）。
+# 一条序列、最高层（第 1 层）、第 0 个注意力头：每一行是 57 个上下文位置，被策略保留的槽位画成深色。红框标出第一个查询所问的那一对（它的键和值）。拖动滑块可以改变预算。没有 `ipywidgets`，或者在无界面运行中（`COURSE_AUTOGRADE=1`，例如评分时），没有滑块：单元只画一次预算为 8 的图，并说明原因。
 
 # %%
+from course.env import in_autograder
+
 EXAMPLE, LAYER, HEAD = 0, LAYERS - 1, 0
 
 
@@ -1914,8 +2162,9 @@ try:
     from IPython.display import display
 except ImportError:
     widgets = None
-if widgets is None:
-    print("ipywidgets is not installed, so there is no slider: the picture is for budget 8.")
+if widgets is None or in_autograder():
+    why = "ipywidgets is not installed" if widgets is None else "a headless run (COURSE_AUTOGRADE=1) shows no widget"
+    print(f"{why}, so there is no slider: the picture is for budget 8.")
     draw(8)
 else:
     slider = widgets.IntSlider(value=8, min=1, max=CONTEXT - 1, description="budget", continuous_update=False)
@@ -1929,7 +2178,6 @@ else:
     slider.observe(redraw, names="value")
     display(widgets.VBox([slider, picture]))
     redraw()
-
 
 # %% [markdown]
 # ### What the papers claim, and what this model can show | 论文的结论，以及这个模型能说明什么
@@ -1960,89 +2208,40 @@ else:
 # (their models have 32–80 layers, prompts of 4K–128K tokens, natural text with heavy hitters and local structure that
 # pooling exploits), throughput or memory savings on a GPU, or the behaviour over millions of streamed tokens.
 #
-# - **StreamingLLM**（Xiao 等，ICLR 2024）：保留开头 4 个 token 作为注意力汇点再加一个最近窗口，Llama-2、MPT、Falcon 和 Pythia 能在多达
-#   400 万个 token 上稳定地建模文本；而只用最近窗口时，开头的 token 一离开窗口模型就崩溃；在预训练中加入一个专门的汇点 token，一个注意力汇点就够了。
-#   在这里：注意力汇点确实存在（实验 3），保留它比同样大小的最近窗口降低了流式生成的损失（实验 4）。一条 69 个 token 的序列无法展示几百万个
-#   token 之后的崩溃。
-# - **H2O**（Zhang 等，NeurIPS 2023）：20% 的 KV 缓存（重击者加最近的 token）保持了 OPT、LLaMA 和 GPT-NeoX 在各项任务上的质量，
-#   吞吐量最多提高 29 倍。在这里：累积注意力偏向靠前的位置和注意力汇点，在一个每一对被问到的可能性都相同的任务上，它并不比随机选择好（实验 1）；
-#   在生成过程中在线使用时，它在三种策略中下一个 token 的损失最低（实验 4）。自然文本中有重击者（频繁出现、反复使用的 token）；
-#   随机的键值对按构造就没有重击者。
-# - **SnapKV**（Li 等，2024）：观察窗口位于提示词末尾（其代码中为 32 个 token，池化核大小为 5 到 7），在 LongBench 上压缩 16K token 的提示词时，
-#   生成速度提高 3.6 倍、内存效率提高 8.2 倍，准确率相当；在一块 A100-80GB GPU 上能处理多达 38 万个 token。在这里：当问题位于观察窗口中时，
-#   同样的效果完整地出现（实验 1）；当窗口中只有上下文的最后几个 token 时，效果完全消失：SnapKV 之所以有效，是因为提示词的末尾说明了要问什么。
-# - **PyramidKV**（Cai 等，2024）：随深度递减的预算（$\beta = 20$）在 LongBench 上只用 12% 的 KV 缓存就达到全缓存的水平，
-#   在只保留 0.7% 时优于其他方法。在这里前提不成立：在 2 层模型中，答案读取的是最高层的缓存（实验 2），所以金字塔式的分配最差，反过来的分配更好。
+# - **StreamingLLM**（Xiao 等，ICLR 2024）：保留开头 4 个 token 作为注意力汇点再加一个最近窗口，Llama-2、MPT、Falcon 和 Pythia 能在多达 400 万个 token 上稳定地建模文本；而只用最近窗口时，开头的 token 一离开窗口模型就崩溃；在预训练中加入一个专门的汇点 token，一个注意力汇点就够了。
+#   在这里：注意力汇点确实存在（实验 3），保留它比同样大小的最近窗口降低了流式生成的损失（实验 4）。一条 69 个 token 的序列无法展示几百万个 token 之后的崩溃。
+# - **H2O**（Zhang 等，NeurIPS 2023）：20% 的 KV 缓存（重击者加最近的 token）保持了 OPT、LLaMA 和 GPT-NeoX 在各项任务上的质量，吞吐量最多提高 29 倍。在这里：累积注意力偏向靠前的位置和注意力汇点，在一个每一对被问到的可能性都相同的任务上，它并不比随机选择好（实验 1）；在生成过程中在线使用时，它在三种策略中下一个 token 的损失最低（实验 4）。自然文本中有重击者（频繁出现、反复使用的 token）；随机的键值对按构造就没有重击者。
+# - **SnapKV**（Li 等，2024）：观察窗口位于提示词末尾（其代码中为 32 个 token，池化核大小为 5 到 7），在 LongBench 上压缩 16K token 的提示词时，生成速度提高 3.6 倍、内存效率提高 8.2 倍，准确率相当；在一块 A100-80GB GPU 上能处理多达 38 万个 token。在这里：当问题位于观察窗口中时，同样的效果完整地出现（实验 1）；当窗口中只有上下文的最后几个 token 时，效果完全消失：SnapKV 之所以有效，是因为提示词的末尾说明了要问什么。
+# - **PyramidKV**（Cai 等，2024）：随深度递减的预算（$\beta = 20$）在 LongBench 上只用 12% 的 KV 缓存就达到全缓存的水平，在只保留 0.7% 时优于其他方法。在这里前提不成立：在 2 层模型中，答案读取的是最高层的缓存（实验 2），所以金字塔式的分配最差，反过来的分配更好。
 #
-# 一个只在一个合成任务上训练、约 10 万参数的模型**能够**说明：每种策略的机制（与 70B 模型上完全相同的掩码）、注意力汇点、
-# 知道问题与不知道问题的选择之间的差距、不同层的缓存重要性不同，以及损失与召回准确率的不一致。它**不能**说明：论文中的数字
-# （那些模型有 32–80 层，提示词有 4K–128K 个 token，自然文本中有重击者和池化可以利用的局部结构）、GPU 上的吞吐量或显存节省，
-# 以及几百万个 token 的流式生成中的表现。
+# 一个只在一个合成任务上训练、约 10 万参数的模型**能够**说明：每种策略的机制（与 70B 模型上完全相同的掩码）、注意力汇点、知道问题与不知道问题的选择之间的差距、不同层的缓存重要性不同，以及损失与回忆准确率的不一致。它**不能**说明：论文中的数字（那些模型有 32–80 层，提示词有 4K–128K 个 token，自然文本中有重击者和池化可以利用的局部结构）、GPU 上的吞吐量或显存节省，以及几百万个 token 的流式生成中的表现。
 
 # %% [markdown]
 # ### Optional: a real model | 可选：一个真实的模型
 #
-# Where `transformers` is installed and the network works (Colab), the cell below loads GPT-2 (124M parameters), prefills
-# the first 512 tokens of a long text (the documentation of a few Python standard modules, which every Python has), keeps `budget` of them per layer and head with your `streaming_keep`,
-# `h2o_keep` and `snapkv_keep`, and reports the perplexity of the next 256 tokens on the pruned cache. Offline, or
-# without `transformers`, it prints one sentence and does nothing; no test needs it.
+# Where `transformers` is installed and the network works (Colab), the cell below loads GPT-2 (124M parameters),
+# prefills the first 512 tokens of a long text (the documentation of a few Python standard modules, which every Python
+# has), keeps `budget` of them per layer and head with your `streaming_keep` (4 sinks), `h2o_keep` (half the budget as
+# the recent window) and `snapkv_keep` (a window of up to 32 queries, kernel 5), and reports the perplexity of the next
+# 256 tokens on the pruned cache, with the full cache's perplexity first. The work is done by `course.gpt2`, which the
+# course's tests run offline on a small GPT-2 with random weights, so the code follows the installed `transformers`.
+# Without `transformers`, without the network, or in a headless run (which never downloads the 500 MB of weights), it
+# prints one sentence that starts with "Skipped" and does nothing else.
 #
-# 在安装了 `transformers` 且能联网的环境中（例如 Colab），下面的单元加载 GPT-2（1.24 亿参数），预填充一段长文本（几个 Python 标准模块的文档，每个 Python 环境都有）的前 512 个 token，
-# 用你的 `streaming_keep`、`h2o_keep` 和 `snapkv_keep` 在每层每个注意力头中保留其中的 `budget` 个，并报告在裁剪后的缓存上接下来 256 个 token
-# 的困惑度。离线或者没有 `transformers` 时，它只打印一句话，什么也不做；任何测试都不需要它。
+# 在安装了 `transformers` 且能联网的环境中（例如 Colab），下面的单元加载 GPT-2（1.24 亿参数），预填充一段长文本（几个 Python 标准模块的文档，每个 Python 环境都有）的前 512 个 token，用你的 `streaming_keep`（4 个注意力汇点）、`h2o_keep`（预算的一半作为最近窗口）和 `snapkv_keep`（观察窗口最多 32 个查询，核大小 5）在每层每个注意力头中保留其中的 `budget` 个，然后报告在裁剪后的缓存上接下来 256 个 token 的困惑度，第一行是全缓存的困惑度。具体工作由 `course.gpt2` 完成；课程的测试会在一个随机权重的小 GPT-2 上离线运行这段代码，所以它与安装的 `transformers` 版本保持一致。没有 `transformers`、不能联网，或者在无界面运行中（这时绝不下载 500 MB 的权重），它只打印一句以 "Skipped" 开头的话，别的什么也不做。
 
 # %%
+from course.gpt2 import eviction_perplexities, keep_functions, load_gpt2
+
+
 def real_model_section():
-    import importlib.util
-    import socket
-
-    if importlib.util.find_spec("transformers") is None:
-        return "Skipped: the transformers package is not installed (pip install transformers, then run this cell again)."
-    try:
-        socket.create_connection(("huggingface.co", 443), timeout=3).close()
-    except OSError:
-        return "Skipped: huggingface.co cannot be reached from here, so GPT-2's weights cannot be downloaded."
-    from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
-
-    tokenizer = AutoTokenizer.from_pretrained("gpt2")
-    gpt2 = AutoModelForCausalLM.from_pretrained("gpt2", attn_implementation="eager").eval()
-    import argparse
-    import collections
-    import inspect
-    import json
-    import subprocess
-    import threading
-
-    # A long English text that every Python has: the documentation of a few standard modules.
-    text = "\n\n".join(inspect.getdoc(module) for module in (argparse, collections, json, subprocess, threading,
-                                                             inspect))
-    ids = tokenizer(text, return_tensors="pt").input_ids[:, :768]
-    prompt, rest = ids[:, :512], ids[:, 512:]
-    with torch.no_grad():
-        out = gpt2(prompt, use_cache=True, output_attentions=True)
-        legacy = out.past_key_values.to_legacy_cache() if hasattr(out.past_key_values, "to_legacy_cache") \
-            else out.past_key_values
-        lines = []
-        for budget in (32, 64, 128, 256, 512):
-            for name in ("StreamingLLM", "H2O", "SnapKV"):
-                layers = []
-                for (k, v), attention in zip(legacy, out.attentions):  # k, v: [1, heads, 512, dim]
-                    if name == "StreamingLLM":
-                        keep = streaming_keep(512, budget, 4).expand(attention.shape[:-1][:2] + (512,))
-                    elif name == "H2O":
-                        keep = h2o_keep(attention, budget, budget // 2)
-                    else:
-                        keep = snapkv_keep(attention, budget, min(32, budget), kernel_size=5)
-                    index = keep.nonzero()[:, -1].reshape(1, k.shape[1], -1, 1).expand(-1, -1, -1, k.shape[-1])
-                    layers.append((k.gather(2, index), v.gather(2, index)))
-                cache = DynamicCache.from_legacy_cache(tuple(layers))
-                positions = torch.arange(512, 512 + rest.shape[1])[None]
-                mask = torch.ones(1, min(budget, 512) + rest.shape[1], dtype=torch.long)
-                logits = gpt2(rest, past_key_values=cache, position_ids=positions, attention_mask=mask).logits
-                loss = F.cross_entropy(logits[0, :-1], rest[0, 1:])
-                lines.append(f"budget {budget:>3} of 512, {name:>12}: perplexity of the next 256 tokens "
-                             f"{float(loss.exp()):.2f}")
-    return "\n".join(lines)
+    """GPT-2's perplexity on the next 256 tokens of a long text, its 512-token prompt evicted to each budget."""
+    loaded = load_gpt2()
+    if isinstance(loaded, str):
+        return loaded
+    gpt2, tokenizer = loaded
+    keeps = keep_functions(streaming_keep, h2o_keep, snapkv_keep)
+    return eviction_perplexities(gpt2, tokenizer, keeps, budgets=(32, 64, 128, 256, 512)).report()
 
 
 try:
@@ -2058,8 +2257,7 @@ print(f"experiments: {time.perf_counter() - experiment_started:.1f} s in all")
 # accumulated attention, the votes of the last queries) decides what survives, and only a measurement on a model that
 # needs the evicted facts shows whether the ranking was right.
 #
-# **一句话记住：** token 级驱逐就是在预算之下为缓存中的位置排序；驱逐策略依据什么排序（位置、累积注意力、最后几个查询的投票）决定了谁能留下，
-# 而排序对不对，只有在一个确实需要被驱逐内容的模型上测量才知道。
+# **一句话记住：** token 级驱逐就是在预算之下为缓存中的位置排序；驱逐策略依据什么排序（位置、累积注意力、最后几个查询的投票）决定了谁能留下，而排序对不对，只有在一个确实需要被驱逐内容的模型上测量才知道。
 #
 # ## Prerequisites and further reading | 前置与相关阅读
 #
@@ -2069,8 +2267,7 @@ print(f"experiments: {time.perf_counter() - experiment_started:.1f} s in all")
 # choose budgets per head or read only a query-dependent subset of the cache instead of deleting it.
 #
 # 之前：notebook 01（驱逐即排序，平局时取较小的索引）、notebook 02（一个 token 的 KV 字节数）、notebook 06（`TinyDecoder` 和它逐层的 K/V）。
-# 延伸：下列四篇论文；NVIDIA 的 kvpress 库，它把这些策略（以及更多策略）实现为作用在 Hugging Face 模型上的 "press"；Ada-KV 和 Quest 等工作，
-# 它们为每个注意力头分别选择预算，或者不删除缓存、只读取与查询有关的一部分。
+# 延伸：下列四篇论文；NVIDIA 的 kvpress 库，它把这些策略（以及更多策略）实现为作用在 Hugging Face 模型上的 "press"；Ada-KV 和 Quest 等工作，它们为每个注意力头分别选择预算，或者不删除缓存、只读取与查询有关的一部分。
 #
 # ## References | 参考文献
 #

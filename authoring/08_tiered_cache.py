@@ -18,23 +18,24 @@
 # # 08. Two-tier KV cache: offload, admission, ARC | 两级 KV 缓存：卸载、准入与 ARC
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/kvcache-course/kv-cache-eviction/blob/main/release/08_tiered_cache/08_tiered_cache.ipynb)
-# [![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)](https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/08_tiered_cache/08_tiered_cache.ipynb)
+# [![Open in ModelScope](https://img.shields.io/badge/ModelScope-Open%20in%20ModelScope-624aff)](https://modelscope.cn/notebook/share/github/kvcache-course/kv-cache-eviction/blob/main/release/08_tiered_cache/08_tiered_cache.ipynb)
 # [![GitHub](https://img.shields.io/badge/GitHub-release%2F08_tiered_cache-black)](https://github.com/kvcache-course/kv-cache-eviction/blob/main/release/08_tiered_cache/08_tiered_cache.ipynb)
 #
 # **Difficulty:** ★★★ advanced · **Time:** about 150 minutes · **Points:** 35 · **GPU:** tasks 8.4 and 8.6 run on CUDA when a GPU is present; everything also runs on the CPU.
 #
 # **难度：** ★★★ 进阶 · **用时：** 约 150 分钟 · **总分：** 35 · **GPU：** 任务 8.4 和 8.6 在有 GPU 时于 CUDA 上运行；所有内容也都能在 CPU 上运行。
 #
-# **ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and
-# paste the ModelScope badge's link (this notebook's file in the course repository).
-# 在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。
+# **ModelScope (魔搭):** log in to ModelScope, then click the ModelScope badge: it opens this notebook from
+# GitHub in a notebook instance of yours (choose CPU or GPU). Where that link does not work, choose
+# *File → Open from URL…* in the instance's JupyterLab and paste <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/08_tiered_cache/08_tiered_cache.ipynb>.
+# 先登录魔搭，再点击 ModelScope 徽章：魔搭会从 GitHub 取来本 notebook，在你自己的 Notebook 实例中打开（可选 CPU 或 GPU）。
+# 如果这个链接打不开，在实例的 JupyterLab 中选择 *File → Open from URL…*，粘贴 <https://raw.githubusercontent.com/kvcache-course/kv-cache-eviction/main/release/08_tiered_cache/08_tiered_cache.ipynb>。
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
 # check more cases when your notebook is graded.
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，
-# 然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -62,14 +63,10 @@ print(setup_summary(DEVICE, SEED))
 # ## 导读 | Overview
 #
 # GPU 显存装不下所有值得复用的 KV 缓存。在 notebook 03–06 中，被驱逐的块就此消失，再次用到时只能重新计算（预填充）。
-# 生产引擎已经不这样做了：vLLM 的 KV 卸载把从显存驱逐的块放进 CPU 主机内存；SGLang 的 HiCache 有显存、主机内存和存储三个层级；
-# LMCache 和 Mooncake Store 把 KV 缓存放到更大、更远的存储里，甚至跨机器共享。于是问题不再只是"驱逐哪个块"，而是：
-# 块被驱逐后去哪里？它值不值得占用下一层级的位置？在下一层级命中要付出多少代价，和重新计算相比是否划算？
+# 生产引擎已经不这样做了：vLLM 的 KV 卸载把从显存驱逐的块放进 CPU 主机内存；SGLang 的 HiCache 有显存、主机内存和存储三个层级；LMCache 和 Mooncake Store 把 KV 缓存放到更大、更远的存储里，甚至跨机器共享。于是问题不再只是“驱逐哪个块”，而是：块被驱逐后去哪里？它值不值得占用下一层级的位置？在下一层级命中要付出多少代价，和重新计算相比是否划算？
 #
 # 本 notebook 中你将搭建一个两级块缓存：第 1 层级在显存中，小而快；第 2 层级在主机内存中，大而慢；两个层级各有自己的驱逐策略。
-# 你会实现最近最少使用（LRU）层级和 Megiddo 与 Modha 的 ARC（其命中数必须与 libCacheSim 的 ARC 完全一致），
-# 一个只让出现过至少 $k$ 次的块进入第 2 层级的准入过滤器，直写与回写两种写入方式，以及一个首 token 时延（TTFT）的代价模型；
-# 最后在 Mooncake 的访问轨迹上测量每个层级的命中率、两个方向上搬运的字节数和建模得到的 TTFT，并找出卸载在什么时候不再划算。
+# 你会实现最近最少使用（LRU）层级和 Megiddo 与 Modha 的 ARC（其命中数必须与 libCacheSim 的 ARC 完全一致），一个只让出现过至少 $k$ 次的块进入第 2 层级的准入过滤器，直写与回写两种写入方式，以及一个首 token 时延（TTFT）的代价模型；最后在 Mooncake 的访问轨迹上测量每个层级的命中率、两个方向上搬运的字节数和建模得到的 TTFT，并找出卸载在什么时候不再划算。
 #
 # GPU memory cannot hold all the KV cache worth reusing. In notebooks 03–06 an evicted block was gone: using it
 # again meant computing it again (prefill). Production engines no longer work that way: vLLM's KV offloading keeps
@@ -98,12 +95,10 @@ print(setup_summary(DEVICE, SEED))
 #    and say from the KV bytes per token and the bandwidth when offloading stops paying.
 #
 # 完成本 notebook 后，你能够：
-# 1. 编写一个按 LRU 排序、驱逐时跳过被固定块的缓存层级，并严格按照 Megiddo 与 Modha 的定义实现 ARC，使其在任何访问轨迹上的命中数都与
-#    libCacheSim 的 ARC 相同；
+# 1. 编写一个按 LRU 排序、驱逐时跳过被固定块的缓存层级，并严格按照 Megiddo 与 Modha 的定义实现 ARC，使其在任何访问轨迹上的命中数都与 libCacheSim 的 ARC 相同；
 # 2. 把两个层级组合起来：主机命中时提升，显存驱逐时降级，直写或回写，用一张有界的计数表做准入，并用引用计数固定运行中请求的块；
 # 3. 在张量上计算出现次数和每个请求的 TTFT，不写 Python 循环，可在任意设备上运行；
-# 4. 测量每个层级的命中率、搬运的字节数和建模的 TTFT 随层级大小的变化，把它们与 Belady 的 MIN 比较，并根据每个 token 的 KV 字节数和带宽
-#    说出卸载何时不再划算。
+# 4. 测量每个层级的命中率、搬运的字节数和建模的 TTFT 随层级大小的变化，把它们与 Belady 的 MIN 比较，并根据每个 token 的 KV 字节数和带宽说出卸载何时不再划算。
 #
 # ## The model | 模型
 #
@@ -152,19 +147,15 @@ print(setup_summary(DEVICE, SEED))
 # | 在哪里找到 | 发生什么 | 代价 |
 # |---|---|---|
 # | 第 1 层级（显存） | **显存命中**：第 1 层级记录这次命中 | 无 |
-# | 只在第 2 层级（主机内存） | **主机命中**：第 2 层级记录这次命中，块被复制到设备上（**提升**）并放入第 1 层级；第 2 层级**保留它的副本** | 经主机链路加载它的 token |
+# | 只在第 2 层级（主机内存） | **主机命中**：第 2 层级记录这次命中，块被复制到显存（**提升**）并放入第 1 层级；第 2 层级**保留它的副本** | 经主机链路加载它的 token |
 # | 哪里都没有 | **未命中**：重新计算这个块并放入第 1 层级 | 预填充它的 token |
 #
-# 把块放入已满的第 1 层级时，会驱逐第 1 层级的受害者。运行中请求的块是**固定**的（引用计数为正），永远不会被选中。受害者按写入方式被
-# **降级**或丢弃：
+# 第 1 层级已满时，放入新块之前先要从第 1 层级驱逐一个受害者。运行中请求的块是**固定**的（引用计数为正），永远不会被选为受害者。受害者按写入方式被**降级**到第 2 层级，或者直接丢弃：
 #
 # - **回写**：在第 2 层级中没有副本的受害者，此时若**准入过滤器**接受它，就被复制到第 2 层级；已有副本的受害者无需复制（主机上已经有同样的字节）；
-# - **直写**：每次访问之后，若一个块在第 2 层级中没有副本且过滤器接受它，就立即把它复制过去；于是第 1 层级的受害者直接丢弃即可
-#   （它在被使用时已经复制过，或者没有被接受）。
+# - **直写**：每次访问之后，若一个块在第 2 层级中没有副本且过滤器接受它，就立即把它复制过去；于是第 1 层级的受害者直接丢弃即可（它在被使用时已经复制过，或者没有被接受）。
 #
-# 复制进第 2 层级可能驱逐第 2 层级自己的受害者，它被直接丢弃：没有第 3 层级。准入过滤器在一张大小有界的表中统计每个块被访问的次数，
-# 表满时忘掉最久没有出现的块，只接受出现过至少 $k$ 次的块（vLLM 的 `store_threshold`）。经过主机链路的每个字节都被计数：
-# 每次复制进第 2 层级计一次"显存 → 主机"，每次主机命中计一次"主机 → 显存"。
+# 复制进第 2 层级可能驱逐第 2 层级自己的受害者，它被直接丢弃：没有第 3 层级。准入过滤器在一张大小有界的表中统计每个块被访问的次数，表满时忘掉最久没有出现的块，只接受出现过至少 $k$ 次的块（vLLM 的 `store_threshold`）。经过主机链路的每个字节都被计数：每次复制进第 2 层级计一次“显存 → 主机”，每次主机命中计一次“主机 → 显存”。
 #
 # **代价模型。** 设每个 token 有 $b$ 字节 KV（notebook 02：$b = 2 \cdot \text{层数} \cdot \text{KV 头数} \cdot \text{head\_dim} \cdot
 # \text{每元素字节数}$），链路带宽为每秒 $B$ 字节，预填充每个 token 需要 $t_\text{prefill}$ 秒，则一个请求建模得到的首 token 时延为
@@ -175,9 +166,7 @@ print(setup_summary(DEVICE, SEED))
 # 卸载划算当且仅当 $t_\text{load} < t_\text{prefill}$，即 $B > B^\ast = b / t_\text{prefill}$，$B^\ast$ 称为**盈亏平衡带宽**。
 # 模型把两项相加；逐层把加载与计算重叠起来的引擎付出的只会更少，不会更多。
 #
-# **ARC**（Megiddo 与 Modha，2003）维护两个由驻留块组成的 LRU 列表：$T_1$（最近只出现过一次）和 $T_2$（至少出现过两次），
-# 以及两个只记 id、不存数据的**幽灵列表** $B_1$ 和 $B_2$。命中幽灵说明对应的列表被驱逐得太早，于是调整 $T_1$ 的目标大小 $p$：
-# 命中 $B_1$ 时增加 $\max(1, |B_2|/|B_1|)$，命中 $B_2$ 时减少 $\max(1, |B_1|/|B_2|)$，并限制在 $[0, c]$ 内。任务 8.2 给出全部规则。
+# **ARC**（Megiddo 与 Modha，2003）维护两个由驻留块组成的 LRU 列表：$T_1$（最近只出现过一次）和 $T_2$（至少出现过两次），以及两个只记 id、不存数据的**幽灵列表** $B_1$ 和 $B_2$。被访问的块若出现在某个幽灵列表中（称为幽灵命中），说明与这个幽灵列表对应的驻留列表把块驱逐得太早了，于是 ARC 调整 $T_1$ 的目标大小 $p$：命中 $B_1$ 时增加 $\max(1, |B_2|/|B_1|)$，命中 $B_2$ 时减少 $\max(1, |B_1|/|B_2|)$，并限制在 $[0, c]$ 内。任务 8.2 给出全部规则。
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task8_1_LRUTier_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 8.1: LRUTier (5 points)
@@ -188,35 +177,31 @@ print(setup_summary(DEVICE, SEED))
 # or `None`). Write `LRUTier`, which keeps its blocks in `self.blocks`, a `collections.OrderedDict` whose keys are the
 # resident blocks from the least recently used to the most recently used (the values are unused, `None`):
 #
-# - `LRUTier(capacity)`: `TypeError` unless `capacity` is a Python `int` (`True` is not one), `ValueError` when it is
-#   below 1; then `capacity` and a new, empty `blocks`;
+# - `LRUTier(capacity)`: `TypeError` unless `capacity` is a Python `int` (`True` and numpy's `int64` are not),
+#   `ValueError` when it is below 1; then `capacity` and a new, empty `blocks`;
 # - `hit(block)`: move `block` to the most recent end; `KeyError` when it is not resident (nothing changes);
-# - `insert(block, pinned=frozenset())`: `ValueError` when `block` is already resident. When the tier is full,
-#   first evict the least recently used block **that is not in `pinned`**; when every resident block is pinned, raise
-#   `RuntimeError` and change nothing. Then put `block` at the most recent end and return the evicted block, or
-#   `None` when there was room.
+# - `insert(block, pinned=frozenset())`: `ValueError` when `block` is already resident (checked first, whatever
+#   `pinned` holds; nothing changes). When the tier is full, first evict the least recently used block **that is not in
+#   `pinned`**; when every resident block is pinned, raise `RuntimeError` and change nothing. Then put `block` at the
+#   most recent end and return the evicted block, or `None` when there was room.
 #
 # `pinned` is any container that supports `in`: a set, a frozenset, or a dict whose keys are the pinned blocks (the
-# two-tier cache of Task 8.5 passes its dict of reference counts). Trap: the victim is the least recently used
-# **unpinned** block, which is not always the first one.
+# two-tier cache of Task 8.5 passes its dict of reference counts). Use only `in` on it: the tests also pass an object
+# that supports `in` and nothing else (no iteration, no `len`). Traps: the victim is the least recently used
+# **unpinned** block, which is not always the first one; a block id may be `0`, `""` or any other false value, so test
+# "no victim" with `is None`, never with `not victim`.
 #
 # Graded in parts: 8.1.1 `__init__` (1) · 8.1.2 `hit` (1) · 8.1.3 `insert` (3).
 #
 # ## 任务 8.1：LRUTier（5 分）
 #
-# 一个**层级**最多容纳 `capacity` 个块；块可以是任何可哈希的 id（实验中是整数哈希 id）。本 notebook 中每个层级都有相同的接口：
-# `capacity`、`block in tier`、`len(tier)`、`hit(block)`（一个驻留的块被使用了）和 `insert(block, ...)`（一个不在层级中的块到来；
-# 返回它驱逐的块，或 `None`）。编写 `LRUTier`，它把块保存在 `self.blocks` 中：一个 `collections.OrderedDict`，
-# 其键是驻留的块，从最久未使用到最近使用排列（值不用，为 `None`）：
+# 一个**层级**最多容纳 `capacity` 个块；块可以是任何可哈希的 id（实验中是整数哈希 id）。本 notebook 中所有层级的接口都相同：`capacity`、`block in tier`、`len(tier)`、`hit(block)`（一个驻留的块被使用了）和 `insert(block, ...)`（一个不在层级中的块到来；返回它驱逐的块，或 `None`）。编写 `LRUTier`，它把块保存在 `self.blocks` 中：这是一个 `collections.OrderedDict`，键是驻留的块，从最久未使用到最近使用排列（值不使用，都是 `None`）：
 #
-# - `LRUTier(capacity)`：`capacity` 不是 Python `int` 时抛出 `TypeError`（`True` 不算 `int`），小于 1 时抛出 `ValueError`；
-#   然后设置 `capacity` 和一个新的空 `blocks`；
+# - `LRUTier(capacity)`：`capacity` 不是 Python `int` 时抛出 `TypeError`（`True` 和 numpy 的 `int64` 都不算），小于 1 时抛出 `ValueError`；然后设置 `capacity` 和一个新的空 `blocks`；
 # - `hit(block)`：把 `block` 移到最近使用的一端；它不在层级中时抛出 `KeyError`（不做任何修改）；
-# - `insert(block, pinned=frozenset())`：`block` 已经驻留时抛出 `ValueError`。层级已满时，先驱逐**不在 `pinned` 中**的最久未使用的块；
-#   若所有驻留的块都被固定，则抛出 `RuntimeError` 且不做任何修改。然后把 `block` 放到最近使用的一端，返回被驱逐的块；有空位时返回 `None`。
+# - `insert(block, pinned=frozenset())`：`block` 已经驻留时抛出 `ValueError`（最先检查，不管 `pinned` 中有什么；不做任何修改）。层级已满时，先驱逐**不在 `pinned` 中**的最久未使用的块；如果所有驻留的块都被固定，就抛出 `RuntimeError`，不做任何修改。然后把 `block` 放到最近使用的一端，返回被驱逐的块；有空位时返回 `None`。
 #
-# `pinned` 可以是任何支持 `in` 的容器：set、frozenset，或以被固定的块为键的 dict（任务 8.5 的两级缓存传入的就是它的引用计数 dict）。
-# 陷阱：受害者是最久未使用的**未被固定**的块，它不一定是第一个块。
+# `pinned` 可以是任何支持 `in` 的容器：set、frozenset，或以被固定的块为键的 dict（任务 8.5 的两级缓存传入的就是它记录引用计数的 dict）。对它只使用 `in`：测试还会传入一个只支持 `in`、别的什么都不支持的对象（不能遍历，也没有 `len`）。陷阱：受害者是最久未使用的**未被固定**的块，不一定是排在最前面的块；块的 id 可能是 `0`、`""` 或其他假值，所以判断“没有受害者”要用 `is None`，不能用 `not victim`。
 #
 # 分部分计分：8.1.1 `__init__`（1 分）· 8.1.2 `hit`（1 分）· 8.1.3 `insert`（3 分）。
 
@@ -238,13 +223,14 @@ class LRUTier:
         """Make an empty tier.
 
         Raises:
-            TypeError: when capacity is not a Python int (bool is not accepted).
+            TypeError: when capacity is not a Python int (bool and numpy's integers are not accepted).
             ValueError: when capacity < 1.
         """
         # TODO 8.1.1: check capacity, then set self.capacity and self.blocks (a new, empty OrderedDict).
-        # 提示：type(capacity) is not int 同时排除了 True 和 False（bool 是 int 的子类）；每个实例都要有自己的 OrderedDict。
-        # Hint: type(capacity) is not int also rejects True and False (bool is a subclass of int); every instance
-        # needs an OrderedDict of its own.
+        # 提示：bool 是 int 的子类（isinstance(True, int) 为真），numpy 的 int64 又不是 int：要检查确切的类型。
+        # 每个实例都要有自己的 OrderedDict。
+        # Hint: bool is a subclass of int (isinstance(True, int) holds) and numpy's int64 is not an int: check the exact
+        # type. Every instance needs an OrderedDict of its own.
         ### BEGIN SOLUTION
         if type(capacity) is not int:
             raise TypeError(f"capacity must be an int, got {type(capacity).__name__}")
@@ -279,14 +265,15 @@ class LRUTier:
         """Put a block that is not resident at the most recent end, evicting one block first when full.
 
         Args:
-            block: the arriving block (not resident).
-            pinned: a container (set, frozenset or dict keys) of blocks that must not be evicted.
+            block: the arriving block (not resident); any hashable id, 0 and other false values included.
+            pinned: a container (set, frozenset, dict keys, or any object that supports in) of blocks that must not be
+                evicted; only ``in`` is used on it.
 
         Returns:
             The evicted block (the least recently used one not in pinned), or None when there was room.
 
         Raises:
-            ValueError: when block is already resident; nothing changes.
+            ValueError: when block is already resident (checked first, whatever pinned holds); nothing changes.
             RuntimeError: when the tier is full and every resident block is pinned; nothing changes.
         """
         # TODO 8.1.3: refuse a resident block; when full, find the victim (or raise), evict it; add the block.
@@ -313,6 +300,8 @@ class LRUTier:
 def _check_task8_1_1_init():
     from collections import OrderedDict
 
+    import numpy
+
     from course.checks import assert_plain_equal, assert_raises, check_type
 
     tier = LRUTier(3)
@@ -324,13 +313,15 @@ def _check_task8_1_1_init():
     other = LRUTier(2)
     tier.blocks[7] = None
     assert_plain_equal(list(other.blocks), [], "list(LRUTier(2).blocks) after another tier got block 7 (each tier has its own)")
-    for bad, error in [(0, ValueError), (-2, ValueError), (2.0, TypeError), (True, TypeError), ("3", TypeError)]:
+    for bad, error in [(0, ValueError), (-2, ValueError), (2.0, TypeError), (True, TypeError), ("3", TypeError),
+                       (numpy.int64(3), TypeError)]:
         assert_raises(error, f"LRUTier({bad!r})", LRUTier, bad)
 
     ### BEGIN HIDDEN TESTS
     big = LRUTier(10**12)
     assert_plain_equal((big.capacity, list(big.blocks)), (10**12, []), "LRUTier(10**12)", reveal=False)
-    for _bad, _error in [(False, TypeError), (None, TypeError), (1.5, TypeError), (-(10**12), ValueError)]:
+    for _bad, _error in [(False, TypeError), (None, TypeError), (1.5, TypeError), (-(10**12), ValueError),
+                         (numpy.int32(2), TypeError), (numpy.uint8(0), TypeError)]:
         assert_raises(_error, f"LRUTier({_bad!r})", LRUTier, _bad)
     _tiers = [LRUTier(1 + i) for i in range(4)]
     for _i, _t in enumerate(_tiers):
@@ -418,6 +409,26 @@ def _check_task8_1_3_insert():
     one = LRUTier(1)
     assert_plain_equal((one.insert("x"), one.insert("y"), list(one.blocks)), (None, "x", ["y"]),
                        "LRUTier(1): insert('x'), insert('y'), then its blocks")
+    # Block 0 is a block like any other: it can be the victim.
+    zero = LRUTier(2)
+    assert_plain_equal((zero.insert(0), zero.insert(1), zero.insert(2), list(zero.blocks)), (None, None, 0, [1, 2]),
+                       "LRUTier(2): insert(0), insert(1), insert(2), then its blocks")
+    # A resident block is refused first, whatever pinned holds.
+    assert_raises(ValueError, "insert(1, pinned={1, 2}) of a resident block into the full tier [1, 2]", zero.insert, 1,
+                  {1, 2})
+    assert_plain_equal(list(zero.blocks), [1, 2], "blocks after that ValueError (nothing may change)")
+
+    class OnlyIn:
+        """A container that supports `in` and nothing else."""
+
+        def __init__(self, *blocks):
+            self._blocks = blocks
+
+        def __contains__(self, block):
+            return block in self._blocks
+
+    assert_plain_equal(zero.insert(3, pinned=OnlyIn(1)), 2,
+                       "insert(3, pinned=OnlyIn(1)) into [1, 2] (pinned supports `in` and nothing else)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -446,7 +457,7 @@ def _check_task8_1_3_insert():
                 continue
             _block = _rng.randrange(12)
             _chosen = set(_rng.sample(_order, _rng.randint(0, len(_order)))) | {99}
-            _pinned = [set(_chosen), frozenset(_chosen), dict.fromkeys(_chosen, 1)][_step % 3]
+            _pinned = [set(_chosen), frozenset(_chosen), dict.fromkeys(_chosen, 1), OnlyIn(*_chosen)][_step % 4]
             _expected, _after = _oracle_insert(_order, _capacity, _block, _chosen)
             if _expected in ("ValueError", "RuntimeError"):
                 assert_raises(ValueError if _expected == "ValueError" else RuntimeError,
@@ -494,42 +505,29 @@ _check_task8_1_3_insert()
 #
 # Traps: the ratios use the list sizes **before** `block` leaves its ghost list, and Python's true division `/`
 # (`//` is a different algorithm with different hit counts; libCacheSim keeps $p$ a double, as the paper does); keep
-# `p` a float, also when it is clamped (`min(p + delta, c)` returns the **int** `c`); compare $|T_1|$ with $p$
-# exactly as written. Your hit counts must equal libCacheSim's ARC (`course.replay.replay(trace, c, "lcs:ARC")`) on
-# every trace: part 8.2.5 checks it, and Experiment 1 shows it on the Mooncake trace.
+# `p` a float, also when it is clamped (`min(p + delta, c)` returns the **int** `c`, `max(p - delta, 0)` the **int**
+# `0`); compare $|T_1|$ with $p$ exactly as written (with the float $p$ itself, never rounded). Your hit counts must
+# equal libCacheSim's ARC (`course.replay.replay(trace, c, "lcs:ARC")`) on every trace: part 8.2.5 checks it, and
+# Experiment 1 shows it on the Mooncake trace.
 #
 # Graded in parts: 8.2.1 `hit` (2) · 8.2.2 `replace` (2) · 8.2.3 ghost hits (2) · 8.2.4 new blocks (2) ·
 # 8.2.5 whole traces, libCacheSim's hit counts (2).
 #
 # ## 任务 8.2：ARCTier（10 分）
 #
-# 把 ARC（Megiddo 与 Modha，《ARC: A Self-Tuning, Low Overhead Replacement Cache》，FAST 2003，图 4）写成一个具有任务 8.1 接口的层级
-# （`insert(block)` 没有 `pinned` 参数：ARC 用于第 2 层级，那里没有被固定的块）。它的全部状态是六个属性，由已给出的 `__init__` 设置；
-# 不要保存其他状态（测试会直接设置这些属性）：容量 `capacity` $c$；`p`，即 $T_1$ 的目标大小，是一个 **float**，初值为 `0.0`；
-# 以及四个按从最久未使用到最近使用排列的 `OrderedDict`：`t1` 和 `t2`（驻留的块，即 $T_1$ 和 $T_2$），`b1` 和 `b2`
-# （幽灵 id，即 $B_1$ 和 $B_2$，不存数据）。块在 `t1` 或 `t2` 中才算驻留；幽灵**不算**驻留。
+# 把 ARC（Megiddo 与 Modha，《ARC: A Self-Tuning, Low Overhead Replacement Cache》，FAST 2003，图 4）写成一个具有任务 8.1 接口的层级（`insert(block)` 没有 `pinned` 参数：ARC 用于第 2 层级，那里没有被固定的块）。它的全部状态是六个属性，由已给出的 `__init__` 设置；不要保存其他状态（测试会直接设置这些属性）：容量 `capacity` $c$；`p`，即 $T_1$ 的目标大小，是一个 **float**，初值为 `0.0`；以及四个按从最久未使用到最近使用排列的 `OrderedDict`：`t1` 和 `t2`（驻留的块，即 $T_1$ 和 $T_2$），`b1` 和 `b2`（幽灵 id，即 $B_1$ 和 $B_2$，不存数据）。块在 `t1` 或 `t2` 中才算驻留；幽灵**不算**驻留。
 #
-# - `hit(block)`（情形 I）：把 $T_1$ 或 $T_2$ 中的块移到 $T_2$ 最近使用的一端；其他块（包括幽灵）抛出 `KeyError`。
-# - `replace(in_b2)`（论文中的 REPLACE）：若 $|T_1| \ge 1$ 且（$|T_1| > p$，或 `in_b2` 为真且 $|T_1| = p$），把 $T_1$ 中最久未使用的块移到
-#   $B_1$ 最近使用的一端；否则把 $T_2$ 中最久未使用的块移到 $B_2$ 最近使用的一端。返回被移动的块。
-# - `insert(block)`（已给出）：`block` 已驻留时抛出 `ValueError`；幽灵交给 `_ghost_hit(block)`（情形 II 与 III，TODO 8.2.3），
-#   其他块交给 `_new_block(block)`（情形 IV，TODO 8.2.4）：
-#   - 情形 II，`block` 在 $B_1$ 中：$p \leftarrow \min(p + \max(1, |B_2|/|B_1|),\ c)$，然后 `replace(False)`，再把 `block` 从 $B_1$
-#     移到 $T_2$ 最近使用的一端；
-#   - 情形 III，`block` 在 $B_2$ 中：$p \leftarrow \max(p - \max(1, |B_1|/|B_2|),\ 0)$，然后 `replace(True)`，再把 `block` 从 $B_2$
-#     移到 $T_2$ 最近使用的一端；
-#   - 情形 IV，一个新块：(A) 当 $|T_1| + |B_1| = c$ 时：若 $|T_1| < c$，删除 $B_1$ 中最久未使用的幽灵并 `replace(False)`；否则删除 $T_1$
-#     中最久未使用的块（它**不**进入任何幽灵列表）。(B) 当 $|T_1| + |B_1| < c$ 且 $|T_1| + |T_2| + |B_1| + |B_2| \ge c$ 时：若这个总数等于
-#     $2c$，删除 $B_2$ 中最久未使用的幽灵；然后 `replace(False)`。最后把 `block` 放到 $T_1$ 最近使用的一端。
+# - `hit(block)`（情形 I）：把 $T_1$ 或 $T_2$ 中的块移到 $T_2$ 最近使用的一端；对其他块（包括幽灵）抛出 `KeyError`。
+# - `replace(in_b2)`（论文中的 REPLACE）：若 $|T_1| \ge 1$ 且（$|T_1| > p$，或 `in_b2` 为真且 $|T_1| = p$），把 $T_1$ 中最久未使用的块移到 $B_1$ 最近使用的一端；否则把 $T_2$ 中最久未使用的块移到 $B_2$ 最近使用的一端。返回被移动的块。
+# - `insert(block)`（已给出）：`block` 已驻留时抛出 `ValueError`；幽灵交给 `_ghost_hit(block)`（情形 II 与 III，TODO 8.2.3），其他块交给 `_new_block(block)`（情形 IV，TODO 8.2.4）：
+#   - 情形 II，`block` 在 $B_1$ 中：$p \leftarrow \min(p + \max(1, |B_2|/|B_1|),\ c)$，然后 `replace(False)`，再把 `block` 从 $B_1$ 移到 $T_2$ 最近使用的一端；
+#   - 情形 III，`block` 在 $B_2$ 中：$p \leftarrow \max(p - \max(1, |B_1|/|B_2|),\ 0)$，然后 `replace(True)`，再把 `block` 从 $B_2$ 移到 $T_2$ 最近使用的一端；
+#   - 情形 IV，一个新块：(A) 当 $|T_1| + |B_1| = c$ 时：若 $|T_1| < c$，删除 $B_1$ 中最久未使用的幽灵并 `replace(False)`；否则删除 $T_1$ 中最久未使用的块（它**不**进入任何幽灵列表）。(B) 当 $|T_1| + |B_1| < c$ 且 $|T_1| + |T_2| + |B_1| + |B_2| \ge c$ 时：若这个总数等于 $2c$，删除 $B_2$ 中最久未使用的幽灵；然后 `replace(False)`。最后把 `block` 放到 $T_1$ 最近使用的一端。
 #   - 返回离开 $T_1 \cup T_2$ 的块（`replace` 移动的块，或情形 IV A 中被删除的 $T_1$ 块）；没有块离开时返回 `None`。
 #
-# 陷阱：比值用的是 `block` 离开其幽灵列表**之前**的列表大小，并且用 Python 的真除法 `/`（`//` 是另一个算法，命中数不同；libCacheSim
-# 与论文一样把 $p$ 保存为双精度浮点数）；`p` 要一直是 float，被截断时也一样（`min(p + delta, c)` 返回的是 **int** 类型的 `c`）；
-# 按原样比较 $|T_1|$ 与 $p$。你的命中数必须在每条访问轨迹上都与 libCacheSim 的 ARC（`course.replay.replay(trace, c, "lcs:ARC")`）相等：
-# 第 8.2.5 部分检查这一点，实验 1 在 Mooncake 访问轨迹上展示它。
+# 陷阱：比值用的是 `block` 离开它所在的幽灵列表**之前**的列表大小，并且要用 Python 的真除法 `/`（`//` 是另一个算法，命中数也不同；libCacheSim 和论文一样把 $p$ 存为双精度浮点数）；`p` 要始终是 float，被限制到区间端点时也一样（`min(p + delta, c)` 返回的是 **int** 类型的 `c`，`max(p - delta, 0)` 返回的是 **int** 类型的 `0`）；比较 $|T_1|$ 与 $p$ 时（$|T_1| > p$ 和 $|T_1| = p$），直接用 float 类型的 $p$ 本身比较，不要对 $p$ 取整。你的命中数必须在每条访问轨迹上都与 libCacheSim 的 ARC（`course.replay.replay(trace, c, "lcs:ARC")`）相等：第 8.2.5 部分检查这一点，实验 1 在 Mooncake 访问轨迹上展示这一点。
 #
-# 分部分计分：8.2.1 `hit`（2 分）· 8.2.2 `replace`（2 分）· 8.2.3 幽灵命中（2 分）· 8.2.4 新块（2 分）·
-# 8.2.5 完整访问轨迹与 libCacheSim 的命中数（2 分）。
+# 分部分计分：8.2.1 `hit`（2 分）· 8.2.2 `replace`（2 分）· 8.2.3 幽灵命中（2 分）· 8.2.4 新块（2 分）· 8.2.5 完整访问轨迹与 libCacheSim 的命中数（2 分）。
 
 # %% nbgrader={"grade": false, "grade_id": "task8_2_ARCTier", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from collections import OrderedDict
@@ -617,7 +615,8 @@ class ARCTier:
     def _ghost_hit(self, block):
         """Cases II and III: block is a ghost of B1 or B2. Return the block that replace moved."""
         # TODO 8.2.3: adapt p, replace, move block from its ghost list to the end of t2, and return what replace returned.
-        # 提示：先用 len(self.b2) / len(self.b1)（真除法）调整 p，再从幽灵列表中删除 block；截断后用 float(...) 保持 p 为 float。
+        # 提示：先用 len(self.b2) / len(self.b1)（真除法）调整 p，再从幽灵列表中删除 block；
+        # 限制到区间端点之后，用 float(...) 让 p 保持 float 类型。
         # Hint: adapt p with len(self.b2) / len(self.b1) (true division) before block leaves its ghost list; after clamping,
         # keep p a float with float(...).
         ### BEGIN SOLUTION
@@ -1075,9 +1074,9 @@ _check_task8_2_5_traces()
 # blocks out of tier 2. vLLM's offloading stores a block only after it was seen `store_threshold` times, counting
 # sightings in an LRU table of bounded size. Write `AdmissionFilter(threshold, max_entries)`:
 #
-# - both arguments Python `int`s (`TypeError` otherwise, `True` included), at least 1 (`ValueError` otherwise); keep
-#   them as `threshold` and `max_entries`, and the table as `counts`, a new `OrderedDict` from block to its count,
-#   the least recently **recorded** block first;
+# - both arguments Python `int`s (`TypeError` otherwise: `True` and numpy's `int64` are not), at least 1 (`ValueError`
+#   otherwise); keep them as `threshold` and `max_entries`, and the table as `counts`, a new `OrderedDict` from block
+#   to its count, the least recently **recorded** block first (each filter its own);
 # - `record(block)`: one more sighting. A block in the table gets count + 1 and moves to the most recent end; a new
 #   block gets count 1 at the most recent end, after the least recently recorded entry is dropped if the table
 #   already holds `max_entries` blocks;
@@ -1088,17 +1087,13 @@ _check_task8_2_5_traces()
 #
 # ## 任务 8.3：AdmissionFilter（3 分）
 #
-# 访问轨迹中的大多数块只出现一次，之后再也不用：把它们复制到主机既浪费带宽，又把有用的块挤出第 2 层级。vLLM 的卸载只有在一个块出现过
-# `store_threshold` 次之后才存储它，出现次数记在一张大小有界的 LRU 表里。编写 `AdmissionFilter(threshold, max_entries)`：
+# 访问轨迹中的大多数块只出现一次，之后再也不会用到：把它们复制到主机既浪费带宽，又会把有用的块挤出第 2 层级。vLLM 的卸载只在一个块出现过 `store_threshold` 次之后才存储它，出现次数记在一张大小有界的 LRU 表里。编写 `AdmissionFilter(threshold, max_entries)`：
 #
-# - 两个参数都必须是 Python `int`（否则抛出 `TypeError`，`True` 也算错），且至少为 1（否则抛出 `ValueError`）；把它们保存为 `threshold`
-#   和 `max_entries`，并把计数表保存为 `counts`：一个新的 `OrderedDict`，从块映射到它的计数，最久没有被**记录**的块排在最前；
-# - `record(block)`：多出现一次。表中已有的块计数加 1 并移到最近的一端；新块若在表中已有 `max_entries` 个块时到来，先删掉最久没有被记录的条目，
-#   再以计数 1 放到最近的一端；
-# - `count(block)`：它的计数，不在表中（被忘掉或从未出现）时为 `0`；`admits(block)`：`count(block) >= threshold`，类型为 `bool`。
-#   两者都不修改计数表（不新增条目，也不调整顺序）。
+# - 两个参数都必须是 Python `int`（否则抛出 `TypeError`：`True` 和 numpy 的 `int64` 都不算），且至少为 1（否则抛出 `ValueError`）；把它们保存为 `threshold` 和 `max_entries`，并把计数表保存为 `counts`：一个新的 `OrderedDict`（每个过滤器各有一个），把块映射到它的计数，最久没有被**记录**的块排在最前；
+# - `record(block)`：记下这个块又出现了一次。表中已有的块计数加 1，并移到最近的一端；不在表中的新块以计数 1 放到最近的一端；表中已有 `max_entries` 个块时又来了一个新块，就先删掉最久没有被记录的条目，再把新块放进去；
+# - `count(block)`：返回它的计数，不在表中（已被删掉或从未出现）时返回 `0`；`admits(block)`：返回 `count(block) >= threshold`，类型为 `bool`。这两个方法都不修改计数表（不新增条目，也不调整顺序）。
 #
-# 被删掉的块再次出现时从 1 重新计数：表是有界的，所以其中的计数只是下界。
+# 被删掉的块再次出现时从 1 重新计数：表的大小有界，所以表中的计数只是下界。
 
 # %% nbgrader={"grade": false, "grade_id": "task8_3_AdmissionFilter", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from collections import OrderedDict
@@ -1114,7 +1109,7 @@ class AdmissionFilter:
     """
 
     def __init__(self, threshold, max_entries):
-        """Raises TypeError unless both are Python ints (bool excluded), ValueError when either is < 1."""
+        """Raises TypeError unless both are Python ints (bool and numpy's integers excluded), ValueError when either is < 1."""
         # TODO 8.3.1: check both arguments, then set self.threshold, self.max_entries and self.counts.
         # 提示：与 LRUTier 的容量检查相同，对两个参数各做一次。
         # Hint: the same checks as LRUTier's capacity, once for each argument.
@@ -1173,6 +1168,8 @@ class AdmissionFilter:
 def _check_task8_3_AdmissionFilter():
     from collections import OrderedDict
 
+    import numpy
+
     from course.checks import assert_plain_equal, assert_raises, check_type
 
     table = AdmissionFilter(2, 3)
@@ -1203,7 +1200,8 @@ def _check_task8_3_AdmissionFilter():
     once = AdmissionFilter(1, 1)
     once.record("a")
     assert_plain_equal((once.admits("a"), once.admits("b")), (True, False), "AdmissionFilter(1, 1) after record('a')")
-    for args, error in [((0, 5), ValueError), ((2, 0), ValueError), ((True, 5), TypeError), ((2, 5.0), TypeError)]:
+    for args, error in [((0, 5), ValueError), ((2, 0), ValueError), ((True, 5), TypeError), ((2, 5.0), TypeError),
+                        ((numpy.int64(2), 5), TypeError)]:
         assert_raises(error, f"AdmissionFilter{args}", AdmissionFilter, *args)
     assert_plain_equal(list(AdmissionFilter(2, 3).counts), [], "a second AdmissionFilter(2, 3) starts empty")
 
@@ -1236,7 +1234,8 @@ def _check_task8_3_AdmissionFilter():
             assert_plain_equal(list(_filter.counts.items()), [tuple(r) for r in _table],
                                f"counts on random case {_case}", reveal=False)
             assert_plain_equal(len(_filter), len(_table), f"len on random case {_case}", reveal=False)
-    for _bad in [(None, 2), (2, None), (1, -1), (-3, 1), (2, False), ("2", 3)]:
+    for _bad in [(None, 2), (2, None), (1, -1), (-3, 1), (2, False), ("2", 3), (2, numpy.int32(3)),
+                 (numpy.uint8(1), 1)]:
         assert_raises(TypeError if any(type(v) is not int for v in _bad) else ValueError,
                       f"AdmissionFilter{_bad}", AdmissionFilter, *_bad)
     _big = AdmissionFilter(10**9, 2)
@@ -1259,19 +1258,18 @@ _check_task8_3_AdmissionFilter()
 #
 # Write `seen_counts_t(blocks)`: `blocks` is a 1-D tensor of an integer dtype (any: int8 … int64, uint8) on any
 # device; return an **int64** tensor of the same length on the same device; `ValueError` for any other input (another
-# shape, a float or bool dtype, not a tensor). Ids may be negative or as large as int64 allows, so counting with
-# `torch.bincount` over the ids is wrong. No Python loop over the entries (a test counts torch operations). Hint: a
-# **stable** sort puts equal ids next to each other in trace order.
+# shape, a float or bool dtype, not a tensor), checked first, an empty tensor included (`torch.tensor([])` is float32).
+# `blocks` is not changed. Ids may be negative or as large as int64 allows, so counting with `torch.bincount` over the
+# ids is wrong, and so is any conversion of the ids: float64 holds only 53 bits (`2**62` and `2**62 + 1` become equal)
+# and a narrower integer type wraps around. The counts themselves go beyond 127 or 255, whatever the ids' dtype. No
+# Python loop over the entries (a test counts torch operations). Hint: a **stable** sort puts equal ids next to each
+# other in trace order.
 #
 # ## 任务 8.4：张量上的 seen_counts_t（3 分）
 #
-# 离线时，整条访问轨迹在一个张量中，**无界**准入表的计数就是列式数据：对展平后访问轨迹中的第 $i$ 次访问，
-# $\text{seen}[i] = \#\{\, j \le i : \text{blocks}[j] = \text{blocks}[i] \,\}$，即当 `max_entries` 不小于不同块的数目时，`record` 在那一刻为该块留下的计数。
-# 于是 `seen_counts_t(blocks) >= k` 标出了阈值为 $k$ 时块被接受的每一次访问（实验 2 用它说明过滤器放进了多少块）。
+# 离线时整条访问轨迹都在一个张量里，**无界**准入表的计数就可以按列一次算出：对展平后访问轨迹中的第 $i$ 次访问，$\text{seen}[i] = \#\{\, j \le i : \text{blocks}[j] = \text{blocks}[i] \,\}$，也就是当 `max_entries` 不小于不同块的个数时，`record` 在那一刻为该块留下的计数。于是 `seen_counts_t(blocks) >= k` 标出了阈值为 $k$ 时块被接受的每一次访问（实验 2 用它说明过滤器放进了多少块）。
 #
-# 编写 `seen_counts_t(blocks)`：`blocks` 是任意设备上的一维整数张量（任意整数类型：int8 … int64、uint8）；返回同一设备上等长的 **int64**
-# 张量；其他输入（其他形状、浮点或 bool 类型、不是张量）抛出 `ValueError`。id 可以是负数，也可以大到 int64 的上限，所以用 `torch.bincount`
-# 按 id 计数是错的。不允许对元素写 Python 循环（测试会统计 torch 操作的次数）。提示：**稳定**排序会把相同的 id 按访问顺序排在一起。
+# 编写 `seen_counts_t(blocks)`：`blocks` 是任意设备上的一维整数张量（任意整数数据类型：int8 … int64、uint8）；返回同一设备上等长的 **int64** 张量；其他输入（其他形状、浮点或 bool 类型、不是张量）抛出 `ValueError`。这项检查最先做，空张量也要检查（`torch.tensor([])` 是 float32）。不修改 `blocks`。id 可以是负数，也可以大到 int64 的上限，所以用 `torch.bincount` 按 id 计数是错的，对 id 做任何类型转换也是错的：float64 只有 53 位有效数字（`2**62` 和 `2**62 + 1` 会变得相等），更窄的整数类型则会回绕。计数本身可能超过 127 或 255，与 id 的数据类型无关。不允许对元素写 Python 循环（测试会统计 torch 操作的次数）。提示：**稳定**排序会把相同的 id 按它们在访问轨迹中的顺序排在一起。
 
 # %% nbgrader={"grade": false, "grade_id": "task8_4_seen_counts_t", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -1287,7 +1285,7 @@ def seen_counts_t(blocks):
         int64 tensor of the same length and device: entry i counts j <= i with blocks[j] == blocks[i].
 
     Raises:
-        ValueError: when blocks is not a 1-D tensor of an integer dtype.
+        ValueError: when blocks is not a 1-D tensor of an integer dtype (checked first, an empty tensor included).
     """
     # TODO 8.4.1: raise ValueError unless blocks is a 1-D torch.Tensor of an integer dtype.
     # 提示：dtype.is_floating_point、dtype.is_complex 和 torch.bool 都不是整数类型。
@@ -1332,6 +1330,8 @@ def _check_task8_4_seen_counts_t():
         blocks = torch.tensor([5, 3, 5, 5, 3, 7], device=device)
         assert_same_tensor(seen_counts_t(blocks), torch.tensor([1, 1, 2, 3, 2, 1], device=device),
                            f"seen_counts_t([5, 3, 5, 5, 3, 7]) on {device}")
+        assert_same_tensor(blocks, torch.tensor([5, 3, 5, 5, 3, 7], device=device),
+                           f"blocks after seen_counts_t([5, 3, 5, 5, 3, 7]) on {device} (it must not change its input)")
         assert_same_tensor(seen_counts_t(torch.tensor([2, -1, 2, 2**62, -1, 2**62, 2], device=device)),
                            torch.tensor([1, 1, 2, 1, 2, 2, 3], device=device),
                            f"seen_counts_t([2, -1, 2, 2**62, -1, 2**62, 2]) on {device} (negative and huge ids)")
@@ -1339,8 +1339,23 @@ def _check_task8_4_seen_counts_t():
                            torch.tensor([1, 2, 1], device=device), f"seen_counts_t(int32 [4, 4, 1]) on {device} (int64 result)")
         assert_same_tensor(seen_counts_t(torch.tensor([], dtype=torch.int64, device=device)),
                            torch.tensor([], dtype=torch.int64, device=device), f"seen_counts_t([]) on {device}")
+        # Ids that a conversion would merge: float64 holds 53 bits, int32 wraps around at 2**32.
+        assert_same_tensor(seen_counts_t(torch.tensor([2**62, 2**62 + 1, 2**62, 0, 2**32, 0, -2**63, 2**63 - 1],
+                                                      device=device)),
+                           torch.tensor([1, 1, 2, 1, 1, 2, 1, 1], device=device),
+                           f"seen_counts_t([2**62, 2**62 + 1, 2**62, 0, 2**32, 0, -2**63, 2**63 - 1]) on {device}")
+        # The counts go beyond what the ids' dtype holds.
+        assert_same_tensor(seen_counts_t(torch.zeros(300, dtype=torch.int8, device=device)),
+                           torch.arange(1, 301, device=device), f"seen_counts_t(300 int8 zeros) on {device}")
+        assert_same_tensor(seen_counts_t(torch.tensor([255, 0, 255], dtype=torch.uint8, device=device)),
+                           torch.tensor([1, 1, 2], device=device), f"seen_counts_t(uint8 [255, 0, 255]) on {device}")
+        # Thousands of equal ids, in trace order: an unstable sort mixes them up.
+        assert_same_tensor(seen_counts_t(torch.arange(3000, device=device) % 3),
+                           torch.arange(3000, device=device) // 3 + 1, f"seen_counts_t(arange(3000) % 3) on {device}")
     for bad, what in [(torch.tensor([[1, 2]]), "a 2-D tensor"), (torch.tensor([1.0, 2.0]), "a float tensor"),
-                      (torch.tensor([True, False]), "a bool tensor"), ([1, 2], "a list")]:
+                      (torch.tensor([True, False]), "a bool tensor"), ([1, 2], "a list"),
+                      (torch.tensor([]), "an empty float32 tensor"),
+                      (torch.zeros(0, 3, dtype=torch.int64), "an empty 2-D tensor")]:
         assert_raises(ValueError, f"seen_counts_t({what})", seen_counts_t, bad)
     assert_no_python_loop(seen_counts_t, (torch.arange(8) % 3,), (torch.arange(4096) % 37,),
                           "seen_counts_t on 8 and 4,096 references")
@@ -1376,6 +1391,16 @@ def _check_task8_4_seen_counts_t():
                            f"seen_counts_t on 3,000 equal ids on {_device}", reveal=False)
     assert_raises(ValueError, "seen_counts_t(a 0-D tensor)", seen_counts_t, torch.tensor(3))
     assert_raises(ValueError, "seen_counts_t(a float64 tensor)", seen_counts_t, torch.zeros(4, dtype=torch.float64))
+    assert_raises(ValueError, "seen_counts_t(a complex tensor)", seen_counts_t, torch.zeros(4, dtype=torch.complex64))
+    assert_raises(ValueError, "seen_counts_t(an empty bool tensor)", seen_counts_t, torch.zeros(0, dtype=torch.bool))
+    assert_raises(ValueError, "seen_counts_t(an empty 0-D-like tensor [0, 0])", seen_counts_t,
+                  torch.zeros(0, 0, dtype=torch.int32))
+    for _device in available_devices():
+        _near = [2**63 - 1 - _rng.randrange(4) for _ in range(200)] + [-2**63 + _rng.randrange(4) for _ in range(200)]
+        _rng.shuffle(_near)
+        assert_same_tensor(seen_counts_t(torch.tensor(_near, device=_device)),
+                           torch.tensor(_oracle_seen(_near), device=_device),
+                           f"seen_counts_t on ids next to int64's extremes on {_device}", reveal=False)
     assert_no_python_loop(seen_counts_t, (torch.tensor([9, 9, -9, 9]),), (torch.randint(-5, 5, (6000,)),),
                           "seen_counts_t on 4 and 6,000 references")
     ### END HIDDEN TESTS
@@ -1392,28 +1417,35 @@ _check_task8_4_seen_counts_t()
 # `LRUTier` does; tier 2 is called with `insert(block)` only, so `LRUTier` and `ARCTier` both serve), the bytes of
 # one block, the write policy, and an admission filter (any object with `record` and `admits`, such as your
 # `AdmissionFilter`) or `None` for "admit every block". The tests use tiers and filters of their own, so each part
-# is graded on its own.
+# is graded on its own; where a test stands in for one of your methods, the stand-in does all that this text asks of
+# that method.
 #
-# - 8.5.1 `__init__`: `TypeError` when a tier lacks `hit` or `insert`, when `block_bytes` is not a Python `int`, or
-#   when `admission` is neither `None` nor has `record` and `admits`; `ValueError` when `tier1 is tier2`, when
+# - 8.5.1 `__init__`: `TypeError` when a tier lacks a callable `hit` or `insert` (an attribute that is not a method
+#   does not count), when `block_bytes` is not a Python `int` (`True` and numpy's `int64` are not), or when `admission`
+#   is neither `None` nor has a callable `record` and `admits`; `ValueError` when `tier1 is tier2`, when
 #   `block_bytes < 1`, or when `write_policy` is not exactly `"write_back"` or `"write_through"`. Keep the five
 #   arguments as attributes of the same names, start `ref_count` as a new empty `dict`, and the five counters
 #   `device_hits`, `host_hits`, `misses`, `blocks_to_host`, `blocks_to_device` at `0`.
 # - 8.5.2 `access(block)` returns where the block was found, `"device"`, `"host"` or `"miss"`. The given lines
-#   refuse a block that cannot get a slot, record the reference in the filter, and, after your part, run the
-#   write-through step and pin the block. You write the lookup: a tier-1 hit calls `tier1.hit`; otherwise a tier-2
-#   hit calls `tier2.hit` and counts one block moved to the device (tier 2 **keeps** its copy), a miss counts a miss;
+#   refuse a block that cannot get a slot (`RuntimeError`, nothing changed), record the reference in the filter, and,
+#   after your part, run the write-through step and pin the block. You write the lookup: a tier-1 hit calls
+#   `tier1.hit` and counts a device hit; otherwise a tier-2 hit calls `tier2.hit` and counts a host hit and one block
+#   moved to the device (tier 2 **keeps** its copy), a miss counts a miss;
 #   in both cases the block goes into tier 1 with `tier1.insert(block, self.ref_count)` (the pinned blocks are the
 #   keys of `ref_count`), and a returned victim goes to `self._demote(victim)`. Tier 1 is looked at first: a block in
-#   both tiers is a device hit.
+#   both tiers is a device hit. Order: a host hit calls `tier2.hit` **before** tier 1 takes the block, because the
+#   demotion that follows may fill tier 2 and must find the promoted block most recent there, not push it out. A
+#   victim is anything but `None` (block `0` too).
 # - 8.5.3 `_demote(victim)`: under write-back, copy the victim to tier 2 with the given `self._write_to_host(victim)`
 #   when it has no copy there and `self._admitted(victim)`; otherwise (a clean copy exists, the filter refuses, or
 #   the policy is write-through) drop it.
 # - 8.5.4 `_write_through(block)` (called after every access under write-through): copy the block to tier 2 when it
-#   has no copy there and the filter admits it.
+#   has no copy there and the filter admits it. The filter's `record` is called once per access, by the given line
+#   of `access`: `_demote` and `_write_through` only ask `admits` (a demotion is not a sighting).
 # - 8.5.5 pins: `release(block)` drops one reference (`ValueError` when the block is not pinned; a count that reaches
 #   0 leaves `ref_count`); `serve_request(blocks)` accesses the blocks in order, then releases every one it pinned,
-#   and returns the tuple `(device_hits, host_hits, misses)` of this request. When an access raises, the blocks this
+#   and returns the tuple `(device_hits, host_hits, misses)` of this request: count what `access` returns, or take the
+#   change of the cache's counters over the request (the two are the same). When an access raises, the blocks this
 #   request pinned are released before the error propagates.
 #
 # `bytes_to_host` and `bytes_to_device` (given) multiply the block counters by `block_bytes`. Traps: a host hit copies
@@ -1425,31 +1457,17 @@ _check_task8_4_seen_counts_t()
 #
 # ## 任务 8.5：TwoTierCache（10 分）
 #
-# 按本 notebook 开头的模型把两个层级组合起来。`TwoTierCache(tier1, tier2, block_bytes, write_policy="write_back", admission=None)`
-# 接受任意两个层级对象（第 1 层级必须支持 `insert(block, pinned)`，`LRUTier` 支持；第 2 层级只以 `insert(block)` 的方式调用，
-# 所以 `LRUTier` 和 `ARCTier` 都可以），一个块的字节数，写入方式，以及一个准入过滤器（任何带 `record` 和 `admits` 的对象，例如你的
-# `AdmissionFilter`），或表示"接受所有块"的 `None`。测试使用它们自己的层级和过滤器，所以每一部分都单独评分。
+# 按本 notebook 开头的模型把两个层级组合起来。`TwoTierCache(tier1, tier2, block_bytes, write_policy="write_back", admission=None)` 接受任意两个层级对象（第 1 层级必须支持 `insert(block, pinned)`，`LRUTier` 支持；第 2 层级只会以 `insert(block)` 的方式被调用，所以 `LRUTier` 和 `ARCTier` 都可以），一个块的字节数，写入方式，以及一个准入过滤器（任何带 `record` 和 `admits` 的对象，例如你的 `AdmissionFilter`）；`admission` 为 `None` 表示“接受所有块”。测试使用自带的层级和过滤器，所以每一部分都单独评分；测试用替身代替你的某个方法时，替身会完成本任务对那个方法的全部要求。
 #
-# - 8.5.1 `__init__`：某个层级没有 `hit` 或 `insert`、`block_bytes` 不是 Python `int`、或 `admission` 既不是 `None` 也没有 `record` 和 `admits`
-#   时抛出 `TypeError`；`tier1 is tier2`、`block_bytes < 1`、或 `write_policy` 不恰好是 `"write_back"` 或 `"write_through"` 时抛出 `ValueError`。
-#   把五个参数保存为同名属性，`ref_count` 初始化为一个新的空 `dict`，五个计数器 `device_hits`、`host_hits`、`misses`、`blocks_to_host`、
-#   `blocks_to_device` 初始化为 `0`。
-# - 8.5.2 `access(block)` 返回块是在哪里找到的：`"device"`、`"host"` 或 `"miss"`。已给出的代码会拒绝得不到槽位的块，在过滤器中记录这次访问，
-#   并在你的代码之后执行直写步骤、固定这个块。你要写的是查找：第 1 层级命中时调用 `tier1.hit`；否则，第 2 层级命中时调用 `tier2.hit`，
-#   并记一个块被搬到设备上（第 2 层级**保留**它的副本），未命中时记一次未命中；这两种情况下都用 `tier1.insert(block, self.ref_count)`
-#   把块放进第 1 层级（被固定的块就是 `ref_count` 的键），返回的受害者交给 `self._demote(victim)`。先查第 1 层级：两个层级中都有的块算显存命中。
-# - 8.5.3 `_demote(victim)`：回写方式下，若受害者在第 2 层级中没有副本且 `self._admitted(victim)` 为真，就用已给出的
-#   `self._write_to_host(victim)` 把它复制到第 2 层级；否则（已有干净的副本、过滤器拒绝、或写入方式是直写）直接丢弃。
-# - 8.5.4 `_write_through(block)`（直写方式下每次访问之后调用）：若块在第 2 层级中没有副本且过滤器接受它，就把它复制到第 2 层级。
-# - 8.5.5 固定：`release(block)` 去掉一个引用（块没有被固定时抛出 `ValueError`；计数降到 0 时从 `ref_count` 中删除）；
-#   `serve_request(blocks)` 按顺序访问这些块，然后释放它固定的每一个块，返回这个请求的元组 `(device_hits, host_hits, misses)`。
-#   某次访问抛出异常时，先释放这个请求已经固定的块，再让异常继续传播。
+# - 8.5.1 `__init__`：某个层级没有可调用的 `hit` 或 `insert`（有同名属性但不可调用也不算）、`block_bytes` 不是 Python `int`（`True` 和 numpy 的 `int64` 都不算），或 `admission` 既不是 `None`、也没有可调用的 `record` 和 `admits` 时，抛出 `TypeError`；`tier1 is tier2`、`block_bytes < 1`，或 `write_policy` 既不是 `"write_back"` 也不是 `"write_through"` 时，抛出 `ValueError`。把五个参数保存为同名属性，`ref_count` 初始化为一个新的空 `dict`，五个计数器 `device_hits`、`host_hits`、`misses`、`blocks_to_host`、`blocks_to_device` 初始化为 `0`。
+# - 8.5.2 `access(block)` 返回块是在哪里找到的：`"device"`、`"host"` 或 `"miss"`。已给出的代码会拒绝得不到槽位的块（抛出 `RuntimeError`，不做任何修改），在过滤器中记录这次访问，并在你的代码之后执行直写步骤、固定这个块。你要写的是查找：第 1 层级命中时调用 `tier1.hit`，记一次显存命中；否则，第 2 层级命中时调用 `tier2.hit`，记一次主机命中和一个搬到显存的块（第 2 层级**保留**它的副本），未命中时记一次未命中；这两种情况下都用 `tier1.insert(block, self.ref_count)` 把块放进第 1 层级（被固定的块就是 `ref_count` 的键），它返回的受害者交给 `self._demote(victim)`。先查第 1 层级：两个层级中都有的块算显存命中。顺序：主机命中时，要在第 1 层级接收这个块**之前**调用 `tier2.hit`，因为随后的降级可能让第 2 层级驱逐一个块，被提升的块这时必须已经是第 2 层级中最近使用的，才不会被挤出去。除了 `None` 之外，任何返回值都是受害者（块 `0` 也是）。
+# - 8.5.3 `_demote(victim)`：回写方式下，若受害者在第 2 层级中没有副本，且 `self._admitted(victim)` 为真，就用已给出的 `self._write_to_host(victim)` 把它复制到第 2 层级；否则（已有干净的副本、过滤器拒绝，或写入方式是直写）直接丢弃。
+# - 8.5.4 `_write_through(block)`（直写方式下每次访问之后调用）：若块在第 2 层级中没有副本且过滤器接受它，就把它复制到第 2 层级。过滤器的 `record` 每次访问只调用一次，由 `access` 中已给出的那一行调用：`_demote` 和 `_write_through` 只询问 `admits`（降级不算一次出现）。
+# - 8.5.5 固定：`release(block)` 去掉一个引用（块没有被固定时抛出 `ValueError`；计数降到 0 的块从 `ref_count` 中删除）；`serve_request(blocks)` 按顺序访问这些块，然后释放它固定的每一个块，返回这个请求的元组 `(device_hits, host_hits, misses)`：可以统计 `access` 的返回值，也可以取缓存的计数器在这个请求前后的变化（两者相同）。某次访问抛出异常时，先释放这个请求已经固定的块，再让异常继续传播。
 #
-# `bytes_to_host` 和 `bytes_to_device`（已给出）把块计数器乘以 `block_bytes`。陷阱：主机命中会把字节复制到设备上，但**保留**主机上的副本；
-# 回写方式下，已有主机副本的受害者不花任何字节；直写方式下，一个在第 1 层级期间被第 2 层级丢掉的块，会在下一次访问时再复制一次。
+# `bytes_to_host` 和 `bytes_to_device`（已给出）把块计数器乘以 `block_bytes`。陷阱：主机命中会把字节复制到显存，但**保留**主机上的副本；回写方式下，已有主机副本的受害者不花任何字节；直写方式下，一个块待在第 1 层级期间若被第 2 层级丢掉，下一次访问时会再复制一次。
 #
-# 分部分计分：8.5.1 `__init__`（2 分）· 8.5.2 `access`（3 分）· 8.5.3 `_demote`（2 分）· 8.5.4 `_write_through`（1 分）·
-# 8.5.5 `release` 与 `serve_request`（2 分）。
+# 分部分计分：8.5.1 `__init__`（2 分）· 8.5.2 `access`（3 分）· 8.5.3 `_demote`（2 分）· 8.5.4 `_write_through`（1 分）· 8.5.5 `release` 与 `serve_request`（2 分）。
 
 # %% nbgrader={"grade": false, "grade_id": "task8_5_TwoTierCache", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class TwoTierCache:
@@ -1522,6 +1540,9 @@ class TwoTierCache:
     def access(self, block):
         """Serve one reference to block, pin it, and return "device", "host" or "miss".
 
+        A host hit calls tier2.hit before tier 1 takes the block (and demotes its victim); any victim but None is
+        demoted, block 0 included.
+
         Raises:
             RuntimeError: when block is not in tier 1, tier 1 is full and every block in it is pinned; nothing changes.
         """
@@ -1533,9 +1554,10 @@ class TwoTierCache:
             self.admission.record(block)
         # TODO 8.5.2: the lookup: a tier-1 hit, or a tier-2 hit or a miss that puts the block into tier 1 (demoting the
         #             victim); count it, and set where to "device", "host" or "miss".
-        # 提示：主机命中与未命中都要调用 self.tier1.insert(block, self.ref_count)；它返回的受害者交给 self._demote。
-        # Hint: a host hit and a miss both call self.tier1.insert(block, self.ref_count); the victim it returns goes to
-        # self._demote.
+        # 提示：按块所在的位置分三种情况，先看第 1 层级，再看第 2 层级；主机命中和未命中的最后几步相同（把块放进第 1 层级，
+        # 再把返回的受害者降级），在两个分支之后写一次即可。
+        # Hint: three cases by where the block is, tier 1 first, then tier 2; a host hit and a miss end alike (the block
+        # goes into tier 1, and the victim it returns is demoted), so write those steps once, after both branches.
         ### BEGIN SOLUTION
         if block in self.tier1:
             self.tier1.hit(block)
@@ -1560,7 +1582,10 @@ class TwoTierCache:
         return where
 
     def _demote(self, victim):
-        """Tier 1 evicted victim: copy it to tier 2 (write-back, no copy there yet, admitted) or drop it."""
+        """Tier 1 evicted victim: copy it to tier 2 (write-back, no copy there yet, admitted) or drop it.
+
+        Only admits is asked: a demotion is not a sighting, so the filter's record is not called.
+        """
         # TODO 8.5.3: copy the victim with self._write_to_host only under write-back, without a copy in tier 2, when admitted.
         # 提示：三个条件都要满足；直写方式下受害者已经在使用时复制过了。
         # Hint: all three conditions must hold; under write-through the victim was copied when it was used.
@@ -1570,7 +1595,10 @@ class TwoTierCache:
         ### END SOLUTION
 
     def _write_through(self, block):
-        """Write-through: right after an access, copy block to tier 2 when it has no copy there and is admitted."""
+        """Write-through: right after an access, copy block to tier 2 when it has no copy there and is admitted.
+
+        Only admits is asked: access has recorded the reference already.
+        """
         # TODO 8.5.4: copy the block with self._write_to_host when tier 2 has no copy and the filter admits it.
         # 提示：已经在第 2 层级中的块不能再插入一次（层级会抛出 ValueError）。
         # Hint: a block already in tier 2 must not be inserted again (the tier raises ValueError).
@@ -1621,8 +1649,13 @@ class TwoTierCache:
 
 
 def _check_task8_5_1_init():
+    import types
+
+    import numpy
+
     from course.checks import assert_plain_equal, assert_raises, check_type
 
+    # BEGIN SHARED Tier, Filter (authoring/shared/08_tiered_cache.py)
     class Tier:
         """A small LRU tier for these tests (blocks: a list, least recent first); it logs the calls it gets."""
 
@@ -1665,6 +1698,12 @@ def _check_task8_5_1_init():
             if self.admitted is not None:
                 return block in self.admitted
             return self.seen.get(block, 0) >= self.threshold
+    # END SHARED
+
+    class NotCallable(Tier):
+        """A tier whose hit is an attribute, not a method."""
+
+        hit = 0
 
     t1, t2 = Tier(2), Tier(4)
     cache = TwoTierCache(t1, t2, 10)
@@ -1692,6 +1731,10 @@ def _check_task8_5_1_init():
         ((object(), Tier(4), 10), {}, TypeError, "a tier1 without hit and insert"),
         ((Tier(2), object(), 10), {}, TypeError, "a tier2 without hit and insert"),
         ((Tier(2), Tier(4), 10), {"admission": object()}, TypeError, "an admission without record and admits"),
+        ((Tier(2), Tier(4), numpy.int64(10)), {}, TypeError, "block_bytes numpy.int64(10)"),
+        ((NotCallable(2), Tier(4), 10), {}, TypeError, "a tier1 whose hit is the number 0, not a method"),
+        ((Tier(2), Tier(4), 10), {"admission": types.SimpleNamespace(record=print, admits=True)}, TypeError,
+         "an admission whose admits is True, not a method"),
     ]:
         assert_raises(error, f"TwoTierCache with {what}", TwoTierCache, *args, **kwargs)
 
@@ -1722,6 +1765,18 @@ def _check_task8_5_1_init():
     assert_raises(TypeError, "an admission with record but no admits", TwoTierCache, Tier(2), Tier(2), 1, "write_back",
                   _OnlyRecord())
 
+    class _AdmitsNumber(_OnlyRecord):
+        admits = 1
+
+    assert_raises(TypeError, "an admission whose admits is not callable", TwoTierCache, Tier(2), Tier(2), 1,
+                  "write_back", _AdmitsNumber())
+
+    class _InsertString(Tier):
+        insert = "insert"
+
+    assert_raises(TypeError, "a tier2 whose insert is a string", TwoTierCache, Tier(2), _InsertString(2), 1)
+    assert_raises(TypeError, "block_bytes numpy.int32(512)", TwoTierCache, Tier(2), Tier(2), numpy.int32(512))
+
     class _HitOnly:
         capacity = 2
 
@@ -1741,6 +1796,7 @@ _check_task8_5_1_init()
 def _check_task8_5_2_access():
     from course.checks import assert_plain_equal
 
+    # BEGIN SHARED Tier, Filter (authoring/shared/08_tiered_cache.py)
     class Tier:
         """A small LRU tier for these tests (blocks: a list, least recent first); it logs the calls it gets."""
 
@@ -1783,6 +1839,7 @@ def _check_task8_5_2_access():
             if self.admitted is not None:
                 return block in self.admitted
             return self.seen.get(block, 0) >= self.threshold
+    # END SHARED
 
     cache = TwoTierCache(Tier(3), Tier(4, blocks=[7, 8]), 10)
     assert_plain_equal(cache.access(1), "miss", "access(1), 1 in no tier")
@@ -1799,12 +1856,41 @@ def _check_task8_5_2_access():
     assert_plain_equal(cache.tier2.log, [("hit", 7)], "the calls tier 2 got (only the host hit)")
     both = TwoTierCache(Tier(3, blocks=[5]), Tier(3, blocks=[5]), 1)
     assert_plain_equal((both.access(5), both.tier2.log), ("device", []), "access(5) with 5 in both tiers (tier 1 first)")
+
+    def stand_in_demote(cache, demoted):
+        """Stands in for _demote (graded in part 8.5.3): records the victim, then demotes it as the text says."""
+
+        def demote(victim):
+            demoted.append(victim)
+            admitted = cache.admission is None or cache.admission.admits(victim)
+            if cache.write_policy == "write_back" and victim not in cache.tier2 and admitted:
+                cache.tier2.insert(victim)
+                cache.blocks_to_host += 1
+
+        return demote
+
     full = TwoTierCache(Tier(2, blocks=[1, 2]), Tier(4), 10)
     demoted = []
-    full._demote = demoted.append  # Record the victims instead of demoting them (that is part 8.5.3).
+    full._demote = stand_in_demote(full, demoted)
     full.ref_count[1] = 1
     assert_plain_equal(full.access(3), "miss", "access(3) into a full tier 1 [1, 2] with 1 pinned")
-    assert_plain_equal((full.tier1.blocks, demoted), ([1, 3], [2]), "(tier 1, victims sent to _demote) after access(3)")
+    assert_plain_equal((full.tier1.blocks, demoted, full.tier2.blocks), ([1, 3], [2], [2]),
+                       "(tier 1, victims sent to _demote, tier 2) after access(3)")
+    # Block 0 is a victim like any other.
+    zero = TwoTierCache(Tier(2, blocks=[0, 2]), Tier(4), 10)
+    demoted = []
+    zero._demote = stand_in_demote(zero, demoted)
+    assert_plain_equal((zero.access(3), demoted), ("miss", [0]), "(access(3), victims) with tier 1 [0, 2] full")
+    # A host hit whose promotion demotes a victim into a full tier 2: tier 2 records the hit first, so the copy of
+    # the victim pushes out 8, not the promoted 7.
+    promoted = TwoTierCache(Tier(2, blocks=[1, 2]), Tier(2, blocks=[7, 8]), 10)
+    demoted = []
+    promoted._demote = stand_in_demote(promoted, demoted)
+    assert_plain_equal(promoted.access(7), "host", "access(7) with tier 1 [1, 2] and tier 2 [7, 8], both full")
+    assert_plain_equal((promoted.tier1.blocks, promoted.tier2.blocks, demoted, promoted.blocks_to_host,
+                        promoted.blocks_to_device),
+                       ([2, 7], [7, 1], [1], 1, 1),
+                       "(tier 1, tier 2, victims, blocks_to_host, blocks_to_device) after access(7)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -1826,6 +1912,10 @@ def _check_task8_5_2_access():
             if len(t1) >= model["c1"]:
                 victim = next(b for b in t1 if b not in pins)
                 t1.remove(victim)
+                if victim not in t2:  # write-back, no filter: the victim is copied to tier 2
+                    if len(t2) >= model["c2"]:
+                        t2.pop(0)
+                    t2.append(victim)
             t1.append(block)
         pins[block] = pins.get(block, 0) + 1
         model[where] += 1
@@ -1837,8 +1927,8 @@ def _check_task8_5_2_access():
         _prefill = _rng.sample(range(12), _c2)
         _cache = TwoTierCache(Tier(_c1), Tier(_c2, blocks=_prefill), 3)
         _victims = []
-        _cache._demote = _victims.append
-        _model = {"t1": [], "t2": list(_prefill), "pins": {}, "c1": _c1, "device": 0, "host": 0, "miss": 0}
+        _cache._demote = stand_in_demote(_cache, _victims)
+        _model = {"t1": [], "t2": list(_prefill), "pins": {}, "c1": _c1, "c2": _c2, "device": 0, "host": 0, "miss": 0}
         _expected_victims = []
         for _step in range(30):
             if _rng.random() < 0.4:
@@ -1871,6 +1961,7 @@ _check_task8_5_2_access()
 def _check_task8_5_3_demote():
     from course.checks import assert_plain_equal
 
+    # BEGIN SHARED Tier, Filter (authoring/shared/08_tiered_cache.py)
     class Tier:
         """A small LRU tier for these tests (blocks: a list, least recent first); it logs the calls it gets."""
 
@@ -1913,6 +2004,7 @@ def _check_task8_5_3_demote():
             if self.admitted is not None:
                 return block in self.admitted
             return self.seen.get(block, 0) >= self.threshold
+    # END SHARED
 
     cache = TwoTierCache(Tier(2), Tier(3), 10)
     cache._demote(1)
@@ -1932,6 +2024,12 @@ def _check_task8_5_3_demote():
     through = TwoTierCache(Tier(2), Tier(3), 10, "write_through")
     through._demote(6)
     assert_plain_equal((through.tier2.blocks, through.blocks_to_host), ([], 0), "write-through: _demote(6) drops the victim")
+    # A demotion is not a sighting: only access records references in the filter.
+    counted = TwoTierCache(Tier(2), Tier(3), 10, admission=Filter(threshold=2))
+    counted.admission.record(5)
+    counted._demote(5)
+    assert_plain_equal((counted.tier2.blocks, counted.admission.seen), ([], {5: 1}),
+                       "write-back with threshold 2: (tier 2, the filter's counts) after record(5), then _demote(5)")
     assert_plain_equal(cache.tier2.log, [("insert", 1, []), ("insert", 2, []), ("insert", 3, []), ("insert", 4, [])],
                        "the calls tier 2 got in the write-back case (a copy is one insert; _demote never calls hit)")
 
@@ -1944,12 +2042,16 @@ def _check_task8_5_3_demote():
         _c2 = _rng.randint(1, 4)
         _prefill = _rng.sample(range(10), _rng.randint(0, _c2))
         _admitted = set(_rng.sample(range(10), _rng.randint(0, 10))) if _case % 3 else None
-        _cache = TwoTierCache(Tier(2), Tier(_c2, blocks=_prefill), 5, _policy,
-                              None if _admitted is None else Filter(admitted=_admitted))
+        _filter = Filter(threshold=2) if _case % 3 == 2 else None if _admitted is None else Filter(admitted=_admitted)
+        _cache = TwoTierCache(Tier(2), Tier(_c2, blocks=_prefill), 5, _policy, _filter)
         _t2, _copies = list(_prefill), 0
         for _step in range(8):
             _victim = _rng.randrange(10)
-            if _policy == "write_back" and _victim not in _t2 and (_admitted is None or _victim in _admitted):
+            if _case % 3 == 2 and _rng.random() < 0.5:
+                _filter.record(_victim)
+            _seen = dict(_filter.seen) if _filter is not None else None
+            _ok = _filter.admits(_victim) if _filter is not None else True
+            if _policy == "write_back" and _victim not in _t2 and _ok:
                 if len(_t2) >= _c2:
                     _t2.pop(0)
                 _t2.append(_victim)
@@ -1958,6 +2060,9 @@ def _check_task8_5_3_demote():
             assert_plain_equal((_cache.tier2.blocks, _cache.blocks_to_host, _cache.bytes_to_host), (_t2, _copies, 5 * _copies),
                                f"(tier 2, blocks_to_host, bytes_to_host) after _demote, random case {_case} ({_policy})",
                                reveal=False)
+            if _filter is not None:
+                assert_plain_equal(_filter.seen, _seen, f"the filter's counts after _demote, random case {_case}",
+                                   reveal=False)
         assert_plain_equal((_cache.blocks_to_device, _cache.device_hits, _cache.host_hits, _cache.misses), (0, 0, 0, 0),
                            f"_demote must not count hits, misses or loads, random case {_case}", reveal=False)
     ### END HIDDEN TESTS
@@ -1972,6 +2077,7 @@ _check_task8_5_3_demote()
 def _check_task8_5_4_write_through():
     from course.checks import assert_plain_equal
 
+    # BEGIN SHARED Tier, Filter (authoring/shared/08_tiered_cache.py)
     class Tier:
         """A small LRU tier for these tests (blocks: a list, least recent first); it logs the calls it gets."""
 
@@ -2014,6 +2120,7 @@ def _check_task8_5_4_write_through():
             if self.admitted is not None:
                 return block in self.admitted
             return self.seen.get(block, 0) >= self.threshold
+    # END SHARED
 
     cache = TwoTierCache(Tier(2), Tier(2), 10, "write_through")
     cache._write_through(1)
@@ -2033,6 +2140,8 @@ def _check_task8_5_4_write_through():
     selective.admission.record(5)
     selective._write_through(5)
     assert_plain_equal((selective.tier2.blocks, selective.blocks_to_host), ([5], 1), "then 5 seen twice")
+    assert_plain_equal(selective.admission.seen, {5: 2},
+                       "the filter's counts after two records and two _write_through calls (only access records)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -2068,6 +2177,7 @@ _check_task8_5_4_write_through()
 def _check_task8_5_5_pins():
     from course.checks import assert_plain_equal, assert_raises, check_type
 
+    # BEGIN SHARED Tier, Filter (authoring/shared/08_tiered_cache.py)
     class Tier:
         """A small LRU tier for these tests (blocks: a list, least recent first); it logs the calls it gets."""
 
@@ -2110,6 +2220,7 @@ def _check_task8_5_5_pins():
             if self.admitted is not None:
                 return block in self.admitted
             return self.seen.get(block, 0) >= self.threshold
+    # END SHARED
 
     cache = TwoTierCache(Tier(2), Tier(4), 10)
     cache.ref_count.update({1: 2, 4: 1})
@@ -2125,12 +2236,20 @@ def _check_task8_5_5_pins():
     calls = []
 
     def scripted_access(block):
-        """Stands in for access (graded in part 8.5.2): pins the block and says where it was found; 6 raises."""
+        """Stands in for access (graded in part 8.5.2): counts and pins the block, says where it was found; 6 raises."""
         calls.append(block)
         if block == 6:
             raise RuntimeError("no slot for 6")
+        where = script[block]
+        if where == "device":
+            cache.device_hits += 1
+        elif where == "host":
+            cache.host_hits += 1
+            cache.blocks_to_device += 1
+        else:
+            cache.misses += 1
         cache.ref_count[block] = cache.ref_count.get(block, 0) + 1
-        return script[block]
+        return where
 
     cache.access = scripted_access
     result = cache.serve_request([3, 1, 2, 3])
@@ -2143,6 +2262,8 @@ def _check_task8_5_5_pins():
     assert_plain_equal((calls, cache.ref_count), ([5, 1, 6], {4: 1}),
                        "(blocks accessed, ref_count) after the error (5 and 1 are released; 2 is never accessed)")
     assert_plain_equal(cache.serve_request([]), (0, 0, 0), "serve_request([])")
+    assert_plain_equal(cache.serve_request([2, 2]), (0, 2, 0),
+                       "serve_request([2, 2]) (this request's counts, not the cache's totals)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -2160,6 +2281,9 @@ def _check_task8_5_5_pins():
             _log.append(block)
             if block == _fail:
                 raise RuntimeError("scripted failure")
+            _counter = {"device": "device_hits", "host": "host_hits", "miss": "misses"}[_places[block]]
+            setattr(_cache, _counter, getattr(_cache, _counter) + 1)
+            _cache.blocks_to_device += _places[block] == "host"
             _cache.ref_count[block] = _cache.ref_count.get(block, 0) + 1
             return _places[block]
 
@@ -2197,30 +2321,27 @@ _check_task8_5_5_pins()
 # Turn counts into time with the formula of the model section. `CostModel(kv_bytes_per_token, bandwidth_bytes_per_s,
 # prefill_seconds_per_token)`:
 #
-# - 8.6.1: each argument must be an `int` or a `float` (`TypeError` otherwise, `True` included) that is finite and
-#   above 0 (`ValueError` otherwise). Keep the three as `float` attributes of the same names, and compute once
-#   `load_seconds_per_token` $= b / B$, `break_even_bandwidth` $= b / t_\text{prefill}$ (bytes/s) and `offload_pays`,
-#   the `bool` `load_seconds_per_token < prefill_seconds_per_token` (strictly: at equal costs loading does not pay).
-# - 8.6.2: `ttft(recomputed_tokens, loaded_tokens)` takes two integer tensors of the same shape (any shape) on the
-#   same device, one entry per request, and returns the **float64** tensor $N_\text{recompute}\, t_\text{prefill} +
-#   N_\text{load}\, t_\text{load}$ on that device, in seconds. `ValueError` when either is not an integer tensor, when
-#   shapes or devices differ, or when a count is negative. No Python loop over the requests (a test counts torch
-#   operations). Trap: a float32 result loses the seconds of long prompts; convert the counts to float64 first.
+# - 8.6.1: each argument must be an `int` or a `float` (`TypeError` otherwise: `True`, numpy's `int64`, `Fraction`
+#   and `Decimal` are not) that is finite and above 0 (`ValueError` otherwise: `inf` and `nan` too). Keep the three
+#   as `float` attributes of the same names, and compute once `load_seconds_per_token` $= b / B$,
+#   `break_even_bandwidth` $= b / t_\text{prefill}$ (bytes/s) and `offload_pays`, the `bool`
+#   `load_seconds_per_token < prefill_seconds_per_token` (strictly: at equal costs loading does not pay).
+# - 8.6.2: `ttft(recomputed_tokens, loaded_tokens)` takes two integer tensors (any integer dtype: int8 … int64,
+#   uint8) of exactly the same shape (any shape; shapes that would broadcast differ) on the same device, one entry per
+#   request, and returns the **float64** tensor $N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}$
+#   on that device, in seconds. `ValueError` when either is not an integer tensor (a bool tensor is not), when shapes
+#   or devices differ, or when a count is negative; the inputs are not changed. No Python loop over the requests (a
+#   test counts torch operations). Trap: a float32 result, or a float32 step on the way, loses the seconds of long
+#   prompts; convert the counts to float64 first.
 #
 # Graded in parts: 8.6.1 costs (2) · 8.6.2 `ttft` (2).
 #
 # ## 任务 8.6：CostModel（4 分）
 #
-# 用模型一节中的公式 $\text{TTFT} = N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}$（$t_\text{load} = b / B$）把计数变成时间。
-# `CostModel(kv_bytes_per_token, bandwidth_bytes_per_s, prefill_seconds_per_token)`：
+# 用模型一节中的公式 $\text{TTFT} = N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}$（$t_\text{load} = b / B$）把计数换算成时间。`CostModel(kv_bytes_per_token, bandwidth_bytes_per_s, prefill_seconds_per_token)`：
 #
-# - 8.6.1：每个参数都必须是 `int` 或 `float`（否则抛出 `TypeError`，`True` 也算错），并且有限、大于 0（否则抛出 `ValueError`）。
-#   把三个参数保存为同名的 `float` 属性，并一次性算出 `load_seconds_per_token` $= b / B$、`break_even_bandwidth` $= b / t_\text{prefill}$
-#   （单位为字节/秒）和 `offload_pays`，即 `bool` 值 `load_seconds_per_token < prefill_seconds_per_token`（严格小于：代价相等时加载不划算）。
-# - 8.6.2：`ttft(recomputed_tokens, loaded_tokens)` 接受同一设备上形状相同（任意形状）的两个整数张量，每个请求一项，返回该设备上的
-#   **float64** 张量 $N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}$，单位为秒。任一参数不是整数张量、形状或设备不同、
-#   或有负的计数时抛出 `ValueError`。不允许对请求写 Python 循环（测试会统计 torch 操作的次数）。陷阱：float32 的结果会丢掉长提示词的精度；
-#   先把计数转换为 float64。
+# - 8.6.1：每个参数都必须是 `int` 或 `float`（否则抛出 `TypeError`：`True`、numpy 的 `int64`、`Fraction` 和 `Decimal` 都不算），并且有限、大于 0（否则抛出 `ValueError`，`inf` 和 `nan` 也一样）。把三个参数保存为同名的 `float` 属性，并在构造时一次算好 `load_seconds_per_token` $= b / B$、`break_even_bandwidth` $= b / t_\text{prefill}$（单位为字节/秒）和 `offload_pays`，即 `bool` 值 `load_seconds_per_token < prefill_seconds_per_token`（严格小于：代价相等时加载不划算）。
+# - 8.6.2：`ttft(recomputed_tokens, loaded_tokens)` 接受两个整数张量（任意整数数据类型：int8 … int64、uint8），它们形状完全相同（任意形状；能够广播的不同形状也算不同）、在同一设备上，每个请求一项；返回该设备上的 **float64** 张量 $N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}$，单位为秒。任一参数不是整数张量（bool 张量不算）、形状或设备不同，或有负的计数时，抛出 `ValueError`；不修改输入。不允许对请求写 Python 循环（测试会统计 torch 操作的次数）。陷阱：结果是 float32，或中间某一步用了 float32，长提示词的秒数就会损失精度；要先把计数转换为 float64。
 #
 # 分部分计分：8.6.1 代价（2 分）· 8.6.2 `ttft`（2 分）。
 
@@ -2243,7 +2364,7 @@ class CostModel:
         offload_pays: bool, load_seconds_per_token < prefill_seconds_per_token.
 
     Raises:
-        TypeError: when an argument is not an int or a float (bool excluded).
+        TypeError: when an argument is not an int or a float (bool, numpy's integers, Fraction and Decimal excluded).
         ValueError: when an argument is not finite or not above 0.
     """
 
@@ -2275,7 +2396,8 @@ class CostModel:
             loaded_tokens: integer tensor of the same shape and device, tokens each request loads from tier 2.
 
         Raises:
-            ValueError: not integer tensors, shapes or devices that differ, or a negative count.
+            ValueError: not integer tensors (bool excluded), shapes (broadcastable ones included) or devices that
+                differ, or a negative count. The inputs are not changed.
         """
         # TODO 8.6.2: check the inputs, then combine them in float64.
         # 提示：.to(torch.float64) 在同一设备上转换类型；整个计算只需几个张量运算。
@@ -2300,6 +2422,11 @@ class CostModel:
 
 
 def _check_task8_6_1_costs():
+    from decimal import Decimal
+    from fractions import Fraction
+
+    import numpy
+
     from course.checks import assert_plain_equal, assert_raises, check_type
 
     model = CostModel(131072, 50e9, 4e-5)
@@ -2318,7 +2445,9 @@ def _check_task8_6_1_costs():
     assert_plain_equal(CostModel(2**17, 2**32, 2**-14).offload_pays, True, "offload_pays at twice that bandwidth")
     for args, error in [((0, 50e9, 4e-5), ValueError), ((131072, -1, 4e-5), ValueError),
                         ((131072, float("inf"), 4e-5), ValueError), ((131072, 50e9, float("nan")), ValueError),
-                        ((True, 50e9, 4e-5), TypeError), (("131072", 50e9, 4e-5), TypeError), ((131072, 50e9, None), TypeError)]:
+                        ((True, 50e9, 4e-5), TypeError), (("131072", 50e9, 4e-5), TypeError), ((131072, 50e9, None), TypeError),
+                        ((numpy.int64(131072), 50e9, 4e-5), TypeError), ((131072, Fraction(1, 2), 4e-5), TypeError),
+                        ((131072, 50e9, Decimal("4e-5")), TypeError)]:
         assert_raises(error, f"CostModel{args}", CostModel, *args)
 
     ### BEGIN HIDDEN TESTS
@@ -2337,7 +2466,8 @@ def _check_task8_6_1_costs():
                            f"the derived costs, random case {_case}", reveal=False)
     for _args in [(1, 1, 0.0), (1, 0.0, 1), (-(2**10), 1, 1), (1, 1, -1e-9), (float("-inf"), 1, 1)]:
         assert_raises(ValueError, f"CostModel{_args}", CostModel, *_args)
-    for _args in [(False, 1, 1), (1, [1], 1), (1, 1, "1e-5"), (1, 1 + 0j, 1)]:
+    for _args in [(False, 1, 1), (1, [1], 1), (1, 1, "1e-5"), (1, 1 + 0j, 1), (numpy.int32(1), 1, 1),
+                  (1, numpy.float32(1.0), 1), (Fraction(3), 1, 1), (1, 1, Decimal(1))]:
         assert_raises(TypeError, f"CostModel{_args}", CostModel, *_args)
     _first, _second = CostModel(1, 2, 3), CostModel(4, 5, 6)
     assert_plain_equal((_first.load_seconds_per_token, _second.load_seconds_per_token), (0.5, 0.8),
@@ -2364,18 +2494,29 @@ def _check_task8_6_2_ttft():
         assert_same_tensor(model.ttft(recomputed, loaded),
                            torch.tensor([0.0625, 0.03125, 0.046875], dtype=torch.float64, device=device),
                            f"ttft([1024, 0, 512], [0, 2048, 1024]) on {device}")
+        assert_same_tensor(torch.stack((recomputed, loaded)),
+                           torch.tensor([[1024, 0, 512], [0, 2048, 1024]], device=device),
+                           f"the two inputs after ttft([1024, 0, 512], [0, 2048, 1024]) on {device} (ttft must not "
+                           "change its inputs)")
         assert_same_tensor(model.ttft(torch.tensor([[16384, 0], [0, 65536]], dtype=torch.int32, device=device),
                                       torch.zeros(2, 2, dtype=torch.int32, device=device)),
                            torch.tensor([[1.0, 0.0], [0.0, 4.0]], dtype=torch.float64, device=device),
                            f"ttft of 2x2 int32 tensors on {device}")
         assert_same_tensor(model.ttft(torch.tensor([], dtype=torch.int64, device=device), torch.tensor([], dtype=torch.int64, device=device)),
                            torch.tensor([], dtype=torch.float64, device=device), f"ttft([], []) on {device}")
+        for dtype in (torch.int8, torch.int16, torch.uint8):
+            assert_same_tensor(model.ttft(torch.tensor([64, 0], dtype=dtype, device=device),
+                                          torch.tensor([0, 64], dtype=dtype, device=device)),
+                               torch.tensor([2**-8, 2**-10], dtype=torch.float64, device=device),
+                               f"ttft({dtype} [64, 0], [0, 64]) on {device}")
     exact = CostModel(1, 1, 1)
     assert_same_tensor(exact.ttft(torch.tensor([2**53 - 1]), torch.tensor([0])), torch.tensor([float(2**53 - 1)], dtype=torch.float64),
                        "ttft([2**53 - 1], [0]) with 1 s per token (float32 would round it)")
     for args, what in [((torch.tensor([1, 2]), torch.tensor([1])), "tensors of different shapes"),
                        ((torch.tensor([1.0]), torch.tensor([1])), "a float tensor"),
                        ((torch.tensor([1, -1]), torch.tensor([0, 0])), "a negative count"),
+                       ((torch.tensor([0, 0]), torch.tensor([1, -1])), "a negative loaded count"),
+                       ((torch.tensor([True]), torch.tensor([1])), "a bool tensor"),
                        (([1], torch.tensor([1])), "a list")]:
         assert_raises(ValueError, f"ttft with {what}", model.ttft, *args)
     assert_no_python_loop(model.ttft, (torch.arange(8), torch.arange(8)), (torch.arange(5000), torch.arange(5000)),
@@ -2425,13 +2566,9 @@ _check_task8_6_2_ttft()
 # direction) reaching 50 GB/s. `course.tiers.replay_two_tier` calls your `serve_request` for every request and
 # collects each request's device hits, host hits and misses as tensors, ready for `CostModel.ttft`.
 #
-# 实验把 Mooncake 访问轨迹回放进你写的类。`course.traces.mooncake_or_synthetic()` 会下载 Mooncake 公开的合成访问轨迹（3,993 个请求，
-# 每块 512 个 token）；没有网络时，它返回一份**格式相同**的生成访问轨迹，单元会打印你拿到的是哪一份：请以打印出的、你这份访问轨迹的数字为准。
+# 实验把 Mooncake 访问轨迹回放进你写的类。`course.traces.mooncake_or_synthetic()` 会下载 Mooncake 公开的合成访问轨迹（3,993 个请求，每块 512 个 token）；不能联网时，它返回一份**格式相同**的替代访问轨迹，单元会打印你拿到的是哪一份：请以你这份访问轨迹打印出的数字为准。
 # 模型是 Llama-3-8B（notebook 02 实验 2：32 层、8 个 KV 头、head_dim 128、bf16，因此每个 token 有 $b = 2 \cdot 32 \cdot 8 \cdot 128 \cdot 2
-# = 131{,}072$ 字节，512 个 token 的块有 64 MiB）。有两个数是**假设**，在此一次说明：预填充每个 token 需要 $2 \times 8.0 \cdot 10^9$ 次浮点运算
-# （每个参数两次），运行在 H100 SXM（稠密 bf16 989 TFLOP/s）上、利用率 40%，约为每个 token 40 微秒；主机链路是 PCIe 5.0 x16
-# （每个方向 64 GB/s），实际达到 50 GB/s。`course.tiers.replay_two_tier` 为每个请求调用你的 `serve_request`，把每个请求的显存命中、
-# 主机命中和未命中收集成张量，可直接交给 `CostModel.ttft`。
+# = 131{,}072$ 字节，512 个 token 的块有 64 MiB）。有两个数是**假设**，在此一次说明：预填充每个 token 需要 $2 \times 8.0 \cdot 10^9$ 次浮点运算（每个参数两次），运行在 H100 SXM（稠密 bf16 989 TFLOP/s）上、利用率 40%，约为每个 token 40 微秒；主机链路是 PCIe 5.0 x16（每个方向 64 GB/s），实际达到 50 GB/s。`course.tiers.replay_two_tier` 为每个请求调用你的 `serve_request`，把每个请求的显存命中、主机命中和未命中收集成张量，可直接交给 `CostModel.ttft`。
 
 # %%
 import time
@@ -2441,7 +2578,8 @@ import numpy as np
 import torch
 
 from course import traces
-from course.plots import label
+from course.env import in_autograder
+from course.plots import claim, label
 from course.replay import replay
 from course.tiers import replay_tier, replay_two_tier
 
@@ -2471,6 +2609,8 @@ try:
     print(f"Llama-3-8B: {COST.prefill_seconds_per_token * 1e6:.1f} us to prefill a token, "
           f"{COST.load_seconds_per_token * 1e6:.2f} us to load one over the host link; "
           f"break-even bandwidth {COST.break_even_bandwidth / 1e9:.2f} GB/s")
+    claim("over PCIe 5.0 loading a token costs less than a tenth of recomputing it",
+          COST.load_seconds_per_token < 0.1 * COST.prefill_seconds_per_token)
 except NotImplementedError:
     COST = None
     print("CostModel is not written yet (Task 8.6): the TTFT plots are left out.")
@@ -2519,13 +2659,12 @@ print(f"set up in {time.perf_counter() - started:.1f} s")
 # equal those of libCacheSim's ARC (`replay(trace, c, "lcs:ARC")`, which needs the `libcachesim` package) at every
 # capacity; LRU is printed for comparison.
 #
-# 单独使用的层级会看到每一次访问：`course.tiers.replay_tier` 对驻留的块调用 `hit`，对其他块调用 `insert`，这正是 libCacheSim
-# 的模拟器回放的请求流。你的 `ARCTier` 的命中数必须在每个容量下都等于 libCacheSim 的 ARC（`replay(trace, c, "lcs:ARC")`，
-# 需要安装 `libcachesim` 包）的命中数；同时打印 LRU 作为对照。
+# 单独使用的层级会看到每一次访问：`course.tiers.replay_tier` 对驻留的块调用 `hit`，对其他块调用 `insert`，这正是 libCacheSim 的模拟器回放的请求流。你的 `ARCTier` 的命中数必须在每个容量下都等于 libCacheSim 的 ARC（`replay(trace, c, "lcs:ARC")`，需要安装 `libcachesim` 包）的命中数；同时打印 LRU 作为对照。
 
 # %%
 started = time.perf_counter()
 print(f"{'capacity':>9s} {'your ARCTier':>13s} {'libCacheSim ARC':>16s} {'equal':>6s} {'LRU':>8s}")
+equal = []
 for capacity in (TIER1, 8 * TIER1):
     try:
         yours = replay_tier(trace, ARCTier(capacity)).hits
@@ -2538,7 +2677,10 @@ for capacity in (TIER1, 8 * TIER1):
         theirs = None
     lru = replay(trace, capacity, "lru").hits
     same = "-" if theirs is None else str(yours == theirs)
+    equal += [] if theirs is None else [yours == theirs]
     print(f"{capacity:9d} {yours:13,d} {'(not installed)' if theirs is None else format(theirs, ','):>16s} {same:>6s} {lru:8,d}")
+if len(equal) == 2:
+    claim("your ARCTier's hits equal libCacheSim's ARC at both capacities", all(equal))
 print(f"replayed in {time.perf_counter() - started:.1f} s")
 
 # %% [markdown]
@@ -2559,10 +2701,8 @@ print(f"replayed in {time.perf_counter() - started:.1f} s")
 # a ceiling for the two tiers (together they never hold more distinct blocks). The right panel is the mean modelled
 # TTFT per request over PCIe 5.0.
 #
-# 第 1 层级有 800 个块（50 GiB）；第 2 层级是它的 1、4 或 8 倍（50 到 400 GiB 主机内存），使用 LRU 或 ARC，带或不带"出现 2 次后才接受"的准入。
-# 灰线是只有第 1 层级的情形（没有第 2 层级，第 1 层级的每次未命中都要重新计算）；黑色点线是容量为第 1 层级 800 个块的 Belady MIN，
-# 即**任何**驱逐策略单靠第 1 层级所能得到的最多命中；黑色虚线是容量为两个层级块数之和的 Belady MIN，它是两个层级的上限
-# （两个层级加起来容纳的不同块从不会更多）。右图是经 PCIe 5.0 时每个请求的平均建模 TTFT。
+# 第 1 层级有 800 个块（50 GiB）；第 2 层级是它的 1、4 或 8 倍（50 到 400 GiB 主机内存），使用 LRU 或 ARC，带或不带“出现 2 次后才接受”的准入。
+# 灰线是只有第 1 层级的情形（没有第 2 层级，第 1 层级的每次未命中都要重新计算）；黑色点线是容量为第 1 层级 800 个块的 Belady MIN，即**任何**驱逐策略单靠第 1 层级所能得到的最多命中；黑色虚线是容量为两个层级块数之和的 Belady MIN，它是两个层级的上限（两个层级加起来容纳的不同块从不会更多）。右图是经 PCIe 5.0 时每个请求的平均建模 TTFT。
 
 # %%
 started = time.perf_counter()
@@ -2587,11 +2727,12 @@ for index, (name, row) in enumerate(complete.items()):
     style = "--" if "admit" in name else "-"
     left.plot(TIER2_SIZES, [100 * row[c].hit_ratio for c in TIER2_SIZES], style, marker="o", color=f"C{index % 2}", label=name)
     right.plot(TIER2_SIZES, [mean_ttft_ms(row[c]) for c in TIER2_SIZES], style, marker="o", color=f"C{index % 2}", label=name)
-left.axhline(100 * tier1_alone.hit_ratio, color="0.55", lw=1.5, label="tier 1 alone (LRU)")
-left.axhline(100 * tier1_belady, color="black", lw=1, ls=":", label="tier 1 alone, Belady's MIN")
+left.axhline(100 * tier1_alone.hit_ratio, color="0.55", lw=1.5, label=label("tier 1 alone (LRU)", "只有第 1 层级（LRU）"))
+left.axhline(100 * tier1_belady, color="black", lw=1, ls=":",
+             label=label("tier 1 alone, Belady's MIN", "只有第 1 层级，Belady 的 MIN"))
 left.plot(TIER2_SIZES, [100 * belady_both[c] for c in TIER2_SIZES], color="black", ls="--", lw=1,
-          label="Belady's MIN, tier 1 + tier 2 blocks")
-right.axhline(alone_ttft_ms, color="0.55", lw=1.5, label="tier 1 alone (LRU)")
+          label=label("Belady's MIN, tier 1 + tier 2 blocks", "Belady 的 MIN，两个层级的块数之和"))
+right.axhline(alone_ttft_ms, color="0.55", lw=1.5, label=label("tier 1 alone (LRU)", "只有第 1 层级（LRU）"))
 for ax in (left, right):
     ax.set_xscale("log", base=2)
     ax.set_xticks(TIER2_SIZES, [f"{c}\n({c * BLOCK_BYTES // GIB} GiB)" for c in TIER2_SIZES])
@@ -2601,8 +2742,10 @@ left.set_ylabel(label("hit ratio, both tiers (%)", "两个层级的命中率（%
 right.set_ylabel(label("mean modelled TTFT (ms)", "平均建模 TTFT（毫秒）"))
 left.legend(fontsize=8)
 right.legend(fontsize=8)
-fig.suptitle(("Mooncake trace" if REAL else "SYNTHETIC stand-in in the Mooncake format")
-             + f": tier 1 = {TIER1} blocks (LRU), Llama-3-8B over PCIe 5.0")
+fig.suptitle((label("Mooncake trace", "Mooncake 访问轨迹") if REAL
+              else label("SYNTHETIC stand-in in the Mooncake format", "Mooncake 格式的替代访问轨迹"))
+             + label(f": tier 1 = {TIER1} blocks (LRU), Llama-3-8B over PCIe 5.0",
+                     f"：第 1 层级 {TIER1} 块（LRU），Llama-3-8B，经 PCIe 5.0"))
 plt.tight_layout()
 plt.show()
 
@@ -2625,7 +2768,19 @@ if len(complete) == len(CONFIGS):
     cuts = [1 - results[names[2]][c].bytes_to_host / results[names[0]][c].bytes_to_host for c in TIER2_SIZES]
     print(f"admission cuts the bytes copied to the host (LRU / LRU) by {', '.join(f'{100 * x:.0f}%' for x in cuts)}")
     same_device = len({round(r.device_hit_ratio, 12) for row in complete.values() for r in row.values()}) == 1
-    print(f"tier 1's hit ratio is the same in every configuration: {same_device}")
+    claim("tier 1's hit ratio is the same in every configuration", same_device)
+    sizes = list(zip(TIER2_SIZES, TIER2_SIZES[1:]))
+    claim("in every configuration the hit ratio rises and the TTFT falls as tier 2 grows",
+          all(row[b].hit_ratio > row[a].hit_ratio and mean_ttft_ms(row[b]) < mean_ttft_ms(row[a])
+              for row in complete.values() for a, b in sizes))
+    filtered = ((names[2], names[0]), (names[3], names[1]))
+    claim("admission cuts the bytes copied to the host by more than a third at every size, with LRU and with ARC",
+          all(results[f][c].bytes_to_host < 2 / 3 * results[b][c].bytes_to_host for f, b in filtered for c in TIER2_SIZES))
+    claim("admission moves the hit ratio by less than 5 points at every size",
+          all(abs(results[f][c].hit_ratio - results[b][c].hit_ratio) < 0.05 for f, b in filtered for c in TIER2_SIZES))
+    claim("admission gains less hit ratio with ARC in tier 2 than with LRU, at every size",
+          all(results[names[3]][c].hit_ratio - results[names[1]][c].hit_ratio
+              < results[names[2]][c].hit_ratio - results[names[0]][c].hit_ratio for c in TIER2_SIZES))
     best = max(complete, key=lambda name: complete[name][TIER2_SIZES[-1]].hit_ratio)
     passing = [c for c in TIER2_SIZES if complete[best][c].hit_ratio > tier1_belady]
     print(f"{best} passes the Belady ceiling of tier 1 alone from tier 2 = "
@@ -2636,30 +2791,26 @@ try:
     print(f"{reach:,} of {DISTINCT:,} distinct blocks ({100 * reach / DISTINCT:.0f}%) are ever seen {THRESHOLD} times "
           f"(seen_counts_t): an unbounded filter with k = {THRESHOLD} never admits the other "
           f"{100 * (DISTINCT - reach) / DISTINCT:.0f}%")
+    claim("most distinct blocks are never seen twice", reach < DISTINCT / 2)
 except NotImplementedError:
     print("seen_counts_t is not written yet (Task 8.4).")
 print(f"replayed in {time.perf_counter() - started:.1f} s")
 
 # %% [markdown]
-# **What the figure shows.** Tier 1's hits are the same in every configuration (the cell prints `True`): every block
-# a request uses passes through tier 1, so what tier 1 holds does not depend on tier 2 at all. Tier 2 only turns
-# tier-1 misses into host hits, and the more blocks it holds, the more misses it turns, so every curve rises with
-# the size of tier 2 and the TTFT falls (over PCIe 5.0 a host hit costs a few percent of a recompute). Compare the
-# printed rows for the policies: which of LRU and ARC is better in tier 2 depends on the trace and on the size, and
-# admission always cuts the bytes copied to the host by a large share (printed), because most blocks are never seen
-# twice (the `seen_counts_t` line), while it moves the hit ratio by a few points, up or down. ARC already keeps
-# blocks seen once in $T_1$, apart from the blocks seen twice in $T_2$, so the filter does less for ARC than for LRU
-# (compare the two admission lines). The dotted line is the ceiling of a clairvoyant tier 1: the printed line says from
-# which tier-2 size a real LRU tier 1 plus a tier 2 beats even that; the dashed line shows how far every configuration
-# stays from what the two tiers could hold with perfect knowledge of the future.
+# **What the figure shows.** Read the table and the `check:` lines under it: each states a claim of this paragraph
+# and whether the numbers of your trace bear it out (the course's tests require `True` on the stand-in trace). Tier
+# 1's hits are the same in every configuration: every block a request uses passes through tier 1, so what tier 1 holds
+# does not depend on tier 2 at all. Tier 2 only turns tier-1 misses into host hits, and the more blocks it holds, the
+# more misses it turns, so every curve rises with the size of tier 2 and the TTFT falls (over PCIe 5.0 loading a token
+# costs less than a tenth of recomputing it, the `check:` line of the setup cell). Which of LRU and ARC is better in
+# tier 2 depends on the trace and on the size. Admission cuts the bytes copied to the host by a large share, because
+# most blocks are never seen twice (the `seen_counts_t` line), while it moves the hit ratio by a few points, up or
+# down. ARC already keeps blocks seen once in $T_1$, apart from the blocks seen twice in $T_2$, so the filter does less
+# for ARC than for LRU (compare the two admission lines). The dotted line is the ceiling of a clairvoyant tier 1: the
+# printed line says from which tier-2 size a real LRU tier 1 plus a tier 2 beats even that; the dashed line shows how
+# far every configuration stays from what the two tiers could hold with perfect knowledge of the future.
 #
-# **图中说明了什么。** 第 1 层级的命中在每种配置下都相同（单元打印 `True`）：请求用到的每个块都要经过第 1 层级，所以第 1 层级中保存什么
-# 与第 2 层级完全无关。第 2 层级只是把第 1 层级的未命中变成主机命中；它容纳的块越多，转化的未命中越多，所以每条曲线都随第 2 层级变大而上升，
-# TTFT 随之下降（经 PCIe 5.0 时，一次主机命中的代价只是重新计算的百分之几）。比较打印出的各行：第 2 层级中 LRU 与 ARC 谁更好，取决于访问轨迹和大小；
-# 准入总是把复制到主机的字节削减一大部分（已打印），因为大多数块从来不会出现两次（见 `seen_counts_t` 那一行），而它对命中率的影响只有几个百分点，
-# 可升可降。ARC 本来就把只出现过一次的块放在 $T_1$ 中，与出现过两次的块（在 $T_2$ 中）分开，所以过滤器对 ARC 的帮助小于对 LRU 的帮助
-# （比较两行准入的数字）。点线是能预知未来的第 1 层级的上限：打印的那一行说明，从第 2 层级多大开始，一个真实的 LRU 第 1 层级加上第 2 层级
-# 就能超过它；虚线则表明，每种配置离两个层级在完全预知未来时所能容纳的命中还有多远。
+# **图中说明了什么。** 请看表格和表格下方以 `check:` 开头的几行：每一行写出本段的一个论断，以及你这份访问轨迹的数字是否支持它（课程的测试要求它们在替代访问轨迹上都是 `True`）。第 1 层级的命中在每种配置下都相同：请求用到的每个块都要经过第 1 层级，所以第 1 层级里有什么与第 2 层级完全无关。第 2 层级只是把第 1 层级的未命中变成主机命中，它容纳的块越多，能转化的未命中就越多，所以每条曲线都随第 2 层级变大而上升，TTFT 随之下降（经 PCIe 5.0 加载一个 token 的代价不到重新计算它的十分之一，见环境配置后那个单元的 `check:` 行）。第 2 层级用 LRU 还是 ARC 更好，取决于访问轨迹和大小。准入把复制到主机的字节削减了一大部分，因为大多数块从来不会出现第二次（见 `seen_counts_t` 那一行），而它对命中率的影响只有几个百分点，可升可降。ARC 本来就把只出现过一次的块放在 $T_1$，与出现过两次、放在 $T_2$ 的块分开，所以过滤器对 ARC 的帮助不如对 LRU 大（比较两行准入的数字）。点线是能预知未来的第 1 层级的上限：打印的那一行说明第 2 层级从多大开始，一个真实的 LRU 第 1 层级加上第 2 层级就能超过它；虚线则表明，每种配置离两个层级在完全预知未来时所能得到的命中还有多远。
 
 # %% [markdown]
 # ### Experiment 3: the size of tier 1, and Belady's ceiling for tier 1 alone | 实验 3：第 1 层级的大小，以及单独第 1 层级的 Belady 上限
@@ -2668,8 +2819,7 @@ print(f"replayed in {time.perf_counter() - started:.1f} s")
 # two), with ARC in tier 2. The bars stack device hits (dark) and host hits (light); the black tick on each bar is
 # Belady's MIN with tier 1's blocks alone, the dashed tick Belady's MIN with both tiers' blocks.
 #
-# 现在第 2 层级固定为 6,400 个块（400 GiB），第 1 层级取 400、800 或 1,600 个块（25 到 100 GiB：从一块 GPU 到两块），第 2 层级用 ARC。柱子把显存命中
-# （深色）和主机命中（浅色）叠在一起；每根柱子上的黑色短线是只用第 1 层级块数的 Belady MIN，虚线短线是用两个层级块数之和的 Belady MIN。
+# 现在第 2 层级固定为 6,400 个块（400 GiB），第 1 层级取 400、800 或 1,600 个块（25 到 100 GiB：从一块 GPU 到两块），第 2 层级用 ARC。柱子把显存命中（深色）和主机命中（浅色）叠在一起；每根柱子上的黑色短线是只用第 1 层级块数的 Belady MIN，虚线短线是用两个层级块数之和的 Belady MIN。
 
 # %%
 started = time.perf_counter()
@@ -2688,10 +2838,10 @@ if all(r is not None for r in sweep.values()):
     ax.bar(x, host, 0.6, bottom=device, color="C1", alpha=0.6, label=label("host hits (ARC tier 2)", "主机命中（ARC 第 2 层级）"))
 for i, c1 in enumerate(TIER1_SIZES):
     ax.plot([i - 0.4, i + 0.4], [100 * ceiling_alone[c1]] * 2, color="black", lw=2,
-            label="Belady's MIN, tier 1 alone" if i == 0 else None)
+            label=label("Belady's MIN, tier 1 alone", "Belady 的 MIN，只有第 1 层级") if i == 0 else None)
     ax.plot([i - 0.4, i + 0.4], [100 * ceiling_both[c1]] * 2, color="black", lw=1, ls="--",
-            label="Belady's MIN, tier 1 + tier 2 blocks" if i == 0 else None)
-ax.set_xticks(x, [f"{c} blocks\n({c * BLOCK_BYTES // GIB} GiB)" for c in TIER1_SIZES])
+            label=label("Belady's MIN, tier 1 + tier 2 blocks", "Belady 的 MIN，两个层级的块数之和") if i == 0 else None)
+ax.set_xticks(x, [label(f"{c} blocks", f"{c} 块") + f"\n({c * BLOCK_BYTES // GIB} GiB)" for c in TIER1_SIZES])
 ax.set_xlabel(label(f"tier 1 size (tier 2 = {TIER2_FIXED} blocks, ARC)", f"第 1 层级大小（第 2 层级 = {TIER2_FIXED} 块，ARC）"))
 ax.set_ylabel(label("hit ratio (%)", "命中率（%）"))
 ax.legend(fontsize=8, loc="upper left")
@@ -2706,6 +2856,14 @@ for c1 in TIER1_SIZES:
     beats = "-" if r is None else ("yes" if r.hit_ratio > ceiling_alone[c1] else "no")
     print(f"{c1:7d} {100 * lru_alone[c1]:12.1f} {100 * ceiling_alone[c1]:15.1f} {both} {100 * ceiling_both[c1]:14.1f} "
           f"{mean_ttft_ms(r):8.1f}  {beats}")
+if all(r is not None for r in sweep.values()):
+    steps = list(zip(TIER1_SIZES, TIER1_SIZES[1:]))
+    claim("each doubling of tier 1 raises the device hits by more than it raises the hits of both tiers",
+          all(sweep[b].device_hit_ratio - sweep[a].device_hit_ratio > sweep[b].hit_ratio - sweep[a].hit_ratio
+              for a, b in steps))
+    claim(f"the two tiers beat Belady's MIN of tier 1 alone at tier 1 = {TIER1_SIZES[0]} blocks",
+          sweep[TIER1_SIZES[0]].hit_ratio > ceiling_alone[TIER1_SIZES[0]])
+    claim("Belady's MIN of tier 1 alone rises with tier 1", all(ceiling_alone[b] > ceiling_alone[a] for a, b in steps))
 print(f"replayed in {time.perf_counter() - started:.1f} s")
 
 # %% [markdown]
@@ -2713,13 +2871,10 @@ print(f"replayed in {time.perf_counter() - started:.1f} s")
 # host hits, so the total grows much more slowly than the device hits do. The last column of the table compares a
 # plain LRU tier 1 backed by this ARC tier 2 with Belady's MIN, which knows the future, in tier 1 alone: at the smaller
 # sizes of tier 1 the two-tier cache gets more hits (`yes`); as tier 1 grows, its own ceiling rises towards the
-# two-tier total. Better eviction in the small tier is bounded by that ceiling; a larger, slower tier is not. The gap
-# to the dashed tick is what better policies in the two tiers could still win.
+# two-tier total (the `check:` lines). Better eviction in the small tier is bounded by that ceiling; a larger, slower
+# tier is not. The gap to the dashed tick is what better policies in the two tiers could still win.
 #
-# **如何解读柱状图。** 第 1 层级加倍会提高显存命中，留给第 2 层级转化为主机命中的未命中就少了，所以总命中率的增长比显存命中慢得多。
-# 表的最后一列把"普通 LRU 第 1 层级加上这个 ARC 第 2 层级"与"只有第 1 层级、但使用预知未来的 Belady MIN"相比：第 1 层级较小时，两级缓存的命中更多
-# （`yes`）；随着第 1 层级变大，它自己的上限逐渐升向两级缓存的总命中率。在小层级中改进驱逐，收益受这个上限限制；而一个更大、更慢的层级不受它限制。
-# 离虚线短线的差距，是两个层级中更好的策略还能赢得的部分。
+# **如何解读柱状图。** 第 1 层级加倍会提高显存命中，留给第 2 层级转化为主机命中的未命中就少了，所以总命中率比显存命中涨得慢得多。表的最后一列拿“普通的 LRU 第 1 层级加上这个 ARC 第 2 层级”与“只有第 1 层级、但用能预知未来的 Belady MIN”相比：第 1 层级较小时，两级缓存的命中更多（`yes`）；第 1 层级变大后，它自己的上限逐渐升向两级缓存的总命中率（见 `check:` 几行）。在小层级中改进驱逐，收益受这个上限限制；一个更大、更慢的层级则不受它限制。离虚线短线还差的部分，是两个层级中更好的策略还能争取到的。
 
 # %% [markdown]
 # ### Experiment 4: write-through or write-back, and the bytes each one moves | 实验 4：直写还是回写，以及各自搬运的字节
@@ -2729,9 +2884,8 @@ print(f"replayed in {time.perf_counter() - started:.1f} s")
 # is write-through with an admission filter, here after 2 sightings, and write-back can take the same filter. Bars:
 # GiB copied device → host and host → device over the whole trace; the labels give tier 2's share of the hits.
 #
-# 第 1 层级 800 个块，第 2 层级 3,200 个块，两者都用 LRU。回写在第 1 层级驱逐一个块时把它复制到主机；直写在块被使用后立即复制；
-# "选择性"直写（SGLang 的 `write_through_selective`）就是带准入过滤器的直写，这里是出现 2 次后才接受；回写也可以加同样的过滤器。
-# 柱子是整条访问轨迹上"显存 → 主机"和"主机 → 显存"复制的 GiB 数；标注给出第 2 层级命中所占的比例。
+# 第 1 层级 800 个块，第 2 层级 3,200 个块，两者都用 LRU。回写在第 1 层级驱逐一个块时把它复制到主机；直写在块被使用后立即复制；“选择性”直写（SGLang 的 `write_through_selective`）就是带准入过滤器的直写，这里是出现 2 次后才接受；回写也可以加同样的过滤器。
+# 柱子是整条访问轨迹上“显存 → 主机”和“主机 → 显存”复制的 GiB 数；标注给出第 2 层级命中所占的比例。
 
 # %%
 started = time.perf_counter()
@@ -2742,6 +2896,7 @@ WRITES = {
     "write-through": ("write_through", None),
     f"selective write-through (admit after {THRESHOLD})": ("write_through", THRESHOLD),
 }
+WRITES_ZH = ["回写", f"回写，出现 {THRESHOLD} 次后才接受", "直写", f"选择性直写（出现 {THRESHOLD} 次后才接受）"]
 moved = {name: run(TIER1, TIER2_WRITE, "LRU", threshold, policy) for name, (policy, threshold) in WRITES.items()}
 shown = {name: r for name, r in moved.items() if r is not None}
 fig, ax = plt.subplots(figsize=(10, 4.2))
@@ -2751,8 +2906,10 @@ to_device = [r.bytes_to_device / GIB for r in shown.values()]
 ax.bar(x - 0.2, to_host, 0.4, label=label("device → host (copies into tier 2)", "显存 → 主机（复制进第 2 层级）"))
 ax.bar(x + 0.2, to_device, 0.4, label=label("host → device (host hits)", "主机 → 显存（主机命中）"))
 for i, r in enumerate(shown.values()):
-    ax.text(i, max(to_host[i], to_device[i]), f"host hits {100 * r.host_hit_ratio:.1f}%", ha="center", va="bottom", fontsize=9)
-ax.set_xticks(x, list(shown), fontsize=8)
+    ax.text(i, max(to_host[i], to_device[i]), label(f"host hits {100 * r.host_hit_ratio:.1f}%",
+                                                    f"主机命中 {100 * r.host_hit_ratio:.1f}%"),
+            ha="center", va="bottom", fontsize=9)
+ax.set_xticks(x, [label(name, WRITES_ZH[list(WRITES).index(name)]) for name in shown], fontsize=8)
 ax.set_ylabel(label("GiB moved over the whole trace", "整条访问轨迹上搬运的 GiB"))
 ax.set_ylim(0, 1.35 * max(to_host + to_device, default=1))
 ax.legend(loc="upper center", ncol=2, fontsize=9)
@@ -2767,25 +2924,26 @@ if len(shown) == len(WRITES):
     back, through = moved["write-back"], moved["write-through"]
     print(f"write-through copies {100 * (through.bytes_to_host / back.bytes_to_host - 1):+.0f}% bytes to the host "
           f"compared with write-back, and gets {100 * (through.host_hit_ratio - back.host_hit_ratio):+.1f} points of host hits")
+    back_filtered, selective = moved[f"write-back, admit after {THRESHOLD}"], moved[list(WRITES)[3]]
+    claim("write-through copies more bytes to the host than write-back and gets fewer host hits",
+          through.bytes_to_host > back.bytes_to_host and through.host_hit_ratio < back.host_hit_ratio)
+    claim("admission cuts the bytes copied to the host by more than a third under both write policies",
+          back_filtered.bytes_to_host < 2 / 3 * back.bytes_to_host and selective.bytes_to_host < 2 / 3 * through.bytes_to_host)
+    claim("selective write-through gets more host hits than plain write-through", selective.host_hit_ratio > through.host_hit_ratio)
 print(f"replayed in {time.perf_counter() - started:.1f} s")
 
 # %% [markdown]
 # **What the bars show.** Write-through copies more bytes to the host than write-back and, with the same tier 2,
-# gets fewer host hits (both printed). It copies every block when it is first used, also blocks that tier 1 keeps
-# until they are never needed again, and those copies take tier-2 slots while tier 1 already serves the block;
-# tier 2's LRU order is then the order of use, not the order in which blocks left tier 1. The admission filter cuts
-# the copies of both policies by a large share, and selective write-through ends with more host hits than plain
-# write-through (printed). Why do SGLang's
-# HiCache and vLLM still copy early? Because a copy made at use time runs in the background, overlapped with
-# compute, and a later eviction from GPU memory is then free: the memory is needed *now*, when a new request
-# arrives, and write-back must wait for its copy at exactly that moment. The bytes moved host → device are the host
-# hits and cost the same under both policies.
+# gets fewer host hits (both printed, and checked). It copies every block when it is first used, also blocks that tier
+# 1 keeps until they are never needed again, and those copies take tier-2 slots while tier 1 already serves the block;
+# tier 2's LRU order is then the order of use, not the order in which blocks left tier 1. The admission filter cuts the
+# copies of both policies by a large share, and selective write-through ends with more host hits than plain
+# write-through (the `check:` lines). Why do SGLang's HiCache and vLLM still copy early? Because a copy made at use
+# time runs in the background, overlapped with compute, and a later eviction from GPU memory is then free: the memory
+# is needed *now*, when a new request arrives, and write-back must wait for its copy at exactly that moment. The bytes
+# moved host → device are the host hits and cost the same under both policies.
 #
-# **柱状图说明了什么。** 直写复制到主机的字节比回写多，而且在第 2 层级相同时得到的主机命中更少（两者都已打印）。它在每个块第一次被使用时
-# 就复制它，包括那些一直留在第 1 层级、直到再也用不到的块；这些副本在第 1 层级本来就能提供该块时占用了第 2 层级的槽位；于是第 2 层级的 LRU
-# 顺序是使用的顺序，而不是块离开第 1 层级的顺序。准入过滤器把两种方式的复制都削减了一大部分，而且选择性直写最终的主机命中比普通直写更多（已打印）。
-# 那么 SGLang 的 HiCache 和 vLLM 为什么仍然提前复制？因为在使用时做的复制可以在后台进行，与计算重叠；之后从显存中驱逐就不花任何时间：
-# 显存是在新请求到来的那一刻*立即*需要的，而回写恰好必须在那一刻等待复制完成。"主机 → 显存"的字节就是主机命中，两种方式下代价相同。
+# **柱状图说明了什么。** 直写复制到主机的字节比回写多，而且在第 2 层级相同时得到的主机命中更少（两者都已打印并检查）。它在每个块第一次被使用时就复制，包括那些一直留在第 1 层级、直到再也用不到的块；第 1 层级本来就能提供这些块，它们的副本却占着第 2 层级的槽位；于是第 2 层级的 LRU 顺序变成了使用的顺序，而不是块离开第 1 层级的顺序。准入过滤器把两种方式的复制都削减了一大部分，而且选择性直写最终的主机命中比普通直写多（见 `check:` 几行）。那么 SGLang 的 HiCache 和 vLLM 为什么仍然提前复制？因为使用时就做的复制可以在后台进行、与计算重叠，之后从显存驱逐就不花任何时间：新请求到来的那一刻*马上*就要显存，而回写恰恰必须在那一刻等复制完成。“主机 → 显存”的字节就是主机命中，两种方式下代价相同。
 
 # %% [markdown]
 # ### Experiment 5: when offloading stops paying | 实验 5：卸载何时不再划算
@@ -2797,10 +2955,7 @@ print(f"replayed in {time.perf_counter() - started:.1f} s")
 # the dotted vertical line the model's break-even bandwidth $B^\ast = b / t_\text{prefill}$. Grey marks are typical link
 # speeds (assumed, not measured).
 #
-# 取一次回放（第 1 层级 800、第 2 层级 6,400、第 2 层级用 ARC）的计数，在 0.3 到 300 GB/s 的每种链路带宽下计价，比较两个模型：
-# Llama-3-8B（分组查询注意力，每个 token 128 KiB KV，$8.0 \cdot 10^9$ 个参数）和 Llama-2-7B（多头注意力，每个 token 512 KiB，
-# $6.7 \cdot 10^9$ 个参数），预填充的假设与上文相同。实线是有第 2 层级时的平均 TTFT，同色虚线是只有第 1 层级时的 TTFT，竖直点线是该模型的
-# 盈亏平衡带宽 $B^\ast = b / t_\text{prefill}$。灰色标记是典型的链路速度（是假设，不是测量值）。
+# 取一次回放（第 1 层级 800、第 2 层级 6,400、第 2 层级用 ARC）的计数，在 0.3 到 300 GB/s 的每种链路带宽下计价，比较两个模型：Llama-3-8B（分组查询注意力，每个 token 128 KiB KV，$8.0 \cdot 10^9$ 个参数）和 Llama-2-7B（多头注意力，每个 token 512 KiB，$6.7 \cdot 10^9$ 个参数），预填充的假设与上文相同。实线是有第 2 层级时的平均 TTFT，同色虚线是只有第 1 层级时的 TTFT，竖直点线是该模型的盈亏平衡带宽 $B^\ast = b / t_\text{prefill}$。灰色标记是典型的链路速度（是假设，不是测量值）。
 
 # %%
 MODELS = {  # name: (KV bytes per token, parameters), from notebook 02's Experiment 2 and the model cards.
@@ -2808,6 +2963,7 @@ MODELS = {  # name: (KV bytes per token, parameters), from notebook 02's Experim
     "Llama-2-7B (MHA)": (2 * 32 * 32 * 128 * 2, 6.7e9),
 }
 LINKS = {"PCIe 5.0 x16": 50e9, "PCIe 4.0 x16": 25e9, "100 Gb/s network": 12.5e9, "NVMe SSD": 7e9}
+LINKS_ZH = {"100 Gb/s network": "100 Gb/s 网络", "NVMe SSD": "NVMe 固态硬盘"}
 counts = run(TIER1, 8 * TIER1, "ARC")
 bandwidths = np.logspace(np.log10(0.3e9), np.log10(300e9), 60)
 if counts is None or COST is None:
@@ -2815,15 +2971,18 @@ if counts is None or COST is None:
 else:
     fig, ax = plt.subplots(figsize=(10, 4.6))
     alone_recomputed = counts.recomputed_tokens + counts.loaded_tokens
+    break_even, pays = {}, {}
     for index, (name, (kv_bytes, parameters)) in enumerate(MODELS.items()):
         prefill = 2 * parameters / (989e12 * 0.4)
         with_tier2 = [1e3 * float(CostModel(kv_bytes, float(b), prefill).ttft(counts.recomputed_tokens, counts.loaded_tokens).mean())
                       for b in bandwidths]
         model = CostModel(kv_bytes, PCIE_BYTES_PER_S, prefill)
         alone = 1e3 * float(model.ttft(alone_recomputed, torch.zeros_like(alone_recomputed)).mean())
-        ax.plot(bandwidths / 1e9, with_tier2, color=f"C{index}", label=f"{name}, with tier 2")
-        ax.axhline(alone, color=f"C{index}", ls="--", lw=1, label=f"{name}, tier 1 alone")
+        ax.plot(bandwidths / 1e9, with_tier2, color=f"C{index}", label=label(f"{name}, with tier 2", f"{name}，有第 2 层级"))
+        ax.axhline(alone, color=f"C{index}", ls="--", lw=1, label=label(f"{name}, tier 1 alone", f"{name}，只有第 1 层级"))
         ax.axvline(model.break_even_bandwidth / 1e9, color=f"C{index}", ls=":", lw=1.5)
+        break_even[name] = model.break_even_bandwidth
+        pays[name] = {link: CostModel(kv_bytes, speed, prefill).offload_pays for link, speed in LINKS.items()}
         print(f"{name}: {kv_bytes // 1024} KiB per token, {prefill * 1e6:.1f} us of prefill per token, "
               f"break-even bandwidth {model.break_even_bandwidth / 1e9:.1f} GB/s; "
               + "; ".join(f"{link} ({speed / 1e9:g} GB/s): offloading "
@@ -2832,7 +2991,8 @@ else:
     ax.set_yscale("log")
     for link, speed in LINKS.items():
         ax.axvline(speed / 1e9, color="0.8", lw=6, alpha=0.5, zorder=0)
-        ax.text(speed / 1e9, ax.get_ylim()[1], link, rotation=90, va="top", ha="right", fontsize=8, color="0.35")
+        ax.text(speed / 1e9, ax.get_ylim()[1], label(link, LINKS_ZH.get(link, link)) if link in LINKS_ZH else link,
+                rotation=90, va="top", ha="right", fontsize=8, color="0.35")
     ax.set_xscale("log")
     ax.set_xlabel(label("host link bandwidth (GB/s)", "主机链路带宽（GB/s）"))
     ax.set_ylabel(label("mean modelled TTFT (ms)", "平均建模 TTFT（毫秒）"))
@@ -2840,6 +3000,10 @@ else:
     ax.grid(True, alpha=0.3)
     plt.tight_layout()
     plt.show()
+    gqa, mha = MODELS
+    claim(f"{gqa}'s break-even bandwidth is less than a quarter of {mha}'s", break_even[gqa] < break_even[mha] / 4)
+    claim(f"every listed link pays for {gqa}; the 100 Gb/s network does not pay for {mha}",
+          all(pays[gqa].values()) and not pays[mha]["100 Gb/s network"])
 
 # %% [markdown]
 # **Reading the plot.** In this model each host hit replaces $t_\text{prefill}$ by $t_\text{load} = b / B$ per token, so a
@@ -2847,71 +3011,86 @@ else:
 # it tier 2 lowers the TTFT, to the left it raises it, and an engine should then recompute instead of loading.
 # Grouped-query attention stores a quarter of the KV bytes per token of multi-head attention for about the same
 # compute, so Llama-3-8B's break-even bandwidth is less than a quarter of Llama-2-7B's (both printed): for it, even the
-# links slower than PCIe pay, while for Llama-2-7B a slow network link does not (the printed verdicts). A faster GPU
-# lowers $t_\text{prefill}$ and moves every break-even point to the right; longer prompts do not move it.
+# links slower than PCIe pay, while for Llama-2-7B a slow network link does not (the printed verdicts and the `check:`
+# lines). A faster GPU lowers $t_\text{prefill}$ and moves every break-even point to the right; longer prompts do not
+# move it.
 #
-# **如何解读这张图。** 在这个模型中，每次主机命中把每个 token 的 $t_\text{prefill}$ 换成 $t_\text{load} = b / B$，所以实线恰好在盈亏平衡带宽处
-# 与同色虚线相交，与命中数无关：在它右边，第 2 层级降低 TTFT；在它左边，第 2 层级反而提高 TTFT，此时引擎应当重新计算而不是加载。
-# 分组查询注意力每个 token 存储的 KV 字节只有多头注意力的四分之一，计算量却差不多，所以 Llama-3-8B 的盈亏平衡带宽不到 Llama-2-7B 的四分之一
-# （两者都已打印）：对前者，比 PCIe 慢的链路也划算；对后者，慢的网络链路就不划算（见打印的结论）。更快的 GPU 会降低 $t_\text{prefill}$，
-# 把每个盈亏平衡点向右移；更长的提示词则不会移动它。
+# **如何解读这张图。** 在这个模型中，每次主机命中把每个 token 的 $t_\text{prefill}$ 换成 $t_\text{load} = b / B$，所以不论命中多少，实线都恰好在盈亏平衡带宽处与同色虚线相交：在它右边，第 2 层级降低 TTFT；在它左边，第 2 层级反而提高 TTFT，这时引擎应当重新计算而不是加载。分组查询注意力每个 token 存储的 KV 字节只有多头注意力的四分之一，计算量却差不多，所以 Llama-3-8B 的盈亏平衡带宽不到 Llama-2-7B 的四分之一（两者都已打印）：对前者，比 PCIe 慢的链路也划算；对后者，慢的网络链路就不划算（见打印的结论和 `check:` 几行）。更快的 GPU 会降低 $t_\text{prefill}$，把每个盈亏平衡点往右移；更长的提示词则不会移动它。
 
 # %% [markdown]
 # ### Experiment 6: size your own two tiers | 实验 6：设计你自己的两个层级
 #
 # Pick the sizes, tier 2's policy, the admission threshold, the write policy and the link bandwidth. Each new
 # configuration replays the whole trace through your classes (about a second); the bars are the hit ratio of each tier,
-# the GiB moved each way, and the mean TTFT with tier 2 against tier 1 alone.
+# the GiB moved each way, and the mean TTFT with tier 2 against tier 1 alone. Without `ipywidgets`, or in a headless
+# run (`COURSE_AUTOGRADE=1`, as when grading), there are no controls: the cell draws the picture for tier 1 = 800,
+# tier 2 = 3,200 (ARC), no admission, write-back and 50 GB/s once, and says why.
 #
-# 选择两个层级的大小、第 2 层级的策略、准入阈值、写入方式和链路带宽。每个新配置都会把整条访问轨迹回放进你写的类（约一秒）；
-# 柱子依次是每个层级的命中率、两个方向上搬运的 GiB，以及有第 2 层级时与只有第 1 层级时的平均 TTFT。
+# 选择两个层级的大小、第 2 层级的策略、准入阈值、写入方式和链路带宽。每个新配置都会把整条访问轨迹回放进你写的类（约一秒）；三组柱子依次是每个层级的命中率、两个方向上搬运的 GiB，以及有第 2 层级与只有第 1 层级时的平均 TTFT。没有 `ipywidgets`，或者在无界面运行中（`COURSE_AUTOGRADE=1`，例如评分时），没有这些控件：单元只画一次第 1 层级 800 块、第 2 层级 3,200 块（ARC）、不做准入、回写、50 GB/s 的图，并说明原因。
 
 # %%
-import ipywidgets as widgets
-from IPython.display import display
-
-controls = {
-    "tier1": widgets.Dropdown(options=[400, 800, 1600], value=TIER1, description="tier 1"),
-    "tier2": widgets.Dropdown(options=[800, 1600, 3200, 6400, 12800], value=4 * TIER1, description="tier 2"),
-    "policy": widgets.Dropdown(options=["LRU", "ARC"], value="ARC", description="tier 2 policy"),
-    "threshold": widgets.Dropdown(options=[("none", None), ("2", 2), ("3", 3)], value=None, description="admission"),
-    "write": widgets.Dropdown(options=[("write-back", "write_back"), ("write-through", "write_through")],
-                              value="write_back", description="write"),
-    "gbps": widgets.FloatLogSlider(value=50, base=10, min=-0.5, max=2.5, step=0.05, description="GB/s",
-                                   continuous_update=False),
-}
-picture = widgets.Output()
+DEFAULTS = {"tier1": TIER1, "tier2": 4 * TIER1, "policy": "ARC", "threshold": None, "write": "write_back", "gbps": 50.0}
 
 
-def redraw(change=None):
-    v = {name: control.value for name, control in controls.items()}
+def draw_tiers(v):
+    """Replay one configuration (a dict like DEFAULTS) and draw its hit ratios, bytes moved and mean TTFT."""
     result = run(v["tier1"], v["tier2"], v["policy"], v["threshold"], v["write"])
-    with picture:
-        picture.clear_output(wait=True)
-        if result is None or COST is None:
-            print("Tasks 8.1-8.6 are needed for this experiment.")
-            return
-        cost = CostModel(KV_BYTES_PER_TOKEN, v["gbps"] * 1e9, PREFILL_SECONDS_PER_TOKEN)
-        recomputed_alone = result.recomputed_tokens + result.loaded_tokens
-        fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
-        axes[0].bar(["device", "host"], [100 * result.device_hit_ratio, 100 * result.host_hit_ratio], color=["C0", "C1"])
-        axes[0].set_ylabel(label("hit ratio (%)", "命中率（%）"))
-        axes[1].bar(["to host", "to device"], [result.bytes_to_host / GIB, result.bytes_to_device / GIB], color=["C2", "C3"])
-        axes[1].set_ylabel("GiB")
-        ttft = [mean_ttft_ms(result, cost), 1e3 * float(cost.ttft(recomputed_alone, torch.zeros_like(recomputed_alone)).mean())]
-        axes[2].bar(["with tier 2", "tier 1 alone"], ttft, color=["C1", "0.6"])
-        axes[2].set_ylabel(label("mean TTFT (ms)", "平均 TTFT（毫秒）"))
-        fig.suptitle(f"tier 1 = {v['tier1']}, tier 2 = {v['tier2']} ({v['policy']}), admission {v['threshold']}, "
-                     f"{v['write']}, {v['gbps']:.1f} GB/s: offloading {'pays' if cost.offload_pays else 'does not pay'}")
-        plt.tight_layout()
-        plt.show()
+    if result is None or COST is None:
+        print("Tasks 8.1-8.6 are needed for this experiment.")
+        return
+    cost = CostModel(KV_BYTES_PER_TOKEN, v["gbps"] * 1e9, PREFILL_SECONDS_PER_TOKEN)
+    recomputed_alone = result.recomputed_tokens + result.loaded_tokens
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    axes[0].bar([label("device", "显存"), label("host", "主机")], [100 * result.device_hit_ratio, 100 * result.host_hit_ratio],
+                color=["C0", "C1"])
+    axes[0].set_ylabel(label("hit ratio (%)", "命中率（%）"))
+    axes[1].bar([label("to host", "到主机"), label("to device", "到显存")],
+                [result.bytes_to_host / GIB, result.bytes_to_device / GIB], color=["C2", "C3"])
+    axes[1].set_ylabel(label("GiB moved", "搬运的 GiB"))
+    ttft = [mean_ttft_ms(result, cost), 1e3 * float(cost.ttft(recomputed_alone, torch.zeros_like(recomputed_alone)).mean())]
+    axes[2].bar([label("with tier 2", "有第 2 层级"), label("tier 1 alone", "只有第 1 层级")], ttft, color=["C1", "0.6"])
+    axes[2].set_ylabel(label("mean TTFT (ms)", "平均 TTFT（毫秒）"))
+    verdict = label("offloading pays", "卸载划算") if cost.offload_pays else label("offloading does not pay", "卸载不划算")
+    fig.suptitle(f"tier 1 = {v['tier1']}, tier 2 = {v['tier2']} ({v['policy']}), admission {v['threshold']}, "
+                 f"{v['write']}, {v['gbps']:.1f} GB/s: {verdict}")
+    plt.tight_layout()
+    plt.show()
 
 
-for control in controls.values():
-    control.observe(redraw, names="value")
-redraw()
-display(widgets.VBox([widgets.HBox([controls["tier1"], controls["tier2"], controls["policy"]]),
-                      widgets.HBox([controls["threshold"], controls["write"], controls["gbps"]]), picture]))
+try:
+    import ipywidgets as widgets
+    from IPython.display import display
+except ImportError:
+    widgets = None
+if widgets is None or in_autograder():
+    why = "ipywidgets is not installed" if widgets is None else "a headless run (COURSE_AUTOGRADE=1) shows no widget"
+    print(f"{why}, so there are no controls: the picture is for tier 1 = {TIER1}, tier 2 = {4 * TIER1} (ARC), "
+          "no admission, write-back, 50 GB/s.")
+    draw_tiers(DEFAULTS)
+else:
+    controls = {
+        "tier1": widgets.Dropdown(options=[400, 800, 1600], value=DEFAULTS["tier1"], description="tier 1"),
+        "tier2": widgets.Dropdown(options=[800, 1600, 3200, 6400, 12800], value=DEFAULTS["tier2"], description="tier 2"),
+        "policy": widgets.Dropdown(options=["LRU", "ARC"], value=DEFAULTS["policy"], description="tier 2 policy"),
+        "threshold": widgets.Dropdown(options=[("none", None), ("2", 2), ("3", 3)], value=DEFAULTS["threshold"],
+                                      description="admission"),
+        "write": widgets.Dropdown(options=[("write-back", "write_back"), ("write-through", "write_through")],
+                                  value=DEFAULTS["write"], description="write"),
+        "gbps": widgets.FloatLogSlider(value=DEFAULTS["gbps"], base=10, min=-0.5, max=2.5, step=0.05,
+                                       description="GB/s", continuous_update=False),
+    }
+    picture = widgets.Output()
+
+    def redraw(change=None):
+        with picture:
+            picture.clear_output(wait=True)
+            draw_tiers({name: control.value for name, control in controls.items()})
+
+    for control in controls.values():
+        control.observe(redraw, names="value")
+    redraw()
+    display(widgets.VBox([widgets.HBox([controls["tier1"], controls["tier2"], controls["policy"]]),
+                          widgets.HBox([controls["threshold"], controls["write"], controls["gbps"]]), picture]))
 
 # %% [markdown]
 # ## What production systems chose | 生产系统的选择
@@ -2942,25 +3121,13 @@ display(widgets.VBox([widgets.HBox([controls["tier1"], controls["tier2"], contro
 # and bound the lower tier with LRU-like eviction; vLLM adds ARC and `store_threshold`, SGLang its selective
 # write-through, because most blocks are never used twice (Experiments 2 and 4).
 #
-# - **vLLM**（`vllm/v1/kv_offload/`，即 `OffloadingConnector`）。计算完成的 GPU 块在产生时就被异步复制到锁页的 CPU 内存中（DMA 与计算重叠）：
-#   按本 notebook 的说法就是直写，这样从 GPU 驱逐时永远不必等待复制。GPU 前缀缓存未命中时，再到 CPU 层级中查找并加载回来。CPU 层级的管理器是可插拔的，
-#   `eviction_policy` 可选 `"lru"` 或 `"arc"`。它的 ARC 保存 $T_1$、$T_2$、$B_1$、$B_2$ 和一个整数目标值，但简化了论文：重新存入的块总是进入
-#   $T_1$；当 $|T_1| \ge$ 目标值时从 $T_1$ 中选受害者；正在使用（引用计数为正）的块被跳过；每个幽灵列表的长度以容量为界。一个复用过滤器
-#   （`FilterReusedOffloadingManager`，`store_threshold`，一张默认 `max_tracker_size` = 64,000 条目的 LRU 表）只存储出现次数达到阈值的块：
-#   这就是任务 8.3。
-# - **SGLang HiCache**（`--enable-hierarchical-cache`）。GPU 显存是 L1，主机内存是 L2（`--hicache-ratio` 或 `--hicache-size`），
-#   分布式存储是 L3（Mooncake、3FS、NIXL 等）。`--hicache-write-policy` 可选 `write_through`（基数树节点第一次命中就备份到主机，阈值为 1）、
-#   `write_through_selective`（阈值为 2：即本 notebook 的准入过滤器）或 `write_back`（只在节点从 GPU 驱逐时才复制到主机，驱逐因此要等待）。
+# - **vLLM**（`vllm/v1/kv_offload/`，即 `OffloadingConnector`）。计算完成的 GPU 块在产生时就被异步复制到锁页的 CPU 内存中（DMA 与计算重叠）：按本 notebook 的说法就是直写，这样从 GPU 驱逐时永远不必等待复制。GPU 前缀缓存未命中时，再到 CPU 层级中查找并加载回来。CPU 层级的管理器是可插拔的，`eviction_policy` 可选 `"lru"` 或 `"arc"`。它的 ARC 保存 $T_1$、$T_2$、$B_1$、$B_2$ 和一个整数目标值，但简化了论文：重新存入的块总是进入 $T_1$；当 $|T_1| \ge$ 目标值时从 $T_1$ 中选受害者；正在使用（引用计数为正）的块被跳过；每个幽灵列表的长度以容量为界。一个复用过滤器（`FilterReusedOffloadingManager`，`store_threshold`，一张默认 `max_tracker_size` = 64,000 条目的 LRU 表）只存储出现次数达到阈值的块：这就是任务 8.3。
+# - **SGLang HiCache**（`--enable-hierarchical-cache`）。GPU 显存是 L1，主机内存是 L2（`--hicache-ratio` 或 `--hicache-size`），分布式存储是 L3（Mooncake、3FS、NIXL 等）。`--hicache-write-policy` 可选 `write_through`（基数树节点第一次命中就备份到主机，阈值为 1）、`write_through_selective`（阈值为 2：即本 notebook 的准入过滤器）或 `write_back`（只在节点从 GPU 驱逐时才复制到主机，驱逐因此要等待）。
 #   主机内存的驱逐只丢弃 GPU 上已经没有的节点。
-# - **LMCache** 把每个预填充过的块（默认 256 个 token）的 KV 缓存存入它的 CPU 后端，也可以存到本地磁盘、Redis 或 Mooncake，
-#   使任何一个引擎实例都能加载它而不必重新计算（"预填充一次，到处复用"）：这是直写。CPU 后端的大小有上限（`max_local_cpu_size`），
-#   驱逐策略 `cache_policy` 可插拔（默认 LRU；还有 LFU、FIFO、MRU）。
-# - **Mooncake Store**（Kimi 的推理服务平台，FAST 2025）把一个集群的 DRAM 和 SSD 汇集成一个分布式 KV 缓存：以哈希为键、对不可变对象做
-#   Put/Get/Remove，热点对象有多个副本，保证最终一致性。它的设计把缓存策略（驱逐、准入）留给上层引擎，所以 vLLM、SGLang 和 LMCache
-#   各自带着自己的策略。
+# - **LMCache** 把每个预填充过的块（默认 256 个 token）的 KV 缓存存入它的 CPU 后端，也可以存到本地磁盘、Redis 或 Mooncake，使任何一个引擎实例都能加载它而不必重新计算（“预填充一次，到处复用”）：这是直写。CPU 后端的大小有上限（`max_local_cpu_size`），驱逐策略 `cache_policy` 可插拔（默认 LRU；还有 LFU、FIFO、MRU）。
+# - **Mooncake Store**（Kimi 的推理服务平台，FAST 2025）把一个集群的 DRAM 和 SSD 汇集成一个分布式 KV 缓存：以哈希为键、对不可变对象做 Put/Get/Remove，热点对象有多个副本，保证最终一致性。它的设计把缓存策略（驱逐、准入）留给上层引擎，所以 vLLM、SGLang 和 LMCache 各自带着自己的策略。
 #
-# 这些引擎都提前复制（直写，或带复用阈值的直写），使从 GPU 驱逐不花时间，并用类似 LRU 的驱逐限制下层的大小；vLLM 又加入了 ARC 和
-# `store_threshold`，SGLang 加入了选择性直写，因为大多数块从来不会被使用两次（实验 2 和实验 4）。
+# 这些引擎都提前复制（直写，或带复用阈值的直写），使从 GPU 驱逐不花时间，并用类似 LRU 的驱逐限制下层的大小；vLLM 又加入了 ARC 和 `store_threshold`，SGLang 加入了选择性直写，因为大多数块从来不会被使用两次（实验 2 和实验 4）。
 
 # %% [markdown]
 # ## Summary | 小结
@@ -2970,8 +3137,7 @@ display(widgets.VBox([widgets.HBox([controls["tier1"], controls["tier2"], contro
 # misses it can hold, not how clever the small tier's eviction is, and an admission filter keeps it for blocks that
 # come back.
 #
-# **一句话记住：** 第二个更大的层级把未命中变成每个 token 代价为 $b/B$ 而不是 $t_\text{prefill}$ 的加载，当且仅当链路快于
-# $B^\ast = b/t_\text{prefill}$ 时才划算；决定它价值的是它能容纳多少未命中，而不是小层级的驱逐有多聪明；准入过滤器则把它留给会再次出现的块。
+# **一句话记住：** 第二个更大的层级把未命中变成每个 token 代价为 $b/B$ 而不是 $t_\text{prefill}$ 的加载，当且仅当链路快于 $B^\ast = b/t_\text{prefill}$ 时才划算；决定它价值的是它能容纳多少未命中，而不是小层级的驱逐有多聪明；准入过滤器则把它留给会再次出现的块。
 #
 # ## Prerequisites and further reading | 前置与相关阅读
 #

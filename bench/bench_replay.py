@@ -42,26 +42,19 @@ def best_time(function, repeats: int):
     return best_wall, max(best_cpu, 1e-9), result
 
 
-def main() -> None:
-    """Parse the arguments, run every measurement once, and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", default=str(DEFAULT_TRACE), help="Mooncake-format JSONL trace")
-    parser.add_argument("--capacity", type=int, default=None,
-                        help="cache capacity in blocks (default: 20%% of the distinct blocks)")
-    args = parser.parse_args()
-
-    if Path(args.trace).exists():
-        trace = traces.load_mooncake(args.trace)
-        print(f"trace: {Path(args.trace).resolve()} ({len(trace)} requests)")
+def load_trace(path: str) -> list:
+    """Return the Mooncake-format trace at ``path``, or Mooncake's published one (or its stand-in)."""
+    if Path(path).exists():
+        trace = traces.load_mooncake(path)
+        print(f"trace: {Path(path).resolve()} ({len(trace)} requests)")
     else:
         trace, description = traces.mooncake_or_synthetic()
-        print(f"trace: {args.trace} not found; using {description}")
-    flat = traces.flatten(trace)
-    references, distinct = flat.shape[0], np.unique(flat).shape[0]
-    capacity = args.capacity or max(1, distinct // 5)
-    print(f"{references} block references, {distinct} distinct blocks, "
-          f"capacity {capacity} blocks\n")
+        print(f"trace: {path} not found; using {description}")
+    return trace
 
+
+def policy_table(trace: list, capacity: int, references: int) -> None:
+    """Time every policy at ``capacity`` and print references per second and hits, ours next to libCacheSim's."""
     rows = []
     for label, policy, repeats in (
         ("ours LRU", "lru", 5), ("ours LFU", "lfu", 3), ("ours FIFO", "fifo", 3),
@@ -83,6 +76,9 @@ def main() -> None:
         print(f"{label:34} {references / wall:12,.0f} {references / cpu:12,.0f} "
               f"{result.hits:8d} {result.hit_ratio:9.4f}  {check}")
 
+
+def curve_against_replays(trace: list, distinct: int) -> None:
+    """Time the one-pass LRU curve at 20 capacities against 20 separate LRU replays; print both."""
     capacities = sorted({int(c) for c in np.geomspace(max(1, distinct // 200), distinct, 20)})
     curve_seconds, curve_cpu, curve = best_time(
         lambda: R.lru_hit_ratio_curve(trace, capacities), 3)
@@ -102,6 +98,24 @@ def main() -> None:
     print(f"  speed-up: {separate_seconds / curve_seconds:.1f}x wall, "
           f"{separate_cpu / curve_cpu:.1f}x CPU; hits and prefix hits "
           f"{'identical' if equal else 'DIFFERENT'}")
+
+
+def main() -> None:
+    """Parse the arguments, run every measurement once, and print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace", default=str(DEFAULT_TRACE), help="Mooncake-format JSONL trace")
+    parser.add_argument("--capacity", type=int, default=None,
+                        help="cache capacity in blocks (default: 20%% of the distinct blocks)")
+    args = parser.parse_args()
+
+    trace = load_trace(args.trace)
+    flat = traces.flatten(trace)
+    references, distinct = flat.shape[0], np.unique(flat).shape[0]
+    capacity = args.capacity or max(1, distinct // 5)
+    print(f"{references} block references, {distinct} distinct blocks, "
+          f"capacity {capacity} blocks\n")
+    policy_table(trace, capacity, references)
+    curve_against_replays(trace, distinct)
 
 
 if __name__ == "__main__":

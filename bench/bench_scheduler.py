@@ -21,7 +21,6 @@ the machine. About 1 minute on 2 CPU cores with the default sizes.
 from __future__ import annotations
 
 import argparse
-import heapq
 import os
 import sys
 import time
@@ -29,9 +28,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # rescoring_sim, the heap simulator the property test checks against
 os.environ.setdefault("COURSE_AUTOGRADE", "1")  # no progress bars or installs from the setup cell
 
 import torch  # noqa: E402
+from rescoring_sim import make_rescoring_sim  # noqa: E402
 
 from grading.harness import NotebookHarness  # noqa: E402
 
@@ -45,18 +46,7 @@ def load_classes() -> tuple[type, type, type]:
 
 
 CacheEntry, KVCacheSchedulerSim, TensorKVCacheScheduler = load_classes()
-
-
-class RescoringSim(KVCacheSchedulerSim):
-    """The heap simulator, rescoring every entry and rebuilding the heap before it evicts."""
-
-    def _evict_until_fit(self, needed):
-        if self.entries and self.current_bytes + needed > self.capacity_bytes:
-            for entry in self.entries.values():
-                entry.priority = self._score(entry.hits, entry.bytes, entry.last_used)
-            self.queue = [(e.priority, e.last_used, e.prefix) for e in self.entries.values()]
-            heapq.heapify(self.queue)
-        super()._evict_until_fit(needed)
+RescoringSim = make_rescoring_sim(KVCacheSchedulerSim)
 
 
 def full_heap(cls: type, n: int):
@@ -74,7 +64,7 @@ def full_tensor(n: int, device: torch.device, rescore: bool):
     sched = TensorKVCacheScheduler(n, n, device=device, rescore=rescore)
     names = [f"p{i}" for i in range(n)]
     sched.slots = dict(zip(names, range(n)))
-    sched._prefix_at = names
+    sched.prefix_of = names
     sched.hits.fill_(1)
     sched.bytes.fill_(1)
     sched.last_used.copy_(torch.arange(1, n + 1, device=device))

@@ -43,6 +43,38 @@ def best_time(function, repeats: int, synchronize=None) -> tuple[float, object]:
     return best, result
 
 
+def measure(n: int, names: dict, device: torch.device, bandwidth_gbs: float) -> None:
+    """Time one LRU and one LFU victim choice among ``n`` random sequences, dict against tensor; print both."""
+    sequence_class, lru, lfu = names["SequenceKVCache"], names["LRUPolicy"](), names["LFUPolicy"]()
+    lru_t, lfu_t = names["lru_victim_t"], names["lfu_victim_t"]
+    sync = torch.cuda.synchronize if device.type == "cuda" else None
+    rng = random.Random(n)
+    ids = [f"seq{i:08d}" for i in range(n)]
+    steps = [rng.randrange(10 * n) for _ in range(n)]
+    counts = [rng.randrange(1, 50) for _ in range(n)]
+    sequences = {seq_id: sequence_class(seq_id, [], 16, step, count)
+                 for seq_id, step, count in zip(ids, steps, counts)}
+    step_t = torch.tensor(steps, dtype=torch.int64, device=device)
+    count_t = torch.tensor(counts, dtype=torch.int64, device=device)
+    evictable = torch.ones(n, dtype=torch.bool, device=device)
+    repeats = 3 if n >= 1_000_000 else 10
+    for name, policy, tensor_call in (
+        ("LRU", lru, lambda: lru_t(step_t, evictable)),
+        ("LFU", lfu, lambda: lfu_t(count_t, step_t, evictable)),
+    ):
+        dict_s, dict_victim = best_time(lambda policy=policy: policy.select_victim(sequences), repeats)
+        tensor_call()  # warm-up
+        tensor_s, index = best_time(tensor_call, repeats * 3, sync)
+        same = ids[index] == dict_victim
+        print(f"{n:>10,}  {name:>6}  {dict_s * 1e3:>8.2f}ms  {tensor_s * 1e3:>8.3f}ms  "
+              f"{dict_s / tensor_s:>14.0f}x  {same}")
+        if device.type == "cuda":
+            bytes_read = n * (8 if name == "LRU" else 16) + n
+            bound_us = bytes_read / (bandwidth_gbs * 1e9) * 1e6
+            print(f"{'':>10}  {'':>6}  {tensor_s * 1e6:.1f} us per eviction; reading the keys once takes "
+                  f"{bound_us:.2f} us at {bandwidth_gbs:g} GB/s")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 100_000, 1_000_000])
@@ -54,38 +86,10 @@ def main(argv: list[str]) -> int:
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     names = NotebookHarness(NOTEBOOK).base
-    sequence_class, lru, lfu = names["SequenceKVCache"], names["LRUPolicy"](), names["LFUPolicy"]()
-    lru_t, lfu_t = names["lru_victim_t"], names["lfu_victim_t"]
-    sync = torch.cuda.synchronize if device.type == "cuda" else None
     print(f"victim selection, dict (notebook 03 LRUPolicy/LFUPolicy) vs tensor (lru_victim_t/lfu_victim_t) on {device}")
     print(f"{'sequences':>10}  {'policy':>6}  {'dict':>10}  {'tensor':>10}  {'tensor speed-up':>15}  same victim")
     for n in args.sizes:
-        rng = random.Random(n)
-        ids = [f"seq{i:08d}" for i in range(n)]
-        steps = [rng.randrange(10 * n) for _ in range(n)]
-        counts = [rng.randrange(1, 50) for _ in range(n)]
-        sequences = {seq_id: sequence_class(seq_id, [], 16, step, count)
-                     for seq_id, step, count in zip(ids, steps, counts)}
-        step_t = torch.tensor(steps, dtype=torch.int64, device=device)
-        count_t = torch.tensor(counts, dtype=torch.int64, device=device)
-        evictable = torch.ones(n, dtype=torch.bool, device=device)
-        repeats = 3 if n >= 1_000_000 else 10
-        for name, policy, tensor_call in (
-            ("LRU", lru, lambda step_t=step_t, evictable=evictable: lru_t(step_t, evictable)),
-            ("LFU", lfu, lambda count_t=count_t, step_t=step_t, evictable=evictable: lfu_t(count_t, step_t, evictable)),
-        ):
-            dict_s, dict_victim = best_time(lambda policy=policy, sequences=sequences: policy.select_victim(sequences),
-                                            repeats)
-            tensor_call()  # warm-up
-            tensor_s, index = best_time(tensor_call, repeats * 3, sync)
-            same = ids[index] == dict_victim
-            print(f"{n:>10,}  {name:>6}  {dict_s * 1e3:>8.2f}ms  {tensor_s * 1e3:>8.3f}ms  "
-                  f"{dict_s / tensor_s:>14.0f}x  {same}")
-            if device.type == "cuda":
-                bytes_read = n * (8 if name == "LRU" else 16) + n
-                bound_us = bytes_read / (args.bandwidth_gbs * 1e9) * 1e6
-                print(f"{'':>10}  {'':>6}  {tensor_s * 1e6:.1f} us per eviction; reading the keys once takes "
-                      f"{bound_us:.2f} us at {args.bandwidth_gbs:g} GB/s")
+        measure(n, names, device, args.bandwidth_gbs)
     return 0
 
 

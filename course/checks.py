@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 _PLAIN_SCALARS = (bool, int, float, str, type(None))
 
@@ -167,53 +168,46 @@ def assert_raises(exception: type[BaseException], call: str, function: Any, *arg
     raise AssertionError(f"{call} raised nothing; expected {exception.__name__}")
 
 
-class _CountingTensor(torch.Tensor):
-    """A tensor that counts every torch operation applied to it (see `count_torch_calls`)."""
-
-    calls = 0
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):  # type: ignore[override]
-        _CountingTensor.calls += 1
-        return super().__torch_function__(func, types, args, kwargs or {})
+# The counting modes active now, innermost last. When grading, the judge (grading/judge/) adds to them the
+# torch operations that the student's code made in its own process meanwhile.
+COUNTING: list = []
 
 
-def _wrap(value: Any) -> Any:
-    if type(value) is torch.Tensor:
-        return value.as_subclass(_CountingTensor)
-    if isinstance(value, list):
-        return [_wrap(item) for item in value]
-    if isinstance(value, tuple):
-        return tuple(_wrap(item) for item in value)
-    return value
+class _CountingMode(TorchFunctionMode):
+    """Counts every torch function and tensor method called while it is active (see `count_torch_calls`)."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
 
-def _unwrap(value: Any) -> Any:
-    if isinstance(value, _CountingTensor):
-        return value.as_subclass(torch.Tensor)
-    if isinstance(value, list):
-        return [_unwrap(item) for item in value]
-    if isinstance(value, tuple):
-        return tuple(_unwrap(item) for item in value)
-    return value
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
 
 
 def count_torch_calls(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, int]:
-    """Call ``function`` and count the torch operations it applies to its tensor arguments.
+    """Call ``function`` and count the torch operations it makes.
 
-    Tensor arguments (also inside lists and tuples) are passed as a counting subclass of
-    ``torch.Tensor``; tensors in the result are turned back into plain tensors. A vectorized
-    function makes a handful of operations whatever the size of its input; a Python loop over the
-    entries makes at least one per entry.
+    The arguments are passed as they are (plain tensors stay plain ``torch.Tensor`` objects, so a
+    function may check ``type(x) is torch.Tensor``); a torch function mode counts every torch
+    function and tensor method called meanwhile. A vectorized function makes a handful of
+    operations whatever the size of its input; a Python loop over the entries makes at least one
+    per entry.
 
     Returns:
         ``(result, number_of_torch_operations)``.
     """
-    wrapped_args = [_wrap(arg) for arg in args]
-    wrapped_kwargs = {name: _wrap(arg) for name, arg in kwargs.items()}
-    _CountingTensor.calls = 0
-    result = function(*wrapped_args, **wrapped_kwargs)
-    return _unwrap(result), _CountingTensor.calls
+    # When grading, a student's function lives in another process (grading/judge/): that process counts.
+    counted_elsewhere = getattr(type(function), "judge_count_torch_calls", None)
+    if counted_elsewhere is not None:
+        return counted_elsewhere(function, *args, **kwargs)
+    with _CountingMode() as mode:
+        COUNTING.append(mode)
+        try:
+            result = function(*args, **kwargs)
+        finally:
+            COUNTING.remove(mode)
+    return result, mode.calls
 
 
 def assert_no_python_loop(function: Any, small_args: tuple, large_args: tuple, call: str,

@@ -1,6 +1,6 @@
-"""Plots and summary numbers for the hit ratio experiments, and bilingual plot labels.
+"""Plots and summary numbers for the hit ratio experiments, bilingual plot labels, and checked claims.
 
-Used in notebooks 03, 04, 05 and 06 (`label` in every notebook's plots).
+Used in notebooks 03, 04, 05 and 06 (`label` in every notebook's plots, `claim` in notebooks 07 and 08).
 """
 
 from __future__ import annotations
@@ -9,13 +9,20 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["cjk_font", "gap_closed", "label", "plot_hit_ratio_curves"]
+__all__ = ["CLAIM_PREFIX", "cjk_font", "claim", "gap_closed", "label", "plot_hit_ratio_curves"]
+
+# The start of the line that ``claim`` prints; tests/test_notebooks_run.py requires every such line to end in True.
+CLAIM_PREFIX = "check: "
 
 # Font families that carry Chinese glyphs, in order of preference (Noto: Debian's fonts-noto-cjk;
 # the others ship with Windows, macOS or common Linux desktops; Colab has none of them).
 _CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Serif CJK SC", "Source Han Sans SC", "WenQuanYi Zen Hei",
                  "WenQuanYi Micro Hei", "Microsoft YaHei", "SimHei", "PingFang SC", "Heiti SC")
 _cjk_font: list[str | None] = []  # Found once, then remembered.
+# Said once per notebook cell (its IPython execution count; 0 outside IPython) when labels fall back to English.
+_ENGLISH_ONLY_NOTE = ("(Plot labels in English only: no font with Chinese glyphs is installed here. "
+                      "图中标签只有英文：这里没有安装含中文字形的字体。)")
+_noted_cells: set[int] = set()
 
 
 def cjk_font() -> str | None:
@@ -37,14 +44,44 @@ def label(english: str, chinese: str) -> str:
     """A plot label: ``"English / 中文"`` where a font with Chinese glyphs is installed, else the English.
 
     Matplotlib draws Chinese as empty boxes without such a font (Colab has none), so the Chinese is
-    added only where it renders.
+    added only where it renders; the first English-only label of a notebook cell prints a line that says so.
 
     Raises:
         TypeError: when either argument is not a str.
     """
     if type(english) is not str or type(chinese) is not str:
         raise TypeError("label(english, chinese) takes two strings")
-    return f"{english} / {chinese}" if chinese and cjk_font() else english
+    if not chinese:
+        return english
+    if cjk_font():
+        return f"{english} / {chinese}"
+    cell = _cell_number()
+    if cell not in _noted_cells:
+        _noted_cells.add(cell)
+        print(_ENGLISH_ONLY_NOTE)
+    return english
+
+
+def _cell_number() -> int:
+    """The execution count of the notebook cell that runs now, or 0 outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return 0
+    shell = get_ipython()
+    return int(getattr(shell, "execution_count", 0) or 0) if shell is not None else 0
+
+
+def claim(text: str, holds: object) -> None:
+    """Print a claim that the prose under an experiment makes, and whether this run's numbers bear it out:
+    ``check: <text>: True``. The notebooks' headless test run fails on a ``False``. Used in notebooks 07 and 08.
+
+    Raises:
+        TypeError: when ``text`` is not a str.
+    """
+    if type(text) is not str:
+        raise TypeError("claim(text, holds) takes the claim as a str")
+    print(f"{CLAIM_PREFIX}{text}: {bool(holds)}")
 
 
 def _check_curve(name: str, curve: object) -> list[tuple[int, float]]:
@@ -66,14 +103,15 @@ def _check_curve(name: str, curve: object) -> list[tuple[int, float]]:
 def plot_hit_ratio_curves(
     curves: Mapping[str, Mapping[int, float]],
     belady: Mapping[int, float] | None = None,
-    title: str = "Hit ratio vs cache size",
+    title: str | None = None,
     ax: Any = None,
 ) -> Any:
     """Plot hit ratio (y, in %) against cache capacity in blocks (x), one line per policy.
 
     ``curves`` maps a policy name to {capacity: hit ratio in [0, 1]}. ``belady``, when given, is
-    drawn as a dashed black line labelled as the optimal ceiling. Draws on ``ax`` or on a new
-    figure, and returns the matplotlib Axes. Raises TypeError or ValueError for malformed curves.
+    drawn as a dashed black line labelled as the optimal ceiling. ``title`` defaults to "Hit ratio vs cache
+    size" (bilingual where Chinese renders, as are the axis labels). Draws on ``ax`` or on a new figure, and
+    returns the matplotlib Axes. Raises TypeError or ValueError for malformed curves.
     Used in notebooks 03-06.
     """
     import matplotlib.pyplot as plt
@@ -92,11 +130,11 @@ def plot_hit_ratio_curves(
     if belady is not None:
         capacities, ratios = zip(*ceiling)
         ax.plot(capacities, [100.0 * r for r in ratios], linestyle="--", color="black",
-                label="Belady MIN (optimal ceiling)")
-    ax.set_xlabel("cache capacity (blocks)")
-    ax.set_ylabel("hit ratio (%)")
+                label=label("Belady MIN (optimal ceiling)", "Belady MIN（最优上限）"))
+    ax.set_xlabel(label("cache capacity (blocks)", "缓存容量（块）"))
+    ax.set_ylabel(label("hit ratio (%)", "命中率（%）"))
     ax.set_ylim(0, 100)
-    ax.set_title(title)
+    ax.set_title(label("Hit ratio vs cache size", "命中率随缓存大小的变化") if title is None else title)
     ax.grid(True, alpha=0.3)
     if checked or belady is not None:
         ax.legend(loc="lower right")

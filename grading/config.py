@@ -23,14 +23,24 @@ def colab_url(assignment: str) -> str:
             f"release/{assignment}/{assignment}.ipynb")
 
 
+def modelscope_url(assignment: str) -> str:
+    """Return the address that opens an assignment's release notebook in a ModelScope notebook instance.
+
+    The ModelScope badge carries it: ModelScope fetches the notebook from GitHub and opens it in the
+    visitor's own notebook instance (CPU or GPU).
+    """
+    return (f"https://modelscope.cn/notebook/share/github/{REPOSITORY}/blob/{BRANCH}/"
+            f"release/{assignment}/{assignment}.ipynb")
+
+
 RAW_HOST = "https://raw.githubusercontent.com"
 
 
 def raw_url(assignment: str) -> str:
     """Return the address of an assignment's release notebook file in the public repository.
 
-    The ModelScope badge carries it: ModelScope's notebooks are JupyterLab, whose
-    *File → Open from URL…* downloads and opens it.
+    Where the ModelScope link cannot be used, this address goes into *File → Open from URL…* of a
+    ModelScope instance's JupyterLab, which downloads and opens it.
     """
     return f"{RAW_HOST}/{REPOSITORY}/{BRANCH}/release/{assignment}/{assignment}.ipynb"
 

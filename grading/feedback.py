@@ -14,6 +14,13 @@ GenerateFeedback's preprocessors, before grading.sanitize):
   earlier cell's display) is replaced by a note.
 
 So no line of hidden test code reaches the student, whatever a cell prints.
+
+`FeedbackExporter` writes the HTML (nbgrader_config.py makes GenerateFeedback use it): nbconvert's
+HTMLExporter, with one template environment per grading process (its templates compile once, not
+once per notebook) and without HTMLExporter's second pass, which parses the whole page again with
+BeautifulSoup to add attributes that this page's (classic) template does not need. That pass was
+half of what writing feedback cost. The alternative text it added to images without one comes
+from the template instead (`image_alt`).
 """
 
 from __future__ import annotations
@@ -23,7 +30,10 @@ import html
 import json
 import re
 
+from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.exporters.exporter import ResourcesDict
+from nbconvert.filters import Highlight2HTML, get_metadata
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbformat.notebooknode import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -131,3 +141,46 @@ def highlight_code(source: str, language: str | None = None, metadata: dict | No
     and highlighting is much of what writing feedback costs; nbgrader_config.py makes feedback use it.
     """
     return _highlighted(source, language, (metadata or {}).get("magics_language"))
+
+
+# What nbconvert's HTMLExporter writes for an image that has no alternative text.
+MISSING_ALT = "No description has been provided for this image"
+
+
+def image_alt(output: NotebookNode, key: str, mimetype: str | None = None):
+    """nbconvert's ``get_metadata`` filter, with a default alternative text for images.
+
+    The classic template asks for an image output's ``alt`` first, then for its cell's (without a
+    MIME type); when neither has one, the image gets `MISSING_ALT`.
+    """
+    value = get_metadata(output, key, mimetype)
+    if key == "alt" and mimetype is None and value is None:
+        return MISSING_ALT
+    return value
+
+
+class FeedbackExporter(HTMLExporter):
+    """The feedback page's exporter (see the module's docstring): one template environment per process."""
+
+    _environments: dict = {}
+
+    def default_filters(self):
+        yield from super().default_filters()
+        yield ("get_metadata", image_alt)
+
+    def _create_environment(self):
+        key = (tuple(self.template_paths), self.template_file, self.raw_template,
+               tuple(sorted((name, repr(value)) for name, value in self.filters.items())))
+        if key not in self._environments:
+            self._environments[key] = super()._create_environment()
+        return self._environments[key]
+
+    def from_notebook_node(self, nb: NotebookNode, resources: dict | None = None, **kw) -> tuple[str, dict]:
+        # HTMLExporter's filters for this notebook; then the template alone, without the second pass.
+        language = nb.metadata.get("language_info", {})
+        self.register_filter("highlight_code", self.filters.get("highlight_code") or Highlight2HTML(
+            pygments_lexer=language.get("pygments_lexer", language.get("name")), parent=self))
+        resources = self._init_resources(resources)
+        self.register_filter("filter_data_type", WidgetsDataTypeFilter(
+            notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+        return TemplateExporter.from_notebook_node(self, nb, resources, **kw)

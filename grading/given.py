@@ -5,7 +5,8 @@ fills it on every ``make notebooks``):
 
 - ``given: header``: the title, the badges, the difficulty/time/points/GPU lines and how to work,
   from the notebook's table in ``authoring/course.toml`` and the points of its test cells;
-- ``given: setup``: the setup cell, the same in every notebook;
+- ``given: setup``: the setup cell, the same in every notebook (plus Triton's lines where the catalogue
+  says ``triton = true``);
 - ``given: glossary``: the course's glossary, from its table in docs/AUTHORING.md (§7);
 - ``given: ["02_paged_kv_cache/task2_2_BlockAllocator", ...]``: read-only code made of those
   reference solutions of earlier notebooks (grading.reference), in that order.
@@ -21,7 +22,7 @@ from pathlib import Path
 import tomllib
 from nbformat.notebooknode import NotebookNode
 
-from grading.config import BRANCH, REPOSITORY, ROOT, colab_url, install_spec, raw_url
+from grading.config import BRANCH, REPOSITORY, ROOT, colab_url, install_spec, modelscope_url, raw_url
 from grading.reference import solution_cells, without_todos
 
 CATALOGUE = "authoring/course.toml"
@@ -60,7 +61,8 @@ def header(assignment: str, entry: dict, total_points: int) -> str:
         f"# {assignment[:2]}. {entry['title']} | {entry['title_zh']}",
         "",
         f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(assignment)})",
-        f"[![ModelScope](https://img.shields.io/badge/ModelScope-Open%20from%20URL-624aff)]({raw_url(assignment)})",
+        f"[![Open in ModelScope](https://img.shields.io/badge/ModelScope-Open%20in%20ModelScope-624aff)]"
+        f"({modelscope_url(assignment)})",
         f"[![GitHub](https://img.shields.io/badge/GitHub-release%2F{assignment}-black)]({release})",
         "",
         f"**Difficulty:** {stars} {level_en} · **Time:** about {entry['minutes']} minutes · "
@@ -69,22 +71,49 @@ def header(assignment: str, entry: dict, total_points: int) -> str:
         f"**难度：** {stars} {level_zh} · **用时：** 约 {entry['minutes']} 分钟 · **总分：** {total_points} · "
         f"**GPU：** {entry['gpu_zh']}",
         "",
-        "**ModelScope (魔搭):** in your notebook instance's JupyterLab, choose *File → Open from URL…* and",
-        "paste the ModelScope badge's link (this notebook's file in the course repository).",
-        "在魔搭 Notebook 的 JupyterLab 中选择 *File → Open from URL…*，粘贴 ModelScope 徽章的链接即可打开本 notebook。",
+        "**ModelScope (魔搭):** log in to ModelScope, then click the ModelScope badge: it opens this notebook from",
+        "GitHub in a notebook instance of yours (choose CPU or GPU). Where that link does not work, choose",
+        f"*File → Open from URL…* in the instance's JupyterLab and paste <{raw_url(assignment)}>.",
+        "先登录魔搭，再点击 ModelScope 徽章：魔搭会从 GitHub 取来本 notebook，在你自己的 Notebook 实例中打开"
+        "（可选 CPU 或 GPU）。",
+        f"如果这个链接打不开，在实例的 JupyterLab 中选择 *File → Open from URL…*，粘贴 <{raw_url(assignment)}>。",
         "",
         "How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of",
         "`# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests",
         "check more cases when your notebook is graded.",
         "",
-        "做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，",
+        # One line: a line break inside a Chinese sentence renders as a stray space.
+        "做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，"
         "然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。",
     ]
     return "\n".join(lines)
 
 
-def setup() -> str:
-    """The setup cell: install the helper package when missing, pick the device, seed, report."""
+# Appended to the setup cell of a notebook whose catalogue table says ``triton = true``.
+TRITON_SETUP = '''
+
+# Triton: without a CUDA device its interpreter runs the kernels on the CPU, through numpy (correct results,
+# meaningless times); TRITON_INTERPRET must be set before triton is imported. Triton installs on Linux only:
+# on macOS, or Windows without WSL, open this notebook in Colab or on a Linux machine.
+if not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"
+if importlib.util.find_spec("triton") is None:
+    if not sys.platform.startswith("linux"):
+        raise RuntimeError("Triton installs on Linux only: open this notebook in Colab or on Linux (WSL on Windows). "
+                           "Triton 只能安装在 Linux 上：请在 Colab 或 Linux（Windows 上用 WSL）中打开本 notebook。")
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", "triton"])
+import triton
+
+print(f"triton {triton.__version__}: " + ("kernels compile for the GPU" if torch.cuda.is_available() else
+      "no CUDA device, so TRITON_INTERPRET=1: kernels run in Triton's interpreter on the CPU"))'''
+
+
+def setup(triton: bool = False) -> str:
+    """The setup cell: install the helper package when missing, pick the device, seed, report.
+
+    With ``triton``, it then turns Triton's interpreter on where there is no CUDA device and installs
+    Triton when it is missing (Linux only; elsewhere it says to use Colab or Linux).
+    """
     return f'''# Setup: install the course's helper package when it is missing (Colab, ModelScope),
 # then pick the device and seed every random generator.
 import importlib.util
@@ -104,7 +133,7 @@ from course.env import pick_device, seed_everything, setup_summary
 DEVICE = pick_device()
 SEED = 0
 seed_everything(SEED)
-print(setup_summary(DEVICE, SEED))'''
+print(setup_summary(DEVICE, SEED))''' + (TRITON_SETUP if triton else "")
 
 
 def glossary(root: Path = ROOT) -> str:
@@ -183,7 +212,7 @@ def fill(assignment: str, notebook: NotebookNode, sources: dict[str, NotebookNod
                 raise ValueError(f"{assignment} has no table in {CATALOGUE}")
             text = header(assignment, entries[assignment], points(notebook))
         elif kind == "setup":
-            text = setup()
+            text = setup(bool(catalogue(root).get(assignment, {}).get("triton", False)))
         elif kind == "glossary":
             text = glossary(root)
         elif isinstance(kind, list):

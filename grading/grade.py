@@ -3,14 +3,18 @@
     python -m grading.grade FOLDER [--jobs N] [--shard K/N] [--output DIR] [--force]
                                    [--assignment ID ...] [--csv grades.csv] [--students mapping.csv]
                                    [--cell-timeout S] [--student-timeout S] [--memory-limit-gb G]
-                                   [--max-processes N] [--sandbox auto|on|off] [--no-feedback]
+                                   [--max-processes N] [--cpus-per-student C] [--max-notebook-mb M]
+                                   [--prepare-timeout S] [--sandbox auto|on|off] [--no-feedback]
 
-FOLDER may use nbgrader's layout (``FOLDER/<student>/<assignment>/<file>.ipynb``), or hold one
-folder per student (``FOLDER/<student>/<file>.ipynb``), or be flat with the student id before the
-assignment id in each file name (``FOLDER/alice_01_eviction_as_ranking.ipynb``) or given by a
-``--students`` CSV of ``file,student_id`` rows. File names as
-Colab and LMSs save them ("Copy of 01_eviction_as_ranking.ipynb", "01_eviction_as_ranking (1).ipynb")
-are recognized.
+FOLDER (or a .zip of one, read without extracting links: grading/zipped.py) may use nbgrader's
+layout (``FOLDER/<student>/<assignment>/<file>.ipynb``), or hold one folder per student
+(``FOLDER/<student>/<file>.ipynb``), or be flat with the student id before the assignment id in
+each file name (``FOLDER/alice_01_eviction_as_ranking.ipynb``) or given by a ``--students`` CSV of
+``file,student_id`` rows. File names as Colab and LMSs save them ("Copy of
+01_eviction_as_ranking.ipynb", "01_eviction_as_ranking (1).ipynb") are recognized
+(grading/collect.py). Submitted files are read, never followed: a notebook that is a link, a FIFO,
+a device or a hard link to another student's file is refused, naming it. Each notebook is read,
+repaired, placed and scanned in a process of its own with a wall-clock limit (grading/prepare.py).
 
 ``--jobs N`` students are graded at once (default: one per CPU core), each kernel with one
 torch/BLAS/OpenMP thread. Each job keeps one grading process (grading/worker.py) that runs nbgrader
@@ -23,17 +27,21 @@ were graded is skipped (by content hash), unless ``--force``.
 
 Every student's kernels run in a bubblewrap sandbox of their own (grading/sandbox.py: no network,
 no view of the course's files or of other students, a uid per student when the grader is root),
-with the memory and processes of the whole process tree limited by a cgroup (grading/limits.py).
-Test cells earn points only when their last line runs with the test helpers and the kernel's
-messaging intact (grading/guard.py), and code that tampers with grading is flagged for a manual
-look (grading/scan.py). Whatever one submission does or contains, the others are graded and the
-CSV is written: a failure becomes that submission's status, ``needs a manual look: <reason>``.
+forked by a warm process that imported their libraries once (grading/zygote.py), with the memory,
+processes and CPU of the whole process tree limited by a cgroup (grading/limits.py): every student
+gets an equal share of a busy machine, and a notebook that hits a time limit while its kernel
+waited for a CPU longer than it ran is graded again, alone. Every test cell runs in a judge process
+of the grader's against the student's kernel, which only answers its requests (grading/judge/), so
+the kernel cannot change a check or its outcome; the judge's CPU counts as the student's. Code
+that tampers with grading is flagged for a manual look (grading/scan.py). Whatever one submission
+does or contains, the others are graded, what the batch made is removed (grading/cleanup.py) and
+the CSV is written: a failure becomes that submission's status, ``needs a manual look: <reason>``.
+Students whose solutions are the same are flagged at the merge (grading/copies.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
 import json
 import os
@@ -51,205 +59,23 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-import nbformat
-
+from grading import cache, sandbox
 from grading import limits as cgroup_limits
-from grading import sandbox
+from grading.cleanup import attempt, remove_tree
+from grading.collect import Submission, collect, file_digest, read_mapping
+from grading.collect import describe as _describe
 from grading.config import ASSIGNMENTS, ROOT
 from grading.merge import RESULTS, SHARDS, copy_students, merge, newest_records, read_results, rows_of, write_results
 from grading.nbgrader_cli import tools_on_path
-from grading.repair import repair, restore_metadata
+from grading.prepare import PREPARE_LIMIT_S, place
 from grading.report import Scores, format_table
-from grading.sanitize import markdown_findings
-from grading.scan import scan
+from grading.zipped import submissions_folder
 
-# Checked with fullmatch: "$" would also accept a trailing newline, which nbgrader strips.
-_STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+__all__ = ["GradingOptions", "Submission", "collect", "grade", "grade_folder", "main", "place", "read_mapping"]
+
 # Every kernel computes with one thread, so that --jobs N kernels share N cores without fighting.
 ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                      "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS")}
-
-
-@dataclass
-class Submission:
-    """One notebook found in the folder, and what the collector made of it."""
-
-    student: str
-    assignment: str
-    path: Path
-    notes: list[str]
-    repaired: bool = False
-    needs_manual_look: bool = False
-    failure: str | None = None  # Why it cannot be graded at all (its status), when it cannot.
-    # Other files of the same student and assignment: when there are any, none of them is graded.
-    rivals: list[Path] | None = None
-
-
-def _assignment_in(name: str, assignments: list[str]) -> tuple[str | None, str]:
-    """Find the assignment id in a file name; return it and the text before it."""
-    stem = name[:-len(".ipynb")] if name.endswith(".ipynb") else name
-    stem = re.sub(r"^(Copy of |副本\s*)+", "", stem).strip()
-    stem = re.sub(r"(\s*\(\d+\)|\s*-\s*Copy|_copy)+$", "", stem).strip()
-    for assignment in sorted(assignments, key=len, reverse=True):
-        position = stem.find(assignment)
-        if position >= 0:
-            return assignment, stem[:position].rstrip("_- ")
-    return None, stem
-
-
-def read_mapping(path: Path) -> dict[str, str]:
-    """Read a CSV of ``file,student_id`` rows (a header row is allowed) into a dict.
-
-    Raises:
-        ValueError: naming the line, for a row without two fields or with an invalid student id.
-    """
-    mapping = {}
-    for number, row in enumerate(csv.reader(path.read_text(encoding="utf-8").splitlines()), start=1):
-        if not row or (number == 1 and [cell.strip().lower() for cell in row[:2]] == ["file", "student_id"]):
-            continue
-        if len(row) < 2 or not row[0].strip() or not _STUDENT_ID.fullmatch(row[1].strip()):
-            raise ValueError(f"{path}, line {number}: expected 'file name,student id' with a valid student id, "
-                             f"got {row}")
-        mapping[row[0].strip()] = row[1].strip()
-    return mapping
-
-
-def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None = None
-            ) -> tuple[list[Submission], list[str]]:
-    """Find the submissions in ``folder``; return them and the problems found (one line each).
-
-    ``mapping`` gives the student id of files by their name (or path relative to ``folder``);
-    it wins over the id taken from the folder or the file name. Two or more files that map to the
-    same student and assignment are all kept aside: the submission is returned with its ``rivals``
-    set, is not graded, and is reported as needing a manual look (the instructor chooses the file).
-    """
-    mapping = mapping or {}
-    found: dict[tuple[str, str], Submission] = {}
-    problems: list[str] = []
-    for path in sorted(folder.rglob("*.ipynb")):
-        if ".ipynb_checkpoints" in path.parts:
-            continue
-        parts = path.relative_to(folder).parts
-        assignment, prefix = _assignment_in(path.name, assignments)
-        if len(parts) >= 3 and parts[-2] in assignments:
-            assignment = parts[-2]
-        if assignment is None:
-            problems.append(f"{path}: no assignment id ({', '.join(assignments)}) in its name or folder; "
-                            "needs a manual look")
-            continue
-        relative = "/".join(parts)
-        student = mapping.get(relative) or mapping.get(path.name) or (parts[0] if len(parts) >= 2 else prefix)
-        if not student or not _STUDENT_ID.fullmatch(student):
-            problems.append(f"{path}: cannot tell a valid student id (letters, digits, '_', '.', '-'); "
-                            "needs a manual look")
-            continue
-        notes = []
-        if path.name != f"{assignment}.ipynb":
-            notes.append(f"renamed '{path.name}' to '{assignment}.ipynb'")
-        key = (student, assignment)
-        if key in found:
-            found[key].rivals = [*(found[key].rivals or []), path]
-        else:
-            found[key] = Submission(student, assignment, path, notes)
-    for submission in found.values():
-        if submission.rivals:
-            files = ", ".join(f"'{p.relative_to(folder)}'" for p in [submission.path, *submission.rivals])
-            submission.needs_manual_look = True
-            submission.notes = [f"{len(submission.rivals) + 1} files for {submission.student}/{submission.assignment} "
-                                f"({files}); none was graded: keep one and grade again"]
-            submission.failure = "needs a manual look: " + "; ".join(submission.notes)
-    return list(found.values()), problems
-
-
-def mark_experiments(notebook: nbformat.NotebookNode, tag: str) -> None:
-    """Tag the plain code cells after the last graded cell with ``tag``.
-
-    Those cells are the experiments: no test depends on them, so grading skips them (faster, and
-    a student's experiment cannot crash or slow the grading). Cells a student added between tasks
-    still run, since a solution may use what they define.
-    """
-    graded = [i for i, cell in enumerate(notebook.cells) if cell.metadata.get("nbgrader", {}).get("grade_id")]
-    for cell in notebook.cells[(max(graded) + 1 if graded else len(notebook.cells)):]:
-        if cell.cell_type == "code" and not cell.metadata.get("nbgrader"):
-            cell.metadata["tags"] = [*cell.metadata.get("tags", []), tag]
-
-
-def place(submissions: list[Submission], root: Path, skip_tag: str | None = None,
-          max_bytes: int | None = 64 << 20) -> None:
-    """Copy each submission to ``root/submitted/<student>/<assignment>/<assignment>.ipynb``.
-
-    Outputs are dropped (nbgrader clears them anyway). A submission whose graded cells lost their
-    metadata or were moved, copied or deleted is rebuilt on the release notebook first
-    (grading.repair), and every cell's grading metadata is the release's. Code that tampers with
-    grading is noted and flagged for a manual look (grading.scan). With ``skip_tag``, the
-    experiment cells are tagged with it (see `mark_experiments`). A submission that cannot be
-    prepared (too large, not a notebook, anything that raises) gets its ``failure`` and is not
-    graded; the others are. A submission that already has its ``failure`` (files that collide) is
-    left alone.
-    """
-    releases: dict[str, nbformat.NotebookNode | None] = {}  # Each release notebook is read once.
-    for submission in submissions:
-        if submission.failure:
-            continue
-        try:
-            _place_one(submission, root, releases, skip_tag, max_bytes)
-        except Exception as error:  # noqa: BLE001 - one submission never stops the batch.
-            submission.failure = f"needs a manual look: could not prepare it for grading ({_describe(error)})"
-
-
-def _describe(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0][:300]}" if text else type(error).__name__
-
-
-def _place_one(submission: Submission, root: Path, releases: dict, skip_tag: str | None,
-               max_bytes: int | None) -> None:
-    size = submission.path.stat().st_size
-    if max_bytes and size > max_bytes:
-        submission.failure = (f"needs a manual look: the file has {size / 2**20:.0f} MB, more than the "
-                              f"{max_bytes / 2**20:g} MB a notebook may have here (--max-notebook-mb)")
-        return
-    try:
-        notebook = nbformat.reads(submission.path.read_bytes().decode("utf-8"), as_version=4)
-        nbformat.validate(notebook)
-    except Exception as error:  # noqa: BLE001 - JSON, encoding, schema and parser errors alike.
-        submission.failure = f"needs a manual look: not a readable notebook ({_describe(error)})"
-        return
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    if submission.assignment not in releases:
-        path = root / "release" / submission.assignment / f"{submission.assignment}.ipynb"
-        releases[submission.assignment] = nbformat.read(path, as_version=4) if path.exists() else None
-    release = releases[submission.assignment]
-    if release is not None:
-        fixed = repair(notebook, release)
-        if fixed.changed:
-            notebook = fixed.notebook
-            submission.repaired = True
-            submission.needs_manual_look |= fixed.needs_manual_look
-            submission.notes.extend(fixed.notes)
-        claimed = restore_metadata(notebook, release)
-        if claimed:
-            submission.needs_manual_look = True
-            submission.notes.extend(claimed)
-    suspicious = scan(notebook, release)
-    if suspicious:
-        submission.needs_manual_look = True
-        submission.notes.append("code that no task needs and that can tamper with grading or with what a "
-                                "grader's browser shows: " + "; ".join(suspicious))
-    markup = markdown_findings(notebook, release)
-    if markup:
-        submission.needs_manual_look = True
-        submission.notes.append("raw HTML or script links in markdown (formgrader and feedback show it "
-                                "sanitized): " + "; ".join(markup))
-    if skip_tag:
-        mark_experiments(notebook, skip_tag)
-    target_dir = root / "submitted" / submission.student / submission.assignment
-    if target_dir.exists():
-        shutil.rmtree(target_dir)
-    target_dir.mkdir(parents=True)
-    nbformat.write(notebook, target_dir / f"{submission.assignment}.ipynb")
 
 
 def default_jobs() -> int:
@@ -270,11 +96,13 @@ class GradingOptions:
     student_timeout: float = 1200.0  # Seconds per student and notebook.
     memory_limit_gb: float | None = 8.0  # Memory of a student's whole process tree.
     max_processes: int | None = 256  # Processes (threads count) of a student's whole process tree.
+    cpus_per_student: float | None = 1.0  # CPU cores a student's whole process tree may use at once.
     tmpfs_mb: int = 512  # Size of each of the sandbox's home, /tmp and /dev/shm.
     max_notebook_mb: float = 64.0
+    prepare_timeout: float = PREPARE_LIMIT_S  # Seconds to read, repair, place and scan one notebook.
     feedback: bool = True
     isolation: str = "auto"  # "on", "off", or "auto" (the sandbox when it works here).
-    guard: bool = True  # False grades test cells as plain nbgrader does (tests of the guard only).
+    judge: bool = True  # False grades test cells in the kernel, as plain nbgrader does (the attack tests only).
     sanitize: bool = True  # False leaves autograded notebooks and feedback unsanitized (its tests only).
     jobs: int = field(default_factory=default_jobs)
     shard: tuple[int, int] = (1, 1)
@@ -344,7 +172,7 @@ def shard_of(student: str, shards: int) -> int:
     return int(hashlib.sha256(student.encode("utf-8")).hexdigest(), 16) % shards + 1
 
 
-def content_hash(submissions: list[Submission], root: Path) -> str:
+def content_hash(submissions: list[Submission], root: Path, max_bytes: int | None = None) -> str:
     """A hash of a student's submitted files and of what grades them (the source notebooks, the config).
 
     Colliding files (``rivals``) count with their names, so that keeping one of them regrades; the
@@ -354,9 +182,12 @@ def content_hash(submissions: list[Submission], root: Path) -> str:
     for submission in sorted(submissions, key=lambda s: s.assignment):
         source = root / "source" / submission.assignment / f"{submission.assignment}.ipynb"
         files = [submission.path, *(submission.rivals or [])]
-        for part in (submission.assignment.encode(), *(path.name.encode() for path in files),
-                     *(path.read_bytes() for path in files), source.read_bytes() if source.exists() else b""):
+        for part in (submission.assignment.encode(), *(path.name.encode() for path in files)):
             digest.update(hashlib.sha256(part).digest())
+        for path in files:  # Read beneath the submissions folder, never through a link (grading/collect.py).
+            digest.update(file_digest(path, submission.root, submission.identity if path == submission.path else None,
+                                      max_bytes))
+        digest.update(hashlib.sha256(source.read_bytes() if source.exists() else b"").digest())
     config = root / "nbgrader_config.py"
     digest.update(config.read_bytes() if config.exists() else b"")
     return digest.hexdigest()
@@ -513,6 +344,10 @@ def status_of(submission: Submission, event: dict, timeout: float) -> str:
         details.insert(0, "a cell ran past the time limit and was interrupted")
     if event.get("feedback_error"):
         details.append(f"feedback failed: {event['feedback_error'].strip().splitlines()[-1][:200]}")
+    if event.get("judge_error"):
+        status = "needs a manual look"
+        details.insert(0, "the judge failed, so the rest of this student's tests score 0: "
+                          f"{event['judge_error'][:300]}")
     return status + ("; " + "; ".join(details) if details else "")
 
 
@@ -541,29 +376,33 @@ def _grade_student(run: _Run, student: str, submissions: list[Submission], diges
         memory = int(options.memory_limit_gb * 2**30) if options.memory_limit_gb else None
         folders: list[str] = []
         sockets = run.kernels / index
+        judge_sockets = run.kernels / f"judge-{index}"  # The grader's: the kernel sees it read-only.
         plan_file = run.kernels / f"plan-{index}.json"
         job = run.jobs.get()
         try:
-            folders = cgroup_limits.student_cgroups(run.limits, index, memory, options.max_processes)
-            sockets.mkdir(mode=0o700)
-            if uid is not None:
-                os.chown(sockets, uid, uid)
+            folders = cgroup_limits.student_cgroups(run.limits, index, memory, options.max_processes,
+                                                    options.cpus_per_student)
+            sockets.mkdir(mode=0o700)  # The grader's own: the sandbox never sees it.
+            judge_sockets.mkdir(mode=0o755)
             sandbox.Plan(sandbox=run.sandbox_on, socket_dir=str(sockets), kept=sandbox.kept_folders(), uid=uid,
                          cgroups=folders, memory_bytes=memory, max_processes=options.max_processes,
-                         tmpfs_bytes=options.tmpfs_mb << 20, environment=dict(ONE_THREAD)).write(plan_file)
+                         tmpfs_bytes=options.tmpfs_mb << 20, environment=dict(ONE_THREAD),
+                         judge_dir=str(judge_sockets)).write(plan_file)
             events = job.grade(student, [s.assignment for s in todo], plan_file, options.student_timeout)
         except Exception as error:  # noqa: BLE001 - one student never stops the batch.
             events = {s.assignment: {"event": "failed", "reason": _describe(error)} for s in todo}
         finally:
             run.jobs.put(job)
-            cgroup_limits.kill_and_remove(folders)
-            shutil.rmtree(sockets, ignore_errors=True)
-            plan_file.unlink(missing_ok=True)
+            attempt(lambda: cgroup_limits.kill_and_remove(folders), f"remove {student}'s cgroups", run.log)
+            remove_tree(sockets, run.log)
+            remove_tree(judge_sockets, run.log)
+            attempt(lambda: plan_file.unlink(missing_ok=True), f"remove {plan_file}", run.log)
         for submission in todo:
             event = events.get(submission.assignment, {"event": "failed", "reason": "not graded"})
             tasks = event.get("scores") or {}
             results[submission.assignment] = {"status": status_of(submission, event, options.student_timeout),
-                                              "tasks": tasks, "job": job.number, "seconds": event.get("seconds", {})}
+                                              "tasks": tasks, "job": job.number, "seconds": event.get("seconds", {}),
+                                              "fingerprint": submission.fingerprint or {}}
             _publish(run.course, options.destination, student, submission.assignment)
     return {"hash": digest, "graded_at": time.time(), "assignments": results}
 
@@ -584,19 +423,18 @@ def _prepare_course(options: GradingOptions, assignments: list[str]) -> Path:
     """A scratch course directory with the release notebooks and a gradebook that defines them.
 
     Shards that run at once (on one machine or on a cluster's shared disk) never write the course
-    directory itself: each builds its own.
+    directory itself: each builds its own, from what an earlier run on this machine generated for
+    the same source notebooks and settings (grading/cache.py).
     """
+    return cache.scratch_course(options.root, assignments, lambda course: _generate(course, assignments))
+
+
+def _generate(course: Path, assignments: list[str]) -> None:
+    """nbgrader's ``generate_assignment`` for ``assignments`` in the scratch course ``course``."""
     from nbgrader.apps.api import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config.loader import PyFileConfigLoader
 
-    course = Path(tempfile.mkdtemp(prefix="course-grading-"))
-    shutil.copy(options.root / "nbgrader_config.py", course / "nbgrader_config.py")
-    (course / "source").mkdir()
-    for assignment in assignments:
-        (course / "source" / assignment).symlink_to((options.root / "source" / assignment).resolve())
-    (course / "jobs").mkdir()
-    (course / "exchange").mkdir()
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     config.CourseDirectory.root = str(course)
     config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
@@ -609,7 +447,6 @@ def _prepare_course(options: GradingOptions, assignments: list[str]) -> Path:
         if not result["success"]:
             raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n{result.get('log', '')}"
                                f"{result.get('error', '')}")
-    return course
 
 
 def _isolation(options: GradingOptions, uid: int | None, log) -> bool:
@@ -618,11 +455,10 @@ def _isolation(options: GradingOptions, uid: int | None, log) -> bool:
         log("isolation: off (students' code runs as this user and can read and write what it can)")
         return False
     with tempfile.TemporaryDirectory(prefix="course-probe-") as sockets:
-        if uid is not None:
-            os.chown(sockets, uid, uid)
         plan = sandbox.Plan(sandbox=True, socket_dir=sockets, kept=sandbox.kept_folders(), uid=uid)
-        problem = sandbox.probe(plan, [str(options.root), str(options.folder), str(options.destination),
-                                       str(Path.home())])
+        # Probed once per machine and configuration (grading/cache.py).
+        problem = cache.probe_once(plan, [str(options.root), str(options.folder), str(options.destination),
+                                          str(Path.home())])
     if problem:
         if options.isolation == "on":
             raise RuntimeError(f"the grading sandbox does not work here: {problem}")
@@ -645,39 +481,50 @@ def grade(options: GradingOptions, log=print) -> list[tuple[Scores, str]]:
     assignments = options.assignments or ASSIGNMENTS
     destination = options.destination
     k, n = options.shard
-    submissions, problems = collect(options.folder, assignments, options.mapping)
-    for problem in problems:
-        log(f"skipped: {problem}")
-    everyone = sorted({s.student for s in submissions})
-    uids = sandbox.student_uids(everyone)
-    mine = [s for s in submissions if shard_of(s.student, n) == k]
-    by_student: dict[str, list[Submission]] = {}
-    for submission in sorted(mine, key=lambda s: (s.student, s.assignment)):
-        by_student.setdefault(submission.student, []).append(submission)
-    shard_dir = destination / SHARDS / f"{k}-of-{n}"
-    previous = {student: record for student, (record, _) in newest_records(destination, log=lambda line: None).items()}
-    digests, todo = {}, {}
-    for student, own in by_student.items():
-        try:
-            digests[student] = content_hash(own, options.root)
-        except OSError as error:
-            digests[student] = f"unreadable: {error}"
-        if not options.force and previous.get(student, {}).get("hash") == digests[student]:
-            log(f"{student}: unchanged since it was graded; skipped (--force regrades)")
-        else:
-            todo[student] = own
-    log(f"shard {k}/{n}: {len(by_student)} of {len(everyone)} student(s); grading {len(todo)} with "
-        f"{min(options.jobs, max(len(todo), 1))} job(s)")
-    if todo:
-        _grade_all(options, [s for own in todo.values() for s in own], todo, digests, uids, shard_dir, log)
-    elif not (shard_dir / RESULTS).exists():
-        write_results(shard_dir / RESULTS, {}, shard=shard_dir.name)  # The shard ran, with no one to grade.
+    max_bytes = int(options.max_notebook_mb * 2**20) if options.max_notebook_mb else None
+    # A zip (as LMSs deliver) is read into a scratch folder, without links, absolute or ".." paths.
+    with submissions_folder(options.folder, max_bytes, log) as (folder, refused):
+        submissions, problems = collect(folder, assignments, options.mapping, refused)
+        for problem in problems:
+            log(f"skipped: {problem}")
+        everyone = sorted({s.student for s in submissions})
+        uids = sandbox.student_uids(everyone)
+        mine = [s for s in submissions if shard_of(s.student, n) == k]
+        by_student: dict[str, list[Submission]] = {}
+        for submission in sorted(mine, key=lambda s: (s.student, s.assignment)):
+            by_student.setdefault(submission.student, []).append(submission)
+        shard_dir = destination / SHARDS / f"{k}-of-{n}"
+        todo, digests = _changed(options, by_student, max_bytes, log)
+        log(f"shard {k}/{n}: {len(by_student)} of {len(everyone)} student(s); grading {len(todo)} with "
+            f"{min(options.jobs, max(len(todo), 1))} job(s)")
+        if todo:
+            _grade_all(options, [s for own in todo.values() for s in own], todo, digests, uids, shard_dir, log)
+        elif not (shard_dir / RESULTS).exists():
+            write_results(shard_dir / RESULTS, {}, shard=shard_dir.name)  # The shard ran, with no one to grade.
     if n == 1:
         rows = merge(destination, options.csv_path, log)
     else:
         rows = rows_of(read_results(shard_dir / RESULTS))
         log(f"shard {k}/{n} done; when every shard is done: python -m grading.merge {destination}")
     return [row for row in rows if row[0].student in by_student]
+
+
+def _changed(options: GradingOptions, by_student: dict[str, list[Submission]], max_bytes: int | None, log
+             ) -> tuple[dict[str, list[Submission]], dict[str, str]]:
+    """The students to grade (their files changed since they were graded, or ``--force``), and every content hash."""
+    previous = {student: record for student, (record, _) in
+                newest_records(options.destination, log=lambda line: None).items()}
+    digests, todo = {}, {}
+    for student, own in by_student.items():
+        try:
+            digests[student] = content_hash(own, options.root, max_bytes)
+        except OSError as error:
+            digests[student] = f"unreadable: {error}"
+        if not options.force and previous.get(student, {}).get("hash") == digests[student]:
+            log(f"{student}: unchanged since it was graded; skipped (--force regrades)")
+        else:
+            todo[student] = own
+    return todo, digests
 
 
 def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dict[str, list[Submission]],
@@ -692,14 +539,14 @@ def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dic
     try:
         # A fresh random tag for this run: students cannot put it on a test cell in advance.
         skip_tag = "experiment-" + secrets.token_hex(16)
-        place(submissions, course, skip_tag, int(options.max_notebook_mb * 2**20) if options.max_notebook_mb else None)
+        place(submissions, course, skip_tag, int(options.max_notebook_mb * 2**20) if options.max_notebook_mb else None,
+              options.prepare_timeout, options.jobs)
         for submission in submissions:
             if submission.failure:
                 log(f"{submission.student}/{submission.assignment}: {submission.failure}")
         root_uid = sandbox.FIRST_UID - 1 if os.geteuid() == 0 else None
         sandbox_on = _isolation(options, root_uid, log)
-        os.chmod(kernels, 0o711)  # Each student's uid reaches its own socket folder inside.
-        if options.memory_limit_gb or options.max_processes:
+        if options.memory_limit_gb or options.max_processes or options.cpus_per_student:
             limits = cgroup_limits.setup(f"course-grading-{os.getpid()}-{secrets.token_hex(4)}")
             if limits.warning:
                 log(limits.warning)
@@ -710,6 +557,7 @@ def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dic
             free.put(job)
         run = _Run(options, course, sandbox_on, limits, kernels, uids, free, log)
         records = _run_jobs(run, todo, digests, log)
+        _retry_starved(run, todo, records, log)
         shard_dir.mkdir(parents=True, exist_ok=True)
         for job in jobs:
             job.stop(graceful=True)
@@ -723,11 +571,49 @@ def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dic
         stored.update(records)
         write_results(shard_dir / RESULTS, stored, shard=shard_dir.name)
     finally:
+        # Whatever a kernel left, cleaning up never stops the batch: a failure is a line in the log.
         for job in jobs:
-            job.stop()
-        cgroup_limits.teardown(limits)
-        shutil.rmtree(kernels, ignore_errors=True)
-        shutil.rmtree(course, ignore_errors=True)
+            attempt(job.stop, f"stop grading process {job.number}", log)
+        attempt(lambda: cgroup_limits.teardown(limits), "remove the cgroups", log)
+        remove_tree(kernels, log)
+        remove_tree(course, log)
+
+
+def starved(result: dict, cpus: float | None = 1.0) -> bool:
+    """Whether a notebook hit a time limit while its kernel was crowded out by processes not the student's.
+
+    A kernel that ran out of time on its own (a loop) ran more than it waited for a CPU; one that
+    slept neither ran nor waited. One that waited longer than it ran was crowded out, and by
+    others only if the student's processes together used less than half of their ``cpus`` quota
+    while the kernel lived (``cells cpu`` from the student's cgroup, and the student's judge, which
+    shares the quota): a student whose own processes kept their quota busy crowded out their own kernel.
+    """
+    seconds = result.get("seconds") or {}
+    limited = result["status"].startswith("timed out") or "ran past the time limit" in result["status"]
+    crowded = seconds.get("kernel waited", 0.0) > seconds.get("kernel ran", 0.0)
+    own = seconds["cells cpu"] + seconds.get("judge cpu", 0.0) if "cells cpu" in seconds else None
+    lived = seconds.get("kernel lived", seconds.get("autograde", 0.0))
+    busy_itself = own is not None and cpus is not None and own >= 0.5 * cpus * lived
+    return limited and crowded and not busy_itself
+
+
+def _retry_starved(run: _Run, todo: dict[str, list[Submission]], records: dict[str, dict], log) -> None:
+    """Grade again, once and alone (no other student at the same time), every `starved` notebook.
+
+    Each student's CPU weight and quota (grading/limits.py) keep students from crowding out each
+    other; this covers the rest of the machine. The second result stands, with a note.
+    """
+    for student, record in sorted(records.items()):
+        again = [s for s in todo.get(student, [])
+                 if starved(record["assignments"].get(s.assignment, {"status": ""}), run.options.cpus_per_student)]
+        if not again:
+            continue
+        log(f"{student}: {', '.join(s.assignment for s in again)} hit a time limit while the kernel waited for a CPU "
+            "longer than it ran; grading it again, alone")
+        retried = _grade_student(run, student, again, record["hash"])
+        for assignment, result in retried["assignments"].items():
+            result["status"] += "; graded again alone: the first time, its kernel waited for a CPU longer than it ran"
+            record["assignments"][assignment] = result
 
 
 def _run_jobs(run: _Run, todo: dict[str, list[Submission]], digests: dict[str, str], log) -> dict[str, dict]:
@@ -770,7 +656,7 @@ def grade_folder(folder: Path, root: Path = ROOT, assignments: list[str] | None 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m grading.grade", description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", type=Path, help="folder of submissions")
+    parser.add_argument("folder", type=Path, help="folder of submissions, or a .zip of one")
     parser.add_argument("--assignment", action="append", choices=ASSIGNMENTS, help="grade only these (repeatable)")
     parser.add_argument("--jobs", type=int, default=default_jobs(),
                         help=f"students graded at once (default: the CPU cores, {default_jobs()} here)")
@@ -791,14 +677,20 @@ def main(argv: list[str]) -> int:
                         help="memory of a student's kernel and every process it starts, together (0: no limit)")
     parser.add_argument("--max-processes", type=int, default=256,
                         help="processes and threads of a student's kernel, together (0: no limit)")
+    parser.add_argument("--cpus-per-student", type=float, default=1.0,
+                        help="CPU cores a student's processes may use together (0: no quota; every student still "
+                             "gets an equal share of a busy machine)")
     parser.add_argument("--max-notebook-mb", type=float, default=64.0, help="larger files get a manual look")
+    parser.add_argument("--prepare-timeout", type=float, default=PREPARE_LIMIT_S,
+                        help="seconds to read, repair, place and scan one notebook before grading it "
+                             f"(default {PREPARE_LIMIT_S:g})")
     parser.add_argument("--no-feedback", action="store_true", help="do not write feedback/ for the students")
     parser.add_argument("--sandbox", choices=["auto", "on", "off"], default="auto",
                         help="run each kernel in a bubblewrap sandbox (no network, no view of the course's files); "
                              "auto: when it works here, with a warning when it does not")
     args = parser.parse_args(argv)
-    if not args.folder.is_dir():
-        parser.error(f"{args.folder} is not a folder")
+    if not args.folder.is_dir() and not (args.folder.is_file() and args.folder.suffix.lower() == ".zip"):
+        parser.error(f"{args.folder} is neither a folder nor a .zip file")
     try:
         mapping = read_mapping(args.students) if args.students else None
         shard = parse_shard(args.shard, count=args.shard_count)
@@ -807,7 +699,9 @@ def main(argv: list[str]) -> int:
             output=args.output.resolve() if args.output else None, csv_path=args.csv, mapping=mapping,
             cell_timeout=args.cell_timeout, student_timeout=args.student_timeout,
             memory_limit_gb=args.memory_limit_gb or None, max_processes=args.max_processes or None,
-            max_notebook_mb=args.max_notebook_mb, feedback=not args.no_feedback, isolation=args.sandbox,
+            cpus_per_student=args.cpus_per_student or None,
+            max_notebook_mb=args.max_notebook_mb, prepare_timeout=args.prepare_timeout,
+            feedback=not args.no_feedback, isolation=args.sandbox,
             jobs=args.jobs, shard=shard, force=args.force)
     except (OSError, ValueError) as error:
         parser.error(str(error))

@@ -13,8 +13,10 @@ newest result into ``OUTPUT/gradebook.db`` and ``OUTPUT/grading-results.json``:
   re-run shard replaces its own students' rows;
 - the assignments' definitions are copied into the target gradebook when it lacks them.
 
-Then the grades are exported to CSV with nbgrader's exporter, and the statuses to
-``statuses.csv`` beside it, and the score table is printed.
+Students of one assignment whose solution cells are the same once whitespace and comments are
+set aside are flagged ``needs a manual look: same solution as <other>`` (grading/copies.py; the
+score is unchanged), across every shard. Then the grades are exported to CSV with nbgrader's
+exporter, and the statuses to ``statuses.csv`` beside it, and the score table is printed.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from grading.copies import find_copies, flagged
 from grading.nbgrader_cli import tools_on_path
 from grading.report import Scores, format_table
 
@@ -218,9 +221,23 @@ def merge(output: Path, csv_path: Path | None = None, log=print) -> list[tuple[S
     write_results(merged_path, merged)
     log(f"merged {changed} student(s) from {len(list((output / SHARDS).glob('*/' + RESULTS)))} shard(s) into "
         f"{target_db} ({len(merged)} student(s) in all)")
-    rows = rows_of(merged)
+    rows = with_copies_flagged(rows_of(merged), merged, log)
     export(target_db, csv_path or output / "grades.csv", rows, log)
     return rows
+
+
+def with_copies_flagged(rows: list[tuple[Scores, str]], records: dict[str, dict], log=print
+                        ) -> list[tuple[Scores, str]]:
+    """The rows, with ``needs a manual look: same solution as <other>`` for every copy (grading/copies.py).
+
+    Found anew at every merge from the fingerprints of all shards' results, so a student who
+    changed their solution since loses the flag; the stored statuses stay as graded.
+    """
+    copies = find_copies(records)
+    for (student, assignment), note in sorted(copies.items()):
+        log(f"{student}/{assignment}: {note}")
+    return [(scores, flagged(status, copies[(scores.student, scores.assignment)])
+             if (scores.student, scores.assignment) in copies else status) for scores, status in rows]
 
 
 def export(db: Path, csv_path: Path, rows: list[tuple[Scores, str]], log=print) -> None:

@@ -10,12 +10,14 @@ toolbar). For every notebook, in course order, this command:
 1. reads the more recently modified of the two (as ``jupytext --sync`` does) and says which;
 2. normalizes it: outputs cleared, only the ``nbgrader``, ``given`` and ``tags`` cell metadata
    kept, stable cell ids (the grade id of a graded cell, ``cell-NNN`` by position otherwise);
-3. writes the cells marked ``given`` from their origin (grading/given.py);
+3. writes the cells marked ``given`` from their origin (grading/given.py), and the regions of test
+   cells marked ``# BEGIN SHARED`` from the notebook's shared test code (grading/shared_code.py);
 4. writes both files, each only when its text changes.
 
 Then it regenerates ``release/`` and ``solutions/`` with nbgrader (grading/build.py) and the
-README's generated tables (grading/readme.py). CI runs it on a clean clone and fails when
-``git diff --exit-code`` then finds a change: something was edited without being regenerated.
+README's course table (grading/readme.py; tests/test_mutants.py checks the mutation table). CI runs
+it on a clean clone and fails when ``git diff --exit-code`` then finds a change: something was edited
+without being regenerated.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import jupytext
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
+from grading import shared_code
 from grading.build import build
 from grading.config import ROOT
 from grading.given import fill
@@ -112,6 +115,7 @@ def sync(assignments: list[str], root: Path = ROOT, log=print) -> list[str]:
         notebook, origin = read_newer(assignment, root)
         notebook = normalize(notebook, assignment)
         fill(assignment, notebook, sources, root)
+        shared_code.fill(assignment, notebook, root)
         sources[assignment] = notebook
         if assignment not in wanted:
             continue
@@ -142,10 +146,11 @@ def main(argv: list[str]) -> int:
         return 0
     build(ROOT, assignments)
     print(f"release/ and solutions/ regenerated for {len(assignments)} notebook(s)")
-    from grading import readme  # Imported late: it runs the mutation suite on the sources just written.
+    from grading import readme
 
-    if readme.update(ROOT / "README.md"):
-        print("README.md: generated tables updated")
+    # The mutation table is checked by tests/test_mutants.py against its own run (grading/readme.py).
+    if readme.update(ROOT / "README.md", ("course table",)):
+        print("README.md: the course table updated")
     return 0
 
 

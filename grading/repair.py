@@ -11,6 +11,7 @@ that the instructor knows which student needs a manual look.
 from __future__ import annotations
 
 import ast
+import bisect
 import copy
 from dataclasses import dataclass, field
 
@@ -100,13 +101,15 @@ def repair(submission: NotebookNode, release: NotebookNode) -> Repair:
     # The student's extra code cells, each kept before the first task it came before (a task is
     # where any of its candidate cells stood).
     owner = {index: task for task, indices in candidates.items() for index in indices}
+    positions = sorted(owner)  # Found by bisection: a notebook of many copied cells costs no more per cell.
     extras: dict[str | None, list[NotebookNode]] = {}
     for index, cell in enumerate(submission.cells):
         if index in used or cell.cell_type != "code" or not cell.source.strip():
             continue
         if _grade_id(cell) or cell.source.strip() in release_sources:
             continue
-        following = next((owner[i] for i in sorted(owner) if i > index), None)
+        after = bisect.bisect_right(positions, index)
+        following = owner[positions[after]] if after < len(positions) else None
         extras.setdefault(following, []).append(copy.deepcopy(cell))
 
     repaired_cells = []
@@ -137,7 +140,7 @@ def repair(submission: NotebookNode, release: NotebookNode) -> Repair:
 def restore_metadata(submission: NotebookNode, release: NotebookNode) -> list[str]:
     """Give every cell the release's grading metadata for its grade id; return what was changed.
 
-    nbgrader, the guard and the scan read a cell's role (test, solution, read-only, points) from
+    nbgrader, the judge and the scan read a cell's role (test, solution, read-only, points) from
     its metadata, which a student can edit. Here the release decides: a cell whose grade id is
     the release's gets the release's metadata, and grading metadata with an unknown grade id, or
     none, is dropped. A note names each cell whose metadata claimed something else.

@@ -1,30 +1,35 @@
-"""Starts a student's kernel in a bubblewrap sandbox, inside the student's cgroup and limits.
+"""Starts a student's warm process (or any program) in a bubblewrap sandbox, inside the student's cgroups.
 
-nbgrader's kernel manager (grading/guard.py: `SandboxKernelManager`) starts every kernel through
-this file, with the student's plan (a JSON file the grading command writes, see `Plan`):
+The grader starts each student's warm process (grading/zygote.py, which forks that student's
+kernels) through this file, with the student's plan (a JSON file the grading command writes, see
+`Plan`):
 
-    python grading/sandbox.py PLAN.json -- python -m ipykernel_launcher -f CONNECTION_FILE ...
+    python grading/sandbox.py PLAN.json [--info-fd N] [--keep-fd N ...] -- python -I -c ... serve ...
 
-The launcher puts itself into the student's cgroups (memory and processes of the whole tree,
-grading/limits.py) and sets per-process rlimits, and then, with the sandbox on, becomes the
-student's own uid (when the grader is root) and replaces itself with ``bwrap`` (bubblewrap,
-the sandbox under Flatpak). In the sandbox the kernel has:
+The launcher puts itself into the student's cgroups (memory, processes and CPU of the whole tree,
+grading/limits.py), sets per-process rlimits, closes every descriptor it inherited but the ones
+``--keep-fd`` names, and then, with the sandbox on, becomes the student's own uid (when the grader
+is root) and replaces itself with ``bwrap`` (bubblewrap, the sandbox under Flatpak; ``--info-fd``
+asks it for the host pid of the sandbox's init). In the sandbox the program has:
 
-- its own user, PID, network, IPC, UTS and cgroup namespaces; it is PID 2 under bwrap's reaper, so
-  when the kernel ends, every process it left ends with it (``--die-with-parent`` ends it all
-  when nbgrader ends);
-- no network at all: nbgrader reaches the kernel over ZMQ's ``ipc`` transport, Unix sockets in a
-  folder of the student's own that is the only host folder bound read-write;
+- its own user, PID, network, IPC, UTS and cgroup namespaces; the sandbox's init is PID 1, so when
+  the program ends, every process it left ends with it (``--die-with-parent`` ends it all when
+  the grader ends);
+- no network at all, and no host folder it can write to: the kernels' ipc sockets are in the
+  sandbox's own /tmp, which nbgrader reaches from outside through ``/proc/<init pid>/root``; the
+  judge's sockets are in a folder of the grader's, shown read-only (a kernel connects to its
+  judge there, and can change nothing);
 - a read-only view of the Python environment, the system's libraries and the ``course`` package,
   and nothing else of the host: no course directory, submissions, gradebook, grader's home or
   host /tmp, /var/tmp, /dev/shm, /run;
-- size-capped tmpfs for its home, /tmp and /dev/shm, a /proc that shows its own processes only,
-  a minimal /dev, no capabilities and no way to gain privileges (bwrap sets no_new_privs);
-- an allow-listed environment and the connection file copied in, readable by it alone.
+- size-capped tmpfs for its home, /tmp and /dev/shm (every place it can write; the memory cgroup
+  counts them too), a /proc that shows its own processes only, a minimal /dev, no capabilities and
+  no way to gain privileges (bwrap sets no_new_privs);
+- an allow-listed environment, and no descriptor of the grader's but the ones kept.
 
 Without the sandbox (``--sandbox off``) the launcher still applies the cgroups and rlimits and
-then starts the kernel itself. This file runs as a script before the kernel exists, so it
-imports nothing from the course; `probe` checks all of the above from inside a sandbox.
+then starts the program itself. This file runs as a script before the kernel exists, so it
+imports nothing from the course; grading/probe.py checks all of the above from inside a sandbox.
 """
 
 from __future__ import annotations
@@ -33,7 +38,6 @@ import json
 import os
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -55,6 +59,8 @@ _SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32
 _SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives")
 # CPU topology that torch and OpenMP read; GPU device files when the machine has them.
 _READ_ONLY_TRY = ("/sys/devices/system/cpu",)
+# Every host path the sandbox shows besides a plan's kept folders (and GPU device files).
+SHOWN = _SYSTEM_FOLDERS + _SYSTEM_FILES + _READ_ONLY_TRY
 
 
 @dataclass
@@ -62,7 +68,7 @@ class Plan:
     """Everything the launcher needs for one student's kernels (written as JSON by the grader)."""
 
     sandbox: bool
-    socket_dir: str  # Holds the kernel's ipc sockets; bound read-write into the sandbox.
+    socket_dir: str  # The grader's folder for this student's sockets: never seen by the sandbox.
     kept: list[str] = field(default_factory=list)  # Host folders shown read-only (Python, course).
     uid: int | None = None  # The student's uid when the grader is root; None: the grader's own.
     cgroups: list[str] = field(default_factory=list)  # cgroup folders to join (grading/limits.py).
@@ -70,6 +76,9 @@ class Plan:
     max_processes: int | None = None  # RLIMIT_NPROC, set only with a uid of the student's own.
     tmpfs_bytes: int = 512 << 20  # Size of each of home, /tmp and /dev/shm.
     environment: dict[str, str] = field(default_factory=dict)  # Added to the kernel's variables.
+    # The grader's folder of the judge's sockets (grading/judge/): shown read-only, so the kernel can
+    # connect to the judge but cannot create or change anything there.
+    judge_dir: str | None = None
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(asdict(self)))
@@ -176,7 +185,8 @@ os.execv(sys.argv[4], sys.argv[4:])
 """
 
 
-def bwrap_command(plan: Plan, command: list[str], files: dict[str, bytes], env: dict[str, str]) -> list[str]:
+def bwrap_command(plan: Plan, command: list[str], files: dict[str, bytes], env: dict[str, str],
+                  info_fd: int | None = None) -> list[str]:
     """The ``bwrap`` command line that runs ``command`` in the sandbox; ``files`` are copied in.
 
     As root, bwrap runs privileged (no user namespace is needed, so it works wherever bwrap
@@ -187,6 +197,8 @@ def bwrap_command(plan: Plan, command: list[str], files: dict[str, bytes], env: 
     as_root = plan.uid is not None
     args = [bwrap_path() or "bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--hostname", "grading-sandbox", "--die-with-parent", "--new-session"]
+    if info_fd is not None:
+        args += ["--info-fd", str(info_fd)]
     if as_root:
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_CHOWN"]
     else:
@@ -206,7 +218,10 @@ def bwrap_command(plan: Plan, command: list[str], files: dict[str, bytes], env: 
     for device in sorted(Path("/dev").glob("nvidia*")):
         args += ["--dev-bind", str(device), str(device)]
     made = {"/", "/tmp", "/dev", "/home", SANDBOX_HOME, *_SYSTEM_FOLDERS}
-    for folder, how in [*((folder, "--ro-bind") for folder in plan.kept), (plan.socket_dir, "--bind")]:
+    binds = [*((folder, "--ro-bind") for folder in plan.kept)]
+    if plan.judge_dir:
+        binds.append((plan.judge_dir, "--ro-bind"))
+    for folder, how in binds:
         # bwrap would make the folders above a mount point private (0700); the kernel must pass them.
         for parent in reversed(Path(folder).parents):
             if str(parent) not in made and not any(str(parent).startswith(f + "/") for f in _SYSTEM_FOLDERS):
@@ -247,155 +262,57 @@ def _set_rlimits(plan: Plan) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (plan.max_processes, plan.max_processes))
 
 
-def launch(plan: Plan, command: list[str]) -> None:
-    """Start ``command`` (a kernel, with ``-f CONNECTION_FILE``) under ``plan``; does not return."""
+def _close_inherited(keep: set[int]) -> None:
+    """Close every descriptor above stderr but ``keep``: nothing of the grader's reaches the sandbox by accident.
+
+    jupyter_client starts kernels with every inheritable descriptor of the grading process, such as
+    the pipe on which a worker reports its events.
+    """
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # The descriptor of the listing itself, already gone.
+
+
+def launch(plan: Plan, command: list[str], keep: tuple[int, ...] = (), info_fd: int | None = None) -> None:
+    """Start ``command`` under ``plan``, passing on the descriptors ``keep``; does not return.
+
+    ``info_fd`` receives bwrap's JSON (``child-pid``: the host pid of the sandbox's init).
+    """
     command = list(command)
     command[0] = shutil.which(command[0]) or command[0]
     _join_cgroups(plan)
     _set_rlimits(plan)
+    _close_inherited({*keep, *(() if info_fd is None else (info_fd,))})
     if not plan.sandbox:
         os.execve(command[0], command, {**os.environ, **plan.environment})
     env = kernel_environment(plan)
-    files: dict[str, bytes] = {}
-    if "-f" in command:
-        # The kernel reads its sockets' addresses and key from a copy that only it can read.
-        position = command.index("-f") + 1
-        files[f"{SANDBOX_HOME}/.kernel.json"] = Path(command[position]).read_bytes()
-        command[position] = f"{SANDBOX_HOME}/.kernel.json"
-    for name, content in _matplotlib_fonts().items():
-        files[f"{SANDBOX_HOME}/.config/matplotlib/{name}"] = content
+    files = {f"{SANDBOX_HOME}/.config/matplotlib/{name}": content for name, content in _matplotlib_fonts().items()}
     if plan.uid is not None and os.geteuid() != 0:
         raise SystemExit("a plan with a student uid needs the grader to run as root")
-    args = bwrap_command(plan, command, files, env)
+    args = bwrap_command(plan, command, files, env, info_fd)
     os.execv(args[0], args)
 
 
-_PROBE = r'''
-import json, os, socket, sys
-report = {"uid": os.getuid(), "home": os.environ.get("HOME"), "variables": sorted(os.environ)}
-report["root"] = sorted(os.listdir("/"))
-report["processes"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
-status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
-report["no_new_privs"] = status["NoNewPrivs"].strip()
-report["capabilities"] = status["CapEff"].strip()
-kept = json.loads(sys.argv[5])
-def leaks(path):
-    # A hidden folder may exist only as the way to a kept one (the course package inside the course).
-    if not os.path.isdir(path):
-        return [path] if os.path.exists(path) else []
-    found = []
-    for name in os.listdir(path):
-        inner = os.path.join(path, name)
-        if not any(k == inner or k.startswith(inner + "/") for k in kept):
-            found.append(inner)
-    return found[:3]
-report["visible"] = [leak for path in json.loads(sys.argv[1]) for leak in leaks(path)]
-report["imports"] = []
-for name in json.loads(sys.argv[2]):
-    try:
-        __import__(name)
-        report["imports"].append(name)
-    except Exception as error:
-        report["imports"].append(f"{name}: {error!r}")
-def reach(address, family=socket.AF_INET):
-    try:
-        with socket.socket(family, socket.SOCK_STREAM) as connection:
-            connection.settimeout(2)
-            connection.connect(address)
-        return True
-    except OSError:
-        return False
-port = int(sys.argv[3])
-report["network"] = [a for a in (("127.0.0.1", port), ("10.0.0.1", 80), ("1.1.1.1", 53)) if reach(a)]
-report["abstract socket"] = reach("\0" + sys.argv[4], socket.AF_UNIX)
-written = []
-for folder in ("/", "/usr", "/etc", sys.prefix, "/var/tmp", "/run/lock"):
-    try:
-        with open(os.path.join(folder, ".sandbox-probe"), "w"):
-            written.append(folder)
-    except OSError:
-        pass
-report["written"] = written
-report["private"] = []
-for folder in (os.environ["HOME"], "/tmp", "/dev/shm"):
-    try:
-        with open(os.path.join(folder, "probe"), "w") as handle:
-            handle.write("x")
-        report["private"].append(folder)
-    except OSError as error:
-        report["private"].append(f"{folder}: {error}")
-print(json.dumps(report))
-'''
-
-
-def probe(plan: Plan, secrets_to_hide: list[str] = (), imports: tuple[str, ...] = ("course",),
-          python: str | None = None, timeout: float = 60.0) -> str | None:
-    """Start a Python in the sandbox and check what it can reach; return None or what is wrong.
-
-    The sandbox must: run as the plan's uid (or the grader's, without root); see none of
-    ``secrets_to_hide`` and none of the host's top-level folders but the system and Python ones;
-    import ``imports``; see no process but its own; have no capabilities and no_new_privs; reach no
-    network (a listener on the host's loopback, an abstract Unix socket, outside addresses); write
-    nowhere but its home, /tmp and the socket folder; and get none of the grader's variables.
-    """
-    if not plan.sandbox:
-        return None
-    if bwrap_path() is None:
-        return "bubblewrap is not installed (apt-get install bubblewrap)"
-    hidden = list(secrets_to_hide)
-    with socket.socket() as listener, socket.socket(socket.AF_UNIX) as abstract:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        abstract_name = f"course-sandbox-probe-{os.getpid()}"
-        abstract.bind("\0" + abstract_name)
-        abstract.listen(1)
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-            handle.write(json.dumps(asdict(plan)))
-        command = [python or sys.executable, "-c", _PROBE, json.dumps(hidden), json.dumps(list(imports)),
-                   str(listener.getsockname()[1]), abstract_name, json.dumps(plan.kept + [plan.socket_dir])]
-        try:
-            run = subprocess.run([python or sys.executable, __file__, handle.name, "--", *command],
-                                 capture_output=True, text=True, timeout=timeout,
-                                 env={**os.environ, "GRADER_SECRET_PROBE": "x"})
-        except subprocess.TimeoutExpired:
-            return f"the sandbox probe did not finish in {timeout:g} s"
-        finally:
-            os.unlink(handle.name)
-    if run.returncode != 0 or not run.stdout.strip():
-        lines = (run.stderr or run.stdout).strip().splitlines()
-        return f"the sandbox probe failed: {lines[-1] if lines else f'exit status {run.returncode}'}"
-    report = json.loads(run.stdout.strip().splitlines()[-1])
-    uid = os.getuid() if plan.uid is None else plan.uid
-    problems = []
-    if report["uid"] != uid:
-        problems.append(f"it ran as uid {report['uid']}, not {uid}")
-    if report["visible"]:
-        problems.append(f"it could see {report['visible']}")
-    allowed_top = {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "sys", "tmp",
-                   "usr"} | {Path(folder).parts[1] for folder in plan.kept + [plan.socket_dir]}
-    if set(report["root"]) - allowed_top:
-        problems.append(f"it could see the host folders {sorted(set(report['root']) - allowed_top)}")
-    if [name for name in report["imports"] if ":" in name]:
-        problems.append(f"imports failed: {[name for name in report['imports'] if ':' in name]}")
-    if len(report["processes"]) > 2:
-        problems.append(f"it could see processes {report['processes']}")
-    if report["no_new_privs"] != "1" or int(report["capabilities"], 16) != 0:
-        problems.append("it kept privileges (no_new_privs unset or capabilities left)")
-    if report["network"] or report["abstract socket"]:
-        problems.append(f"it reached the network: {report['network'] or 'an abstract Unix socket of the host'}")
-    if [folder for folder in report["private"] if ":" in folder]:
-        problems.append(f"it could not write its own folders: {report['private']}")
-    if report["written"]:
-        problems.append(f"it could write to {report['written']}")
-    if "GRADER_SECRET_PROBE" in report["variables"]:
-        problems.append("it got the grader's environment")
-    return "the sandbox probe found: " + "; ".join(problems) if problems else None
-
-
 def main(argv: list[str]) -> None:
-    if len(argv) < 3 or argv[1] != "--":
-        raise SystemExit("usage: python sandbox.py PLAN.json -- COMMAND ...")
-    launch(Plan.read(argv[0]), argv[2:])
+    usage = "usage: python sandbox.py PLAN.json [--info-fd N] [--keep-fd N ...] -- COMMAND ..."
+    if "--" not in argv or argv.index("--") < 1:
+        raise SystemExit(usage)
+    options, command = argv[1:argv.index("--")], argv[argv.index("--") + 1:]
+    keep, info_fd = [], None
+    for flag, value in zip(options[::2], options[1::2]):
+        if flag == "--keep-fd" and value.isdigit():
+            keep.append(int(value))
+        elif flag == "--info-fd" and value.isdigit():
+            info_fd = int(value)
+        else:
+            raise SystemExit(usage)
+    if len(options) % 2 or not command:
+        raise SystemExit(usage)
+    launch(Plan.read(argv[0]), command, tuple(keep), info_fd)
 
 
 if __name__ == "__main__":

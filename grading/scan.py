@@ -6,17 +6,19 @@ touch files or processes, read IPython's history or the source of the calling ce
 grader's browser; grading/sanitize.py removes it from what formgrader and feedback show). Code
 that does is most likely an attempt to game the grader (or a very unusual answer), so the grading
 command gives it the status "needs a manual look" and says where it is. The scan takes no points
-away: the guard (grading/guard.py) and the sandbox (grading/sandbox.py) already make such code fail
-the tests; the scan makes sure an instructor sees it, including tricks subtle enough to get past
-the guard.
+away and protects no score: the judge (grading/judge/: every test verdict outside the student's
+kernel) and the sandbox (grading/sandbox.py) do that; the scan makes sure an instructor looks at it.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 import nbformat
+
+from grading.magics import Rewritten, to_python
 
 _MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subprocess", "socket", "signal", "multiprocessing",
             "threading", "sqlite3", "shutil", "glob", "pickle", "marshal", "code", "codeop", "pty", "resource",
@@ -83,15 +85,13 @@ def _attribute_finding(module: str | None, attribute: str) -> str | None:
 _HARMLESS_MAGICS = re.compile(r"^(\s*)%{1,2}(time|timeit|matplotlib)\b(?!\s*-)(.*)$")
 
 
-def _python_source(source: str) -> str:
-    """The cell as plain Python, line for line.
+def _python_source(source: str) -> Rewritten:
+    """The cell as plain Python, line for line, and what in it the rewriting could not follow.
 
     ``%time``, ``%timeit`` (without options) and ``%matplotlib`` become the statement they time (or
-    ``pass``); other magics and shell escapes become the ``get_ipython()`` calls IPython would run,
-    which are flagged.
+    ``pass``); other magics and shell escapes become the ``get_ipython()`` calls IPython would run
+    (grading/magics.py, in time linear in the cell), which are flagged.
     """
-    from IPython.core.inputtransformer2 import TransformerManager
-
     lines = []
     for line in source.splitlines():
         match = _HARMLESS_MAGICS.match(line)
@@ -99,26 +99,39 @@ def _python_source(source: str) -> str:
             statement = match.group(3).strip() if match.group(2) != "matplotlib" else ""
             line = match.group(1) + (statement or "pass")
         lines.append(line)
-    try:
-        return TransformerManager().transform_cell("\n".join(lines))
-    except Exception:  # noqa: BLE001 - IPython's tokenizer gave up; the parser will say why.
-        return "\n".join(lines)
+    return to_python("\n".join(lines))
 
 
 class Unparsable(Exception):
     """The parser itself failed on a cell (RecursionError, MemoryError): code no task needs."""
 
 
-def _parse(source: str) -> ast.AST | None:
-    """The cell's syntax tree; None for a syntax error (an honest mistake the kernel reports).
+class _Parsed(tuple):
+    """A cell's (syntax tree, IPython syntax not followed), and what the scan derives from the tree, computed
+    once: a notebook's cells recur from scan to scan (the course's own cells in every submission, the mutation
+    suite's answers in one notebook each), and `_parse`'s cache keeps all of it."""
+
+    def __new__(cls, tree: ast.AST | None, problem: str | None) -> _Parsed:
+        parsed = super().__new__(cls, (tree, problem))
+        parsed.imports = None
+        parsed.findings = {}
+        return parsed
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(source: str) -> _Parsed:
+    """The cell's syntax tree (None for a syntax error, an honest mistake the kernel reports) and the
+    IPython syntax in it that could not be followed (see grading/magics.py), or None.
 
     Raises:
         Unparsable: when the parser runs out of stack or memory (deeply nested code).
     """
     try:
-        return ast.parse(_python_source(source))
-    except SyntaxError:
-        return None
+        python = _python_source(source)
+        try:
+            return _Parsed(ast.parse(python.source), python.problem)
+        except SyntaxError:
+            return _Parsed(None, python.problem)
     except (RecursionError, MemoryError, ValueError, OverflowError) as error:
         raise Unparsable(f"{type(error).__name__}: the parser gave up (deeply nested or huge code)") from None
 
@@ -132,33 +145,46 @@ def imported_names(sources: list[str]) -> dict[str, str]:
     names: dict[str, str] = {}
     for source in sources:
         try:
-            tree = _parse(source)
+            parsed = _parse(source)
         except Unparsable:
             continue
-        for node in ast.walk(tree) if tree is not None else ():
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    top = alias.name.split(".")[0]
-                    names[alias.asname or top] = alias.name if alias.asname else top
-            elif isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    names[alias.asname or alias.name] = f"{node.module or ''}.{alias.name}"
+        if parsed.imports is None:
+            parsed.imports = _imports(parsed[0])
+        names.update(parsed.imports)
     return names
+
+
+def _imports(tree: ast.AST | None) -> tuple[tuple[str, str], ...]:
+    """The (name, module) pairs that the import statements of one cell bind, in order."""
+    pairs = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                pairs.append((alias.asname or top, alias.name if alias.asname else top))
+        elif isinstance(node, ast.ImportFrom):
+            pairs.extend((alias.asname or alias.name, f"{node.module or ''}.{alias.name}") for alias in node.names)
+    return tuple(pairs)
 
 
 def findings(source: str, imported) -> list[tuple[int, str]]:
     """(line, what) for each suspicious construct in one cell's code; ``imported`` as from `imported_names`."""
     try:
-        tree = _parse(source)
-    except Unparsable as problem:
-        return [(0, f"cannot be parsed: {problem}")]
+        parsed = _parse(source)
+    except Unparsable as error:
+        return [(0, f"cannot be parsed: {error}")]
+    tree, problem = parsed
+    unfollowed = [(0, problem)] if problem else []
     if tree is None:
-        return []
+        return unfollowed
     modules = imported if isinstance(imported, dict) else {name: name for name in imported}
-    try:
-        return _findings(tree, modules)
-    except (RecursionError, MemoryError) as error:
-        return [(0, f"cannot be analysed: {type(error).__name__} (deeply nested code)")]
+    key = tuple(sorted(modules.items()))
+    if key not in parsed.findings:
+        try:
+            parsed.findings[key] = _findings(tree, modules)
+        except (RecursionError, MemoryError) as error:
+            return [(0, f"cannot be analysed: {type(error).__name__} (deeply nested code)")]
+    return unfollowed + parsed.findings[key]
 
 
 def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:

@@ -9,8 +9,9 @@ The grading command (grading/grade.py) starts one worker per job and keeps it fo
 of that job: nbgrader, nbconvert and their imports load once, not once per notebook. Requests come
 on stdin, one JSON line per student (``{"student": ..., "assignments": [...], "plan": ...}``);
 for each notebook the worker writes a ``start`` event, runs nbgrader's autograde (the student's
-kernel starts through the plan's sandbox and limits), reads the scores back, writes the feedback,
-and writes a ``done`` event with what happened; then ``finished``. Events are JSON lines on their
+kernel starts through the plan's sandbox and limits; a judge process started for the student runs
+every test cell, grading/judge/), reads the scores back, writes the feedback, and writes a
+``done`` event with what happened; then ``finished``. Events are JSON lines on their
 own file descriptor, so nothing a kernel prints can mix into them.
 
 The command enforces the time limit of each notebook by killing the worker, and starts a new one
@@ -40,8 +41,8 @@ def _api(settings: dict, options):
     config.Execute.skip_cells_with_tag = settings["skip_tag"]
     if options.cell_timeout:
         config.Execute.timeout = options.cell_timeout
-    config.GuardedExecute.guard = options.guard
-    config.StrictSaveAutoGrades.strict = options.guard
+    config.JudgedExecute.judge = options.judge
+    config.SaveVerdicts.judged = options.judge
     # Sanitizing stays the last step of autograding in every worker (nbgrader_config.py).
     config.SanitizeNotebook.enabled = options.sanitize
     config.NbGraderAPI.log_level = "WARN"
@@ -58,40 +59,74 @@ def _scores(db: str, assignment: str, student: str) -> dict[str, list[float]] | 
         return None
 
 
-def _cpu() -> tuple[float, float]:
-    """CPU seconds of this process, and of the children it waited for (the kernels)."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+def _cpu() -> float:
+    """CPU seconds of this process (its threads included; the kernels are counted by their cgroup)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
 
 
 def grade_student(api, settings: dict, options, request: dict, emit) -> None:
-    """Autograde (and give feedback on) each of the request's notebooks, emitting events."""
-    from grading.guard import PLAN_VARIABLE
+    """Autograde (and give feedback on) each of the request's notebooks, emitting events.
 
-    student = request["student"]
+    The student's kernels are forked by the student's warm process (grading/kernels.py), and one
+    judge process (grading/judge/) serves all of the student's notebooks. Both end with the student,
+    or with this process when the grading command kills it past the time limit. The judge works
+    for the student, so its CPU time counts in the student's cgroup and quota (grading/limits.py:
+    `join_cpu`).
+    """
+    from grading import kernels
+    from grading.judge import client
+    from grading.limits import join_cpu
+    from grading.sandbox import Plan
+
     if request.get("plan"):
-        os.environ[PLAN_VARIABLE] = request["plan"]
+        os.environ[kernels.PLAN_VARIABLE] = request["plan"]
     else:
-        os.environ.pop(PLAN_VARIABLE, None)
-    for assignment in request["assignments"]:
-        emit({"event": "start", "assignment": assignment})
-        started, cpu = time.perf_counter(), _cpu()
-        result = api.autograde(assignment, student, force=True, create=True)
-        graded, graded_cpu = time.perf_counter(), _cpu()
-        scores = _scores(settings["db"], assignment, student)
-        feedback = None
-        if options.feedback and scores:
-            feedback = api.generate_feedback(assignment, student, force=True)
-        done_cpu = _cpu()
-        emit({"event": "done", "assignment": assignment, "ok": bool(result.get("success")),
-              "log": result.get("log", "")[-20000:], "error": (result.get("error") or "")[-4000:],
-              "scores": scores, "feedback_error": None if feedback is None or feedback.get("success")
-              else (feedback.get("error") or feedback.get("log") or "")[-2000:],
-              # Wall seconds, and CPU seconds of this process (nbgrader) and of the kernel it waited for.
-              "seconds": {"autograde": graded - started, "feedback": time.perf_counter() - graded,
-                          "nbgrader cpu": graded_cpu[0] - cpu[0], "kernel cpu": graded_cpu[1] - cpu[1],
-                          "feedback cpu": done_cpu[0] - graded_cpu[0]}})
+        os.environ.pop(kernels.PLAN_VARIABLE, None)
+    cgroups = Plan.read(request["plan"]).cgroups if request.get("plan") else []
+    judge, counted = None, False
+    try:
+        if options.judge:
+            judge = client.JudgeProcess.start(Path(settings["db"]).with_suffix(".judge.log"))
+            counted = join_cpu(cgroups, judge.process.pid)
+        client.use(judge)
+        for assignment in request["assignments"]:
+            _grade_notebook(api, settings, options, request["student"], assignment, judge, counted, cgroups, emit)
+    finally:
+        client.use(None)
+        if judge is not None:
+            judge.stop()
+        kernels.stop_warm_processes()
     emit({"event": "finished"})
+
+
+def _grade_notebook(api, settings: dict, options, student: str, assignment: str, judge, counted: bool,
+                    cgroups: list[str], emit) -> None:
+    """Autograde one notebook and write its feedback; ``counted``: the student's cgroup counts the judge's CPU."""
+    from grading import kernels
+
+    emit({"event": "start", "assignment": assignment})
+    started, cpu, judge_cpu = time.perf_counter(), _cpu(), judge.cpu_seconds() if judge else 0.0
+    with kernels.metered(cgroups, judge.cpu_seconds if counted else None) as student_cpu:
+        result = api.autograde(assignment, student, force=True, create=True)
+    graded, graded_cpu = time.perf_counter(), _cpu()
+    judged_cpu = judge.cpu_seconds() if judge else 0.0
+    scores = _scores(settings["db"], assignment, student)
+    feedback = None
+    if options.feedback and scores:
+        feedback = api.generate_feedback(assignment, student, force=True)
+    done_cpu = _cpu()
+    emit({"event": "done", "assignment": assignment, "ok": bool(result.get("success")),
+          "log": result.get("log", "")[-20000:], "error": (result.get("error") or "")[-4000:],
+          "scores": scores, "feedback_error": None if feedback is None or feedback.get("success")
+          else (feedback.get("error") or feedback.get("log") or "")[-2000:],
+          "judge_error": judge.failure if judge is not None else None,
+          # Wall seconds; CPU seconds of this process (nbgrader's steps, feedback), of the judge and,
+          # from the student's cgroup without the judge's part, of the student's processes
+          # (grading/kernels.py: `metered`).
+          "seconds": {"autograde": graded - started, "feedback": time.perf_counter() - graded,
+                      "nbgrader cpu": graded_cpu - cpu, "feedback cpu": done_cpu - graded_cpu,
+                      "judge cpu": judged_cpu - judge_cpu, **student_cpu}})
 
 
 def main(argv: list[str]) -> int:
@@ -100,6 +135,7 @@ def main(argv: list[str]) -> int:
     settings = json.loads(Path(argv[0]).read_text())
     options = GradingOptions.from_json(settings["options"])
     events = os.fdopen(int(argv[1]), "w", buffering=1, encoding="utf-8")
+    os.set_inheritable(events.fileno(), False)  # Kernels start with every inheritable descriptor.
 
     def emit(event: dict) -> None:
         events.write(json.dumps(event) + "\n")

@@ -117,8 +117,12 @@ def _output_payloads() -> list[NotebookNode]:
 
 
 def _leaking(answer: str) -> str | None:
-    """``answer`` with its top-level functions wrapped so that each call prints the calling cells' source."""
-    names = [node.name for node in ast.parse(answer).body if isinstance(node, ast.FunctionDef)]
+    """``answer`` with its top-level functions wrapped so that each call prints the calling cells' source.
+
+    Decorated functions (notebook 09's ``@triton.jit`` kernels, which are launched, not called) are left as they are.
+    """
+    names = [node.name for node in ast.parse(answer).body
+             if isinstance(node, ast.FunctionDef) and not node.decorator_list]
     if not names:
         return None
     wrappers = "\n".join(f"{name} = _leak_source({name})" for name in names)

@@ -1,12 +1,13 @@
 """Cheating attempts inside a solution cell earn nothing: each is run, with a wrong answer, through
-the notebook's own test cells (grading.harness runs them as nbgrader's kernel would)."""
+the notebook's own test cells, judged outside the answer's process as grading judges them
+(grading.harness.JudgedHarness: the answer in a kernel of its own, the test cells in the judge)."""
 
 from __future__ import annotations
 
 import pytest
 
 from grading.config import ROOT
-from grading.harness import NotebookHarness
+from grading.harness import JudgedHarness
 
 ASSIGNMENT = "01_eviction_as_ranking"
 
@@ -74,7 +75,8 @@ def quotas_tensor(weights, total_blocks):
 
 @pytest.fixture(scope="module")
 def harness():
-    return NotebookHarness(ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    with JudgedHarness(ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb") as judged:
+        yield judged
 
 
 @pytest.mark.parametrize("task, attempt", [

@@ -3,8 +3,9 @@
 For each notebook: open it, run all cells, save, and check that no cell raised, every plot
 rendered as an image, every ipywidgets control rendered, and that changing the first control
 changes what the notebook shows (the first dropdown, or else the first slider). A screenshot per
-notebook goes to build/screenshots/ for review. One more test follows the ModelScope route:
-*File → Open from URL…* with the ModelScope badge's link, served here as GitHub serves raw files.
+notebook goes to build/screenshots/ for review. One more test follows ModelScope's fallback route that
+each header gives: *File → Open from URL…* with the notebook's raw address, served here as GitHub
+serves raw files.
 Chromium comes from Debian's package (`.ci/run` installs it); Playwright's own browser download is
 not used.
 """
@@ -224,8 +225,8 @@ def repository_files():
     server.shutdown()
 
 
-def test_modelscope_badge_link_opens_the_release_notebook(lab, browser, repository_files):
-    """ModelScope's notebooks are JupyterLab: File → Open from URL… with the badge's link opens the notebook."""
+def test_modelscope_open_from_url_opens_the_release_notebook(lab, browser, repository_files):
+    """ModelScope's notebooks are JupyterLab: File → Open from URL… with the header's raw address opens it."""
     base, token, root = lab
     assignment = ASSIGNMENTS[0]
     url = raw_url(assignment).replace(RAW_HOST, repository_files)

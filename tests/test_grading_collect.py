@@ -104,3 +104,166 @@ def test_score_table_has_one_block_per_assignment():
     assert len(blocks) == 2
     assert "1.1" in blocks[0] and "2.1" not in blocks[0] and "2/4" in blocks[0] and "3/4" in blocks[0]
     assert "2.1" in blocks[1] and "timed out" in blocks[1]
+
+
+# Submissions are read, never followed (issue 30).
+
+NOTEBOOK = "03_lru_lfu.ipynb"
+
+
+def _status(found, student, assignment="03_lru_lfu"):
+    submission = found[(student, assignment)]
+    return submission.failure or ""
+
+
+def test_a_notebook_that_links_to_another_student_s_is_refused_naming_it(tmp_path):
+    _touch(tmp_path, f"alice/{NOTEBOOK}")
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / NOTEBOOK).symlink_to(f"../alice/{NOTEBOOK}")
+    (tmp_path / "carol").symlink_to("alice", target_is_directory=True)  # A whole folder that is a link.
+    (tmp_path / "alice" / "data").symlink_to("/etc", target_is_directory=True)  # Not a notebook: never read.
+    found, problems = _found(tmp_path)
+    assert _status(found, "bob").startswith(f"needs a manual look: refused 'bob/{NOTEBOOK}': a symbolic link")
+    assert "never followed" in _status(found, "bob") and not _status(found, "alice")
+    alice = found[("alice", "03_lru_lfu")]
+    assert alice.needs_manual_look and alice.notes == [
+        "refused 'alice/data': a symbolic link (submissions are read, never followed; not read)"]
+    assert ("carol", "03_lru_lfu") not in found
+    assert any("carol" in line and "a symbolic link" in line for line in problems), problems
+
+
+def test_fifos_sockets_and_devices_are_refused_and_never_opened(tmp_path):
+    import os
+    import socket
+    import stat
+
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / NOTEBOOK)  # Opening it for reading would block the batch.
+    (tmp_path / "sock").mkdir()
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tmp_path / "sock" / NOTEBOOK))
+        kinds = {"fifo": "a FIFO", "sock": "a socket"}
+        if os.geteuid() == 0:
+            (tmp_path / "dev").mkdir()
+            os.mknod(tmp_path / "dev" / NOTEBOOK, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+            kinds["dev"] = "a device file"
+        found, _ = _found(tmp_path)
+    for student, kind in kinds.items():
+        assert _status(found, student) == (f"needs a manual look: refused '{student}/{NOTEBOOK}': {kind} "
+                                           "(submissions are read, never followed)"), student
+
+
+def test_a_hard_link_is_refused_unless_every_name_is_a_notebook_of_the_same_student(tmp_path):
+    import os
+
+    outside = tmp_path / "instructor" / "solution.ipynb"  # Outside the submissions folder.
+    outside.parent.mkdir()
+    outside.write_text("{}")
+    folder = tmp_path / "submissions"
+    _touch(folder, f"alice/{NOTEBOOK}")
+    (folder / "bob").mkdir()
+    os.link(outside, folder / "bob" / NOTEBOOK)
+    _touch(folder, "carol/01_eviction_as_ranking.ipynb")
+    os.link(folder / "carol" / "01_eviction_as_ranking.ipynb", folder / "carol" / NOTEBOOK)
+    found, problems = _found(folder)
+    assert "refused 'bob/03_lru_lfu.ipynb': a hard link (the file has 2 names" in _status(found, "bob")
+    assert not _status(found, "carol") and not _status(found, "alice") and not problems
+
+
+def test_a_link_put_in_place_after_collecting_is_not_followed(tmp_path):
+    from grading.collect import Unreadable, read_submitted
+
+    _touch(tmp_path, f"alice/{NOTEBOOK}").write_text('{"alice": 1}')
+    _touch(tmp_path, "secret/answers.txt").write_text("secret")
+    found, _ = _found(tmp_path)
+    submission = found[("alice", "03_lru_lfu")]
+    assert read_submitted(submission, 1 << 20) == b'{"alice": 1}'
+    (tmp_path / "alice" / NOTEBOOK).unlink()
+    (tmp_path / "alice" / NOTEBOOK).symlink_to("../secret/answers.txt")
+    with pytest.raises(Unreadable, match="a symbolic link"):
+        read_submitted(submission, 1 << 20)
+    (tmp_path / "alice" / NOTEBOOK).unlink()
+    (tmp_path / "alice").rename(tmp_path / "alice-moved")
+    (tmp_path / "alice").symlink_to("secret", target_is_directory=True)
+    (tmp_path / "secret" / NOTEBOOK).write_text("{}")
+    with pytest.raises(Unreadable, match="'alice' is a link or not a folder"):
+        read_submitted(submission, 1 << 20)
+
+
+def test_a_tree_deeper_than_a_path_can_name_is_a_line_never_a_crash(tmp_path):
+    import os
+
+    _touch(tmp_path, f"alice/{NOTEBOOK}")
+    descriptor = os.open(tmp_path, os.O_DIRECTORY)
+    for name in ["dave", *["d" * 50] * 100]:  # 5,000 characters: more than PATH_MAX.
+        os.mkdir(name, dir_fd=descriptor)
+        deeper = os.open(name, os.O_DIRECTORY, dir_fd=descriptor)
+        os.close(descriptor)
+        descriptor = deeper
+    os.close(descriptor)
+    found, problems = _found(tmp_path)
+    assert ("alice", "03_lru_lfu") in found
+    assert any("dave/" in line and "cannot be read (File name too long)" in line for line in problems), problems
+
+
+def test_a_name_that_is_not_utf8_is_shown_escaped(tmp_path):
+    import os
+
+    folder = os.fsencode(tmp_path)
+    os.mkdir(folder + b"/bob")
+    with open(folder + b"/bob/Copy of \xff" + NOTEBOOK.encode(), "w") as handle:
+        handle.write("{}")
+    found, _ = _found(tmp_path)
+    assert found[("bob", "03_lru_lfu")].notes == [f"renamed 'Copy of \\xff{NOTEBOOK}' to '{NOTEBOOK}'"]
+
+
+def test_a_zip_is_read_without_links_absolute_or_parent_paths_and_with_caps(tmp_path, monkeypatch):
+    import stat
+    import warnings
+    import zipfile
+
+    from grading import zipped
+
+    path = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(f"alice/{NOTEBOOK}", "{}")
+        archive.writestr("alice/notes.txt", "not a notebook")
+        link = zipfile.ZipInfo(f"bob/{NOTEBOOK}")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        archive.writestr(link, f"../alice/{NOTEBOOK}")
+        archive.writestr(f"../carol/{NOTEBOOK}", "{}")
+        archive.writestr(f"/dave/{NOTEBOOK}", "{}")
+        archive.writestr(f"erin/{NOTEBOOK}", "{}")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # zipfile warns of the duplicate that this test writes.
+            archive.writestr(f"erin/{NOTEBOOK}", "{}")  # Twice, as a careless export writes it.
+        archive.writestr(f"frank/{NOTEBOOK}", b"\0" * (2 << 20))  # A bomb: 2 MB of zeros, a few KB packed.
+    extracted = tmp_path / "extracted"
+    extracted.mkdir()
+    lines: list[str] = []
+    refused = dict(zipped.extract_notebooks(path, extracted, 1 << 20, lines.append))
+    assert sorted(p.relative_to(extracted).as_posix() for p in extracted.rglob("*") if p.is_file()) == [
+        f"alice/{NOTEBOOK}", f"erin/{NOTEBOOK}"]
+    assert refused == {f"bob/{NOTEBOOK}": "a symbolic link", f"../carol/{NOTEBOOK}": "a path with '..' or '.'",
+                       f"/dave/{NOTEBOOK}": "an absolute or Windows path", f"erin/{NOTEBOOK}": "in the zip twice",
+                       f"frank/{NOTEBOOK}": "not extracted from the zip: it has more than the 1 MB a notebook may have "
+                                            "here (--max-notebook-mb)"}
+    found, _ = collect(extracted, ASSIGNMENTS, refused=list(refused.items()))
+    assert found and all(s.failure for s in found if s.student != "alice")
+    assert "refused 'bob/03_lru_lfu.ipynb': a symbolic link" in next(s.failure for s in found if s.student == "bob")
+    monkeypatch.setattr(zipped, "MAX_ENTRIES", 2)
+    again = tmp_path / "again"
+    again.mkdir()
+    zipped.extract_notebooks(path, again, 1 << 20, lines.append)
+    assert any("more than 2 entries" in line for line in lines)
+    (tmp_path / "broken.zip").write_bytes(b"PK\x03\x04 not really")
+    with pytest.raises(ValueError, match="not a readable zip"):
+        zipped.extract_notebooks(tmp_path / "broken.zip", again, None)
+
+
+def test_walking_a_folder_past_its_time_limit_is_a_line_and_the_others_are_collected(tmp_path):
+    _touch(tmp_path, f"alice/{NOTEBOOK}")
+    _touch(tmp_path, "bob_03_lru_lfu.ipynb")
+    found, problems = collect(tmp_path, ASSIGNMENTS, limit_s=-1)
+    assert [(s.student, s.assignment) for s in found] == [("bob", "03_lru_lfu")]
+    assert len(problems) == 1 and "alice: collect took too long" in problems[0] and "manual look" in problems[0]

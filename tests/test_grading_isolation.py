@@ -1,11 +1,12 @@
 """Hostile submissions, graded through the grading command, earn nothing, harm no one, stop nothing.
 
 One batch of crafted submissions of notebook 01 is graded twice: once with every protection off
-(no sandbox, no guard, nbgrader's own scoring rule, no limits), which shows that each attack is
-real, and once as the grading command grades (bubblewrap sandbox per student, guard, strict
-scoring, cgroup limits), which shows that it gains and harms nothing, that honest students graded
-before and after the attackers keep full marks, that the batch completes with its CSV, and that
-no file or process of a student is left on the host. One attacker per class:
+(no sandbox, test cells run in the kernel as plain nbgrader runs them, nbgrader's own scoring
+rule, no limits), which shows that each attack is real, and once as the grading command grades
+(bubblewrap sandbox per student, every test cell judged outside the kernel, cgroup limits), which
+shows that it gains and harms nothing, that honest students graded before and after the attackers
+keep full marks, that the batch completes with its CSV, and that no file or process of a student
+is left on the host. One attacker per class:
 
 - forged outputs: an ``execute_result`` before each test's error (from an IPython event, or from
   ``from sys import displayhook`` inside the answer), a rewritten ``Session.send`` (on the object
@@ -13,6 +14,12 @@ no file or process of a student is left on the host. One attacker per class:
 - reading and writing what is not theirs: the instructor's notebooks, another student's upload,
   the gradebook files, another student's submitted notebook; patching the checks; wrapping every
   later cell in ``try/except``;
+- the classes of issue 26, each in several variants: attribute lookup on ``course.checks`` that
+  returns checks doing nothing, without replacing the module (its class swapped, an import hook);
+  wrappers that exist only between cells (event callbacks that take an input or AST transformer
+  out before each cell and put it back after); a torch function mode entered by hand that makes
+  tensor comparisons agree; a replaced or lying agent (every answer forged, errors swallowed, never
+  serving);
 - surviving processes and shared identities: a background process, a chain of short-lived forks
   that hunts the next student's kernel, a look at other processes' command lines, the uid;
 - host leftovers: files written to every world-writable host folder;
@@ -140,6 +147,78 @@ course.checks.assert_plain_equal = lambda *args, **kwargs: None
 def _swallow_errors(lines):
     return ["try:\\n"] + ["    " + line for line in lines] + ["\\n", "except BaseException:\\n", "    pass\\n"]
 get_ipython().input_transformers_post.append(_swallow_errors)
+'''},
+        # The classes of issue 26: checks that do nothing, reached by attribute lookup (the module stays).
+        "j_checks_by_lookup": {TASK: WRONG_1_1 + '''
+import builtins, types
+import course.checks
+def _nothing(*args, **kwargs):
+    return None
+class _Lenient(types.ModuleType):
+    def __getattribute__(self, name):
+        if name in ("check_type", "assert_plain_equal", "assert_raises", "assert_same_tensor"):
+            return _nothing
+        return super().__getattribute__(name)
+course.checks.__class__ = _Lenient
+_import = builtins.__import__
+def _lenient_import(name, globals=None, locals=None, fromlist=(), level=0):
+    module = _import(name, globals, locals, fromlist, level)
+    return course.checks if name == "course.checks" else module
+builtins.__import__ = _lenient_import
+'''},
+        # Wrappers that exist only between cells: event callbacks declared as the library's own take
+        # the try/except transformers out before a cell runs and put them back after it.
+        "j_wraps_between_cells": {TASK: WRONG_1_1 + '''
+import ast
+def _swallow_errors(lines):
+    return ["try:\\n"] + ["    " + line for line in lines] + ["\\n", "except BaseException:\\n", "    pass\\n"]
+class _Swallow(ast.NodeTransformer):
+    def visit_Module(self, node):
+        handler = ast.ExceptHandler(type=ast.Name("BaseException", ast.Load()), name=None, body=[ast.Pass()])
+        return ast.fix_missing_locations(ast.Module([ast.Try(node.body, [handler], [], [])], []))
+_shell = get_ipython()
+def _out(*args):
+    _shell.input_transformers_post[:] = [t for t in _shell.input_transformers_post if t is not _swallow_errors]
+def _back(*args):
+    _shell.input_transformers_post.append(_swallow_errors)
+    _shell.ast_transformers.append(_Swallow())
+for _callback in (_out, _back):
+    _callback.__module__ = "IPython.core.events"
+_shell.events.register("post_execute", _back)
+_shell.events.register("pre_run_cell", _out)
+_back()
+'''},
+        # A torch function mode entered by hand: tensor comparisons (==, !=, <=) agree (task 1.8, wrong values).
+        "j_torch_mode": {"task1_8_quotas_tensor": answers["task1_8_quotas_tensor"].replace(
+            "return weights / total_weight * total_blocks", "return weights / total_weight * (total_blocks + 1)") + '''
+import torch
+from torch.overrides import TorchFunctionMode
+class _Agree(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in (torch.Tensor.__ne__, torch.ne, torch.Tensor.ne):
+            return torch.zeros_like(args[0], dtype=torch.bool)
+        if func in (torch.Tensor.__eq__, torch.eq, torch.Tensor.eq, torch.equal, torch.Tensor.__le__, torch.le,
+                    torch.Tensor.le):
+            return True if func is torch.equal else torch.ones_like(args[0], dtype=torch.bool)
+        return func(*args, **(kwargs or {}))
+_mode = _Agree()
+_mode.__enter__()
+'''},
+        # A replaced or lying agent: whatever the judge asks gets a forged answer, or nothing at all.
+        "j_lying_agent": {TASK: WRONG_1_1 + '''
+for _name, _agent in list(globals().items()):
+    if _name.startswith("_course_judge_"):
+        _handle = type(_agent).handle
+        def _forge(self, op, args, _handle=_handle):
+            try:
+                result = _handle(self, op, args)
+            except Exception:
+                return None
+            return "b" if op == "call" else result
+        type(_agent).handle = _forge
+''', "task1_2_eviction_order": answers["task1_2_eviction_order"] + '''
+for _name in [name for name in globals() if name.startswith("_course_judge_")]:
+    globals()[_name].serve = lambda epoch: None
 '''},
         # Surviving processes and shared identities.
         "p_leaves_a_process": {TASK: WRONG_1_1 + f'''
@@ -317,12 +396,16 @@ def _owned_by_students(uids: set[int]) -> list[str]:
     processes = []
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
-            uid = int(next(line for line in status.read_text().splitlines() if line.startswith("Uid:")).split()[1])
-        except (OSError, StopIteration, ValueError):
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            uid = int(fields["Uid"].split()[0])
+            if uid in uids:
+                command = (status.parent / "cmdline").read_bytes().replace(b"\0", b" ")[:120].decode(errors="replace")
+                # What it is, for the failure's message: its state (Z: a zombie nobody reaped), parent and command.
+                processes.append(f"process {status.parent.name} ({fields['State'].strip()}, parent "
+                                 f"{fields['PPid'].strip()}: {command})")
+        except (OSError, KeyError, ValueError):
             continue
-        if uid in uids:
-            processes.append(int(status.parent.name))
-    return found + [f"process {pid}" for pid in processes]
+    return found + processes
 
 
 def _grade(built_course: Path, tmp_path_factory, protected: bool) -> dict:
@@ -332,9 +415,9 @@ def _grade(built_course: Path, tmp_path_factory, protected: bool) -> dict:
     _write_batch(course, folder)
     lines: list[str] = []
     if protected:
-        settings = dict(isolation="on", guard=True, memory_limit_gb=2, max_processes=256)
+        settings = dict(isolation="on", judge=True, memory_limit_gb=2, max_processes=256)
     else:
-        settings = dict(isolation="off", guard=False, memory_limit_gb=None, max_processes=None)
+        settings = dict(isolation="off", judge=False, memory_limit_gb=None, max_processes=None, cpus_per_student=None)
     uids = set(student_uids([path.name for path in folder.iterdir()]).values())
     before = set(_owned_by_students(uids))
     rows = grade_folder(folder, course, [ASSIGNMENT], student_timeout=300, log=lines.append,
@@ -394,12 +477,24 @@ def test_honest_students_before_and_after_the_attackers_keep_full_marks(protecte
 @pytest.mark.parametrize("student", ["f_result_from_event", "f_result_from_answer", "f_session_send",
                                      "f_session_class", "f_claims_read_only", "a_reads_files", "a_patches_checks",
                                      "a_wraps_cells", "p_reads_other_processes", "l_memory_of_children",
-                                     "l_many_processes"])
+                                     "l_many_processes", "j_checks_by_lookup", "j_wraps_between_cells",
+                                     "j_lying_agent"])
 def test_attacks_for_points_gain_nothing(unprotected, protected, student):
-    if student in unprotected:
+    if student in unprotected and student != "j_lying_agent":  # Without the judge there is no agent to lie.
         assert unprotected[student][0].tasks["1.1"] == (2.0, 2.0), "without protection the attack gains task 1.1"
     scores, status, _ = protected[student]
     assert scores.tasks.get("1.1", (0.0, 2.0)) == (0.0, 2.0), (scores.tasks, status)
+
+
+def test_a_torch_function_mode_entered_by_hand_gains_nothing(unprotected, protected):
+    assert unprotected["j_torch_mode"][0].tasks["1.8"] == (3.0, 3.0), "without the judge the mode forges task 1.8"
+    scores, status, _ = protected["j_torch_mode"]
+    assert scores.tasks["1.8"] == (0.0, 3.0), (scores.tasks, status)
+
+
+def test_a_lying_agent_loses_every_test_it_serves(protected):
+    scores, status, _ = protected["j_lying_agent"]
+    assert scores.total == 0, (scores.tasks, status)
 
 
 @pytest.mark.parametrize("student, reason", [
@@ -412,10 +507,12 @@ def test_tampering_and_unreadable_notebooks_are_flagged(protected, student, reas
     assert status.startswith(("needs a manual look", "timed out")) and reason in status, status
 
 
-def test_tampering_with_checks_or_messaging_voids_every_test(protected):
-    for student in ("a_patches_checks", "a_wraps_cells", "f_session_send", "f_session_class", "f_result_from_event"):
+def test_tampering_with_checks_or_messaging_costs_only_the_wrong_answer(protected):
+    """The judge never looks at the kernel's checks or messages: the wrong task scores 0, the others keep theirs."""
+    for student in ("a_patches_checks", "a_wraps_cells", "f_session_send", "f_session_class", "f_result_from_event",
+                    "j_checks_by_lookup", "j_wraps_between_cells"):
         scores, status, _ = protected[student]
-        assert scores.total == 0, (student, scores.tasks, status)
+        assert scores.tasks["1.1"] == (0.0, 2.0) and scores.total == 20, (student, scores.tasks, status)
 
 
 def test_writing_the_gradebook_or_another_submission_changes_no_one_s_scores(unprotected, protected):

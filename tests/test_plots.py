@@ -26,6 +26,7 @@ def test_plot_draws_one_line_per_policy_and_labels_belady() -> None:
     assert list(ax.get_lines()[1].get_xdata()) == [10, 20]
     assert ax.get_title() == "Mooncake"
     assert "blocks" in ax.get_xlabel() and "%" in ax.get_ylabel()
+    assert ax.get_xlabel().startswith("cache capacity (blocks)") and ax.get_ylabel().startswith("hit ratio (%)")
     assert ax.get_legend() is not None
     plt.close(ax.figure)
 
@@ -62,6 +63,35 @@ def test_label_is_bilingual_only_where_chinese_renders(monkeypatch) -> None:
     assert plots.label("Hit ratio", "命中率") == "Hit ratio / 命中率"
     with pytest.raises(TypeError):
         plots.label("Hit ratio", None)
+
+
+def test_the_first_english_only_label_of_a_cell_says_so(monkeypatch, capsys) -> None:
+    import course.plots as plots
+
+    monkeypatch.setattr(plots, "_cjk_font", [None])
+    monkeypatch.setattr(plots, "_noted_cells", set())
+    cell = [7]
+    monkeypatch.setattr(plots, "_cell_number", lambda: cell[0])
+    plots.label("Hit ratio", "命中率")
+    plots.label("Capacity", "容量")
+    assert capsys.readouterr().out.count("English only") == 1, "one note per cell"
+    cell[0] = 8
+    plots.label("Hit ratio", "命中率")
+    assert "图中标签只有英文" in capsys.readouterr().out, "the next cell says so again"
+    monkeypatch.setattr(plots, "_cjk_font", ["Noto Sans CJK SC"])
+    plots.label("Hit ratio", "命中率")
+    assert capsys.readouterr().out == "", "no note where Chinese renders"
+
+
+def test_claim_prints_a_checked_line(capsys) -> None:
+    from course.plots import CLAIM_PREFIX, claim
+
+    claim("the curve rises", 3 > 2)
+    claim("the curve falls", [])
+    assert capsys.readouterr().out.splitlines() == [f"{CLAIM_PREFIX}the curve rises: True",
+                                                    f"{CLAIM_PREFIX}the curve falls: False"]
+    with pytest.raises(TypeError):
+        claim(None, True)
 
 
 def test_a_chinese_label_renders_glyphs_when_a_cjk_font_is_installed() -> None:

@@ -1,6 +1,7 @@
 """The README's commands are the ones CI and make run.
 
-(Its generated tables are written by ``make notebooks``; CI fails when they are stale.)"""
+(Its course table is written by ``make notebooks``, and CI fails when it is stale; tests/test_mutants.py checks
+the mutation table against its own run.)"""
 
 from __future__ import annotations
 

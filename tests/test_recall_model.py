@@ -168,7 +168,9 @@ def test_weights_file_is_package_data(tmp_path):
         names = archive.namelist()
         assert "course/weights/recall_decoder.pt" in names
         assert archive.read("course/weights/recall_decoder.pt") == recall_weights_path().read_bytes()
-    assert "course/train_recall.py" in names and "course/recall.py" in names
+    # Every module of the package, its subpackages' too (course.model, course.replay...), is in the wheel.
+    modules = {path.relative_to(ROOT).as_posix() for path in (ROOT / "course").rglob("*.py")}
+    assert modules <= set(names), f"modules missing from the wheel: {sorted(modules - set(names))}"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -10,12 +10,12 @@ and rebuilds its heap before evicting.
 
 from __future__ import annotations
 
-import heapq
 import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rescoring_sim import make_rescoring_sim
 
 from grading.config import ROOT
 
@@ -31,21 +31,6 @@ def classes():
 
     base = NotebookHarness(NOTEBOOK).base
     return base["KVCacheSchedulerSim"], base["TensorKVCacheScheduler"]
-
-
-def _rescoring(sim_class):
-    class RescoringSim(sim_class):
-        """The heap simulator, rescoring every entry and rebuilding the heap before it evicts."""
-
-        def _evict_until_fit(self, needed):
-            if self.entries and self.current_bytes + needed > self.capacity_bytes:
-                for entry in self.entries.values():
-                    entry.priority = self._score(entry.hits, entry.bytes, entry.last_used)
-                self.queue = [(e.priority, e.last_used, e.prefix) for e in self.entries.values()]
-                heapq.heapify(self.queue)
-            super()._evict_until_fit(needed)
-
-    return RescoringSim
 
 
 def _random_trace(rng: random.Random) -> tuple[int, list[tuple[str, int]]]:
@@ -97,7 +82,7 @@ def test_seeded_traces_give_identical_logs(classes):
 
 def test_seeded_traces_rescored(classes):
     sim_class, tensor_class = classes
-    rescoring = _rescoring(sim_class)
+    rescoring = make_rescoring_sim(sim_class)
     rng = random.Random(5)
     differ = 0
     for case in range(SEEDED_TRACES // 3):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from course import traces
-from course.traces import Request
+from course.traces import Request, mooncake
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACE = REPO.parent / "shared" / "traces" / "mooncake_synthetic_trace.jsonl"
@@ -144,7 +144,8 @@ def test_load_mooncake_download_failure_is_clear() -> None:
 
 
 def test_mooncake_or_synthetic_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(traces, "MOONCAKE_TRACE_URL", "http://127.0.0.1:9/none.jsonl")
+    # The URL is read where mooncake_or_synthetic is defined, so it is patched there.
+    monkeypatch.setattr(mooncake, "MOONCAKE_TRACE_URL", "http://127.0.0.1:9/none.jsonl")
     trace, description = traces.mooncake_or_synthetic(limit=100, timeout=2)
     assert len(trace) == 100 and "SYNTHETIC" in description
     assert 15 <= np.mean([len(r.hash_ids) for r in trace]) <= 40

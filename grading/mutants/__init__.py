@@ -17,3 +17,15 @@ The mutation suite (tests/test_mutants.py) runs each answer through the notebook
 the first wrong answer of every task is also the bundled ``typical_mistakes`` submission that the
 main job grades with nbgrader. ``python -m grading.task 2.4`` shows one task's answers and results.
 """
+
+from __future__ import annotations
+
+# A wrong answer shared by notebooks 07 and 08: an exact int check widened to numbers.Integral, which admits
+# numpy's integers that the texts refuse (bool is still refused). The answer imports numbers itself.
+INT_CHECK = "if type(value) is not int:"
+INTEGRAL_CHECK = 'if isinstance(value, bool) or not isinstance(value, numbers.Integral):'
+
+
+def numbers_integral(reference, grade_id: str) -> str:
+    """``reference``'s answer to ``grade_id`` with its int check widened to numbers.Integral."""
+    return "import numbers\n" + reference.edit(grade_id, (INT_CHECK, INTEGRAL_CHECK))

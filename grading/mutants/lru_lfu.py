@@ -146,6 +146,9 @@ WRONG = {
             masked = torch.where(evictable, last_access_step.double(), float("inf"))
             return int(torch.argmin(masked))
         """}),
+        "masks the caller's steps in place (masked_fill_)": ref.edit(
+            LRU_T, ("masked = torch.where(evictable, last_access_step, largest)",
+                    "masked = last_access_step.masked_fill_(~evictable, largest)")),
         "checks the lengths, not the dimensions": ref.solve(LRU_T, todo={"3.5.1": """
             if len(last_access_step) != len(evictable):
                 raise ValueError("the tensors differ in length")
@@ -184,6 +187,9 @@ WRONG = {
         "steps compared in float64 (large steps collide)": ref.edit(
             LFU_T, ("masked = torch.where(tied, last_access_step, largest)",
                     'masked = torch.where(tied, last_access_step.double(), float("inf"))')),
+        "masks the caller's use counts in place (masked_fill_)": ref.edit(
+            LFU_T, ("fewest = torch.where(evictable, use_count, largest).min()",
+                    "fewest = use_count.masked_fill_(~evictable, largest).min()")),
         "the fewest uses over all entries, protected ones included": ref.edit(
             LFU_T, ("fewest = torch.where(evictable, use_count, largest).min()", "fewest = use_count.min()")),
         "steps masked with the int64 maximum, no second check": ref.edit(

@@ -1,0 +1,142 @@
+"""Notebook 06's test code that several test cells share, written once here.
+
+``make notebooks`` copies each definition that a test cell names in its ``# BEGIN SHARED`` line into that
+cell (grading/shared_code.py), so every graded part still carries the code it runs. The imports below
+are for the linter: each test cell imports what its copy uses.
+"""
+
+import torch
+
+
+def toy_kv(hashes, block_size):
+    """One layer, one head, head_dim 2."""
+    k_cache = torch.tensor([[h + r / 8, -h] for h in hashes for r in range(block_size)]).reshape(-1, 1, 2)
+    return [(k_cache, k_cache + 0.5)]
+
+
+def evicts(cache, new, candidates, expected, why):
+    """insert(new) into a full cache must evict exactly ``expected`` among ``candidates``."""
+    before = [h for h in candidates if h in cache]
+    cache.insert(new, toy_kv(new, cache.block_size))
+    gone = [h for h in before if h not in cache]
+    assert gone == expected, f"{why}: insert({new}) evicted {gone}; expected {expected}"
+
+
+class _Oracle:
+    """The contract, written as directly as possible: recompute every key from scratch."""
+
+    def __init__(self, capacity, policy):
+        self.capacity, self.policy = capacity, policy
+        self.state = {}  # block_hash -> [parent, ref_count, use_count, last_access_step]
+        self.clock = 0
+        self.hits = self.misses = self.evictions = 0
+
+    def leading(self, hashes):
+        count = 0
+        while count < len(hashes) and hashes[count] in self.state:
+            count += 1
+        return count
+
+    def match(self, hashes):
+        self.clock += 1
+        count = self.leading(hashes)
+        for h in hashes[:count]:
+            self.state[h][2] += 1
+            self.state[h][3] = self.clock
+        self.hits += count
+        self.misses += len(hashes) - count
+        return count
+
+    def insert(self, hashes):
+        self.clock += 1
+        stored = 0
+        for i, h in enumerate(hashes):
+            if h in self.state:
+                continue
+            while len(self.state) >= self.capacity:
+                parents = {s[0] for s in self.state.values()}
+                keys = []
+                for x, s in self.state.items():
+                    if s[1] == 0 and x not in parents and x not in hashes:
+                        keys.append(((s[2], s[3], x) if self.policy == "lfu" else (s[3], x), x))
+                if not keys:
+                    return stored
+                del self.state[sorted(keys)[0][1]]
+                self.evictions += 1
+            self.state[h] = [hashes[i - 1] if i else None, 0, 1, self.clock]
+            stored += 1
+        return stored
+
+
+def _tree(rng, size):
+    ids = rng.sample(range(1, 4000), size)
+    parent = {}
+    for i, node in enumerate(ids):
+        parent[node] = None if i == 0 or rng.random() < 0.2 else ids[rng.randrange(i)]
+    paths = {}
+    for node in ids:
+        path, x = [], node
+        while x is not None:
+            path.append(x)
+            x = parent[x]
+        paths[node] = path[::-1]
+    return ids, paths
+
+
+class ToyCache:
+    """An unbounded cache that keeps PrefixCache's contract and records how serve calls it."""
+
+    def __init__(self, block_size):
+        self.block_size = block_size
+        self.kv, self.refs, self.log = {}, {}, []
+        self.fail_insert = False
+
+    def match(self, hashes):
+        self.log.append(("match", list(hashes)))
+        count = 0
+        while count < len(hashes) and hashes[count] in self.kv:
+            count += 1
+        return count
+
+    def pin(self, hashes):
+        self.log.append(("pin", list(hashes)))
+        if any(h not in self.kv for h in hashes):
+            raise KeyError("pin of a block that is not cached")
+        for h in hashes:
+            self.refs[h] = self.refs.get(h, 0) + 1
+
+    def unpin(self, hashes):
+        self.log.append(("unpin", list(hashes)))
+        if any(self.refs.get(h, 0) < list(hashes).count(h) for h in hashes):
+            raise ValueError("unpin of a block that is not pinned")
+        for h in hashes:
+            self.refs[h] -= 1
+
+    def get_kv(self, hashes):
+        self.log.append(("get_kv", list(hashes)))
+        if any(self.refs.get(h, 0) < 1 for h in hashes):
+            raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
+        if not hashes:
+            return []
+        return [tuple(torch.cat([self.kv[h][layer][side] for h in hashes]) for side in (0, 1))
+                for layer in range(len(self.kv[hashes[0]]))]
+
+    def insert(self, hashes, kv):
+        self.log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
+        if self.fail_insert:
+            raise RuntimeError("insert failed (the test's cache raises on purpose)")
+        for i, h in enumerate(hashes):
+            if h not in self.kv:
+                rows = slice(i * self.block_size, (i + 1) * self.block_size)
+                self.kv[h] = [(k[rows].clone(), v[rows].clone()) for k, v in kv]
+        return len(hashes)
+
+    def calls(self, name=None):
+        """The calls since the last look (of one method, or all), without those on an empty list
+        (serve may make them or not), as (method, hashes); the log starts again."""
+        calls = [entry[:2] for entry in self.log if entry[1] and name in (None, entry[0])]
+        self.log.clear()
+        return calls
+
+    def pinned(self):
+        return sorted(h for h, count in self.refs.items() if count)

@@ -1,0 +1,208 @@
+"""Inputs, checks and a launch counter for the Triton kernels of notebook 09.
+
+- `paged_pool` and `paged_batch` build a paged KV cache for tests and experiments: the pool lies
+  inside a larger tensor whose first and last blocks are NaN (guard blocks), so that a kernel that
+  reads outside the pool returns NaN instead of crashing, and a write outside it shows in the guard;
+  block tables have free blocks, a shared block and -1 past each sequence's blocks.
+- `check_paged_batch` raises a clear error for inputs that a kernel would read out of bounds.
+- `count_launches` counts the Triton kernel launches of a call, compiled or interpreted.
+
+Nothing here imports triton until `count_launches` runs, so the rest of the course never needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+__all__ = ["GUARD_BLOCKS", "LaunchCounter", "PagedBatch", "check_paged_batch", "count_launches", "paged_batch",
+           "paged_pool"]
+
+GUARD_BLOCKS = 2  # NaN blocks before and after the pool.
+
+
+def _is_power_of_two(value: int) -> bool:
+    return value >= 1 and value & (value - 1) == 0
+
+
+def paged_pool(num_blocks: int, block_size: int, num_heads: int, head_dim: int, *, dtype: torch.dtype = torch.float32,
+               device: torch.device | str | None = None, seed: int = 0,
+               interleaved: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A key pool and a value pool of random (stale) data, with NaN guard blocks around them.
+
+    The data is drawn on ``device`` (None: the CPU) with a generator seeded with ``seed``.
+
+    Returns:
+        ``(k_cache, v_cache, storage)``: each pool is ``[num_blocks, block_size, num_heads, head_dim]``, a view
+        of ``storage`` without its first and last `GUARD_BLOCKS` blocks, which are NaN. Without ``interleaved``
+        ``storage`` is ``[2, num_blocks + 2 * GUARD_BLOCKS, block_size, num_heads, head_dim]`` and each pool is
+        contiguous; with it ``storage`` is ``[num_blocks + 2 * GUARD_BLOCKS, block_size, 2, num_heads, head_dim]``:
+        a token's key and value sit side by side, so the pools are not contiguous (their slot stride is
+        ``2 * num_heads * head_dim``).
+
+    Used in notebook 09's tests and experiments.
+    """
+    total = num_blocks + 2 * GUARD_BLOCKS
+    shape = (total, block_size, 2, num_heads, head_dim) if interleaved else (2, total, block_size, num_heads, head_dim)
+    device = torch.device("cpu") if device is None else torch.device(device)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    storage = torch.randn(shape, generator=generator, device=device, dtype=dtype)
+    inside = slice(GUARD_BLOCKS, GUARD_BLOCKS + num_blocks)
+    guard = torch.ones(total, dtype=torch.bool, device=device)
+    guard[inside] = False
+    if interleaved:
+        storage[guard] = float("nan")
+    else:
+        storage[:, guard] = float("nan")
+    if interleaved:
+        return storage[inside, :, 0], storage[inside, :, 1], storage
+    return storage[0, inside], storage[1, inside], storage
+
+
+@dataclass
+class PagedBatch:
+    """A batch of sequences in a paged KV cache (see `paged_batch`)."""
+
+    k_cache: torch.Tensor
+    v_cache: torch.Tensor
+    block_tables: torch.Tensor
+    lengths: torch.Tensor
+    storage: torch.Tensor
+
+
+def paged_batch(lengths: Sequence[int], block_size: int, num_heads: int, head_dim: int, *,
+                dtype: torch.dtype = torch.float32, device: torch.device | str | None = None, seed: int = 0,
+                free_blocks: int = 2, share_first_block: bool = True, interleaved: bool = False,
+                extra_table_columns: int = 0) -> PagedBatch:
+    """Sequences of the given lengths in a pool with scattered, free and shared blocks.
+
+    Sequence ``s`` uses ``ceil(lengths[s] / block_size)`` blocks, at random places of the pool;
+    ``free_blocks`` more blocks belong to no sequence. With ``share_first_block``, every sequence
+    whose first block is full shares the first such block (a common prefix, as after a fork). The
+    block table is int32 ``[num_seqs, max_blocks + extra_table_columns]`` with -1 past each
+    sequence's blocks; ``lengths`` is int32. Every slot holds random data, those past a sequence's
+    length included (stale tokens), and the pools lie inside guard blocks of NaN (`paged_pool`).
+
+    Used in notebook 09's tests and experiments.
+    """
+    counts = [-(-length // block_size) for length in lengths]
+    full = [s for s, length in enumerate(lengths) if length >= block_size]
+    shared = share_first_block and len(full) >= 2
+    distinct = sum(counts) - (len(full) - 1 if shared else 0)
+    num_blocks = max(1, distinct + free_blocks)
+    generator = torch.Generator().manual_seed(seed + 1)
+    places = torch.randperm(num_blocks, generator=generator).tolist()
+    max_blocks = max(counts, default=0) + extra_table_columns
+    table = torch.full((len(lengths), max_blocks), -1, dtype=torch.int32)
+    for s, count in enumerate(counts):
+        for b in range(count):
+            table[s, b] = table[full[0], 0] if shared and b == 0 and s in full[1:] else places.pop()
+    k_cache, v_cache, storage = paged_pool(num_blocks, block_size, num_heads, head_dim, dtype=dtype, device=device,
+                                           seed=seed, interleaved=interleaved)
+    return PagedBatch(k_cache, v_cache, table.to(device), torch.tensor(list(lengths), dtype=torch.int32, device=device),
+                      storage)
+
+
+def check_paged_batch(caller: str, cache: Any, block_tables: Any, lengths: Any, min_length: int = 0) -> None:
+    """Raise a clear error unless a kernel can read ``cache`` through ``block_tables`` and ``lengths``.
+
+    The rules: ``cache`` a float16 or float32 tensor ``[num_blocks, block_size, num_heads, head_dim]``
+    whose block size and head dimension are powers of two; ``block_tables`` an int32 tensor
+    ``[num_seqs, max_blocks]``; ``lengths`` an int32 tensor ``[num_seqs]`` with every length in
+    ``[min_length, max_blocks * block_size]``; the three on one device; and every block id that a
+    length uses (the first ``ceil(lengths[s] / block_size)`` of row ``s``) a block of the pool.
+    Entries past them are not read and may hold anything.
+
+    Raises:
+        TypeError: a wrong type or dtype.
+        ValueError: a wrong shape, length, block id or device, naming it.
+
+    Used in notebook 09 (the given lines of each kernel's launcher).
+    """
+    if not all(type(tensor) is torch.Tensor for tensor in (cache, block_tables, lengths)):
+        raise TypeError(f"{caller}: the cache, block_tables and lengths must be torch.Tensor")
+    if cache.dtype not in (torch.float16, torch.float32):
+        raise TypeError(f"{caller}: the cache must be float16 or float32, got {cache.dtype}")
+    if block_tables.dtype != torch.int32 or lengths.dtype != torch.int32:
+        raise TypeError(f"{caller}: block_tables and lengths must be int32, got {block_tables.dtype} and "
+                        f"{lengths.dtype}")
+    if cache.dim() != 4 or block_tables.dim() != 2 or tuple(lengths.shape) != tuple(block_tables.shape[:1]):
+        raise ValueError(f"{caller}: need a cache [num_blocks, block_size, num_heads, head_dim], block_tables "
+                         f"[num_seqs, max_blocks] and lengths [num_seqs]; got {list(cache.shape)}, "
+                         f"{list(block_tables.shape)} and {list(lengths.shape)}")
+    num_blocks, block_size, _, head_dim = cache.shape
+    if not (_is_power_of_two(block_size) and _is_power_of_two(head_dim)):
+        raise ValueError(f"{caller}: block_size and head_dim must be powers of two, got {block_size} and {head_dim}")
+    if len({cache.device, block_tables.device, lengths.device}) > 1:
+        raise ValueError(f"{caller}: the cache, block_tables and lengths must be on one device")
+    capacity = block_tables.shape[1] * block_size
+    wrong = (lengths < min_length) | (lengths > capacity)
+    if bool(wrong.any()):
+        seq = int(wrong.nonzero()[0, 0])
+        raise ValueError(f"{caller}: lengths[{seq}] = {int(lengths[seq])} is not in [{min_length}, {capacity}] "
+                         f"({block_tables.shape[1]} blocks of {block_size} slots)")
+    columns = torch.arange(block_tables.shape[1], device=lengths.device)
+    used = columns < (lengths[:, None] + block_size - 1) // block_size
+    outside = used & ((block_tables < 0) | (block_tables >= num_blocks))
+    if bool(outside.any()):
+        seq, column = (int(index) for index in outside.nonzero()[0])
+        raise ValueError(f"{caller}: block_tables[{seq}, {column}] = {int(block_tables[seq, column])} is used by "
+                         f"lengths[{seq}] = {int(lengths[seq])} but is not a block of the pool (0 to {num_blocks - 1})")
+
+
+class LaunchCounter:
+    """Counts the Triton kernel launches made in this process while it is active (a context manager).
+
+    A compiled launch goes through ``JITFunction.run``, an interpreted one (``TRITON_INTERPRET=1``)
+    through the interpreter's ``GridExecutor.__call__`` (in every Triton release since 2.2); both are
+    counted while the counter is active and put back afterwards.
+    """
+
+    def __init__(self) -> None:
+        self.launches = 0
+        self._originals: list = []
+
+    def __enter__(self) -> LaunchCounter:
+        from triton.runtime import interpreter, jit
+
+        self._originals = [(jit.JITFunction, "run", jit.JITFunction.run),
+                           (interpreter.GridExecutor, "__call__", interpreter.GridExecutor.__call__)]
+        for kind, name, original in self._originals:
+            setattr(kind, name, self._counting(original))
+        return self
+
+    def _counting(self, original):
+        def launch(kernel, *launch_args, **launch_kwargs):
+            if not launch_kwargs.get("warmup", False):
+                self.launches += 1
+            return original(kernel, *launch_args, **launch_kwargs)
+        return launch
+
+    def __exit__(self, *exc) -> None:
+        for kind, name, original in reversed(self._originals):
+            setattr(kind, name, original)
+
+
+# The launch counters of `count_launches` active now, innermost last. When grading, the judge
+# (grading/judge/) adds to them the launches that the student's code made in its own process meanwhile.
+COUNTING: list[LaunchCounter] = []
+
+
+def count_launches(function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, int]:
+    """Call ``function(*args, **kwargs)``; return its result and the number of Triton kernels it launched.
+
+    Used in notebook 09's tests (a copy of many blocks must be one launch).
+    """
+    counted_elsewhere = getattr(type(function), "judge_count_launches", None)
+    if counted_elsewhere is not None:  # A function of the student's kernel, while grading: the kernel counts.
+        return counted_elsewhere(function, *args, **kwargs)
+    with LaunchCounter() as counter:
+        COUNTING.append(counter)
+        try:
+            result = function(*args, **kwargs)
+        finally:
+            COUNTING.remove(counter)
+    return result, counter.launches

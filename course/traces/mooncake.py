@@ -1,0 +1,126 @@
+"""Mooncake's published trace: the loader of its JSONL format, and a synthetic stand-in offline.
+
+Used in notebooks 03, 04, 05 and 06 (through ``course.traces``).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+
+from course.traces.request import Request, _check_count, _is_int
+from course.traces.synthetic import multi_tenant
+
+MOONCAKE_TRACE_URL = (
+    "https://raw.githubusercontent.com/kvcache-ai/Mooncake/main/"
+    "FAST25-release/traces/synthetic_trace.jsonl"
+)
+"""Mooncake's published synthetic trace (FAST 2025, ``synthetic_trace.jsonl``): one JSON object per line."""
+
+_MOONCAKE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
+
+
+def _read_lines(path_or_url: str, timeout: float) -> Iterable[str]:
+    """Return the text lines of a local file or of an http(s) URL."""
+    if path_or_url.startswith(("http://", "https://")):
+        try:
+            with urllib.request.urlopen(path_or_url, timeout=timeout) as response:
+                data = response.read()
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise ConnectionError(
+                f"could not download the trace from {path_or_url}: {exc}"
+            ) from exc
+        return data.decode("utf-8").splitlines()
+    with open(path_or_url, encoding="utf-8") as handle:
+        return handle.read().splitlines()
+
+
+def _parse_mooncake_line(line: str, where: str) -> Request:
+    """Parse one JSONL line of a Mooncake trace; ``where`` names the line in error messages."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    missing = [key for key in _MOONCAKE_KEYS if key not in record]
+    if missing:
+        raise ValueError(f"{where}: missing key(s) {missing}")
+    timestamp = record["timestamp"]
+    if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)):
+        raise ValueError(f"{where}: timestamp must be a number, got {timestamp!r}")
+    for key in ("input_length", "output_length"):
+        value = record[key]
+        if not _is_int(value) or value < 0:
+            raise ValueError(f"{where}: {key} must be a non-negative int, got {value!r}")
+    hash_ids = record["hash_ids"]
+    if not isinstance(hash_ids, list) or not all(_is_int(h) for h in hash_ids):
+        raise ValueError(f"{where}: hash_ids must be a list of ints")
+    return Request(
+        hash_ids=tuple(hash_ids),
+        timestamp=float(timestamp),
+        input_length=record["input_length"],
+        output_length=record["output_length"],
+    )
+
+
+def load_mooncake(
+    path_or_url: str, limit: int | None = None, timeout: float = 30.0
+) -> list[Request]:
+    """Load a Mooncake-format JSONL trace from a local path or an http(s) URL.
+
+    Each non-blank line is an object with ``timestamp``, ``input_length``, ``output_length`` and
+    ``hash_ids`` (a list of ints). At most ``limit`` requests are returned (all when None).
+    Raises ValueError naming the line number for a malformed line, ConnectionError when a
+    download fails, and FileNotFoundError for a missing file. Used in notebooks 03-06.
+    """
+    if not isinstance(path_or_url, str):
+        raise TypeError(f"path_or_url must be a str, got {type(path_or_url).__name__}")
+    if limit is not None:
+        limit = _check_count("limit", limit, 0)
+    requests: list[Request] = []
+    for number, line in enumerate(_read_lines(path_or_url, timeout), start=1):
+        if limit is not None and len(requests) >= limit:
+            break
+        if line.strip():
+            requests.append(_parse_mooncake_line(line, f"{path_or_url}, line {number}"))
+    return requests
+
+
+def mooncake_or_synthetic(
+    limit: int | None = None, timeout: float = 5.0
+) -> tuple[list[Request], str]:
+    """Return Mooncake's published synthetic trace, or a stand-in generated here when it cannot be downloaded.
+
+    Mooncake (FAST 2025) published ``synthetic_trace.jsonl``, a synthetic trace in its own format;
+    the second value says whether that file or the stand-in came back (it starts with "Mooncake"
+    for the published file and with "SYNTHETIC stand-in" for the generated one). The stand-in has
+    the published trace's shape: 3,993
+    requests (or ``limit``), about 30 blocks per request, with shared system prompts and
+    multi-turn reuse (``chat_sessions`` mixed with ``zipf_documents``, seed 0). Used in
+    notebooks 03-06.
+    """
+    try:
+        trace = load_mooncake(MOONCAKE_TRACE_URL, limit=limit, timeout=timeout)
+        return trace, (f"Mooncake's published synthetic trace ({len(trace)} requests) downloaded from "
+                       f"{MOONCAKE_TRACE_URL}")
+    except (ConnectionError, ValueError) as exc:
+        reason = str(exc)
+    count = 3993 if limit is None else _check_count("limit", limit, 0)
+    trace = multi_tenant(
+        {
+            "chat": {"kind": "chat_sessions", "num_sessions": (count + 3) // 4, "turns": 2,
+                     "system_prompts": 8, "system_prompt_blocks": 12, "blocks_per_turn": 8},
+            "documents": {"kind": "zipf_documents", "num_requests": count // 2,
+                          "num_documents": 2000, "blocks_per_document": 24,
+                          "system_prompt_blocks": 4, "alpha": 0.9},
+        },
+        seed=0,
+    )[:count]
+    trace = [Request(r.hash_ids, r.timestamp, r.input_length, r.output_length) for r in trace]
+    return trace, (
+        f"SYNTHETIC stand-in ({len(trace)} requests) generated by course.traces in the Mooncake format, "
+        f"not Mooncake's published synthetic trace: the download failed ({reason})"
+    )

@@ -1,0 +1,357 @@
+"""The kernel's side of the judge: serves a test cell's requests with the student's objects.
+
+The grader sends this module's source (and that of wire, pairs, codec and peer) into the
+student's kernel as a hidden first cell (grading/judge/prelude.py), which calls `connect`; each
+test cell then runs ``agent.serve(EPOCH)`` in the kernel while the judge process runs the test.
+Everything here is the student's to change: a kernel can replace this code, lie or hang, and the
+judge only ever gets values, exceptions or silence from it. So this side does whatever the judge
+asks (`OPS` and the requests of `AgentPeer.handle`) and lends the judge every object that is not
+plain data as a handle (an oid); objects of the judge that reach the student's code become
+proxies that can only call the judge back (`JudgeObject`, `_judge_function`).
+
+Only the standard library, NumPy and torch are imported here, as in the other modules it needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import operator
+import socket
+import types
+
+import torch
+
+from .peer import END, HELLO, NOT_SHARED, READY, REQ, Peer, global_node, keywords
+from .wire import Tag, WireError, expect, text
+
+FUNCTION, CALLABLE = 1, 2  # Flags of an object node: a plain function (bound as a method), callable.
+# Flags of a class node: which attribute hooks it overrides, and whether its instances have a __dict__.
+CUSTOM_GET, CUSTOM_SET, CUSTOM_DEL, HAS_DICT = 1, 2, 4, 8
+_MISSING = object()
+EAGER_DICT_ITEMS = 16  # An object's __dict__ of at most this many items crosses with the object itself.
+
+OPS = {
+    "len": len, "iter": iter, "next": next, "repr": repr, "str": str, "bool": bool, "hash": hash, "format": format,
+    "dir": dir, "contains": operator.contains, "getitem": operator.getitem, "setitem": operator.setitem,
+    "delitem": operator.delitem, "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
+    "gt": operator.gt, "ge": operator.ge, "add": operator.add, "sub": operator.sub, "mul": operator.mul,
+    "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
+    "matmul": operator.matmul, "and": operator.and_, "or": operator.or_, "xor": operator.xor,
+    "lshift": operator.lshift, "rshift": operator.rshift, "neg": operator.neg, "pos": operator.pos, "abs": abs,
+    "invert": operator.invert, "index": operator.index, "int": int, "float": float, "complex": complex,
+    "round": round, "isinstance": isinstance, "issubclass": issubclass, "copy": copy.copy,
+    "deepcopy": copy.deepcopy, "callable": callable, "divmod": divmod,
+}
+
+
+def class_info(cls: type) -> list:
+    """``[name, qualname, module, flags, data descriptors, plain functions]`` of a class (see `CUSTOM_GET`)."""
+    data, methods = set(), set()
+    for klass in reversed(cls.__mro__):
+        for name, value in vars(klass).items():
+            data.discard(name)
+            methods.discard(name)
+            if isinstance(value, types.FunctionType):
+                methods.add(name)
+            elif hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"):
+                data.add(name)
+    flags = (CUSTOM_GET * (cls.__getattribute__ is not object.__getattribute__)
+             | CUSTOM_SET * (cls.__setattr__ is not object.__setattr__)
+             | CUSTOM_DEL * (cls.__delattr__ is not object.__delattr__) | HAS_DICT * ("__dict__" in data))
+    names = [str(getattr(cls, "__name__", "?")), str(getattr(cls, "__qualname__", "?")),
+             str(getattr(cls, "__module__", "?"))]
+    return [*names, flags, sorted(n for n in data if type(n) is str), sorted(n for n in methods if type(n) is str)]
+
+
+COUNT_TORCH_CALLS, COUNT_LAUNCHES = 1, 2  # What the judge counts, in its sync (remote.JudgePeer.outgoing).
+
+
+class _CountingMode(torch.overrides.TorchFunctionMode):
+    """Counts every torch function and tensor method called while it is active, as course.checks does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types_, args=(), kwargs=None):  # type: ignore[override]
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_torch_calls(function, args, kwargs):
+    """``(result, number of torch operations it made)``, in this process; the arguments stay plain tensors."""
+    with _CountingMode() as mode:
+        result = function(*args, **kwargs)
+    return result, mode.calls
+
+
+class _LaunchCounter:
+    """Counts the Triton kernels launched while it is active, as course.kernels.count_launches does:
+    compiled launches (``JITFunction.run``) and interpreted ones (``GridExecutor.__call__``)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.patched: list[tuple[type, str, object]] = []
+
+    def __enter__(self) -> _LaunchCounter:
+        from triton.runtime import interpreter, jit
+
+        for owner, name in ((jit.JITFunction, "run"), (interpreter.GridExecutor, "__call__")):
+            original = getattr(owner, name)
+            self.patched.append((owner, name, original))
+            setattr(owner, name, self.counted(original))
+        return self
+
+    def counted(self, launch):
+        def counting(kernel, *args, **kwargs):
+            self.calls += not kwargs.get("warmup", False)
+            return launch(kernel, *args, **kwargs)
+        return counting
+
+    def __exit__(self, *exc) -> None:
+        while self.patched:
+            owner, name, original = self.patched.pop()
+            setattr(owner, name, original)
+
+
+def count_launches(function, args, kwargs):
+    """``(result, number of Triton kernels it launched)``, in this process."""
+    with _LaunchCounter() as counter:
+        result = function(*args, **kwargs)
+    return result, counter.calls
+
+
+class AgentPeer(Peer):
+    """The kernel's side: does what the judge asks, with the student's namespace."""
+
+    parity = 1
+    # sys.exit() in the student's code fails the test that called it; an interrupt stops serving.
+    answered = (Exception, SystemExit, GeneratorExit)
+
+    def __init__(self, connection: socket.socket, namespace: dict) -> None:
+        self.namespace = namespace
+        # Torch operations and Triton launches made under the judge's counts since the last message.
+        self.counted = self.launched = 0
+        # What the judge counts now (COUNT_TORCH_CALLS, COUNT_LAUNCHES: course.checks, course.kernels).
+        self.counting = 0
+        super().__init__(connection)
+
+    def reset(self) -> None:
+        super().reset()
+        self.proxies: dict[int, object] = {}  # The judge's objects, by the judge's oid.
+        self.proxy_oids: dict[int, int] = {}  # id(proxy) -> the judge's oid.
+        self.classes_sent: set[int] = set()
+        self.class_flags: dict[type, int] = {}
+        self.hashes: dict[int, object] = {}
+        self.watched: dict[str, object] = {}  # Global names the judge resolved, and their values.
+        self.asked = None  # The object whose __dict__ the judge asked for: it comes with it, whatever its size.
+
+    def serve(self, epoch: str) -> None:
+        """Serve the judge's requests for the test cell ``epoch`` until the judge ends it."""
+        self.epoch = epoch
+        self.reset()
+        try:
+            self.send(READY, 0, [])
+            while True:
+                kind, seq, body = self.receive()
+                if kind == END:
+                    return
+                expect(kind == REQ, f"an unexpected {kind!r} message")
+                self.answer(seq, body)
+        finally:
+            self.epoch = None
+            self.reset()
+
+    # Objects.
+
+    def encode_object(self, value, depth: int):
+        oid = self.proxy_oids.get(id(value))
+        if oid is not None and self.proxies.get(oid) is value:
+            return [Tag.YOURS, oid]
+        node = global_node(value)
+        if node is not None:
+            return node
+        if isinstance(value, type):
+            return self.class_node(value)
+        oid, new = self.export(value)
+        if new:
+            try:
+                self.hashes[oid] = hash(value)
+            except Exception:  # noqa: BLE001 - unhashable, or a broken __hash__: the judge raises TypeError.
+                self.hashes[oid] = None
+        flags = FUNCTION * isinstance(value, types.FunctionType) | CALLABLE * callable(value)
+        node = [Tag.OBJECT, oid, self.class_node(type(value)), self.hashes.get(oid), flags]
+        asked = value is self.asked
+        if asked:
+            self.asked = None
+        found = self.plain_dict(value, asked) if depth <= 1 else None
+        if found is not None:
+            node.append(self.codec.encode_root(found, depth + 1))  # Saves the judge asking for it.
+        return node
+
+    def plain_dict(self, value, any_size: bool = False) -> dict | None:
+        """The ``__dict__`` of an object whose class reads attributes plainly, when it is small (or ``any_size``)."""
+        if self.class_flags.get(type(value), 0) & (HAS_DICT | CUSTOM_GET) != HAS_DICT:
+            return None
+        found = object.__getattribute__(value, "__dict__")
+        return found if type(found) is dict and (any_size or len(found) <= EAGER_DICT_ITEMS) else None
+
+    def class_node(self, cls: type) -> list:
+        oid, _ = self.export(cls)
+        if oid in self.classes_sent:
+            return [Tag.CLASSREF, oid]
+        self.classes_sent.add(oid)
+        info = class_info(cls)
+        self.class_flags[cls] = info[3]
+        return [Tag.CLASS, oid, *info]
+
+    def decode_object(self, node: list, depth: int):
+        tag = node[0]
+        found = self.decode_shared(node)
+        if found is not NOT_SHARED:
+            return found
+        if tag == Tag.BOUND:
+            expect(len(node) == 3, "a malformed method reference")
+            return getattr(self.exported(node[1]), text(node[2]))
+        expect(tag == Tag.OBJECT and len(node) == 5 and type(node[1]) is int and type(node[4]) is int,
+               "a malformed object")
+        proxy = self.proxies.get(node[1])
+        if proxy is None:
+            proxy = _judge_function(self, node[1]) if node[4] & FUNCTION else JudgeObject(self, node[1])
+            self.proxies[node[1]] = proxy
+            self.proxy_oids[id(proxy)] = node[1]
+        return proxy
+
+    def incoming(self, extra) -> None:
+        expect(type(extra) is list and len(extra) == 4 and all(type(x) is list for x in extra[:3])
+               and type(extra[3]) is int, "malformed sync")
+        dropped, released, promoted, self.counting = extra
+        for sid in dropped:
+            self.pairs.drop(sid)
+        for oid in released:
+            if oid not in self.classes_sent:
+                self.release(oid)
+        for sid in promoted:  # Lazy pairs that the test can reach now.
+            pair = self.pairs.get(sid)
+            if pair.lazy:
+                self.pairs.promote(pair)
+
+    def outgoing(self, dropped: list[int]) -> list:
+        rebound = [name for name, value in self.watched.items() if self.namespace.get(name, _MISSING) is not value]
+        for name in rebound:
+            del self.watched[name]
+        counted, launched, self.counted, self.launched = self.counted, self.launched, 0, 0
+        return [rebound, counted, launched]
+
+    # Requests.
+
+    def handle(self, op: str, args: list):
+        if not self.counting:
+            return self._handle(op, args)
+        # The judge counts what a function of its own that calls the student's code does here.
+        calls = _CountingMode() if self.counting & COUNT_TORCH_CALLS and op != "count" else None
+        launches = _LaunchCounter() if self.counting & COUNT_LAUNCHES and op != "launches" else None
+        with calls or contextlib.nullcontext(), launches or contextlib.nullcontext():
+            try:
+                return self._handle(op, args)
+            finally:
+                self.counted += calls.calls if calls else 0
+                self.launched += launches.calls if launches else 0
+
+    def _handle(self, op: str, args: list):
+        if op == "op":
+            return OPS[text(args[0])](*args[1:])
+        if op == "getattr":
+            return getattr(args[0], text(args[1]))
+        if op == "setattr":
+            return setattr(args[0], text(args[1]), args[2])
+        if op == "delattr":
+            return delattr(args[0], text(args[1]))
+        if op == "dict":
+            self.asked = args[0]  # It crosses back with its __dict__, new or what changed in it.
+            return args[0]
+        if op == "call":
+            return args[0](*args[1], **keywords(args[2]))
+        if op == "method":
+            return getattr(args[0], text(args[1]))(*args[2], **keywords(args[3]))
+        if op == "global":
+            return self.lookup(text(args[0]))
+        if op == "new":
+            obj = object.__new__(args[0])
+            oid, _ = self.export(obj)
+            self.hashes[oid] = hash(obj)
+            self.class_node(args[0])
+            return oid, self.hashes[oid]
+        if op == "subclass":
+            name, bases, namespace = text(args[0]), args[1], args[2]
+            return types.new_class(name, bases, exec_body=lambda body: body.update(namespace))
+        if op == "count":
+            return count_torch_calls(args[0], args[1], keywords(args[2]))
+        if op == "launches":
+            return count_launches(args[0], args[1], keywords(args[2]))
+        raise WireError(f"an unknown request {op!r}")
+
+    def lookup(self, name: str):
+        value = self.namespace.get(name, _MISSING)
+        if value is _MISSING:
+            return False, None
+        self.watched[name] = value
+        return True, value
+
+    def call_judge(self, proxy, op: str, *args):
+        if self.epoch is None or self.proxies.get(self.proxy_oids.get(id(proxy))) is not proxy:
+            raise RuntimeError("this object belongs to a test that has ended; it can no longer be used")
+        return self.request(op, proxy, *args)
+
+
+def _judge_function(peer: AgentPeer, oid: int):
+    """A real function (so that it binds as a method) that calls the judge's function ``oid``."""
+
+    def from_the_test(*args, **kwargs):
+        return peer.call_judge(from_the_test, "call", args, tuple(kwargs.items()))
+
+    return from_the_test
+
+
+class JudgeObject:
+    """An object of the test, lent to the student's code: it can be called, and its public
+    attributes read; nothing else of the judge is reachable through it."""
+
+    __slots__ = ("_judge_peer",)
+
+    def __init__(self, peer: AgentPeer, oid: int) -> None:
+        object.__setattr__(self, "_judge_peer", peer)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(f"an object of the test has no attribute {name!r} here")
+        return self._judge_peer.call_judge(self, "getattr", name)
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError("the student's code cannot change an object of the test")
+
+    def __call__(self, *args, **kwargs):
+        return self._judge_peer.call_judge(self, "call", args, tuple(kwargs.items()))
+
+
+def _forward(name: str):
+    def method(self, *args):
+        return self._judge_peer.call_judge(self, "op", name, *args)
+
+    method.__name__ = f"__{name}__"
+    return method
+
+
+for _name in ("len", "iter", "next", "repr", "str", "bool", "hash", "contains", "getitem", "eq", "ne", "lt", "le",
+              "gt", "ge", "index", "int", "float", "format"):
+    setattr(JudgeObject, f"__{_name}__", _forward(_name))
+
+
+def connect(path: str, namespace: dict) -> AgentPeer:
+    """Connect to the judge's socket at ``path``; the judge hears that this kernel is ready."""
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(path)
+    peer = AgentPeer(connection, namespace)
+    peer.send(HELLO, 0, [True, ""])
+    return peer

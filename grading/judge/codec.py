@@ -1,0 +1,322 @@
+"""Values to wire trees and back, for one side of the connection (a `peer.Peer`).
+
+Plain data crosses by value; mutable containers and tensors become shared pairs (pairs.py); what
+is neither is the side's business (`Peer.encode_object` and `Peer.decode_object`: handles,
+callbacks, functions of allowed modules). Both walkers count the values of a message and how deep
+they nest, and stop with `WireError` past the limits, so that no value makes either side recurse
+without a bound. Decoding builds only the exact builtin types named in wire.py.
+
+Whether a new pair is eager or lazy (pairs.py) follows from where it crosses, the same way on both
+sides: in a lazy pair's content, or as a ``__dict__`` that comes with an object (`encode_root`),
+it is lazy; anywhere else (a request, a reply, an eager pair's content) it is eager. A lazy pair
+that crosses where an eager one would is promoted there, its whole content with it (PROMOTE), so
+that an eager pair never holds a lazy one.
+
+This module runs in the student's kernel too (see grading/judge/wire.py).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import torch
+
+from . import pairs as shared
+from .wire import (
+    LIMITS,
+    NOT_A_LEAF,
+    PAIR_TAGS,
+    Limits,
+    Tag,
+    WireError,
+    decode_leaf,
+    decode_ndarray,
+    decode_tensor,
+    encode_int,
+    encode_leaf,
+    encode_ndarray,
+    encode_tensor,
+    expect,
+)
+
+_SCALARS = (type(None), bool, float, str, bytes)
+_SEQUENCES = {tuple: Tag.TUPLE, frozenset: Tag.FROZENSET, torch.Size: Tag.SIZE}
+_REF, _VIEW, _PROMOTE = int(Tag.REF), int(Tag.VIEW), int(Tag.PROMOTE)
+# Errors that decoding data can raise (an unhashable key, a bad slice); they mean a malformed message.
+_DATA_ERRORS = (TypeError, ValueError, OverflowError, RuntimeError, IndexError, KeyError)
+
+
+class Codec:
+    """The encoder and decoder of one side; `start` before each message."""
+
+    def __init__(self, peer, limits: Limits = LIMITS) -> None:
+        self.peer = peer
+        self.limits = limits
+        self.items = 0
+        self.lazy = False  # Whether what is encoded or decoded now is in a lazy pair's content.
+        self.touched: list[shared.Pair] = []  # Pairs whose snapshot is taken once the message is sent.
+
+    def start(self) -> None:
+        self.items = 0
+        self.touched = []
+
+    def _count(self, depth: int) -> None:
+        self.items += 1
+        if self.items > self.limits.items:
+            raise WireError(f"a message with more than {self.limits.items} values")
+        if depth > self.limits.depth:
+            raise WireError(f"a value nested more than {self.limits.depth} levels deep")
+
+    # Encoding.
+
+    def encode(self, value, depth: int = 0):
+        kind = type(value)
+        if kind is str or kind is float or kind is bool or value is None or kind is bytes:
+            return value
+        if kind is int:
+            return value if -(1 << 63) <= value < (1 << 64) else encode_int(value)
+        self.items += 1
+        if self.items > self.limits.items or depth > self.limits.depth:
+            self._count(depth)
+        tag = shared.PAIR_TYPES.get(kind)
+        if tag is not None:
+            return self._encode_pair(value, tag, depth)
+        tag = _SEQUENCES.get(kind)
+        if tag is not None:
+            return [tag, *[self.encode(item, depth + 1) for item in value]]
+        if kind is slice or kind is range:
+            return [Tag.SLICE if kind is slice else Tag.RANGE, *(self.encode(getattr(value, name), depth + 1)
+                                                                 for name in ("start", "stop", "step"))]
+        return self._encode_other(value, kind, depth)
+
+    def _encode_other(self, value, kind: type, depth: int):
+        leaf = encode_leaf(value)
+        if leaf is not None:
+            return leaf
+        if kind is MappingProxyType:
+            return [Tag.MAPPINGPROXY, self._flat(value.items(), depth)]
+        if kind is property:
+            return [Tag.PROPERTY, *(self.encode(part, depth + 1) for part in (value.fget, value.fset, value.fdel)),
+                    value.__doc__ if type(value.__doc__) is str else None]
+        if kind is staticmethod or kind is classmethod:
+            wrapper = Tag.STATICMETHOD if kind is staticmethod else Tag.CLASSMETHOD
+            return [wrapper, self.encode(value.__func__, depth + 1)]
+        return self.peer.encode_object(value, depth)
+
+    def _flat(self, items, depth: int) -> list:
+        out = []
+        for key, value in items:
+            out.append(self.encode(key, depth + 1))
+            out.append(self.encode(value, depth + 1))
+        return out
+
+    def _encode_pair(self, value, tag: int, depth: int) -> list:
+        pairs = self.peer.pairs
+        pair = pairs.find(value)
+        if pair is not None:
+            if pair.lazy and not self.lazy:
+                pairs.promote(pair)
+                self.touched.append(pair)
+                return [Tag.PROMOTE, pair.sid, self.content(pair, depth)]
+            return [Tag.REF, pair.sid]
+        owner = pairs.owner_of(value) if tag is Tag.TENSOR else None
+        owner_node = None
+        if owner is None and tag is Tag.TENSOR:
+            base = shared.unshared_base(pairs, value)
+            if base is not None:
+                # The whole storage crosses with a view of part of it, as one: notebook 09's pools lie between
+                # guard blocks, which a kernel that writes past a pool must hit on both sides alike.
+                owner_node = self._encode_pair(base, Tag.TENSOR, depth + 1)
+                owner = pairs.find(base)
+        pair = pairs.add(value, tag, lazy=self.lazy)
+        self.touched.append(pair)
+        if owner is not None:
+            pair.keep = owner.obj
+            if owner_node is None:
+                owner_node = self._encode_pair(owner.obj, Tag.TENSOR, depth + 1)
+            return [Tag.VIEW, pair.sid, owner_node, list(value.shape), list(value.stride()), value.storage_offset()]
+        return [tag, pair.sid, self.content(pair, depth)]
+
+    def content(self, pair: shared.Pair, depth: int = 0):
+        """What a pair holds now, as a tree (in a new pair's node, or in an update)."""
+        tag, obj = pair.tag, pair.obj
+        if tag is Tag.TENSOR:
+            return encode_tensor(obj)
+        if tag is Tag.NDARRAY:
+            return encode_ndarray(obj)
+        outer, self.lazy = self.lazy, pair.lazy
+        try:
+            if tag is Tag.LIST or tag is Tag.SET:
+                return [self.encode(item, depth + 1) for item in obj]
+            return self._flat((vars(obj) if tag is Tag.NAMESPACE else obj).items(), depth)
+        finally:
+            self.lazy = outer
+
+    def encode_root(self, found: dict, depth: int):
+        """The ``__dict__`` of an object that crosses with it: a lazy pair, new (with its content) or
+        known; a known lazy one comes with what changed in it and in the lazy pairs it holds (VALIDATE)."""
+        pair = self.peer.pairs.find(found)
+        if pair is None or not pair.lazy:
+            outer, self.lazy = self.lazy, True
+            try:
+                return self.encode(found, depth)
+            finally:
+                self.lazy = outer
+        stale = [each for each in shared.lazy_pairs_in(self.peer.pairs, [found]) if each.changed()]
+        self.touched.extend(stale)
+        root = self.content(pair, depth) if stale and stale[0] is pair else None
+        return [Tag.VALIDATE, pair.sid, root, [[each.sid, self.content(each, depth)] for each in stale
+                                               if each is not pair]]
+
+    # Decoding.
+
+    def decode(self, node, depth: int = 0):
+        if type(node) is not list:
+            if type(node) is dict:
+                raise WireError("a message with a map")
+            return node
+        self.items += 1
+        if self.items > self.limits.items or depth > self.limits.depth:
+            self._count(depth)
+        if not node or type(node[0]) is not int:
+            raise WireError("a list without its tag")
+        tag = node[0]
+        try:
+            if tag in PAIR_TAGS:
+                return self._decode_pair(node, depth)
+            if tag == _REF:
+                expect(len(node) == 2, "a malformed reference")
+                pair = self.peer.pairs.get(node[1])
+                expect(self.lazy or not pair.lazy, "a reference to a lazy shared value where it must be promoted")
+                return pair.obj
+            if tag == _PROMOTE:
+                return self._decode_promotion(node, depth)
+            if tag == _VIEW:
+                return self._decode_view(node, depth)
+            return self._decode_value(tag, node, depth)
+        except WireError:
+            raise
+        except _DATA_ERRORS as error:
+            raise WireError(f"a malformed value ({type(error).__name__}: {error})") from None
+
+    def _items(self, node, depth: int, start: int = 1) -> list:
+        return [self.decode(item, depth + 1) for item in node[start:]]
+
+    def _decode_value(self, tag: int, node: list, depth: int):
+        if tag == Tag.TUPLE:
+            return tuple(self._items(node, depth))
+        if tag == Tag.FROZENSET:
+            return frozenset(self._items(node, depth))
+        if tag == Tag.SIZE:
+            dims = self._items(node, depth)
+            expect(all(type(d) is int for d in dims), "a malformed torch.Size")
+            return torch.Size(dims)
+        if tag in (Tag.SLICE, Tag.RANGE):
+            expect(len(node) == 4, "a malformed slice or range")
+            parts = self._items(node, depth)
+            if tag == Tag.RANGE:
+                expect(all(type(p) is int for p in parts), "a malformed range")
+                return range(*parts)
+            return slice(*parts)
+        if tag == Tag.MAPPINGPROXY:
+            expect(len(node) == 2 and type(node[1]) is list and len(node[1]) % 2 == 0, "a malformed mapping")
+            flat = self._items(node[1], depth, start=0)
+            return MappingProxyType(dict(zip(flat[0::2], flat[1::2])))
+        if tag == Tag.PROPERTY:
+            expect(len(node) == 5 and (node[4] is None or type(node[4]) is str), "a malformed property")
+            return property(*self._items(node[:4], depth), node[4])
+        if tag in (Tag.STATICMETHOD, Tag.CLASSMETHOD):
+            expect(len(node) == 2, "a malformed method wrapper")
+            function = self.decode(node[1], depth + 1)
+            return staticmethod(function) if tag == Tag.STATICMETHOD else classmethod(function)
+        value = decode_leaf(node)
+        if value is not NOT_A_LEAF:
+            return value
+        return self.peer.decode_object(node, depth)
+
+    def _decode_pair(self, node: list, depth: int):
+        expect(len(node) == 3, "a malformed shared value")
+        tag, sid, content = node
+        pairs = self.peer.pairs
+        if tag in (Tag.TENSOR, Tag.NDARRAY):
+            obj = decode_tensor(content, self.limits) if tag == Tag.TENSOR else decode_ndarray(content, self.limits)
+            pair = pairs.add(obj, tag, sid, self.lazy)
+        else:
+            pair = pairs.add(shared.MAKERS[tag](), tag, sid, self.lazy)
+            self.fill(pair, content, depth)
+        pair.record()
+        return pair.obj
+
+    def _decode_promotion(self, node: list, depth: int):
+        """A lazy pair that the sender promoted, with its whole content (see `_encode_pair`)."""
+        expect(len(node) == 3, "a malformed promotion")
+        pair = self.peer.pairs.get(node[1])
+        if pair.lazy:
+            self.peer.pairs.promote(pair)
+        self.fill(pair, node[2], depth)
+        pair.record()
+        return pair.obj
+
+    def decode_root(self, node, depth: int) -> shared.Pair:
+        """The ``__dict__`` that came with an object (see `encode_root`), as its pair."""
+        outer, self.lazy = self.lazy, True
+        try:
+            if type(node) is list and node and node[0] == Tag.VALIDATE:
+                expect(len(node) == 4 and type(node[3]) is list, "a malformed validation")
+                pair = self.peer.pairs.get(node[1])
+                updates = [[node[1], node[2]]] if node[2] is not None else []
+                for update in updates + node[3]:
+                    expect(type(update) is list and len(update) == 2, "a malformed update")
+                    each = self.peer.pairs.get(update[0])
+                    self.fill(each, update[1], depth)
+                    each.record()
+            else:
+                pair = self.peer.pairs.find(self.decode(node, depth))
+        finally:
+            self.lazy = outer
+        expect(pair is not None and pair.tag is Tag.DICT, "an object whose __dict__ is not a dict")
+        return pair
+
+    def _decode_view(self, node: list, depth: int) -> torch.Tensor:
+        """A tensor that views the storage of a shared tensor, as it does on the other side."""
+        expect(len(node) == 6, "a malformed view")
+        _, sid, owner_node, shape, stride, offset = node
+        owner = self.peer.pairs.find(self.decode(owner_node, depth + 1))
+        expect(owner is not None and owner.tag is Tag.TENSOR and shared.owns_storage(owner.obj),
+               "a view of something that is not a tensor")
+        dims = (shape, stride)
+        expect(all(type(d) is list and len(d) <= self.limits.depth and all(type(x) is int and x >= 0 for x in d)
+                   for d in dims) and len(shape) == len(stride) and type(offset) is int and offset >= 0,
+               "a malformed view")
+        if all(shape):
+            last = offset + sum((size - 1) * step for size, step in zip(shape, stride))
+            expect(last < owner.obj.numel(), "a view outside its tensor")
+        view = owner.obj.as_strided(shape, stride, offset)
+        pair = self.peer.pairs.add(view, Tag.TENSOR, sid, self.lazy)
+        pair.keep = owner.obj
+        pair.record()
+        return view
+
+    def fill(self, pair: shared.Pair, content, depth: int = 0) -> None:
+        """Give ``pair`` the ``content`` the other side sent (a new pair, or an update), in place."""
+        tag = pair.tag
+        if tag == Tag.TENSOR:
+            shared.apply(tag, pair.obj, decode_tensor(content, self.limits))
+            return
+        if tag == Tag.NDARRAY:
+            shared.apply(tag, pair.obj, decode_ndarray(content, self.limits))
+            return
+        expect(type(content) is list, "a malformed shared value")
+        outer, self.lazy = self.lazy, pair.lazy
+        try:
+            items = [self.decode(item, depth + 1) for item in content]
+        finally:
+            self.lazy = outer
+        if tag in (Tag.DICT, Tag.ODICT, Tag.NAMESPACE):
+            expect(len(items) % 2 == 0, "a malformed mapping")
+        try:
+            shared.apply(tag, pair.obj, items)
+        except WireError:
+            raise
+        except _DATA_ERRORS as error:
+            raise WireError(f"a malformed shared value ({type(error).__name__}: {error})") from None

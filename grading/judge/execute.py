@@ -1,0 +1,167 @@
+"""nbgrader's Execute and SaveAutoGrades steps with every test verdict taken from the judge.
+
+`JudgedExecute` runs the notebook in the student's kernel as nbgrader does, so that the
+autograded notebook and the feedback show the student's outputs, with two changes made only while
+grading (the notebook it saves is unchanged):
+
+1. a hidden first cell (grading/judge/prelude.py) loads the judge's agent into the kernel and
+   connects it to a fresh socket of the judge process, in a folder of the grader's that the
+   sandbox shows read-only (the plan's ``judge_dir``);
+2. each graded test cell runs in the judge (grading/judge/runner.py) while the kernel, in place of
+   the cell, serves the judge's requests. The judge's verdict goes into ``resources`` and, when
+   the cell failed, into the cell's outputs as one error (the failing check's message), which is
+   what feedback shows; errors the kernel itself printed in a test cell are dropped.
+
+`SaveVerdicts` writes the gradebook from the verdicts alone: a test cell earns its points when
+the judge says it passed, and a cell without a verdict (its kernel died before it) earns none.
+With ``judge = False`` both steps are nbgrader's own (the attack tests show what that allows).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+
+from nbclient.util import run_sync
+from nbformat import NotebookNode
+from nbformat.v4 import new_code_cell
+from nbgrader.preprocessors import Execute, SaveAutoGrades
+from traitlets import Bool
+
+from grading.guard import PLAN_VARIABLE, SandboxKernelManager
+from grading.judge import client, prelude
+from grading.judge.runner import trusted_names
+
+VERDICTS = "judge_verdicts"
+NO_TIMEOUT = 600.0  # The judge's limit for a test cell when nbgrader has none.
+
+
+def is_test_cell(cell: NotebookNode) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def _read_only_sources(nb: NotebookNode) -> list[str]:
+    """The notebook's own read-only cells (nbgrader puts back their source from the release)."""
+    return [cell.source for cell in nb.cells if cell.cell_type == "code"
+            and cell.metadata.get("nbgrader", {}).get("locked") and not is_test_cell(cell)
+            and not cell.metadata["nbgrader"].get("solution")]
+
+
+def _plan() -> dict:
+    path = os.environ.get(PLAN_VARIABLE)
+    return json.loads(Path(path).read_text()) if path else {}
+
+
+def error_output(message: str, lines: list[str] | None = None) -> NotebookNode:
+    name, _, value = message.partition(": ")
+    return NotebookNode(output_type="error", ename=name or "Error", evalue=value,
+                        traceback=[*(lines or []), message])
+
+
+def settle(cell: NotebookNode, verdict: dict | None) -> None:
+    """A test cell's outputs after grading: the kernel's, without its errors, then the judge's failure."""
+    cell.outputs = [output for output in cell.outputs if output.output_type != "error"]
+    if verdict is None:
+        cell.outputs.append(error_output("JudgeError: this test cell was not judged (the kernel ended before it)"))
+    elif not verdict["passed"]:
+        cell.outputs.append(error_output(verdict["message"], verdict.get("traceback")))
+
+
+class JudgedExecute(Execute):
+    """nbgrader's Execute with every test cell judged outside the kernel (see the module's docstring)."""
+
+    judge = Bool(True, help="Judge test cells in the judge process; False runs them in the kernel, as plain "
+                            "nbgrader does.").tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
+        super().__init__(*args, **kwargs)
+        self._judge: client.JudgeProcess | None = None
+        self._agent = ""
+        self._verdicts: dict[str, dict] = {}
+
+    def preprocess(self, nb: NotebookNode, resources: dict, km=None):
+        try:
+            if not self.judge:
+                return super().preprocess(nb, resources, km=km)
+            return self._judged(nb, resources, km)
+        finally:
+            # The tag of the skipped cells is random for each run; the graded notebook does not show it.
+            for cell in nb.cells:
+                tags = cell.metadata.get("tags")
+                if tags and self.skip_cells_with_tag in tags:
+                    tags.remove(self.skip_cells_with_tag)
+                    if not tags:
+                        del cell.metadata["tags"]
+
+    def _judged(self, nb: NotebookNode, resources: dict, km=None):
+        plan = _plan()
+        judge = client.current()
+        own = judge is None
+        folder = plan.get("judge_dir") or tempfile.mkdtemp(prefix="course-judge-")
+        if own:
+            judge = client.JudgeProcess.start()
+        self._judge, self._agent, self._verdicts = judge, prelude.new_name(), {}
+        socket_path = os.path.join(folder, f"judge-{secrets.token_hex(6)}.sock")
+        judge.open(socket_path, trusted_names(_read_only_sources(nb)), plan.get("uid") if plan.get("sandbox") else None)
+        first = new_code_cell(prelude.prelude(socket_path, self._agent))
+        nb.cells.insert(0, first)
+        try:
+            nb, resources = super().preprocess(nb, resources, km=km)
+        finally:
+            nb.cells.remove(first)
+            judge.close_notebook()
+            if own:
+                judge.stop()
+            if not plan.get("judge_dir"):
+                shutil.rmtree(folder, ignore_errors=True)
+            self._judge = None
+        for cell in nb.cells:
+            if is_test_cell(cell):
+                settle(cell, self._verdicts.get(cell.metadata["nbgrader"]["grade_id"]))
+        resources[VERDICTS] = dict(self._verdicts)
+        return nb, resources
+
+    async def async_execute_cell(self, cell: NotebookNode, cell_index: int, execution_count=None,
+                                 store_history: bool = True):
+        if self._judge is None or not is_test_cell(cell):
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        grade_id, source = cell.metadata["nbgrader"]["grade_id"], cell.source
+        timeout = float(self.timeout) if self.timeout else NO_TIMEOUT
+        epoch = secrets.token_hex(8)
+        self._judge.start_test(epoch, grade_id, source, timeout)
+        cell.source = prelude.serve_line(self._agent, epoch)
+        try:
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        finally:
+            cell.source = source
+            self._judge.cell_done(epoch)
+            self._verdicts[grade_id] = self._judge.verdict(grade_id, timeout + 60)
+
+    # nbclient binds its synchronous form to its own coroutine; this one is bound to the override.
+    execute_cell = run_sync(async_execute_cell)
+
+
+class SaveVerdicts(SaveAutoGrades):
+    """nbgrader's SaveAutoGrades, with a test cell's score from the judge's verdict alone (all or nothing)."""
+
+    judged = Bool(True, help="Score test cells by the judge's verdicts; False keeps nbgrader's rule.").tag(config=True)
+
+    def preprocess(self, nb: NotebookNode, resources: dict):
+        self._verdicts = resources.get(VERDICTS, {})
+        return super().preprocess(nb, resources)
+
+    def _add_score(self, cell: NotebookNode, resources: dict) -> None:
+        if not self.judged or not is_test_cell(cell):
+            return super()._add_score(cell, resources)
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        grade = self.gradebook.find_grade(grade_id, self.notebook_id, self.assignment_id, self.student_id)
+        verdict = self._verdicts.get(grade_id)
+        grade.auto_score = float(cell.metadata["nbgrader"]["points"]) if verdict and verdict["passed"] else 0.0
+        grade.needs_manual_grade = grade.manual_score is not None
+        self.gradebook.db.commit()

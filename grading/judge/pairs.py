@@ -1,0 +1,291 @@
+"""Shared pairs: a mutable container or tensor that crossed, held by both sides and kept in step.
+
+Each side holds a real object of the exact builtin type (a list is a list, never a subclass), and
+both objects have the same shared id (sid). The judge's ids are even, the kernel's odd, so that
+neither side can name a pair the other made up. The receiver of new content updates its own object
+in place (`apply`), so that every reference to it stays valid. Change detection never calls a
+value's ``__eq__`` (which for a handle would be a remote call): containers compare the identity of
+their items with a shallow snapshot, tensors compare autograd's version counter (views share it)
+and, in a process where Triton is loaded (its kernels write through raw pointers, which the
+counter never sees), their bytes too; NumPy arrays compare their bytes. A view of part of a
+tensor's storage crosses with the whole storage (`unshared_base`), so that both sides' views
+share what lies around them as they do in one process.
+
+A pair is *eager* or *lazy*, alike on both sides (codec.py says when each is which):
+
+- eager: an object the test can reach (it made it, or got it from a call). Before a side sends
+  any message it finds the eager pairs it changed since they last crossed (`PairTable.scan`) and
+  sends their new content, so the other side never sees an old one.
+- lazy: an object the test cannot reach yet: a ``__dict__`` of a student's object that the judge
+  mirrors (handles.py), and what crossed inside one. Neither side looks for its changes at every
+  message. The judge asks for a lazy pair's new content when the test reads it and the kernel may
+  have changed it since (`Pair.valid_at`), and it becomes eager as soon as the test holds it.
+
+So the cost of a message grows with what the test holds, not with everything that ever crossed.
+
+This module runs in the student's kernel too (see grading/judge/wire.py).
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from collections import OrderedDict
+from types import SimpleNamespace
+
+import numpy
+import torch
+
+from .wire import Tag, WireError, expect
+
+PAIR_TYPES = {list: Tag.LIST, dict: Tag.DICT, OrderedDict: Tag.ODICT, set: Tag.SET, SimpleNamespace: Tag.NAMESPACE,
+              torch.Tensor: Tag.TENSOR, numpy.ndarray: Tag.NDARRAY}
+_LIST, _SET, _DICT, _ODICT, _TENSOR = Tag.LIST, Tag.SET, Tag.DICT, Tag.ODICT, Tag.TENSOR
+MAKERS = {Tag.LIST: list, Tag.DICT: dict, Tag.ODICT: OrderedDict, Tag.SET: set, Tag.NAMESPACE: SimpleNamespace}
+
+
+def snapshot(tag: int, obj):
+    """What `changed` compares with: the items themselves (for identity), or a tensor's version."""
+    if tag in (Tag.LIST, Tag.SET):
+        return list(obj)
+    if tag in (Tag.DICT, Tag.ODICT):
+        return list(obj), list(obj.values())
+    if tag == Tag.NAMESPACE:
+        items = vars(obj)
+        return list(items), list(items.values())
+    if tag == Tag.TENSOR:
+        meta = obj.device.type == "meta"
+        return (obj._version, obj.shape, 0 if meta else obj.data_ptr(),
+                _bytes_of(obj) if "triton" in sys.modules and not meta else None)
+    return obj.shape, obj.dtype.str, obj.tobytes()
+
+
+def _bytes_of(tensor: torch.Tensor) -> bytes | None:
+    """A tensor's content, for a process whose version counters cannot be trusted: a Triton kernel
+    (compiled, or interpreted: the interpreter copies its results back through ``.data``) writes a
+    tensor's memory without bumping its version, so where Triton is loaded a tensor changed when its
+    bytes did. None for a layout that has no plain bytes."""
+    if tensor.layout != torch.strided:
+        return None
+    flat = tensor.detach().reshape(-1).contiguous()
+    return flat.view(torch.uint8).cpu().numpy().tobytes() if flat.numel() else b""
+
+
+def _same(items, recorded) -> bool:
+    return len(items) == len(recorded) and all(map(operator.is_, items, recorded))
+
+
+def changed(tag: int, obj, recorded) -> bool:
+    if tag in (Tag.LIST, Tag.SET):
+        return not _same(obj, recorded)
+    if tag in (Tag.DICT, Tag.ODICT):
+        return not (_same(obj, recorded[0]) and _same(obj.values(), recorded[1]))
+    if tag == Tag.NAMESPACE:
+        items = vars(obj)
+        return not (_same(items, recorded[0]) and _same(items.values(), recorded[1]))
+    return snapshot(tag, obj) != recorded
+
+
+def apply(tag: int, obj, content) -> None:
+    """Give ``obj`` (of the pair's type) the decoded ``content``, in place."""
+    if tag == Tag.LIST:
+        obj[:] = content
+    elif tag == Tag.SET:
+        obj.clear()
+        obj.update(content)
+    elif tag in (Tag.DICT, Tag.ODICT, Tag.NAMESPACE):
+        items = vars(obj) if tag == Tag.NAMESPACE else obj
+        keys, values = content[0::2], content[1::2]
+        if tag == Tag.NAMESPACE:
+            expect(all(type(key) is str for key in keys), "a namespace with a name that is not a string")
+        items.clear()
+        items.update(zip(keys, values))
+    elif tag == Tag.TENSOR:
+        _apply_tensor(obj, content)
+    else:
+        expect(obj.shape == content.shape and obj.dtype == content.dtype, "a shared array changed its shape or dtype")
+        obj[...] = content
+
+
+def _apply_tensor(obj: torch.Tensor, new: torch.Tensor) -> None:
+    expect(obj.dtype == new.dtype, f"a shared tensor changed its dtype from {obj.dtype} to {new.dtype}")
+    if obj.device.type == "meta":
+        expect(new.device.type == "meta", "a meta tensor got data")
+        return
+    with torch.no_grad():
+        if obj.shape == new.shape and obj.stride() == new.stride():
+            obj.copy_(new)
+        else:
+            obj.set_(new.to(obj.device))
+
+
+def _parts(pair: Pair):
+    """The values a container pair holds (a dict's keys too); none for tensors and arrays."""
+    tag, obj = pair.tag, pair.obj
+    if tag is _LIST or tag is _SET:
+        return obj
+    if tag is _DICT or tag is _ODICT:
+        return [*obj, *obj.values()]
+    return vars(obj).values() if tag is Tag.NAMESPACE else ()
+
+
+def lazy_pairs_in(table: PairTable, values) -> list[Pair]:
+    """The lazy pairs among ``values`` and all they hold, through tuples, frozensets and lazy pairs (an
+    eager pair holds only eager ones); the first value's pair first."""
+    found, seen, stack = [], set(), list(reversed(values))
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is tuple or kind is frozenset:
+            stack.extend(value)
+        elif kind in PAIR_TYPES or isinstance(value, torch.Tensor):
+            pair = table.find(value)
+            if pair is not None and pair.lazy and pair.sid not in seen:
+                seen.add(pair.sid)
+                found.append(pair)
+                stack.extend(_parts(pair))
+    return found
+
+
+def storage_key(tensor: torch.Tensor) -> tuple[str, int]:
+    return str(tensor.device), tensor.untyped_storage().data_ptr()
+
+
+def owns_storage(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` starts at its storage and covers all of it, densely (a view can then be rebuilt)."""
+    if tensor.device.type == "meta" or tensor.layout != torch.strided or tensor.storage_offset() != 0:
+        return False
+    return (tensor.is_contiguous() and tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size()
+            and tensor.numel() > 0)
+
+
+def unshared_base(table: PairTable, tensor: torch.Tensor) -> torch.Tensor | None:
+    """The tensor whose whole storage ``tensor`` views, when no pair holds it yet: it crosses with the view."""
+    base = tensor._base
+    if (base is None or type(base) is not torch.Tensor or base.dtype != tensor.dtype or not owns_storage(base)
+            or table.find(base) is not None):
+        return None
+    return base if storage_key(base) == storage_key(tensor) else None
+
+
+class Pair:
+    """One shared pair on one side."""
+
+    __slots__ = ("sid", "tag", "obj", "recorded", "lazy", "valid_at", "keep")
+
+    def __init__(self, sid: int, tag: int, obj, lazy: bool) -> None:
+        self.sid, self.tag, self.obj, self.lazy = sid, tag, obj, lazy
+        self.recorded = None
+        self.valid_at = -1  # The judge's count of the kernel's messages when a lazy pair was last current.
+        self.keep = None  # A view's storage owner: its pair stays while the view's does (`PairTable.scan`).
+
+    def record(self) -> None:
+        self.recorded = snapshot(self.tag, self.obj)
+
+    def changed(self) -> bool:
+        """Whether the object changed since it last crossed; a pair that the message being encoded made
+        (not recorded yet) carries its whole content in that message already."""
+        return self.recorded is not None and changed(self.tag, self.obj, self.recorded)
+
+
+class PairTable:
+    """The pairs of one side for one test cell: by sid, and by the id of the object."""
+
+    def __init__(self, parity: int) -> None:
+        self.parity = parity  # 0: this side makes even ids (the judge); 1: odd ones (the kernel).
+        self.by_sid: dict[int, Pair] = {}
+        self.by_id: dict[int, Pair] = {}
+        self.eager: dict[int, Pair] = {}  # The eager pairs, by sid: what `scan` looks at.
+        self.next_sid = 2 + parity
+        self.owners: dict[tuple[str, int], Pair] = {}  # Tensors that own their whole storage, by storage.
+        self.dirty: list[Pair] = []  # Lazy pairs this side changed (the judge's writes to a mirrored __dict__).
+
+    def find(self, obj) -> Pair | None:
+        pair = self.by_id.get(id(obj))
+        return pair if pair is not None and pair.obj is obj else None
+
+    def add(self, obj, tag: int, sid: int | None = None, lazy: bool = False) -> Pair:
+        """Register ``obj``: a new pair of this side, or (with ``sid``) one the other side made."""
+        if sid is None:
+            sid, self.next_sid = self.next_sid, self.next_sid + 2
+        else:
+            expect(type(sid) is int and sid > 0 and sid % 2 != self.parity, "a shared id of the wrong side")
+            expect(sid not in self.by_sid, "a shared id that is already taken")
+        pair = Pair(sid, Tag(tag), obj, lazy)
+        self.by_sid[sid] = pair
+        self.by_id[id(obj)] = pair
+        if not lazy:
+            self.eager[sid] = pair
+        if pair.tag is Tag.TENSOR and owns_storage(obj):
+            self.owners[storage_key(obj)] = pair
+        return pair
+
+    def promote(self, pair: Pair) -> None:
+        """A lazy pair becomes eager (the test can reach it now)."""
+        pair.lazy = False
+        self.eager[pair.sid] = pair
+
+    def owner_of(self, tensor: torch.Tensor) -> Pair | None:
+        """The shared tensor whose storage ``tensor`` views (so that the view crosses as one), if any."""
+        if tensor.device.type == "meta" or tensor.layout != torch.strided:
+            return None
+        owner = self.owners.get(storage_key(tensor))
+        if owner is None or owner.obj is tensor or owner.obj.dtype != tensor.dtype or self.find(owner.obj) is not owner:
+            return None
+        return owner if storage_key(owner.obj) == storage_key(tensor) else None
+
+    def get(self, sid) -> Pair:
+        pair = self.by_sid.get(sid) if type(sid) is int else None
+        if pair is None:
+            raise WireError(f"the shared id {sid!r} was never issued")
+        return pair
+
+    def scan(self, drop_unreferenced: bool) -> tuple[list[Pair], list[int]]:
+        """The eager pairs whose object changed since it last crossed, and (the judge's side) the pairs
+        dropped because only this table still held their object; one pass over the eager pairs."""
+        changed_pairs, dropped = [], []
+        is_, getrefcount = operator.is_, sys.getrefcount
+        for pair in self.eager.values():
+            tag, obj, recorded = pair.tag, pair.obj, pair.recorded
+            # getrefcount sees the Pair's reference, the local name and its own argument.
+            if drop_unreferenced and getrefcount(obj) <= 3:
+                dropped.append(pair.sid)
+            elif tag is _LIST or tag is _SET:
+                if len(obj) != len(recorded) or not all(map(is_, obj, recorded)):
+                    changed_pairs.append(pair)
+            elif tag is _DICT or tag is _ODICT:
+                if (len(obj) != len(recorded[0]) or not all(map(is_, obj, recorded[0]))
+                        or not all(map(is_, obj.values(), recorded[1]))):
+                    changed_pairs.append(pair)
+            elif tag is _TENSOR:
+                if obj._version != recorded[0] or snapshot(tag, obj) != recorded:
+                    changed_pairs.append(pair)
+            elif changed(tag, obj, recorded):
+                changed_pairs.append(pair)
+        obj = None  # The last object scanned is not held past the scan.
+        for sid in dropped:
+            self.drop(sid)
+        return changed_pairs, dropped
+
+    def sweep(self) -> list[int]:
+        """Drop the lazy pairs whose object only this table still holds (the judge's side); their sids."""
+        getrefcount, dropped = sys.getrefcount, []
+        for pair in self.by_sid.values():
+            obj = pair.obj
+            # getrefcount sees the Pair's reference, the local name and its own argument.
+            if pair.lazy and getrefcount(obj) <= 3:
+                dropped.append(pair.sid)
+        obj = None
+        for sid in dropped:
+            self.drop(sid)
+        return dropped
+
+    def drop(self, sid) -> None:
+        pair = self.by_sid.pop(sid, None)
+        if pair is None:
+            return
+        self.eager.pop(sid, None)
+        if self.by_id.get(id(pair.obj)) is pair:
+            del self.by_id[id(pair.obj)]
+        if pair.tag is _TENSOR and self.owners.get(storage_key(pair.obj)) is pair:
+            del self.owners[storage_key(pair.obj)]

@@ -1,0 +1,344 @@
+"""One side of the judge's connection to a kernel: messages, requests, exceptions, shared pairs.
+
+A message is one frame (wire.py) holding ``[kind, epoch, seq, sync, body]``:
+
+- ``kind``: ``req`` (a request: an operation and its arguments), ``ok`` or ``err`` (the reply to
+  the request ``seq``), ``ready`` (the kernel serves the test ``epoch``), ``end`` (the judge
+  ended that test), ``hello`` (a harness kernel says whether the answer ran).
+- ``epoch``: the test cell the message belongs to. A side drops messages of any other epoch, so
+  that what an earlier, interrupted test left in the socket never reaches the next one. Every
+  table (pairs, exported objects, handles) is fresh for each epoch.
+- ``sync``: the new content of every shared pair the sender changed since it last crossed, and
+  what each side adds (`outgoing`): the pairs and handles the judge dropped, the global names the
+  kernel rebound.
+
+The protocol is single-threaded and re-entrant: while a side waits for its reply it serves the
+other side's requests (a judge function that the student's code calls, which calls the student's
+code again...). `Peer` does all of this for both sides; `judge.remote.JudgePeer` and
+`agent.AgentPeer` say what a request may do and what an object that is not data becomes.
+
+This module runs in the student's kernel too (see grading/judge/wire.py).
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import itertools
+import socket
+import types
+
+import torch
+
+from .codec import Codec
+from .pairs import PairTable
+from .wire import LIMITS, Framing, Limits, Tag, WireError, allowed_module, dotted, expect, text
+
+REQ, OK, ERR, READY, END, HELLO = "req", "ok", "err", "ready", "end", "hello"
+_KINDS = frozenset({REQ, OK, ERR, READY, END, HELLO})
+_PLAIN_ARGS = (str, float, bool, type(None))
+
+
+def keywords(items) -> dict:
+    """Keyword arguments, which cross as a tuple of (name, value) pairs (never a shared dict)."""
+    expect(type(items) is tuple and all(type(item) is tuple and len(item) == 2 and type(item[0]) is str
+                                        for item in items), "malformed keyword arguments")
+    return dict(items)
+
+
+# Objects of allowed modules that are neither functions nor classes but are compared by identity
+# (``dataclasses.fields`` keeps the fields whose ``_field_type is _FIELD``): each side uses its own.
+_WELL_KNOWN = {"dataclasses": ("_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR", "MISSING", "KW_ONLY")}
+_WELL_KNOWN_IDS = {id(getattr(importlib.import_module(module), name)): (module, name)
+                   for module, names in _WELL_KNOWN.items() for name in names}
+
+
+def global_node(value):
+    """``[GLOBAL, module, qualname]`` or ``[MODULE, name]`` when the other side has ``value`` itself."""
+    if isinstance(value, types.ModuleType):
+        name = getattr(value, "__name__", None)
+        return [Tag.MODULE, name] if allowed_module(name) else None
+    known = _WELL_KNOWN_IDS.get(id(value))
+    if known is not None:
+        return [Tag.GLOBAL, *known]
+    if not isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
+        return None
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if not (allowed_module(module) and type(qualname) is str and "<" not in qualname):
+        return None
+    try:
+        return [Tag.GLOBAL, module, qualname] if resolve_global(module, qualname) is value else None
+    except (ImportError, AttributeError, WireError):
+        return None
+
+
+def resolve_global(module: str, qualname: str):
+    """This side's own ``module.qualname``, only in an allowed module."""
+    expect(allowed_module(module) and dotted(qualname), f"{module}.{qualname} is not in a module the judge allows")
+    value = importlib.import_module(module)
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value
+
+
+NOT_SHARED = object()
+
+
+class ConnectionClosed(Exception):
+    """The other side closed the connection (it ended, or crashed)."""
+
+
+class Peer:
+    """The state and message loop of one side; subclasses say what requests and objects mean."""
+
+    parity = 0  # 0: the judge's ids are even; the kernel's class sets 1.
+    answered: tuple[type, ...] = (Exception,)  # What a request may raise and still get a reply.
+
+    def __init__(self, connection: socket.socket, limits: Limits = LIMITS) -> None:
+        self.connection = connection
+        self.limits = limits
+        self.epoch: str | None = None
+        self.framing = Framing(limits)
+        self.decoding = 0  # Above 0 while a message is decoded (handles compare by identity then).
+        # One buffer for every read: a fresh 1 MiB bytes object per recv would cost an mmap each time.
+        self.buffer = bytearray(1 << 20)
+        self.view = memoryview(self.buffer)
+        self._exception_classes: dict[tuple[str, type], type] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Fresh tables, for a new test cell."""
+        self.pairs = PairTable(self.parity)
+        self.codec = Codec(self, self.limits)
+        self.exports: dict[int, object] = {}  # Objects of this side that the other side holds, by oid.
+        self.export_ids: dict[int, int] = {}  # id(object) -> oid.
+        self.next_oid = 2 + self.parity
+        self.seq = 0
+        self.sent = self.received = 0  # Messages of this test cell, each way.
+        self.requests = 0  # Requests of this test cell, each way: how often the test crossed to the other side.
+
+    # What this side lends the other.
+
+    def export(self, obj) -> tuple[int, bool]:
+        """The oid of ``obj`` for the other side, and whether it is new."""
+        oid = self.export_ids.get(id(obj))
+        if oid is not None and self.exports.get(oid) is obj:
+            return oid, False
+        oid, self.next_oid = self.next_oid, self.next_oid + 2
+        self.exports[oid] = obj
+        self.export_ids[id(obj)] = oid
+        return oid, True
+
+    def exported(self, oid):
+        """The object this side lent as ``oid``; an oid never issued is an error."""
+        if type(oid) is not int or oid not in self.exports:
+            raise WireError(f"the object id {oid!r} was never issued")
+        return self.exports[oid]
+
+    def release(self, oid) -> None:
+        obj = self.exports.pop(oid, None)
+        if obj is not None and self.export_ids.get(id(obj)) == oid:
+            del self.export_ids[id(obj)]
+
+    # Hooks of the two sides.
+
+    def encode_object(self, value, depth: int):  # pragma: no cover - each side defines it.
+        raise NotImplementedError
+
+    def decode_object(self, node: list, depth: int):  # pragma: no cover - each side defines it.
+        raise NotImplementedError
+
+    def handle(self, op: str, args: list):  # pragma: no cover - each side defines it.
+        raise NotImplementedError
+
+    def outgoing(self, dropped: list[int]) -> list:
+        """What this side adds to a message's synchronization (``dropped``: the pairs it let go)."""
+        return []
+
+    def incoming(self, extra) -> None:
+        expect(extra == [], "unexpected synchronization data")
+
+    def read_chunk(self) -> int:
+        """Read what the socket has into ``self.buffer``, waiting for it; how many bytes came (0: closed).
+        The judge adds its deadline and cancellation."""
+        return self.connection.recv_into(self.buffer)
+
+    # Messages.
+
+    def send(self, kind: str, seq: int, body: list, raw: bool = False) -> None:
+        """Send one message; ``raw`` bodies are already trees (an error's node)."""
+        codec, pairs = self.codec, self.pairs
+        codec.items = 0
+        touched = codec.touched = []
+        marks = (pairs.next_sid, self.next_oid)
+        try:
+            # What the codec does to tensors is no torch operation of the test's (course.checks counts those).
+            with torch._C.DisableTorchFunction():
+                tree, changed = self._tree(kind, seq, body, raw)
+            data = self.framing.pack(tree)
+        except BaseException:
+            self._roll_back(marks)
+            raise
+        self.connection.sendall(data)
+        self.sent += 1
+        pairs.dirty = []
+        if changed or touched:
+            with torch._C.DisableTorchFunction():
+                for pair in itertools.chain(changed, touched):
+                    pair.record()
+
+    def _tree(self, kind: str, seq: int, body: list, raw: bool) -> tuple[list, list]:
+        """A message's tree, and the pairs whose new content it carries."""
+        pairs, codec = self.pairs, self.codec
+        changed, dropped = pairs.scan(self.parity == 0) if pairs.eager else ([], [])
+        if pairs.dirty:
+            changed = changed + pairs.dirty
+        extra = self.outgoing(dropped)
+        updates = [[pair.sid, codec.content(pair)] for pair in changed] if changed else []
+        encoded = body if raw else [codec.encode(value) for value in body]
+        return [kind, self.epoch, seq, [updates, extra], encoded], changed
+
+    def _roll_back(self, marks: tuple[int, int]) -> None:
+        """Forget the pairs and exports a message registered before it failed to encode."""
+        for sid in [sid for sid in self.pairs.by_sid if sid % 2 == self.parity and sid >= marks[0]]:
+            self.pairs.drop(sid)
+        self.pairs.next_sid = marks[0]
+        for oid in [oid for oid in self.exports if oid >= marks[1]]:
+            self.release(oid)
+        self.next_oid = marks[1]
+
+    def _next_tree(self):
+        """The next message's tree; reads what the socket has, and waits only when no whole message is here."""
+        framing = self.framing
+        while True:
+            tree = framing.next()
+            if tree is not None:
+                return tree
+            size = self.read_chunk()
+            if not size:
+                raise ConnectionClosed("the other side closed the connection")
+            framing.feed(self.view[:size])
+
+    def receive(self) -> tuple[str, int, list]:
+        """The next message of this epoch, its sync applied and its body decoded."""
+        while True:
+            tree = self._next_tree()
+            if type(tree) is not list or len(tree) != 5:
+                raise WireError("a malformed message")
+            kind, epoch, seq, sync, body = tree
+            if kind not in _KINDS or type(seq) is not int or not (epoch is None or type(epoch) is str):
+                raise WireError("a malformed message")
+            if epoch == self.epoch:
+                break
+        self.received += 1
+        if type(sync) is not list or len(sync) != 2 or type(sync[0]) is not list or type(body) is not list:
+            raise WireError("a malformed message")
+        codec = self.codec
+        codec.items = 0
+        self.decoding += 1
+        try:
+            return self._apply(kind, seq, sync, body)
+        finally:
+            self.decoding -= 1
+
+    def _apply(self, kind: str, seq: int, sync: list, body: list) -> tuple[str, int, list]:
+        codec = self.codec
+        with torch._C.DisableTorchFunction():
+            self.incoming(sync[1])
+            for update in sync[0]:
+                expect(type(update) is list and len(update) == 2, "a malformed update")
+                pair = self.pairs.get(update[0])
+                codec.fill(pair, update[1])
+                pair.record()
+            return kind, seq, [codec.decode(node) for node in body]
+
+    def request(self, op: str, *args):
+        """Ask the other side to do ``op``; serve its requests meanwhile; return or raise its answer."""
+        self.seq += 1
+        self.requests += 1
+        seq = self.seq
+        self.send(REQ, seq, [op, *args])
+        while True:
+            kind, reply_seq, body = self.receive()
+            if kind == REQ:
+                self.answer(reply_seq, body)
+            elif kind in (OK, ERR) and reply_seq == seq:
+                expect(len(body) == 1, "a malformed reply")
+                if kind == ERR:
+                    expect(isinstance(body[0], BaseException), "an error reply without an exception")
+                    raise body[0]
+                return body[0]
+            else:
+                raise WireError(f"an unexpected {kind!r} message while waiting for a reply")
+
+    def answer(self, seq: int, body: list) -> None:
+        """Do the request ``body`` and send its reply (its result, or the exception it raised)."""
+        self.requests += 1
+        try:
+            expect(len(body) >= 1 and type(body[0]) is str, "a malformed request")
+            result = self.handle(body[0], body[1:])
+        except self.answered as error:  # noqa: BLE001 - every error of a request goes back to the requester.
+            self.send(ERR, seq, [self.exception_node(error)], raw=True)
+            return
+        try:
+            self.send(OK, seq, [result])
+        except WireError as error:
+            self.send(ERR, seq, [self.exception_node(error)], raw=True)
+
+    def decode_shared(self, node: list, depth: int = 0):
+        """The object nodes both sides read alike (their own object, a global, a module, an exception);
+        `NOT_SHARED` for the others."""
+        tag = node[0]
+        if tag == Tag.YOURS:
+            expect(len(node) == 2, "a malformed object reference")
+            return self.exported(node[1])
+        if tag == Tag.GLOBAL:
+            expect(len(node) == 3, "a malformed global")
+            return resolve_global(text(node[1]), text(node[2]))
+        if tag == Tag.MODULE:
+            expect(len(node) == 2 and allowed_module(node[1]), "a module the other side may not send")
+            return importlib.import_module(node[1])
+        if tag == Tag.EXCEPTION:
+            return self.decode_exception(node)
+        return NOT_SHARED
+
+    # Exceptions cross as the class names of their MRO and their plain arguments.
+
+    def exception_node(self, error: BaseException) -> list:
+        try:
+            message = str(error)[:self.limits.text]
+        except Exception:  # noqa: BLE001 - a broken __str__ of the student's exception.
+            message = "(its message could not be read)"
+        names = [klass.__name__[:200] for klass in type(error).__mro__[:32] if type(klass.__name__) is str]
+        args = list(getattr(error, "args", ()))
+        plain = all(type(a) in _PLAIN_ARGS and (type(a) is not str or len(a) <= self.limits.text) for a in args)
+        plain = plain or all(type(a) is int and -(1 << 63) <= a < (1 << 63) for a in args)
+        return [Tag.EXCEPTION, names, args if plain and len(args) <= 8 else [message], message]
+
+    def decode_exception(self, node: list) -> BaseException:
+        expect(len(node) == 4 and type(node[1]) is list and 0 < len(node[1]) <= 32 and type(node[2]) is list
+               and len(node[2]) <= 8, "a malformed exception")
+        names = [text(name, self.limits) for name in node[1]]
+        args = [a if type(a) is int and -(1 << 63) <= a < (1 << 63) else text(a, self.limits) if type(a) is str
+                else a for a in node[2]]
+        expect(all(type(a) in (*_PLAIN_ARGS, int) for a in args), "a malformed exception")
+        base = next((found for found in (getattr(builtins, name, None) for name in names)
+                     if isinstance(found, type) and issubclass(found, BaseException)), Exception)
+        # The judge's own class only for a builtin Exception; KeyboardInterrupt or SystemExit from the kernel
+        # becomes a class of the kernel's (module "kernel"), never the judge's own signal.
+        own = names[0] == base.__name__ and issubclass(base, Exception)
+        cls = base if own else self._exception_class(names[0], base)
+        try:
+            return cls(*args)
+        except Exception:  # noqa: BLE001 - a builtin whose constructor wants other arguments.
+            return self._exception_class(names[0], base, plain=True)(text(node[3], self.limits))
+
+    def _exception_class(self, name: str, base: type, plain: bool = False) -> type:
+        """A class named ``name`` derived from the builtin ``base``, made from data only."""
+        key = (name + ("/plain" if plain else ""), base)
+        if key not in self._exception_classes:
+            namespace = {"__module__": "kernel"}
+            if plain:
+                namespace.update(__init__=BaseException.__init__, __str__=BaseException.__str__)
+            self._exception_classes[key] = type(name if name.isidentifier() else "KernelError", (base,), namespace)
+        return self._exception_classes[key]

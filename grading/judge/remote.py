@@ -1,0 +1,245 @@
+"""The judge's side of the connection: what the kernel's objects become, and what the kernel may ask.
+
+The kernel's objects arrive as handles and mirrors (handles.py); the judge's own objects that a
+test passes to the student's code (a function, a stand-in model, a class body's methods) are lent
+as callbacks. A request of the kernel may only call one of those, read one of its public
+attributes (no name starting with ``_``), or apply one of `CALLBACK_OPS` to it; an object id or
+shared id that the judge never issued is an error, and a module, frame or code object is never
+lent. Every wait for the kernel has a deadline and can be cancelled (`read_chunk`), so a kernel
+that stops answering, or answers forever, ends its test with a timeout.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import struct
+import time
+import types
+import weakref
+
+from course import checks, kernels
+
+from .agent import CALLABLE, COUNT_LAUNCHES, COUNT_TORCH_CALLS, FUNCTION, OPS
+from .handles import Handle, HandleMeta, MirrorInfo, RemoteMethod, make_mirror
+from .pairs import lazy_pairs_in
+from .peer import END, HELLO, NOT_SHARED, READY, Peer, global_node, keywords
+from .wire import Tag, WireError, expect, text
+
+CALLBACK_OPS = frozenset({"len", "iter", "next", "repr", "str", "bool", "hash", "contains", "getitem", "eq", "ne",
+                          "lt", "le", "gt", "ge", "index", "int", "float", "format"})
+_NEVER_LENT = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType, types.CellType)
+_FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType)
+_CLASS_NAMES = 2000  # At most this many attribute names per class node.
+_SWEEP_EVERY = 64  # Messages between two looks for lazy pairs the test let go of (pairs.PairTable.sweep).
+_SLICE_MICROSECONDS = 200_000  # How often a judge waiting for the kernel looks at its deadline and the grader.
+
+
+class JudgeTimeout(BaseException):
+    """The test ran past its time limit (a BaseException: a test's ``except Exception`` cannot stop it)."""
+
+
+class Cancelled(BaseException):
+    """The grader says the kernel stopped serving this test (its cell ended)."""
+
+
+class JudgePeer(Peer):
+    parity = 0
+
+    def __init__(self, connection, limits=None, control=None) -> None:
+        self.epoch_number = 0
+        self.crossings = 0  # The last test cell's requests, both ways.
+        self.deadline: float | None = None
+        self.control = control  # The grader's channel (server.Control): a line on it cancels the test.
+        self.on_rebound = None  # Called with the global names the kernel rebound (runner.CellGlobals).
+        super().__init__(connection, *(limits,) if limits else ())
+        # A blocking receive that gives up every slice, so that the deadline and the grader's
+        # cancellation are looked at without a select() before every message.
+        connection.settimeout(None)
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, _SLICE_MICROSECONDS))
+
+    def reset(self) -> None:
+        super().reset()
+        self.epoch_number += 1
+        self.handles: dict[int, weakref.ref] = {}
+        self.mirrors: dict[int, HandleMeta] = {}
+        self.released: list[int] = []
+        self.promoted: list[int] = []  # Lazy pairs the test got hold of since the last message.
+
+    # The test's life: the kernel says it is ready, the judge ends it.
+
+    def hello(self) -> tuple[bool, str]:
+        """The kernel's first message: whether its code ran (a harness kernel), and why not."""
+        kind, _, body = self.receive()
+        expect(kind == HELLO and len(body) == 2 and type(body[0]) is bool, "a kernel that did not say hello")
+        return body[0], text(body[1], self.limits)
+
+    def begin(self, epoch: str, deadline: float) -> None:
+        self.epoch, self.deadline = epoch, deadline
+        self.reset()
+        kind, _, _ = self.receive()
+        expect(kind == READY, f"a {kind!r} message before the kernel was ready")
+
+    def end(self) -> None:
+        try:
+            self.send(END, 0, [])
+        except (OSError, WireError):
+            pass
+        finally:
+            self.crossings = self.requests  # The test cell's requests, both ways (`compare --stats`).
+            self.epoch, self.deadline, self.on_rebound = None, None, None
+            self.reset()
+
+    def read_chunk(self) -> int:
+        while True:
+            self._check_deadline()
+            try:
+                return self.connection.recv_into(self.buffer)
+            except (BlockingIOError, TimeoutError):  # The slice passed with nothing from the kernel.
+                self._check_control()
+
+    def _check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise JudgeTimeout()
+
+    def _check_control(self) -> None:
+        control = self.control
+        if control is None:
+            return
+        if not control.pending() and select.select([control], [], [], 0)[0]:
+            control.fill()
+        if control.pending():
+            raise Cancelled()
+
+    def request(self, op: str, *args):
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise JudgeTimeout()
+        return super().request(op, *args)
+
+    # Objects.
+
+    def adopt(self, oid: int, handle: Handle) -> None:
+        self.handles[oid] = weakref.ref(handle)
+
+    def encode_object(self, value, depth: int):
+        if isinstance(value, Handle):
+            if not hasattr(value, "_judge_oid"):
+                raise WireError("an instance made with object.__new__ must be used once before it is passed on")
+            return [Tag.YOURS, value._judge_oid]
+        if type(value) is HandleMeta:
+            return [Tag.YOURS, type.__getattribute__(value, "_judge_mirror_").oid]
+        if type(value) is RemoteMethod:
+            return [Tag.BOUND, value._judge_owner._judge_oid, value._judge_name]
+        node = global_node(value)
+        if node is not None:
+            return node
+        if isinstance(value, _NEVER_LENT):
+            raise WireError(f"a {type(value).__name__} of the judge cannot be lent to the student's code")
+        oid, _ = self.export(value)
+        return [Tag.OBJECT, oid, None, None, FUNCTION * isinstance(value, _FUNCTIONS) | CALLABLE * callable(value)]
+
+    def decode_object(self, node: list, depth: int):
+        tag = node[0]
+        found = self.decode_shared(node)
+        if found is not NOT_SHARED:
+            return found
+        if tag in (Tag.CLASS, Tag.CLASSREF):
+            return self.mirror(node)
+        expect(tag == Tag.OBJECT and len(node) in (5, 6) and type(node[1]) is int and node[1] % 2 == 1,
+               f"a value of an unknown kind (tag {tag})")
+        return self.handle_of(node, depth)
+
+    def mirror(self, node: list) -> HandleMeta:
+        if node[0] == Tag.CLASSREF:
+            expect(len(node) == 2 and node[1] in self.mirrors, "a class reference never sent")
+            return self.mirrors[node[1]]
+        expect(len(node) == 8 and type(node[1]) is int and node[1] % 2 == 1 and node[1] not in self.mirrors
+               and type(node[5]) is int, "a malformed class")
+        name, qualname, module = (text(part, self.limits) for part in node[2:5])
+        names = []
+        for group in node[6:8]:
+            expect(type(group) is list and len(group) <= _CLASS_NAMES, "a malformed class")
+            names.append(frozenset(text(item, self.limits) for item in group))
+        info = MirrorInfo(self, self.epoch_number, node[1], module, qualname, node[5], names[0], names[1])
+        self.mirrors[node[1]] = cls = make_mirror(info, name)
+        return cls
+
+    def handle_of(self, node: list, depth: int) -> Handle:
+        oid, class_node, hashed = node[1:4]
+        expect(type(class_node) is list and class_node and class_node[0] in (Tag.CLASS, Tag.CLASSREF),
+               "an object without its class")
+        cls = self.mirror(class_node)
+        expect(hashed is None or type(hashed) is int, "a malformed hash")
+        found = self.handles.get(oid)
+        handle = found() if found is not None else None
+        if handle is None or type(handle) is not cls:
+            handle = object.__new__(cls)
+            object.__setattr__(handle, "_judge_oid", oid)
+            object.__setattr__(handle, "_judge_hash", hashed)
+            self.handles[oid] = weakref.ref(handle)
+        if len(node) == 6:
+            pair = self.codec.decode_root(node[5], depth + 1)
+            pair.valid_at = self.received
+            object.__setattr__(handle, "_judge_dict", pair.obj)
+            object.__setattr__(handle, "_judge_pair", pair)
+        return handle
+
+    def escape(self, value) -> None:
+        """The test holds ``value`` now: every lazy pair in it becomes eager, here and in the kernel."""
+        for pair in lazy_pairs_in(self.pairs, [value]):
+            self.pairs.promote(pair)
+            self.promoted.append(pair.sid)
+
+    def incoming(self, extra) -> None:
+        if (type(extra) is not list or len(extra) != 3 or type(extra[0]) is not list or type(extra[1]) is not int
+                or type(extra[2]) is not int):
+            raise WireError("malformed synchronization data")
+        if extra[0] and self.on_rebound is not None:
+            self.on_rebound([text(name, self.limits) for name in extra[0]])
+        # Torch operations and Triton launches the student's code made while the test counted them
+        # (the kernel's word for it).
+        if extra[1] > 0:
+            for mode in checks.COUNTING:
+                mode.calls += min(extra[1], 1 << 40)
+        if extra[2] > 0:
+            for counter in kernels.COUNTING:
+                counter.launches += min(extra[2], 1 << 40)
+
+    def outgoing(self, dropped: list[int]) -> list:
+        released = []
+        if self.released:
+            for oid in set(self.released):
+                found = self.handles.get(oid)
+                if found is None or found() is None:
+                    self.handles.pop(oid, None)
+                    released.append(oid)
+            self.released = []
+        if self.sent % _SWEEP_EVERY == _SWEEP_EVERY - 1:
+            dropped = dropped + self.pairs.sweep()
+        # A pair promoted and then dropped before this message (the test let go of it at once) is not
+        # promoted: the kernel drops it first and would not find it.
+        promoted = [sid for sid in self.promoted if sid in self.pairs.by_sid] if self.promoted else []
+        self.promoted = []
+        counting = COUNT_TORCH_CALLS * bool(checks.COUNTING) | COUNT_LAUNCHES * bool(kernels.COUNTING)
+        return [dropped, released, promoted, counting]
+
+    # What the kernel may ask of the judge's objects.
+
+    def handle(self, op: str, args: list):
+        expect(len(args) >= 1, "a request without its object")
+        target = args[0]
+        oid = self.export_ids.get(id(target))
+        expect(oid is not None and self.exports.get(oid) is target, "a request about an object the judge never lent")
+        if op == "call":
+            expect(len(args) == 3 and type(args[1]) is tuple, "a malformed call")
+            return target(*args[1], **keywords(args[2]))
+        if op == "getattr":
+            name = text(args[1], self.limits) if len(args) == 2 else None
+            if not name or name.startswith("_"):
+                raise AttributeError(f"the test's objects lend no attribute {name!r} to the student's code")
+            return getattr(target, name)
+        if op == "op":
+            name = text(args[1], self.limits) if len(args) >= 2 else None
+            expect(name in CALLBACK_OPS, f"the operation {name!r} on an object of the test")
+            return OPS[name](target, *args[2:])
+        raise WireError(f"an unknown request {op!r} from the kernel")

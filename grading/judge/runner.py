@@ -1,0 +1,177 @@
+"""Runs one graded test cell in the judge, against the kernel that serves it; returns its verdict.
+
+The cell runs in a fresh namespace (`CellGlobals`) whose missing names resolve, in this order:
+
+1. the judge's builtins (a kernel that defines ``sorted`` or ``len`` changes nothing here);
+2. the *trusted names*: what the notebook's own read-only cells import (``torch``, ``math``,
+   ``from course.env import pick_device``...), taken from the judge's own imports
+   (`trusted_names`), so that a student who rebinds ``torch`` in the kernel does not reach the test;
+3. the kernel's global namespace, by request: data by value, modules of the allowed list and
+   their functions and classes as the judge's own, everything else as handles. A name is asked
+   once per cell; when the kernel reports that it rebound one, it is asked again.
+
+Python's own random generators (``random``, NumPy's, torch's) are seeded from the cell's grade id
+before it runs, so that a test cell draws the same cases whatever ran before it. The cell passes
+when it runs to its end; anything it raises (a failing check, the kernel's exception, a timeout, a
+kernel that broke the protocol or ended) fails it, with a one-line message.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import hashlib
+import importlib
+import io
+import linecache
+import random
+import time
+import traceback
+from dataclasses import dataclass
+
+import numpy
+import torch
+
+from .peer import ConnectionClosed
+from .remote import Cancelled, JudgePeer, JudgeTimeout
+from .wire import WireError, allowed_module
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+@dataclass
+class Verdict:
+    """What the judge decided about one test cell."""
+
+    grade_id: str
+    passed: bool
+    message: str = ""  # The failing check's one line: "AssertionError: select_victim({...}) returned ...".
+    traceback: list[str] | None = None  # The lines of the test cell on the way to the failure.
+
+    def to_json(self) -> dict:
+        return {"grade_id": self.grade_id, "passed": self.passed, "message": self.message,
+                "traceback": self.traceback or []}
+
+
+class CellGlobals(dict):
+    """A test cell's global namespace (see the module's docstring)."""
+
+    def __init__(self, peer: JudgePeer, trusted: dict[str, object]) -> None:
+        super().__init__(__name__="__main__", __builtins__=builtins)
+        self.peer = peer
+        self.trusted = trusted
+        self.resolved: dict[str, object] = {}
+
+    def __missing__(self, name: str):
+        if name in _BUILTIN_NAMES:
+            raise KeyError(name)
+        if name in self.trusted:
+            return self.trusted[name]
+        if name in self.resolved:
+            return self.resolved[name]
+        found, value = self.peer.request("global", name)
+        if found is not True:
+            raise KeyError(name)
+        self.resolved[name] = value
+        return value
+
+    def forget(self, names: list[str]) -> None:
+        for name in names:
+            self.resolved.pop(name, None)
+
+
+def trusted_names(sources: list[str]) -> dict[str, tuple[str, str | None]]:
+    """What the notebook's read-only cells import from allowed modules: name -> (module, attribute or None)."""
+    names: dict[str, tuple[str, str | None]] = {}
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if allowed_module(alias.name):
+                        bound = alias.asname or alias.name.split(".")[0]
+                        names[bound] = (alias.name if alias.asname else alias.name.split(".")[0], None)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and allowed_module(node.module or ""):
+                for alias in node.names:
+                    if alias.name != "*":
+                        names[alias.asname or alias.name] = (node.module, alias.name)
+    return names
+
+
+def resolve_trusted(names: dict[str, tuple[str, str | None]]) -> dict[str, object]:
+    """The judge's own objects for `trusted_names`; a name whose import fails here is left to the kernel."""
+    resolved = {}
+    for name, (module, attribute) in names.items():
+        try:
+            value = importlib.import_module(module)
+            if attribute is not None:
+                value = getattr(value, attribute) if hasattr(value, attribute) else importlib.import_module(
+                    f"{module}.{attribute}")
+        except (ImportError, AttributeError):
+            continue
+        resolved[name] = value
+    return resolved
+
+
+def seed_for(grade_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(grade_id.encode()).digest()[:4], "little")
+
+
+def _seed(grade_id: str) -> None:
+    seed = seed_for(grade_id)
+    random.seed(seed)
+    numpy.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _describe(error: BaseException, timeout: float) -> str:
+    if isinstance(error, JudgeTimeout):
+        return f"TimeoutError: the test did not finish within {timeout:g} s"
+    if isinstance(error, Cancelled):
+        return "KernelError: the kernel stopped serving this test before it ended (its cell ended early)"
+    if isinstance(error, (ConnectionClosed, OSError)):
+        return f"KernelError: the kernel ended while this test ran ({error})"
+    if isinstance(error, WireError):
+        return f"KernelError: the kernel broke the judge's protocol: {error}"
+    try:
+        text = str(error)
+    except Exception:  # noqa: BLE001 - an exception whose message needs the kernel, which is gone.
+        text = ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _cell_lines(error: BaseException, filename: str) -> list[str]:
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == filename]
+    return [f"line {frame.lineno}, in {frame.name}: {frame.line}" for frame in frames][-8:]
+
+
+def run_test(peer: JudgePeer, epoch: str, grade_id: str, source: str, trusted: dict[str, object],
+             timeout: float) -> Verdict:
+    """Run the test cell ``source`` while the kernel serves ``epoch``; return its verdict."""
+    filename = f"<test cell {grade_id}>"
+    namespace = CellGlobals(peer, trusted)
+    try:
+        peer.begin(epoch, time.monotonic() + timeout)
+        peer.on_rebound = namespace.forget
+        code = compile(source, filename, "exec")
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # For the traceback.
+        _seed(grade_id)
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(code, namespace)
+    except BaseException as error:  # noqa: BLE001 - whatever ends the test fails it; the judge goes on.
+        if isinstance(error, (KeyboardInterrupt, SystemExit)) and type(error).__module__ != "kernel":
+            raise  # The judge itself is asked to stop.
+        verdict = Verdict(grade_id, False, _describe(error, timeout)[:4000], _cell_lines(error, filename))
+    else:
+        verdict = Verdict(grade_id, True)
+    finally:
+        namespace.clear()
+        namespace.resolved.clear()
+        linecache.cache.pop(filename, None)
+        peer.end()
+    return verdict
+

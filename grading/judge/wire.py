@@ -1,0 +1,325 @@
+"""The judge's wire format: values as trees of plain msgpack data, framed on a stream socket.
+
+Nothing here runs code when it decodes: a message is msgpack without maps or extension types (so
+decoding builds only None, bools, ints, floats, strings, bytes and lists), and every value that is
+not one of those travels as a list whose first item is a tag (`Tag`). The walkers of
+``codec.py`` turn those trees into values; this module holds what both sides share: the tags, the
+limits, the leaf values (tensors, NumPy arrays and scalars, dtypes, devices, big ints...) and the
+framing. It imports only the standard library, msgpack, NumPy and torch, because the grader sends
+its source into the student's kernel, where the agent runs it (grading/judge/agent.py). Messages
+are one msgpack value each, back to back on the socket (`Framing`).
+
+Every limit (`Limits`) is checked when a message is read or built; breaking one raises
+`WireError`, which fails the test cell that was running, never the judge.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import IntEnum
+
+import msgpack
+import numpy
+import torch
+
+
+class WireError(Exception):
+    """A message that breaks the format or one of its limits."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How large a message may be, and how deep and wide its values."""
+
+    message_bytes: int = 256 << 20
+    depth: int = 64
+    items: int = 4_000_000
+    text: int = 1 << 20  # A name, an exception's message, a repr.
+    int_bytes: int = 4096  # A big int's bytes (about 9,800 decimal digits).
+
+
+LIMITS = Limits()
+
+
+class Tag(IntEnum):
+    """The first item of every list on the wire: what the list encodes."""
+
+    TUPLE = 1  # [TUPLE, item...]
+    LIST = 2  # [LIST, sid, [item...]]  a shared pair (peer.py), as are the next five
+    DICT = 3  # [DICT, sid, [key, value, ...]]
+    ODICT = 4  # [ODICT, sid, [key, value, ...]]  collections.OrderedDict
+    SET = 5  # [SET, sid, [item...]]
+    NAMESPACE = 6  # [NAMESPACE, sid, [name, value, ...]]  types.SimpleNamespace
+    TENSOR = 7  # [TENSOR, sid, leaf]  leaf: see `encode_tensor`
+    NDARRAY = 8  # [NDARRAY, sid, leaf]
+    REF = 9  # [REF, sid]  a pair the receiver already has
+    FROZENSET = 10  # [FROZENSET, item...]
+    BIGINT = 11  # [BIGINT, signed little-endian bytes]
+    COMPLEX = 12  # [COMPLEX, real, imag]
+    DTYPE = 13  # [DTYPE, name]
+    DEVICE = 14  # [DEVICE, "cuda:0"]
+    SIZE = 15  # [SIZE, dim...]
+    SLICE = 16  # [SLICE, start, stop, step]
+    ELLIPSIS = 17  # [ELLIPSIS]
+    NPSCALAR = 18  # [NPSCALAR, dtype str, bytes]
+    RANGE = 19  # [RANGE, start, stop, step]
+    MAPPINGPROXY = 20  # [MAPPINGPROXY, [key, value, ...]]  a read-only copy
+    PROPERTY = 21  # [PROPERTY, fget, fset, fdel, doc]
+    STATICMETHOD = 22  # [STATICMETHOD, function]
+    CLASSMETHOD = 23  # [CLASSMETHOD, function]
+    GLOBAL = 24  # [GLOBAL, module, qualname]  a function or class of an allowed module
+    MODULE = 25  # [MODULE, name]  an allowed module
+    OBJECT = 26  # [OBJECT, oid, class node, hash or None, kind]  an object of the sender
+    CLASS = 27  # [CLASS, oid, name, qualname, module, flags, data names, method names]
+    CLASSREF = 28  # [CLASSREF, oid]  a class the sender sent before in this test
+    YOURS = 29  # [YOURS, oid]  an object of the receiver, coming back
+    EXCEPTION = 30  # [EXCEPTION, [class names of the MRO], [arg...], message]
+    NOTIMPLEMENTED = 31  # [NOTIMPLEMENTED]
+    BOUND = 32  # [BOUND, oid, name]  a method of the receiver's object (the judge's remote methods)
+    VIEW = 33  # [VIEW, sid, owner node, shape, stride, offset]  a new tensor pair viewing a shared tensor's storage
+    PROMOTE = 35  # [PROMOTE, sid, content]  a lazy pair the receiver has, eager from now on, and all it holds
+    VALIDATE = 36  # [VALIDATE, sid, content or None, [[sid, content]...]]  a lazy pair and what changed under it
+
+
+PAIR_TAGS = frozenset({Tag.LIST, Tag.DICT, Tag.ODICT, Tag.SET, Tag.NAMESPACE, Tag.TENSOR, Tag.NDARRAY})
+
+# Modules whose functions and classes each side takes from its own import (GLOBAL, MODULE): the
+# standard library a test cell uses, NumPy, torch and the course's helper package.
+ALLOWED_MODULES = frozenset({
+    "abc", "builtins", "bisect", "collections", "copy", "dataclasses", "enum", "fractions", "functools", "hashlib",
+    "heapq", "itertools", "math", "numbers", "operator", "random", "re", "statistics", "string", "types", "typing",
+    "numpy", "torch", "course"})
+
+
+def dotted(name) -> bool:
+    """Whether ``name`` is a dotted Python name (``torch.nn.functional``, ``Tensor.add``)."""
+    return type(name) is str and len(name) <= 300 and _DOTTED.fullmatch(name) is not None
+
+
+def allowed_module(name) -> bool:
+    """Whether ``name`` is an allowed module or one of their submodules."""
+    return dotted(name) and name.split(".")[0] in ALLOWED_MODULES
+
+
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_DEVICE = re.compile(r"[a-z_]+(:[0-9]{1,4})?")
+
+
+class Framing:
+    """Messages to bytes and back, for one connection: a msgpack stream, one value per message.
+
+    Decoding builds only None, bools, ints, floats, strings, bytes and lists: maps and extension
+    types are refused, and so is a message over the size limit or with too many items.
+    """
+
+    def __init__(self, limits: Limits = LIMITS) -> None:
+        self.limits = limits
+        self.packer = msgpack.Packer(use_bin_type=True, unicode_errors="surrogatepass")
+        self.unpacker = msgpack.Unpacker(raw=False, use_list=True, strict_map_key=True, max_map_len=0,
+                                         max_ext_len=0, max_buffer_size=limits.message_bytes,
+                                         max_array_len=limits.items, unicode_errors="surrogatepass")
+
+    def pack(self, tree) -> bytes:
+        try:
+            data = self.packer.pack(tree)
+        except (ValueError, TypeError, OverflowError) as error:
+            self.packer.reset()
+            raise WireError(f"a value could not be encoded: {error}") from None
+        if len(data) > self.limits.message_bytes:
+            raise WireError(f"a message of {len(data)} bytes is over the limit of {self.limits.message_bytes}")
+        return data
+
+    def feed(self, data: bytes) -> None:
+        try:
+            self.unpacker.feed(data)
+        except msgpack.BufferFull:
+            raise WireError(f"a message over the limit of {self.limits.message_bytes} bytes") from None
+
+    def next(self):
+        """The next whole message; None when more bytes are needed."""
+        try:
+            return next(self.unpacker, None)
+        except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as error:
+            raise WireError(f"a message is not valid: {error}") from None
+
+
+def expect(condition: bool, what: str) -> None:
+    if not condition:
+        raise WireError(what)
+
+
+def text(value, limits: Limits = LIMITS) -> str:
+    """A name or message from a peer: a str within the text limit."""
+    expect(type(value) is str and len(value) <= limits.text, "a name or message that is not a short string")
+    return value
+
+
+def encode_int(value: int):
+    if -(1 << 63) <= value < (1 << 64):
+        return value
+    size = (value.bit_length() + 8) // 8
+    if size > LIMITS.int_bytes:
+        raise WireError(f"an int of {value.bit_length()} bits is over the limit")
+    return [Tag.BIGINT, value.to_bytes(size, "little", signed=True)]
+
+
+def decode_bigint(node: list) -> int:
+    expect(len(node) == 2 and type(node[1]) is bytes and 0 < len(node[1]) <= LIMITS.int_bytes, "a malformed int")
+    return int.from_bytes(node[1], "little", signed=True)
+
+
+def _element_count(shape, limits: Limits) -> int:
+    expect(type(shape) is list and len(shape) <= limits.depth, "a malformed shape")
+    count = 1
+    for size in shape:
+        expect(type(size) is int and 0 <= size <= limits.message_bytes, "a malformed shape")
+        count *= size
+        expect(count <= limits.message_bytes, "a shape over the size limit")
+    return count
+
+
+def encode_tensor(tensor: torch.Tensor) -> list:
+    """``[dtype, shape, stride or None, device, bytes]``: the values, wherever the tensor lives."""
+    if tensor.layout != torch.strided or tensor.is_quantized:
+        raise WireError(f"a tensor with layout {tensor.layout} cannot cross")
+    device = str(tensor.device)
+    data = b""
+    if tensor.device.type != "meta":
+        flat = tensor.detach().resolve_conj().resolve_neg().contiguous().cpu().reshape(-1)
+        data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+    stride = list(tensor.stride()) if _dense(tensor) else None
+    return [str(tensor.dtype).removeprefix("torch."), list(tensor.shape), stride, device, data]
+
+
+def _dense(tensor: torch.Tensor) -> bool:
+    """Whether the strides cover each element once (so that they can be rebuilt)."""
+    if tensor.is_contiguous():
+        return False  # The default strides; nothing to send.
+    pairs = sorted((s, n) for s, n in zip(tensor.stride(), tensor.shape) if n > 1)
+    expected = 1
+    for stride, size in pairs:
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def decode_tensor(leaf, limits: Limits = LIMITS) -> torch.Tensor:
+    expect(type(leaf) is list and len(leaf) == 5, "a malformed tensor")
+    name, shape, stride, device, data = leaf
+    dtype = decode_dtype([Tag.DTYPE, name])
+    count = _element_count(shape, limits)
+    device = decode_device([Tag.DEVICE, device])
+    expect(type(data) is bytes, "a malformed tensor")
+    if device.type == "meta":
+        expect(not data, "a meta tensor with data")
+        return torch.empty(shape, dtype=dtype, device=device)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    expect(len(data) == count * itemsize, "a tensor whose bytes do not match its shape and dtype")
+    flat = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+    values = flat.view(dtype).reshape(shape)
+    if stride is not None:
+        expect(type(stride) is list and len(stride) == len(shape) and all(type(s) is int and 0 <= s <= count
+                                                                             for s in stride), "a malformed stride")
+        strided = torch.empty_strided(shape, stride, dtype=dtype)
+        strided.copy_(values)
+        values = strided
+    return values.to(device) if device.type != "cpu" else values
+
+
+def encode_ndarray(array: numpy.ndarray) -> list:
+    if array.dtype.hasobject:
+        raise WireError("a NumPy array of Python objects cannot cross")
+    return [array.dtype.str, list(array.shape), numpy.ascontiguousarray(array).tobytes()]
+
+
+def decode_ndarray(leaf, limits: Limits = LIMITS) -> numpy.ndarray:
+    expect(type(leaf) is list and len(leaf) == 3, "a malformed array")
+    dtype = _numpy_dtype(leaf[0])
+    count = _element_count(leaf[1], limits)
+    expect(type(leaf[2]) is bytes and len(leaf[2]) == count * dtype.itemsize, "an array whose bytes do not match")
+    return numpy.frombuffer(leaf[2], dtype=dtype).reshape(leaf[1]).copy()
+
+
+def _numpy_dtype(name) -> numpy.dtype:
+    expect(type(name) is str and re.fullmatch(r"[<>|=]?[a-zA-Z][0-9]{0,2}", name or "") is not None,
+           "a malformed NumPy dtype")
+    try:
+        dtype = numpy.dtype(name)
+    except TypeError:
+        raise WireError(f"an unknown NumPy dtype {name!r}") from None
+    expect(not dtype.hasobject and dtype.fields is None, "a NumPy dtype that cannot cross")
+    return dtype
+
+
+def encode_npscalar(value) -> list:
+    if value.dtype.hasobject:
+        raise WireError("a NumPy object scalar cannot cross")
+    return [Tag.NPSCALAR, value.dtype.str, value.tobytes()]
+
+
+def decode_npscalar(node: list):
+    expect(len(node) == 3, "a malformed NumPy scalar")
+    dtype = _numpy_dtype(node[1])
+    expect(type(node[2]) is bytes and len(node[2]) == dtype.itemsize, "a malformed NumPy scalar")
+    return numpy.frombuffer(node[2], dtype=dtype)[0]
+
+
+def decode_dtype(node: list) -> torch.dtype:
+    expect(len(node) == 2 and type(node[1]) is str and node[1].isidentifier(), "a malformed dtype")
+    dtype = getattr(torch, node[1], None)
+    expect(type(dtype) is torch.dtype, f"an unknown dtype {node[1]!r}")
+    return dtype
+
+
+def decode_device(node: list) -> torch.device:
+    expect(len(node) == 2 and type(node[1]) is str and _DEVICE.fullmatch(node[1]) is not None, "a malformed device")
+    try:
+        return torch.device(node[1])
+    except RuntimeError:
+        raise WireError(f"an unknown device {node[1]!r}") from None
+
+
+def encode_leaf(value):
+    """The node of a value without parts or identity (complex, dtype, device, ...); None if it is not one."""
+    kind = type(value)
+    if kind is complex:
+        return [Tag.COMPLEX, value.real, value.imag]
+    if kind is torch.dtype:
+        return [Tag.DTYPE, str(value).removeprefix("torch.")]
+    if kind is torch.device:
+        return [Tag.DEVICE, str(value)]
+    if kind is type(Ellipsis):
+        return [Tag.ELLIPSIS]
+    if kind is type(NotImplemented):
+        return [Tag.NOTIMPLEMENTED]
+    if isinstance(value, numpy.generic) and kind.__module__ == "numpy":
+        return encode_npscalar(value)
+    return None
+
+
+def decode_leaf(node: list):
+    """The value of a leaf node (see `encode_leaf`, and big ints); `NOT_A_LEAF` when ``node`` is not one."""
+    tag = node[0]
+    if tag == Tag.BIGINT:
+        return decode_bigint(node)
+    if tag == Tag.COMPLEX:
+        expect(len(node) == 3 and all(type(x) is float for x in node[1:]), "a malformed complex")
+        return complex(node[1], node[2])
+    if tag == Tag.DTYPE:
+        return decode_dtype(node)
+    if tag == Tag.DEVICE:
+        return decode_device(node)
+    if tag == Tag.ELLIPSIS:
+        expect(len(node) == 1, "a malformed Ellipsis")
+        return ...
+    if tag == Tag.NOTIMPLEMENTED:
+        expect(len(node) == 1, "a malformed NotImplemented")
+        return NotImplemented
+    if tag == Tag.NPSCALAR:
+        return decode_npscalar(node)
+    return NOT_A_LEAF
+
+
+NOT_A_LEAF = object()

@@ -1,0 +1,139 @@
+"""The test layers: which marker each test gets, and which tests pytest-xdist keeps on one worker.
+
+Layers (registered in pyproject.toml; `make test-fast` and its siblings select them):
+
+- ``fast``: unit and property tests, in this process or small subprocesses;
+- ``mutants``: the mutation suite (tests/test_mutants.py), every task's wrong and correct answers;
+- ``notebooks``: every notebook executed top to bottom in a Colab-like environment;
+- ``grading``: batches graded end to end through the grading command, the sandbox and Slurm;
+- ``browser``: Chromium driven by Playwright;
+- ``hub``: a JupyterHub with real users.
+
+A test's layer comes from its file; a file not named here is ``fast``. A task marker (``task2_4``)
+goes to the mutation suite's tests of that task (their ids name its grade id) and to the property
+tests that call the task's reference solution (PROPERTY_FILES: the test's code, or else its
+module's, names the task's function or class).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+
+import pytest
+
+from grading.config import ASSIGNMENTS, ROOT
+from grading.harness import read_notebook
+
+LAYERS = ("fast", "mutants", "notebooks", "grading", "browser", "hub")
+
+FILE_LAYERS = {
+    "test_mutants.py": "mutants",
+    "test_notebooks_run.py": "notebooks",
+    "test_grading_hardening.py": "grading",
+    "test_grading_isolation.py": "grading",
+    "test_grading_parallel.py": "grading",
+    "test_grading_robust.py": "grading",
+    "test_grading_sandbox.py": "grading",
+    # These start sandboxes, warm processes and a hostile student's 128 busy processes: run beside the other
+    # grading tests (one worker), they pushed honest notebooks over their time limits.
+    "test_grading_cost.py": "grading",
+    "test_grading_fairness.py": "grading",
+    "test_grading_warm.py": "grading",
+    "test_pipeline.py": "grading",
+    "test_lms.py": "grading",
+    "test_browser.py": "browser",
+    "test_browser_cjk.py": "browser",
+    "test_browser_sanitize.py": "browser",
+    "test_hub.py": "hub",
+}
+
+# The files whose tests check a notebook's reference solutions against an independent model.
+PROPERTY_FILES = {
+    "test_fair_property.py": "04_fair_quota",
+    "test_scheduler_property.py": "05_scheduler_sim",
+    "test_token_eviction_property.py": "07_token_eviction",
+    "test_real_model.py": "07_token_eviction",
+    "test_tiered_cache_property.py": "08_tiered_cache",
+    "test_tiers.py": "08_tiered_cache",
+}
+
+# Tests that pytest-xdist must run on one worker, in order (`--dist loadgroup`), by layer:
+# - grading: they share the session's graded course (conftest.py: built_course, parallel_grades), which
+#   each worker would otherwise grade again, and the sandbox gives a student id the same uid in every batch;
+# - notebooks: the notebooks' setup cells install the helper package into one Colab-like environment.
+# The mutation suite is grouped per notebook instead (a judge per notebook), in `_group`.
+GROUPED_LAYERS = ("grading", "notebooks")
+
+_GRADE_ID = re.compile(r"task(\d+)_(\d+)_(\w+)")
+
+
+@functools.cache
+def notebook_tasks() -> dict[str, dict[str, str]]:
+    """For every notebook: each task's marker (``task2_4``) and the name its grade id gives it."""
+    tasks = {}
+    for assignment in ASSIGNMENTS:
+        grade_ids = read_notebook(ROOT / "source" / assignment / f"{assignment}.ipynb")[0]
+        tasks[assignment] = {f"task{match.group(1)}_{match.group(2)}": match.group(3)
+                             for match in map(_GRADE_ID.fullmatch, grade_ids) if match}
+    return tasks
+
+
+def task_markers() -> list[str]:
+    return [marker for tasks in notebook_tasks().values() for marker in tasks]
+
+
+def _source(obj) -> str:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+
+
+def _tasks_of(item) -> list[str]:
+    name = item.path.name
+    if name == "test_mutants.py":
+        callspec = getattr(item, "callspec", None)
+        grade_id = callspec.params.get("grade_id", "") if callspec else ""
+        match = _GRADE_ID.fullmatch(grade_id)
+        return [f"task{match.group(1)}_{match.group(2)}"] if match else []
+    if name not in PROPERTY_FILES:
+        return []
+    tasks = notebook_tasks()[PROPERTY_FILES[name]]
+    for text in (_source(item.function), _source(item.module)):
+        found = [marker for marker, task in tasks.items() if re.search(rf"\b{re.escape(task)}\b", text)]
+        if found:
+            return found
+    return []
+
+
+def _group(item, layer: str) -> str | None:
+    if layer in GROUPED_LAYERS:
+        return layer
+    callspec = getattr(item, "callspec", None)
+    if layer == "mutants" and callspec and "assignment" in callspec.params:
+        return f"mutants-{callspec.params['assignment']}"
+    return None
+
+
+def _notebook_order(item) -> int:
+    callspec = getattr(item, "callspec", None)
+    assignment = callspec.params.get("assignment") if callspec else None
+    return ASSIGNMENTS.index(assignment) if assignment in ASSIGNMENTS else len(ASSIGNMENTS)
+
+
+def mark_items(items: list) -> None:
+    """Give every collected test its layer, its tasks and, where it needs one, its xdist group; order the
+    mutation suite's tests by notebook, so that each notebook's harnesses start once (test_mutants.Suite)."""
+    places = [index for index, item in enumerate(items) if item.path.name == "test_mutants.py"]
+    for place, item in zip(places, sorted((items[index] for index in places), key=_notebook_order)):
+        items[place] = item
+    for item in items:
+        layer = FILE_LAYERS.get(item.path.name, "fast")
+        item.add_marker(getattr(pytest.mark, layer))
+        for marker in _tasks_of(item):
+            item.add_marker(getattr(pytest.mark, marker))
+        group = _group(item, layer)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -1,0 +1,287 @@
+"""What grading costs, counted honestly, and the cuts that must not change a result.
+
+- The cgroup accounting that bench/bench_autograde.py and the grading command count with sees
+  every process of a sandboxed child, a detached grandchild too (getrusage does not).
+- Each student's cgroup has an equal CPU weight and a quota that holds for the whole process tree;
+  the student's judge counts in it (CPU only, on cgroup v1).
+- A notebook that hit a time limit is graded again only when its kernel waited for a CPU longer
+  than it ran.
+- The scratch course and the sandbox probe are made once per machine and kept by content hash.
+- nbgrader's metadata check runs once per distinct metadata and still refuses invalid metadata.
+- Feedback's exporter gives images their alternative text and compiles its templates once.
+- The benchmark's report prints every figure the README's grading rows need, the judge's share too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import sandbox_problem
+
+from grading import cache, grade, limits, probe, sandbox
+
+ROOT_UID = sandbox.FIRST_UID - 1 if os.geteuid() == 0 else None
+
+_BURN = r'''
+import json, os, resource, time
+def burn(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+read, write = os.pipe()
+if os.fork() == 0:
+    os.setsid()  # A grandchild in a session of its own, whose parent does not wait for it.
+    if os.fork():
+        os._exit(0)
+    os.write(write, str(burn(1.5)).encode())
+    os._exit(0)
+os.close(write)
+os.wait()
+mine = burn(2.5)
+theirs = float(os.read(read, 100))
+while os.read(read, 100):
+    pass
+print(json.dumps({"mine": burn(0), "theirs": theirs}))
+'''
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
+def test_the_accounting_counts_every_process_of_a_sandboxed_child_within_5_percent(tmp_path):
+    group = limits.accounting_group(f"course-test-{os.getpid()}")
+    if group is None:
+        pytest.skip("no cgroup that counts CPU time can be made here")
+    try:
+        plan = sandbox.Plan(sandbox=True, socket_dir=str(tmp_path), kept=sandbox.kept_folders(), uid=ROOT_UID)
+        plan_file = plan.write(tmp_path / "plan.json")
+        before = limits.cpu_seconds([group])
+        run = subprocess.run([sys.executable, sandbox.__file__, str(plan_file), "--", sys.executable, "-c", _BURN],
+                             capture_output=True, text=True, timeout=300, preexec_fn=lambda: limits.join(group))
+        counted = limits.cpu_seconds([group]) - before
+    finally:
+        limits.kill_and_remove([str(group)])
+    assert run.returncode == 0, run.stderr
+    reported = json.loads(run.stdout)
+    burned = reported["mine"] + reported["theirs"]  # What the two processes counted for themselves.
+    assert burned >= 4.0
+    assert abs(counted - burned) <= 0.05 * burned, (counted, reported)
+
+
+def test_every_student_gets_the_same_cpu_weight_and_a_quota_that_holds_for_the_whole_tree():
+    run = limits.setup(f"course-grading-test-{os.getpid()}")
+    if run.kind == "rlimits" or not run.cpu:
+        pytest.skip(run.warning)
+    try:
+        first = limits.student_cgroups(run, "1", None, None, cpus=0.2)
+        second = limits.student_cgroups(run, "2", None, None, cpus=0.2)
+        weights = [_cpu_file(folders, ("cpu.shares", "cpu.weight")) for folders in (first, second)]
+        assert weights[0] == weights[1] and weights[0] in ("1024", "100")
+        # Four processes that each want a quarter of a second of CPU, against a fifth of a core.
+        spin = ("import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        break\n"
+                "while time.process_time() < 0.25:\n    pass\n")
+        subprocess.run([sys.executable, "-c", spin], timeout=60, check=True,
+                       preexec_fn=lambda: [limits.join(folder) for folder in first])
+        stat = dict(line.split() for line in _cpu_file(first, ("cpu.stat",)).splitlines())
+        assert int(stat["nr_throttled"]) > 0, stat  # The kernel held the tree back to its quota.
+        assert limits.cpu_seconds(first) > 0
+    finally:
+        limits.teardown(run)
+
+
+def test_the_judge_counts_in_its_students_cpu_cgroup_and_stays_out_of_its_memory_limit_on_v1():
+    run = limits.setup(f"course-grading-test-{os.getpid()}")
+    if run.kind == "rlimits" or not run.cpu:
+        pytest.skip(run.warning)
+    burn = "import sys, time\nsys.stdin.readline()\nend = time.process_time() + 1.0\n" \
+           "while time.process_time() < end:\n    pass\n"
+    try:
+        folders = limits.student_cgroups(run, "1", 1 << 30, 64, cpus=1.0)
+        judge = subprocess.Popen([sys.executable, "-c", burn], stdin=subprocess.PIPE)
+        assert limits.join_cpu(folders, judge.pid)  # As grading/worker.py does with the student's judge.
+        joined = [folder for folder in folders if judge.pid in limits.processes(Path(folder))]
+        kinds = {name for folder in joined for name in os.listdir(folder)}
+        before = limits.cpu_seconds(folders)
+        judge.communicate(b"go\n", timeout=60)
+        counted = limits.cpu_seconds(folders) - before
+    finally:
+        limits.teardown(run)
+    assert 0.95 <= counted <= 1.25, counted
+    if run.kind == "cgroup v1":
+        assert "cpuacct.usage" in kinds and "cpu.shares" in kinds, joined
+        assert "memory.limit_in_bytes" not in kinds and "pids.max" not in kinds, joined
+    else:
+        assert joined == folders
+
+
+def _cpu_file(folders: list[str], names: tuple[str, ...]) -> str:
+    for folder in folders:
+        for name in names:
+            path = Path(folder) / name
+            if path.exists() and (name != "cpu.stat" or "nr_throttled" in path.read_text()):
+                return path.read_text().strip()
+    raise AssertionError(f"none of {names} in {folders}")
+
+
+LIMIT = "timed out: a cell ignored the interrupt (0 points; needs a manual look)"
+INTERRUPTED = "graded; a cell ran past the time limit and was interrupted"
+
+
+@pytest.mark.parametrize("status, seconds, again", [
+    (LIMIT, {"kernel ran": 2, "kernel waited": 9, "cells cpu": 2.5, "autograde": 40}, True),
+    (INTERRUPTED, {"kernel ran": 2, "kernel waited": 9}, True),  # No cgroup counted the student's CPU.
+    (INTERRUPTED, {"kernel ran": 20, "kernel waited": 3, "cells cpu": 20, "autograde": 40}, False),
+    (LIMIT, {"kernel ran": 0.1, "kernel waited": 0.0, "cells cpu": 0.2, "autograde": 60}, False),
+    (LIMIT, {"kernel ran": 0.5, "kernel waited": 15, "cells cpu": 20, "kernel lived": 30, "autograde": 60}, False),
+    # The student's judge shares the quota: its CPU is the student's own.
+    (LIMIT, {"kernel ran": 0.5, "kernel waited": 15, "cells cpu": 4, "judge cpu": 16, "kernel lived": 30}, False),
+    ("graded", {"kernel ran": 2, "kernel waited": 9, "cells cpu": 2.5, "autograde": 40}, False),
+    ("timed out after 60 s (0 points; needs a manual look)", {}, False),
+])
+def test_only_a_notebook_crowded_out_by_others_is_graded_again(status, seconds, again):
+    """A loop (it ran), a sleeper (it neither ran nor waited) and a student whose own processes kept
+    its CPU quota busy keep their result; a kernel crowded out by others is graded again."""
+    assert grade.starved({"status": status, "seconds": seconds}, cpus=1.0) is again
+
+
+def test_the_scratch_course_is_generated_once_per_machine_and_content(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_GRADING_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "root"
+    (root / "source" / "a1").mkdir(parents=True)
+    (root / "source" / "a1" / "a1.ipynb").write_text("{}")
+    (root / "nbgrader_config.py").write_text("c = get_config()\n")
+    made = []
+
+    def generate(course: Path) -> None:
+        made.append(course)
+        (course / "release" / "a1").mkdir(parents=True)
+        (course / "release" / "a1" / "a1.ipynb").write_text("release")
+        (course / "gradebook.db").write_text("gradebook")
+
+    courses = [cache.scratch_course(root, ["a1"], generate) for _ in range(2)]
+    assert len(made) == 1 and courses[0] != courses[1]
+    for course in courses:
+        assert (course / "release" / "a1" / "a1.ipynb").read_text() == "release"
+        assert (course / "gradebook.db").read_text() == "gradebook" and (course / "source" / "a1").is_symlink()
+    (root / "source" / "a1" / "a1.ipynb").write_text('{"changed": 1}')
+    cache.scratch_course(root, ["a1"], generate)
+    assert len(made) == 2, "a changed source notebook is generated again"
+    assert not list((tmp_path / "cache").glob("building-*")), "nothing half-built is left"
+
+
+def test_a_probe_that_passed_is_not_run_again_and_paths_to_hide_are_checked_every_time(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_GRADING_CACHE", str(tmp_path / "cache"))
+    probes = []
+    monkeypatch.setattr(probe, "probe", lambda plan, secrets: probes.append(secrets))
+    plan = sandbox.Plan(sandbox=True, socket_dir=str(tmp_path), kept=[str(tmp_path / "venv")], uid=ROOT_UID)
+    assert cache.probe_once(plan, [str(tmp_path / "submissions")]) is None
+    assert cache.probe_once(plan, [str(tmp_path / "other")]) is None
+    assert len(probes) == 1
+    inside = str(tmp_path / "venv" / "submissions")
+    assert cache.probe_once(plan, [inside]) == f"the sandbox would show {[inside]}"
+    assert cache.probe_once(plan, ["/usr/share/submissions"]) is not None, "the system's folders are shown too"
+    plan.tmpfs_bytes *= 2
+    cache.probe_once(plan, [])
+    assert len(probes) == 2, "another setting is probed again"
+
+
+def _metadata_notebook(points: int | None) -> nbformat.NotebookNode:
+    notebook = nbformat.v4.new_notebook()
+    meta = {"grade": True, "solution": False, "locked": True, "grade_id": "test_a", "schema_version": 3}
+    if points is not None:
+        meta["points"] = points
+    notebook.cells.append(nbformat.v4.new_code_cell("pass", metadata={"nbgrader": meta}))
+    return notebook
+
+
+def test_the_metadata_check_runs_once_per_distinct_metadata_and_still_refuses_invalid_metadata(monkeypatch):
+    from nbgrader.nbgraderformat import MetadataValidator, ValidationError
+
+    from grading.steps import CheckCellMetadata
+
+    calls = []
+    original = MetadataValidator.validate_nb
+    monkeypatch.setattr(MetadataValidator, "validate_nb", lambda self, nb: calls.append(1) or original(self, nb))
+    check = CheckCellMetadata()
+    for _ in range(3):
+        check.preprocess(_metadata_notebook(points=2), {})
+    assert len(calls) <= 1, "the same metadata is validated once per process"
+    for _ in range(2):
+        with pytest.raises(ValidationError):
+            check.preprocess(_metadata_notebook(points=None), {})  # A graded cell without points.
+
+
+def test_feedback_images_get_their_alternative_text_and_templates_compile_once():
+    from nbconvert.exporters import HTMLExporter
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    from grading.feedback import MISSING_ALT, FeedbackExporter
+
+    pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
+    notebook = new_notebook(cells=[
+        new_code_cell("plot()", outputs=[new_output("display_data", data={"image/png": pixel})]),
+        new_code_cell("plot()", outputs=[new_output("display_data", data={"image/png": pixel},
+                                                    metadata={"image/png": {"alt": "a cache curve"}})])])
+    exporters = [FeedbackExporter(template_name="classic") for _ in range(2)]
+    html = exporters[0].from_notebook_node(notebook)[0]
+    assert f'alt="{MISSING_ALT}"' in html and 'alt="a cache curve"' in html
+    assert exporters[0].environment is exporters[1].environment, "one template environment per process"
+    plain = HTMLExporter(template_name="classic").from_notebook_node(notebook)[0]
+    assert plain.count("<img") == html.count("<img") == 2
+
+
+def test_a_starved_notebook_is_graded_again_alone_and_its_status_says_so(monkeypatch, tmp_path):
+    graded_again = []
+
+    def grade_student(run, student, submissions, digest):
+        graded_again.append((student, [s.assignment for s in submissions]))
+        return {"hash": digest, "assignments": {s.assignment: {"status": "graded", "tasks": {"1.1": [2, 2]}}
+                                                for s in submissions}}
+
+    monkeypatch.setattr(grade, "_grade_student", grade_student)
+    crowded = {"status": LIMIT, "tasks": {}, "seconds": {"kernel ran": 1.0, "kernel waited": 5.0}}
+    fine = {"status": "graded", "tasks": {"1.1": [2, 2]}, "seconds": {"kernel ran": 1.0, "kernel waited": 5.0}}
+    records = {"a": {"hash": "h", "assignments": {"01": dict(crowded), "02": dict(fine)}},
+               "b": {"hash": "h", "assignments": {"01": dict(fine)}}}
+    todo = {student: [grade.Submission(student, a, tmp_path, []) for a in record["assignments"]]
+            for student, record in records.items()}
+    lines: list[str] = []
+    run = grade._Run(grade.GradingOptions(folder=tmp_path), tmp_path, True, None, tmp_path, {}, None, lines.append)
+    grade._retry_starved(run, todo, records, lines.append)
+    assert graded_again == [("a", ["01"])]
+    assert records["a"]["assignments"]["01"]["status"].startswith("graded; graded again alone")
+    assert records["a"]["assignments"]["02"] == fine and records["b"]["assignments"]["01"] == fine
+    assert any("grading it again, alone" in line for line in lines)
+
+
+def test_the_benchmark_report_prints_every_figure_the_readme_needs(tmp_path, capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import autograde_report
+
+    seconds = {"warm process cpu": 0.5, "kernel start cpu": 0.1, "cells cpu": 1.0, "judge cpu": 0.4,
+               "nbgrader cpu": 0.3, "feedback cpu": 0.2}
+
+    def run(students: int, machine_seconds: float, wall: float) -> dict:
+        records = {f"s{i}": {"assignments": {"01_a": {"seconds": dict(seconds)}}} for i in range(students)}
+        return {"machine-s": machine_seconds, "wall": wall, "students": students, "jobs": 1, "records": records,
+                "before grading": 3.0, "merge and export": 1.0}
+
+    found = {"nbgrader route": {"machine-s": 150.0, "wall": 160.0, "autograde": 120.0, "feedback": 30.0},
+             "cold kernel start": 2.0, "before, 1 student": run(1, 60.0, 70), "before": run(3, 160.0, 200),
+             "first run on this machine": run(1, 30.0, 40), "now, 1 student": run(1, 20.0, 25),
+             "now": run(3, 50.0, 60), "now, --jobs 2": run(3, 52.0, 34), "slurm": None}
+    summary = autograde_report.report(found, 3, "a test")
+    printed = capsys.readouterr().out
+    assert summary["now"]["per student"] == 15.0 and summary["now"]["fixed"] == 5.0
+    assert summary["now"]["components"]["judge"] == 0.4
+    assert "15.0 / 20 = 0.75" in printed and "3.3x less than before" in printed
+    assert "the judge's share now: 0.4 of 15.0" in printed
+    assert "**15.0 machine-s per student**" in printed and "**1.76×**" in printed and "| where | P | T |" in printed
+    autograde_report.plot(summary, tmp_path / "cost.png")
+    assert (tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,443 @@
+"""The judge runs test cells unchanged against objects that live in another kernel (grading/judge/).
+
+Each test here starts a kernel's agent in a thread of this process, on one end of a socket pair,
+with a namespace of its own, and runs test code in the judge against it (runner.run_test), as
+grading does. What must hold: values keep their exact types; containers and tensors keep their
+identity and every in-place change crosses; the student's objects behave as themselves (``is``,
+``type``, ``isinstance``, attributes, methods, operators, dataclass fields, subclasses made by a
+test); exceptions keep their builtin base; names resolve to the judge's builtins and imports first.
+"""
+
+from __future__ import annotations
+
+import socket
+import textwrap
+import threading
+
+import pytest
+
+from grading.judge.agent import AgentPeer
+from grading.judge.peer import HELLO, ConnectionClosed
+from grading.judge.remote import JudgePeer
+from grading.judge.runner import resolve_trusted, run_test, trusted_names
+from grading.judge.wire import WireError
+
+
+class Kernel:
+    """An agent serving test cells "1", "2", ... in a thread, with ``namespace`` as its globals."""
+
+    def __init__(self, source: str, trusted_imports: str = "import torch\nimport math", timeout: float = 20) -> None:
+        self.namespace: dict = {"__name__": "__main__"}
+        exec(compile(textwrap.dedent(source), "<kernel>", "exec"), self.namespace)
+        judge_end, kernel_end = socket.socketpair()
+        self.agent = AgentPeer(kernel_end, self.namespace)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        self.judge = JudgePeer(judge_end)
+        assert self.judge.hello() == (True, "")
+        self.trusted = resolve_trusted(trusted_names([trusted_imports]))
+        self.timeout = timeout
+        self.epoch = 0
+
+    def _serve(self) -> None:
+        self.agent.send(HELLO, 0, [True, ""])
+        epoch = 0
+        try:
+            while True:
+                epoch += 1
+                self.agent.serve(str(epoch))
+        except (ConnectionClosed, OSError, WireError):
+            pass
+
+    def run(self, test: str):
+        """The verdict of the test code ``test`` (a test cell) against this kernel."""
+        self.epoch += 1
+        return run_test(self.judge, str(self.epoch), f"test_{self.epoch}", textwrap.dedent(test), self.trusted,
+                        self.timeout)
+
+    def passes(self, test: str) -> None:
+        verdict = self.run(test)
+        assert verdict.passed, verdict.message + "\n" + "\n".join(verdict.traceback or [])
+
+    def close(self) -> None:
+        self.judge.connection.close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def kernel(request):
+    made = []
+
+    def start(source: str, **options) -> Kernel:
+        made.append(Kernel(source, **options))
+        return made[-1]
+
+    yield start
+    for each in made:
+        each.close()
+
+
+def test_values_cross_by_value_with_their_exact_types(kernel):
+    k = kernel('''
+        import numpy, torch
+        BIG, NP, C, B, T = 2**200, numpy.int64(7), 1 + 2j, b"\\x00\\xff", (1, frozenset({2}), range(3), slice(1, None))
+        DT, DEV, SIZE, E = torch.bfloat16, torch.device("cpu"), torch.Size([2, 3]), ...
+        STRIDED = torch.arange(6.0).reshape(2, 3).t()
+        META = torch.empty(4, 2, device="meta")
+        ARRAY = numpy.arange(6, dtype=numpy.float32).reshape(2, 3)
+        def echo(value):
+            return value
+    ''')
+    k.passes('''
+        import numpy, torch
+        from course.checks import check_type
+        assert type(BIG) is int and BIG == 2**200 and echo(-BIG) == -2**200
+        assert type(NP) is numpy.int64 and NP == 7 and type(echo(numpy.float16(1.5))) is numpy.float16
+        try:
+            check_type(NP, int, "NP")
+        except AssertionError:
+            pass
+        else:
+            raise AssertionError("a numpy.int64 must not pass check_type(int)")
+        assert (C, B, T, E) == (1 + 2j, b"\\x00\\xff", (1, frozenset({2}), range(3), slice(1, None)), ...)
+        assert (DT, DEV, SIZE) == (torch.bfloat16, torch.device("cpu"), torch.Size([2, 3]))
+        assert type(SIZE) is torch.Size
+        assert not STRIDED.is_contiguous() and STRIDED.stride() == (1, 3)
+        assert STRIDED.tolist() == [[0, 3], [1, 4], [2, 5]]
+        assert META.device.type == "meta" and META.shape == (4, 2)
+        assert type(ARRAY) is numpy.ndarray and ARRAY.dtype == numpy.float32 and ARRAY.tolist()[1] == [3, 4, 5]
+        assert echo(torch.tensor([True, False])).dtype == torch.bool
+    ''')
+
+
+def test_containers_and_tensors_keep_their_identity_and_every_change_crosses_in_place(kernel):
+    k = kernel('''
+        from collections import OrderedDict
+        class Cache:
+            def __init__(self):
+                self.ref_count = {1: 1}
+                self.order = OrderedDict.fromkeys([1, 2, 3])
+                self.table = [[0], [1]]
+            def bump(self):
+                self.ref_count[1] += 1
+                self.order.move_to_end(1)
+                return self.ref_count[1]
+        def same(value):
+            return value
+        def scale_in_place(tensor):
+            tensor.mul_(2)
+        def write(pool, slot, value):
+            pool.k_cache[slot] = value
+        def append_to(items):
+            items.append("student")
+    ''')
+    k.passes('''
+        import torch
+        from collections import OrderedDict
+        from types import SimpleNamespace
+        weights = {"a": 1.0}
+        assert same(weights) is weights, "an argument the student returns is the test's own object"
+        cache = Cache()
+        ref_count = cache.ref_count
+        assert cache.ref_count is ref_count and cache.bump() == 2 and ref_count == {1: 2}
+        assert type(cache.order) is OrderedDict and list(cache.order) == [2, 3, 1]
+        cache.ref_count.update({1: 5})
+        assert cache.bump() == 6, "a change the test made reaches the kernel before it runs again"
+        tensor = torch.ones(3)
+        view = tensor[1:]
+        scale_in_place(tensor)
+        assert tensor.tolist() == [2.0, 2.0, 2.0] and view.tolist() == [2.0, 2.0]
+        pool = SimpleNamespace(k_cache=torch.zeros(4))
+        write(pool, 2, 7.0)
+        assert pool.k_cache.tolist() == [0.0, 0.0, 7.0, 0.0]
+        items = ["test"]
+        append_to(items)
+        assert items == ["test", "student"]
+        cache.table[0].append(9)
+        assert same(cache.table)[0] == [0, 9]
+    ''')
+
+
+def test_a_view_of_a_shared_tensor_stays_a_view(kernel):
+    k = kernel('''
+        def rows(pool, start, stop):
+            return pool[start:stop]
+    ''')
+    k.passes('''
+        import torch
+        pool = torch.arange(12.0).reshape(6, 2)
+        part = rows(pool, 1, 3)
+        pool.zero_()
+        assert part.tolist() == [[0.0, 0.0], [0.0, 0.0]], "a view the kernel returned sees the test's write"
+    ''')
+
+
+def test_an_object_twice_in_one_message_crosses_once(kernel):
+    # Its __dict__ crosses with the first occurrence; the second only names it.
+    kernel('''
+        class Node:
+            def __init__(self):
+                self.value = 1
+        def twice():
+            node = Node()
+            return [node, node]
+    ''', timeout=5).passes('''
+        first, second = twice()
+        assert first is second and first.value == 1
+        first.value = 2
+        assert twice()[0].value == 1 and second.value == 2
+    ''')
+
+
+def test_a_view_crosses_with_its_whole_storage(kernel):
+    k = kernel('''
+        def scribble(pool):
+            # One row past the end of the view, in its storage: a guard block, as notebook 09's pools have.
+            pool.as_strided((1, 2), (2, 1), pool.storage_offset() + pool.numel()).fill_(7.0)
+    ''')
+    k.passes('''
+        import math
+        import torch
+        pool = torch.full((6, 2), float("nan"))[1:5]
+        scribble(pool)
+        assert pool._base[5].tolist() == [7.0, 7.0] and all(math.isnan(x) for x in pool._base[0].tolist())
+        storage = torch.full((6, 2), float("nan"))
+        first, second = storage[1:3], storage[3:5]
+        scribble(first)
+        scribble(second)
+        assert storage[3].tolist() == [7.0, 7.0] and storage[5].tolist() == [7.0, 7.0], storage
+    ''')
+
+
+def test_the_student_s_objects_behave_as_themselves(kernel):
+    k = kernel('''
+        import copy, dataclasses
+        @dataclasses.dataclass
+        class Block:
+            block_id: int
+            filled: int = 0
+            @property
+            def is_full(self):
+                return self.filled >= 4
+        class Base:
+            def candidates(self, items):
+                return sorted(items)
+            def select(self, items):
+                raise NotImplementedError
+        class Allocator:
+            def __init__(self, n):
+                self.blocks = [Block(i) for i in range(n)]
+            def get(self, i):
+                return self.blocks[i]
+            def __len__(self):
+                return len(self.blocks)
+            def __contains__(self, i):
+                return 0 <= i < len(self.blocks)
+            def __iter__(self):
+                return iter(self.blocks)
+            def __getitem__(self, i):
+                return self.blocks[i]
+    ''')
+    k.passes('''
+        import copy, dataclasses
+        allocator = Allocator(3)
+        first = allocator.get(0)
+        assert first is allocator.get(0) and type(first) is Block and isinstance(first, Block)
+        assert not isinstance(first, Allocator) and issubclass(Block, object)
+        assert dataclasses.is_dataclass(Block) and [f.name for f in dataclasses.fields(Block)] == ["block_id", "filled"]
+        assert isinstance(vars(Block).get("is_full"), property)
+        first.filled = 4
+        assert first.is_full and allocator.get(0).filled == 4
+        assert len(allocator) == 3 and 2 in allocator and 5 not in allocator
+        assert [b.block_id for b in allocator] == [0, 1, 2] and allocator[1].block_id == 1
+        assert first == Block(0, 4) and first != Block(1)
+        try:
+            hash(first)
+        except TypeError as error:
+            assert "unhashable type: 'Block'" in str(error)
+        assert "Block(block_id=0" in repr(first)
+        clone = copy.deepcopy(allocator)
+        assert clone is not allocator and clone.get(0) is not first and clone.get(0).filled == 4
+
+        class First(Base):
+            def select(self, items):
+                return self.candidates(items)[0]
+
+        assert First().select([3, 1, 2]) == 1 and issubclass(First, Base)
+        bare = object.__new__(First)
+        bare.seen = []
+        assert bare.select([5, 4]) == 4 and bare.seen == []
+    ''')
+
+
+def test_a_function_of_the_test_installed_on_a_student_object_is_called_back(kernel):
+    k = kernel('''
+        class Tier:
+            def __init__(self):
+                self.ref_count = {}
+            def access(self, block):
+                raise AssertionError("the test's function replaces this one")
+            def get(self, block):
+                return self.access(block)
+    ''')
+    k.passes('''
+        tier = Tier()
+        calls = []
+        def scripted_access(block):
+            calls.append(block)
+            tier.ref_count.update({block: tier.ref_count.get(block, 0) + 1})
+            return "hit"
+        tier.access = scripted_access
+        assert tier.get(3) == "hit" and tier.get(3) == "hit" and calls == [3, 3] and tier.ref_count == {3: 2}
+    ''')
+
+
+def test_exceptions_keep_their_builtin_base(kernel):
+    k = kernel('''
+        class BlockError(ValueError):
+            pass
+        def fail(kind):
+            if kind == "own":
+                raise BlockError("no block 7")
+            if kind == "key":
+                raise KeyError("h")
+            if kind == "exit":
+                raise SystemExit(3)
+            raise NotImplementedError()
+    ''')
+    k.passes('''
+        from course.checks import assert_raises
+        assert_raises(ValueError, "fail('own')", fail, "own")
+        try:
+            fail("own")
+        except ValueError as error:
+            assert type(error).__name__ == "BlockError" and str(error) == "no block 7"
+        try:
+            fail("key")
+        except KeyError as error:
+            assert str(error) == "'h'"
+        try:
+            assert_raises(RuntimeError, "fail('todo')", fail, "todo")
+        except AssertionError as error:
+            assert "not written yet" in str(error)
+    ''')
+    verdict = k.run("fail('exit')")
+    assert not verdict.passed and verdict.message.startswith("SystemExit"), verdict
+    k.passes("assert fail is not None")  # The judge goes on after a kernel's SystemExit.
+
+
+def test_the_kernel_counts_torch_operations_for_the_checks(kernel):
+    k = kernel('''
+        import torch
+        def vectorized(x):
+            return (x * 2).sum()
+        def looped(x):
+            return sum(v * 2 for v in x)
+        class Table:
+            def __init__(self):
+                self.hits = torch.zeros(4)
+            def victim(self):
+                return int(torch.argmin(self.hits))
+    ''')
+    k.passes('''
+        import torch
+        from course.checks import assert_no_python_loop, count_torch_calls
+        assert_no_python_loop(vectorized, (torch.ones(8),), (torch.ones(4096),), "vectorized")
+        try:
+            assert_no_python_loop(looped, (torch.ones(8),), (torch.ones(512),), "looped")
+        except AssertionError as error:
+            assert "loops over entries" in str(error)
+        else:
+            raise AssertionError("a Python loop must be caught")
+        table = Table()
+        def victim_of(hits, table):
+            table.hits = hits
+            return table.victim()
+        result, counted = count_torch_calls(victim_of, torch.tensor([3.0, 1.0]), table)
+        assert result == 1 and counted >= 1, counted
+    ''')
+
+
+def test_names_resolve_to_builtins_and_trusted_imports_before_the_kernel(kernel):
+    k = kernel('''
+        import math
+        len = lambda value: 0
+        torch = "rebound by the student"
+        SEED = 5
+        def rebind():
+            global SEED
+            SEED = 6
+    ''')
+    k.passes('''
+        assert len([1, 2]) == 2, "the judge's builtins win"
+        assert torch.tensor([1]).tolist() == [1], "a trusted import wins"
+        assert SEED == 5
+        rebind()
+        assert SEED == 6, "a rebinding in the kernel is seen"
+    ''')
+
+
+_FILL_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _fill(out_ptr, value, COUNT: tl.constexpr):
+    tl.store(out_ptr + tl.arange(0, COUNT), tl.full([COUNT], value, tl.float32))
+
+
+def fill(out, value):
+    _fill[(1,)](out, value, COUNT=4)
+'''
+
+
+def test_triton_launches_are_counted_in_the_kernel_and_their_writes_cross(kernel, tmp_path, monkeypatch):
+    # The interpreter writes a kernel's results back through .data, which leaves the version counter as it was.
+    # (A test's own function that launches through the student's is counted by both sides' counters here, where
+    # the kernel is a thread of the judge's process; grading counts it in the kernel's process only.)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "fill_kernel.py").write_text(_FILL_KERNEL)
+    kernel('''
+        import torch
+        from fill_kernel import fill
+        class Pool:
+            def __init__(self):
+                self.cache = torch.zeros(4)
+            def fill(self, value):
+                fill(self.cache, value)
+    ''').passes('''
+        import torch
+        from course.kernels import count_launches
+        out = torch.zeros(4)
+        assert count_launches(fill, out, 2.0) == (None, 1)
+        assert out.tolist() == [2.0] * 4, out
+        fill(out, 3.0)
+        assert out.tolist() == [3.0] * 4, out
+        pool = Pool()
+        cache = pool.cache
+        assert count_launches(pool.fill, 5.0) == (None, 1)
+        assert cache.tolist() == [5.0] * 4 and pool.cache is cache, cache
+    ''')
+
+
+
+def test_an_object_the_test_reads_again_and_lets_go_at_once_is_forgotten_on_both_sides(kernel):
+    # Reading the entry again after the kernel ran makes its __dict__ eager (promoted); letting go of the entry
+    # before the next message drops that pair: the kernel must not be told to promote a pair it was told to drop.
+    kernel('''
+        class Entry:
+            def __init__(self, value):
+                self.value = value
+        def tick():
+            return 0
+    ''', timeout=5).passes('''
+        for value in range(5):
+            entry = Entry(value)
+            assert entry.value == value
+            tick()
+            assert entry.value == value
+            del entry
+            assert tick() == 0
+    ''')

@@ -1,0 +1,271 @@
+"""A kernel that attacks the judge's protocol gets failed test cells, never a verdict, a crash or a hang.
+
+Each class of attack is tried in several variants against the judge's side (remote.JudgePeer and
+runner.run_test) by a kernel that writes its own messages on the socket: malformed messages,
+messages over the size, depth or item limits, object and shared ids the judge never issued, a
+kernel that never serves or serves forever, and one whose every answer is forged. Each must fail
+the test cell it happened in, within the cell's time limit, with a clear message, and leave the
+judge able to judge the next kernel. A student's code that gets one of the test's objects can call
+it and read its public attributes, and reach nothing else of the judge. End to end, with the
+sandbox, tests/test_grading_isolation.py grades such attackers through the grading command.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import msgpack
+import pytest
+from test_judge import Kernel
+
+from grading.judge.remote import JudgePeer
+from grading.judge.runner import run_test
+from grading.judge.wire import Framing, Limits, Tag
+
+SMALL = Limits(message_bytes=1 << 16, depth=16, items=2000)
+TEST = "from course.checks import check_type\ncheck_type(victim(), str, 'victim()')"
+
+
+class ForgingKernel:
+    """A kernel that says hello, then runs ``script(kernel)`` instead of the agent."""
+
+    def __init__(self, script) -> None:
+        judge_end, self.connection = socket.socketpair()
+        self.framing = Framing()
+        self.thread = threading.Thread(target=self._run, args=(script,), daemon=True)
+        self.judge = JudgePeer(judge_end, limits=SMALL)
+        self.thread.start()
+        assert self.judge.hello() == (True, "")
+
+    def _run(self, script) -> None:
+        try:
+            self.send(["hello", None, 0, [[], [[], 0, 0]], [True, ""]])
+            script(self)
+        except OSError:
+            pass
+
+    def send(self, tree) -> None:
+        self.connection.sendall(msgpack.packb(tree, use_bin_type=True))
+
+    def raw(self, data: bytes) -> None:
+        self.connection.sendall(data)
+
+    def receive(self):
+        while (tree := self.framing.next()) is None:
+            chunk = self.connection.recv(1 << 16)
+            if not chunk:
+                raise OSError("closed")
+            self.framing.feed(chunk)
+        return tree
+
+    def ready_then_answer(self, answer) -> None:
+        """Serve test "1": ready, then reply to the first request with ``answer(seq)`` (a whole message)."""
+        self.send(["ready", "1", 0, [[], [[], 0, 0]], []])
+        request = self.receive()
+        reply = answer(request[2])
+        if isinstance(reply, bytes):
+            self.raw(reply)
+        else:
+            self.send(reply)
+        time.sleep(3)
+
+    def verdict(self, timeout: float = 2.0, test: str = TEST):
+        started = time.monotonic()
+        result = run_test(self.judge, "1", "test_attack", test, {}, timeout)
+        return result, time.monotonic() - started
+
+
+def _ok(value):
+    return lambda seq: ["ok", "1", seq, [[], [[], 0, 0]], [value]]
+
+
+def _lookup_then(answer):
+    """The first request is the lookup of ``victim``: answer it with a function, then ``answer`` the call."""
+
+    def script(kernel: ForgingKernel) -> None:
+        kernel.send(["ready", "1", 0, [[], [[], 0, 0]], []])
+        lookup = kernel.receive()
+        function = [Tag.OBJECT, 1, [Tag.CLASS, 3, "function", "function", "builtins", 0, [], []], 1, 3]
+        kernel.send(["ok", "1", lookup[2], [[], [[], 0, 0]], [[Tag.TUPLE, True, function]]])
+        call = kernel.receive()
+        reply = answer(call[2])
+        kernel.raw(reply) if isinstance(reply, bytes) else kernel.send(reply)
+        time.sleep(3)
+
+    return script
+
+
+MALFORMED = {
+    "a map": lambda seq: msgpack.packb({"kind": "ok"}),
+    "an extension type": lambda seq: msgpack.packb(msgpack.ExtType(5, b"\x00")),
+    "a list without its tag": _ok([["not a tag"]]),
+    "an unknown tag": _ok([999, 1]),
+    "not a message": lambda seq: msgpack.packb([1, 2, 3]),
+    "a reply to another request": lambda seq: ["ok", "1", seq + 7, [[], [[], 0, 0]], ["a"]],
+    "garbage bytes": lambda seq: b"\xc1\xc1\xc1\xc1",
+}
+def _nest(depth: int):
+    node = "bottom"
+    for _ in range(depth):
+        node = [Tag.TUPLE, node]
+    return node
+
+
+LIMITS = {
+    "a message over the size limit": lambda seq: ["ok", "1", seq, [[], [[], 0, 0]], ["x" * (1 << 17)]],
+    "values nested too deep": _ok(_nest(40)),
+    "too many values": _ok([Tag.TUPLE, *([[Tag.TUPLE]] * 3000)]),
+    "a tensor whose bytes do not match its shape": _ok([Tag.TENSOR, 1, ["float32", [4], None, "cpu", b"\x00" * 3]]),
+    "a tensor of an unknown dtype": _ok([Tag.TENSOR, 1, ["os.system", [1], None, "cpu", b"\x00"]]),
+    "a huge shape": _ok([Tag.TENSOR, 1, ["float32", [1 << 40, 1 << 40], None, "cpu", b""]]),
+    "a big int past the limit": _ok([Tag.BIGINT, b"\x01" * 10_000]),
+}
+NEVER_ISSUED = {
+    "an object of the judge's it never lent": _ok([Tag.YOURS, 4242]),
+    "a shared id never issued": _ok([Tag.REF, 77]),
+    "an update of a pair never issued": lambda seq: ["ok", "1", seq, [[[99, []]], [[], 0, 0]], [None]],
+    "a new pair with the judge's kind of id": _ok([Tag.LIST, 2, []]),
+    "a class never sent": _ok([Tag.OBJECT, 5, [Tag.CLASSREF, 41], None, 0]),
+    "a module the judge does not allow": _ok([Tag.MODULE, "os"]),
+    "a function of a module the judge does not allow": _ok([Tag.GLOBAL, "subprocess", "run"]),
+    "a view outside its tensor": lambda seq: ["ok", "1", seq, [[], [[], 0, 0]],
+                                              [[Tag.VIEW, 9, [Tag.REF, 1], [5], [1], 0]]],
+}
+
+
+@pytest.mark.parametrize("answer", MALFORMED.values(), ids=MALFORMED.keys())
+def test_malformed_messages_fail_the_test_cell(answer):
+    verdict, seconds = ForgingKernel(_lookup_then(answer)).verdict()
+    assert not verdict.passed and verdict.message.startswith("KernelError"), verdict
+    assert seconds < 2.5
+
+
+@pytest.mark.parametrize("answer", LIMITS.values(), ids=LIMITS.keys())
+def test_messages_past_the_limits_fail_the_test_cell(answer):
+    verdict, seconds = ForgingKernel(_lookup_then(answer)).verdict()
+    assert not verdict.passed and verdict.message.startswith("KernelError"), verdict
+    assert seconds < 2.5
+
+
+@pytest.mark.parametrize("answer", NEVER_ISSUED.values(), ids=NEVER_ISSUED.keys())
+def test_ids_the_judge_never_issued_fail_the_test_cell(answer):
+    verdict, _ = ForgingKernel(_lookup_then(answer)).verdict()
+    assert not verdict.passed and verdict.message.startswith("KernelError"), verdict
+
+
+def _never_ready(kernel):
+    time.sleep(5)
+
+
+def _stale_forever(kernel):
+    for _ in range(2000):
+        kernel.send(["ready", "an earlier test", 0, [[], [[], 0, 0]], []])
+        time.sleep(0.002)
+
+
+def _ready_then_silent(kernel):
+    kernel.send(["ready", "1", 0, [[], [[], 0, 0]], []])
+    kernel.receive()
+    time.sleep(5)
+
+
+def _requests_forever(kernel):
+    """Never replies: asks the judge something it refuses (to call None) again and again."""
+    kernel.send(["ready", "1", 0, [[], [[], 0, 0]], []])
+    kernel.receive()
+    for seq in range(1, 100_000):
+        kernel.send(["req", "1", seq, [[], [[], 0, 0]], ["call", None, [Tag.TUPLE], [Tag.TUPLE]]])
+        try:
+            kernel.receive()
+        except OSError:
+            return
+
+
+SILENT = {"never ready": _never_ready, "stale messages forever": _stale_forever,
+          "ready, then silent": _ready_then_silent, "requests forever": _requests_forever}
+
+
+@pytest.mark.parametrize("script", SILENT.values(), ids=SILENT.keys())
+def test_a_kernel_that_never_serves_or_serves_forever_times_out(script):
+    verdict, seconds = ForgingKernel(script).verdict(timeout=1.5)
+    assert not verdict.passed and "TimeoutError" in verdict.message, verdict
+    assert seconds < 3
+
+
+@pytest.mark.parametrize("value", ["a", [Tag.TUPLE], None, 0], ids=["str", "tuple", "None", "int"])
+def test_forged_answers_are_only_values(value):
+    """A lying kernel that answers 'a' to everything passes only the checks that 'a' passes."""
+    verdict, _ = ForgingKernel(_lookup_then(_ok(value))).verdict(test=TEST + "\nassert victim() == 'b'")
+    assert not verdict.passed, verdict
+
+
+def test_the_judge_goes_on_judging_after_an_attack():
+    ForgingKernel(_lookup_then(MALFORMED["garbage bytes"])).verdict()
+    honest = Kernel("def victim():\n    return 'b'")
+    try:
+        honest.passes(TEST + "\nassert victim() == 'b'")
+    finally:
+        honest.close()
+
+
+def test_a_callback_lends_calls_and_public_attributes_only():
+    """The student's code gets one of the test's objects: every way past its public surface shows nothing
+    of the judge (what it can reach is the kernel's own proxy, never the test's class, globals or modules)."""
+    honest = Kernel('''
+        def probe(thing):
+            attempts = {
+                "underscore attribute": lambda: thing._secret,
+                "class": lambda: thing.__class__.__name__,
+                "dict": lambda: thing.__dict__,
+                "globals of a method": lambda: sorted(thing.method.__globals__),
+                "a function's closure": lambda: thing.method.__closure__[0].cell_contents,
+                "module of the test": lambda: thing.module,
+                "setattr": lambda: setattr(thing, "value", 0),
+                "frame": lambda: thing.frame,
+                "call a method by its dunder": lambda: thing.__getattribute__("_secret"),
+            }
+            seen = {}
+            for name, attempt in attempts.items():
+                try:
+                    seen[name] = repr(attempt())
+                except Exception as error:
+                    seen[name] = "refused: " + type(error).__name__
+            return seen, thing.value, thing.method(2)
+    ''')
+    try:
+        honest.passes('''
+            import os, sys
+            class Thing:
+                value = 5
+                _secret = "hidden"
+                module = os
+                frame = sys._getframe()
+                def method(self, x):
+                    return x * self.value
+            seen, value, doubled = probe(Thing())
+            leaks = {name: what for name, what in seen.items()
+                     if any(word in what for word in ("hidden", "Thing", "os", "frame", "_check"))}
+            assert leaks == {}, leaks
+            assert seen["setattr"].startswith("refused") and (value, doubled) == (5, 10)
+        ''')
+    finally:
+        honest.close()
+
+
+def test_a_dead_judge_fails_the_student_s_remaining_cells_with_its_reason(tmp_path):
+    """The grading process's side (grading/judge/client.py): a judge that ended owes failed verdicts."""
+    from grading.judge.client import JudgeProcess
+
+    judge = JudgeProcess.start()
+    try:
+        judge.open(str(tmp_path / "judge.sock"), {}, None)
+        judge.process.kill()
+        judge.process.wait()
+        judge.start_test("e1", "test_task1_1", "pass", 5)
+        verdict = judge.verdict("test_task1_1", 5)
+        assert not verdict["passed"] and verdict["message"].startswith("JudgeError: the judge process ended"), verdict
+        assert judge.failure
+    finally:
+        judge.stop()
