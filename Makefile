@@ -43,7 +43,7 @@ test-fast test-mutants test-notebooks test-grading test-browser: test-%: venv
 	$(PYTEST) -m $*
 
 notebooks: venv
-	$(BIN)/python -m grading.notebooks
+	$(BIN)/python -m grading.authoring.notebooks
 
 lint: venv
 	$(BIN)/ruff check .

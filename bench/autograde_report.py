@@ -16,7 +16,7 @@ from pathlib import Path
 from grading.config import ASSIGNMENTS
 
 COMPONENTS = ("warm process", "kernel start", "cells", "judge", "nbgrader's steps", "feedback", "the rest")
-# The grading command's report of each notebook (grading/worker.py), by component.
+# The grading command's report of each notebook (grading/pipeline/worker.py), by component.
 _KEYS = {"warm process cpu": "warm process", "kernel start cpu": "kernel start", "cells cpu": "cells",
          "judge cpu": "judge", "nbgrader cpu": "nbgrader's steps", "feedback cpu": "feedback"}
 _PLACES = (("one 32-core server, `--jobs 32`", 32, 0.0), ("20 nodes of 32 cores, `--array=1-20`", 640, None))

@@ -5,7 +5,7 @@
 Everything is measured in one run, on scratch copies of the course, with the reference solution of
 every notebook as each student's submission (all eight notebooks, with feedback, ``--force``).
 Machine-seconds are counted by a cgroup that holds this benchmark and every process it starts
-(grading/limits.py: `accounting_group`; ``cpuacct.usage`` on cgroup v1, ``cpu.stat`` on v2): the
+(grading/isolation/limits.py: `accounting_group`; ``cpuacct.usage`` on cgroup v1, ``cpu.stat`` on v2): the
 sandboxed kernels too, which ``getrusage`` never sees (their CPU never comes back through
 ``wait()``). Where no cgroup can be made, it says so and falls back to ``getrusage``, which then
 undercounts.
@@ -16,7 +16,7 @@ undercounts.
    ``none`` skips it), run from a ``git archive`` of that commit, and now: ``--jobs 1`` on one
    student and on ``--students``; the difference gives the machine-seconds per student c (the
    slope) and the fixed cost of a run F (the intercept). The run of this code on one student first
-   runs once with an empty cache (grading/cache.py), and that first run's extra cost is printed.
+   runs once with an empty cache (grading/pipeline/cache.py), and that first run's extra cost is printed.
 3. Where a student's machine-seconds go, per student and per notebook: the warm process (imports,
    once per student), kernel start, the notebook's cells, nbgrader's steps and feedback in the
    grading process (each from the grading command's own report: the student's cgroup and the
@@ -55,11 +55,11 @@ import nbformat  # noqa: E402
 from autograde_report import plot, report  # noqa: E402 - bench/ is on sys.path when run as a script.
 from conftest import copy_course  # noqa: E402
 
-from grading import limits, sandbox, zygote  # noqa: E402
-from grading.build import build  # noqa: E402
+from grading.authoring.build import build  # noqa: E402
+from grading.authoring.samples import sample_submissions  # noqa: E402
 from grading.config import ASSIGNMENTS  # noqa: E402
-from grading.nbgrader_cli import nbgrader  # noqa: E402
-from grading.samples import sample_submissions  # noqa: E402
+from grading.isolation import limits, sandbox, zygote  # noqa: E402
+from grading.pipeline.nbgrader_cli import nbgrader  # noqa: E402
 
 
 class Meter:

@@ -32,9 +32,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 import nbformat  # noqa: E402
 from conftest import copy_course  # noqa: E402
 
+from grading.authoring.samples import sample_submissions  # noqa: E402
 from grading.config import ASSIGNMENTS  # noqa: E402
-from grading.grade import GradingOptions, grade  # noqa: E402
-from grading.samples import sample_submissions  # noqa: E402
+from grading.pipeline.options import GradingOptions  # noqa: E402
+from grading.pipeline.run import grade  # noqa: E402
 
 CGROUPS = Path("/sys/fs/cgroup")
 _RUNS = itertools.count()

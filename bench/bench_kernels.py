@@ -3,7 +3,7 @@
     python bench/bench_kernels.py [--contexts 1024 4096 16384 65536] [--batches 1 8 64] [--bandwidth-gbs 4800]
 
 The kernels are the reference solutions of source/09_triton_kernels, loaded with
-grading.harness.NotebookHarness (the solutions live only in the notebook). The model is shaped like
+grading.authoring.harness.NotebookHarness (the solutions live only in the notebook). The model is shaped like
 Llama-3-8B: 8 KV heads, 32 query heads, head dimension 128, float16, blocks of 16 tokens; every
 sequence of a batch has the context's length. For each context length and batch size it times, with
 triton.testing.do_bench (median of many runs, in one process), each kernel and its PyTorch
@@ -39,7 +39,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from course.kernels import paged_batch  # noqa: E402
-from grading.harness import NotebookHarness  # noqa: E402
+from grading.authoring.harness import NotebookHarness  # noqa: E402
 
 NOTEBOOK = ROOT / "source" / "09_triton_kernels" / "09_triton_kernels.ipynb"
 BLOCK = 16

@@ -3,7 +3,7 @@
     python bench/bench_scheduler.py [--sizes 100 1000 ...] [--device cpu|cuda] [--budget 0.5]
 
 The classes are the reference solutions of source/05_scheduler_sim, loaded with
-grading.harness.NotebookHarness (the solutions live only in the notebook). For every size n the
+grading.authoring.harness.NotebookHarness (the solutions live only in the notebook). For every size n the
 cache is filled with n live one-byte entries (capacity n bytes) directly, in bulk, and then
 timed on requests for new prefixes: each is a miss that evicts exactly one entry, so n stays
 constant. Two comparisons, each measured in this one run:
@@ -34,7 +34,7 @@ os.environ.setdefault("COURSE_AUTOGRADE", "1")  # no progress bars or installs f
 import torch  # noqa: E402
 from rescoring_sim import make_rescoring_sim  # noqa: E402
 
-from grading.harness import NotebookHarness  # noqa: E402
+from grading.authoring.harness import NotebookHarness  # noqa: E402
 
 NOTEBOOK = ROOT / "source" / "05_scheduler_sim" / "05_scheduler_sim.ipynb"
 

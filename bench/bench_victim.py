@@ -4,7 +4,7 @@
 
 The functions are the reference solutions of source/03_lru_lfu (LRUPolicy / LFUPolicy over a dict
 of SequenceKVCache, lru_victim_t / lfu_victim_t over int64 columns), loaded with
-grading.harness.NotebookHarness. For each number of sequences n it times one victim choice of
+grading.authoring.harness.NotebookHarness. For each number of sequences n it times one victim choice of
 each kind (best of several repeats), checks that both pick the same sequence, and prints the speed
 ratio. On CUDA it also prints microseconds per eviction against the memory-bandwidth bound of
 reading the key columns once (the device's peak bandwidth is given with --bandwidth-gbs). Torch
@@ -26,7 +26,7 @@ os.environ.setdefault("COURSE_AUTOGRADE", "1")
 
 import torch  # noqa: E402
 
-from grading.harness import NotebookHarness  # noqa: E402
+from grading.authoring.harness import NotebookHarness  # noqa: E402
 
 NOTEBOOK = ROOT / "source" / "03_lru_lfu" / "03_lru_lfu.ipynb"
 

@@ -10,11 +10,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from grading.build import build
+from grading.authoring.build import build
+from grading.authoring.samples import write_samples
 from grading.config import ASSIGNMENTS, ROOT
-from grading.grade import grade_folder
-from grading.report import format_table
-from grading.samples import write_samples
+from grading.pipeline.report import format_table
+from grading.pipeline.run import grade_folder
 
 
 def main() -> int:

@@ -58,7 +58,7 @@ def built_course(tmp_path_factory) -> Path:
     changed; it says so with COURSE_BUILT=1, and the copy keeps the checkout's release/ instead of
     building the course a second time.
     """
-    from grading.build import build
+    from grading.authoring.build import build
 
     course = copy_course(tmp_path_factory.mktemp("course"))
     if os.environ.get("COURSE_BUILT") == "1":
@@ -79,7 +79,7 @@ def sandbox_problem() -> str | None:
     import os
     import tempfile
 
-    from grading import probe, sandbox
+    from grading.isolation import probe, sandbox
 
     if sandbox.bwrap_path() is None:
         return "bubblewrap is not installed (apt-get install bubblewrap)"
@@ -108,7 +108,7 @@ def readable_root():
         for parent in folder.parents:
             if not parent.stat().st_mode & stat.S_IXOTH:
                 pytest.skip(f"other users cannot enter {parent}, where temporary folders go (set TMPDIR)")
-        shutil.copytree(ROOT / "grading", folder / "grading", ignore=shutil.ignore_patterns("__pycache__", "mutants"))
+        shutil.copytree(ROOT / "grading", folder / "grading", ignore=shutil.ignore_patterns("__pycache__"))
         for name in ("course", "source"):
             shutil.copytree(ROOT / name, folder / name,
                             ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
@@ -122,7 +122,7 @@ def readable_root():
 @pytest.fixture(scope="session")
 def sample_folder(built_course, tmp_path_factory) -> Path:
     """The bundled sample submissions of every assignment, written once."""
-    from grading.samples import write_samples
+    from grading.authoring.samples import write_samples
 
     folder = tmp_path_factory.mktemp("samples")
     write_samples(folder, ASSIGNMENTS, built_course)
@@ -132,7 +132,7 @@ def sample_folder(built_course, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def parallel_grades(built_course, sample_folder):
     """The samples graded as the grading command does by default here: --jobs 2, into the course."""
-    from grading.grade import grade_folder
+    from grading.pipeline.run import grade_folder
 
     rows = grade_folder(sample_folder, built_course, ASSIGNMENTS, jobs=2, log=lambda line: None)
     return built_course, {(scores.student, scores.assignment): (scores, status) for scores, status in rows}
@@ -146,7 +146,7 @@ EQUALITY_ASSIGNMENTS = [ASSIGNMENTS[0], ASSIGNMENTS[2]]
 @pytest.fixture(scope="session")
 def sequential_grades(built_course, sample_folder, tmp_path_factory):
     """The samples of EQUALITY_ASSIGNMENTS graded with --jobs 1 into an output folder of their own."""
-    from grading.grade import grade_folder
+    from grading.pipeline.run import grade_folder
 
     output = tmp_path_factory.mktemp("sequential")
     rows = grade_folder(sample_folder, built_course, EQUALITY_ASSIGNMENTS, jobs=1, output=output,
@@ -156,16 +156,16 @@ def sequential_grades(built_course, sample_folder, tmp_path_factory):
 
 def partly_right(assignment: str, root: Path = ROOT):
     """A submission with the reference answer to the first half of the tasks and the typical mistake
-    (the first wrong answer of grading/mutants/) to the others, and the score it must get.
+    (the first wrong answer of tests/answers/) to the others, and the score it must get.
 
     The score is the points of the first half plus what the notebook's own test cells give each
-    mistake (grading.harness, in this process, without nbgrader): an exact expectation that is
+    mistake (grading.authoring.harness, in this process, without nbgrader): an exact expectation that is
     neither full marks nor, as a rule, zero.
     """
     import nbformat
 
-    from grading.harness import NotebookHarness
-    from grading.samples import fill, load_mutants, solution_code
+    from grading.authoring.harness import NotebookHarness
+    from grading.authoring.samples import fill, load_mutants, solution_code
 
     source = nbformat.read(root / "source" / assignment / f"{assignment}.ipynb", as_version=4)
     release = nbformat.read(root / "release" / assignment / f"{assignment}.ipynb", as_version=4)

@@ -23,8 +23,8 @@ import re
 
 import pytest
 
+from grading.authoring.harness import read_notebook
 from grading.config import ASSIGNMENTS, ROOT
-from grading.harness import read_notebook
 
 LAYERS = ("fast", "mutants", "notebooks", "grading", "browser", "hub")
 

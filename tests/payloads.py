@@ -31,7 +31,7 @@ import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
-from grading.samples import fill, solution_code
+from grading.authoring.samples import fill, solution_code
 
 MARKER = "__payload_"
 # The start of a PNG and no more: valid base64, but a broken image, so that an <img onerror> fires.

@@ -1,13 +1,13 @@
 """Cheating attempts inside a solution cell earn nothing: each is run, with a wrong answer, through
 the notebook's own test cells, judged outside the answer's process as grading judges them
-(grading.harness.JudgedHarness: the answer in a kernel of its own, the test cells in the judge)."""
+(grading.authoring.harness.JudgedHarness: the answer in a kernel of its own, the test cells in the judge)."""
 
 from __future__ import annotations
 
 import pytest
 
+from grading.authoring.harness import JudgedHarness
 from grading.config import ROOT
-from grading.harness import JudgedHarness
 
 ASSIGNMENT = "01_eviction_as_ranking"
 

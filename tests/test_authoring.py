@@ -15,9 +15,9 @@ import jupytext
 import nbformat
 import pytest
 
+from grading.authoring.given import fill
+from grading.authoring.notebooks import ipynb_path, normalize, py_path, sync
 from grading.config import ASSIGNMENTS, ROOT
-from grading.given import fill
-from grading.notebooks import ipynb_path, normalize, py_path, sync
 
 ASSIGNMENT = "03_lru_lfu"  # It has every kind of given cell: header, setup, code from notebook 02.
 

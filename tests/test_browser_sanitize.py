@@ -6,8 +6,8 @@ as ``hostile`` with the protection on and as ``hostile_unprotected`` with the sa
 
 - **feedback**: each feedback HTML file is opened as a file; no payload of ``hostile`` runs, while
   the live ones of ``hostile_unprotected`` do (so the check can fail), and neither shows hidden tests;
-- **formgrader**: one JupyterLab, started the way ``python -m grading.formgrader`` starts it
-  (authenticated, XSRF checks on, the Content-Security-Policy of grading/csp.py), opens each
+- **formgrader**: one JupyterLab, started the way ``python -m grading.pipeline.formgrader`` starts it
+  (authenticated, XSRF checks on, the Content-Security-Policy of grading/isolation/csp.py), opens each
   submission's formgrader page. With the protection on, no payload runs: no marker is set, no
   grade changes (read through ``/formgrader/api/grades``), no kernel is started and no file is
   written through ``/api/kernels``. Each layer holds alone: the sanitized page without the policy
@@ -30,9 +30,9 @@ from payloads import INERT, LEAK_PREFIX, LIVE, MARKER, hostile_submission, read
 from test_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, _free_port, playwright
 
 from grading.config import ASSIGNMENTS
-from grading.feedback import hidden_lines
-from grading.formgrader import server_command
-from grading.grade import grade_folder
+from grading.pipeline.feedback import hidden_lines
+from grading.pipeline.formgrader import server_command
+from grading.pipeline.run import grade_folder
 
 UNDER_TEST = list(dict.fromkeys([ASSIGNMENTS[0], ASSIGNMENTS[-1]]))  # the first and the last notebook
 PROTECTED, UNPROTECTED = "hostile", "hostile_unprotected"
@@ -121,7 +121,8 @@ def test_feedback_runs_no_payload_and_shows_no_hidden_test(course, browser, assi
 
 @pytest.fixture(scope="module")
 def formgrader(course):
-    """JupyterLab with formgrader on the course, started as grading.formgrader starts it; yields (base, root)."""
+    """JupyterLab with formgrader on the course, started as grading.pipeline.formgrader starts
+    it; yields (base, root)."""
     root, _ = course
     port = _free_port()
     command, environment = server_command(root, port, options=[

@@ -1,4 +1,4 @@
-"""The course's exchange plugins (grading/exchange.py) on a scratch exchange, as this one user, in seconds.
+"""The course's exchange plugins (grading/pipeline/exchange.py) on a scratch exchange, as this one user, in seconds.
 
 tests/test_hub.py proves them with real users on a real hub; here every case runs without root: a
 submission that claims another user's id (one this user made), a notebook that is a link, a named
@@ -18,7 +18,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.exchange import ExchangeError
 from traitlets.config import Config
 
-from grading.exchange import OwnerCheckedCollect, StickyReleaseAssignment
+from grading.pipeline.exchange import OwnerCheckedCollect, StickyReleaseAssignment
 
 COURSE, ASSIGNMENT = "course101", "ps1"
 
@@ -54,7 +54,7 @@ def logged():
 
 
 def test_collect_takes_only_the_claimed_students_own_plain_files(tmp_path, logged, monkeypatch):
-    from grading.nbgrader_cli import tools_on_path
+    from grading.pipeline.nbgrader_cli import tools_on_path
 
     tools_on_path()  # nbgrader makes the gradebook with alembic.
     log, records = logged

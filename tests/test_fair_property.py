@@ -13,8 +13,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from grading.authoring.harness import NotebookHarness
 from grading.config import ROOT
-from grading.harness import NotebookHarness
 
 ASSIGNMENT = "04_fair_quota"
 NAMES = ["ann", "bob", "cat", "dan", "eve", "zed"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grading.grade import collect, read_mapping
+from grading.pipeline.collect import collect, read_mapping
 
 ASSIGNMENTS = ["01_eviction_as_ranking", "03_lru_lfu"]
 
@@ -94,7 +94,7 @@ def test_bad_mapping_rows_name_the_line(tmp_path, content):
 
 
 def test_score_table_has_one_block_per_assignment():
-    from grading.report import Scores, format_table, task_label
+    from grading.pipeline.report import Scores, format_table, task_label
 
     assert task_label("test_task2_10_paged_attention") == "2.10"
     rows = [(Scores("alice", "01_a", {"1.1": (2.0, 2.0), "1.2": (0.0, 2.0)}), "graded"),
@@ -171,7 +171,7 @@ def test_a_hard_link_is_refused_unless_every_name_is_a_notebook_of_the_same_stud
 
 
 def test_a_link_put_in_place_after_collecting_is_not_followed(tmp_path):
-    from grading.collect import Unreadable, read_submitted
+    from grading.pipeline.collect import Unreadable, read_submitted
 
     _touch(tmp_path, f"alice/{NOTEBOOK}").write_text('{"alice": 1}')
     _touch(tmp_path, "secret/answers.txt").write_text("secret")
@@ -222,7 +222,7 @@ def test_a_zip_is_read_without_links_absolute_or_parent_paths_and_with_caps(tmp_
     import warnings
     import zipfile
 
-    from grading import zipped
+    from grading.pipeline import zipped
 
     path = tmp_path / "canvas.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:

@@ -24,7 +24,12 @@ import nbformat
 import pytest
 from conftest import sandbox_problem
 
-from grading import cache, grade, limits, probe, sandbox
+import grading.pipeline.run
+from grading.isolation import limits, probe, sandbox
+from grading.pipeline import cache
+from grading.pipeline.collect import Submission
+from grading.pipeline.options import GradingOptions
+from grading.pipeline.run import _retry_starved, _Run, starved
 
 ROOT_UID = sandbox.FIRST_UID - 1 if os.geteuid() == 0 else None
 
@@ -104,7 +109,7 @@ def test_the_judge_counts_in_its_students_cpu_cgroup_and_stays_out_of_its_memory
     try:
         folders = limits.student_cgroups(run, "1", 1 << 30, 64, cpus=1.0)
         judge = subprocess.Popen([sys.executable, "-c", burn], stdin=subprocess.PIPE)
-        assert limits.join_cpu(folders, judge.pid)  # As grading/worker.py does with the student's judge.
+        assert limits.join_cpu(folders, judge.pid)  # As grading/pipeline/worker.py does with the student's judge.
         joined = [folder for folder in folders if judge.pid in limits.processes(Path(folder))]
         kinds = {name for folder in joined for name in os.listdir(folder)}
         before = limits.cpu_seconds(folders)
@@ -147,7 +152,7 @@ INTERRUPTED = "graded; a cell ran past the time limit and was interrupted"
 def test_only_a_notebook_crowded_out_by_others_is_graded_again(status, seconds, again):
     """A loop (it ran), a sleeper (it neither ran nor waited) and a student whose own processes kept
     its CPU quota busy keep their result; a kernel crowded out by others is graded again."""
-    assert grade.starved({"status": status, "seconds": seconds}, cpus=1.0) is again
+    assert starved({"status": status, "seconds": seconds}, cpus=1.0) is again
 
 
 def test_the_scratch_course_is_generated_once_per_machine_and_content(tmp_path, monkeypatch):
@@ -203,7 +208,7 @@ def _metadata_notebook(points: int | None) -> nbformat.NotebookNode:
 def test_the_metadata_check_runs_once_per_distinct_metadata_and_still_refuses_invalid_metadata(monkeypatch):
     from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 
-    from grading.steps import CheckCellMetadata
+    from grading.pipeline.steps import CheckCellMetadata
 
     calls = []
     original = MetadataValidator.validate_nb
@@ -221,7 +226,7 @@ def test_feedback_images_get_their_alternative_text_and_templates_compile_once()
     from nbconvert.exporters import HTMLExporter
     from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-    from grading.feedback import MISSING_ALT, FeedbackExporter
+    from grading.pipeline.feedback import MISSING_ALT, FeedbackExporter
 
     pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
     notebook = new_notebook(cells=[
@@ -244,16 +249,16 @@ def test_a_starved_notebook_is_graded_again_alone_and_its_status_says_so(monkeyp
         return {"hash": digest, "assignments": {s.assignment: {"status": "graded", "tasks": {"1.1": [2, 2]}}
                                                 for s in submissions}}
 
-    monkeypatch.setattr(grade, "_grade_student", grade_student)
+    monkeypatch.setattr(grading.pipeline.run, "_grade_student", grade_student)
     crowded = {"status": LIMIT, "tasks": {}, "seconds": {"kernel ran": 1.0, "kernel waited": 5.0}}
     fine = {"status": "graded", "tasks": {"1.1": [2, 2]}, "seconds": {"kernel ran": 1.0, "kernel waited": 5.0}}
     records = {"a": {"hash": "h", "assignments": {"01": dict(crowded), "02": dict(fine)}},
                "b": {"hash": "h", "assignments": {"01": dict(fine)}}}
-    todo = {student: [grade.Submission(student, a, tmp_path, []) for a in record["assignments"]]
+    todo = {student: [Submission(student, a, tmp_path, []) for a in record["assignments"]]
             for student, record in records.items()}
     lines: list[str] = []
-    run = grade._Run(grade.GradingOptions(folder=tmp_path), tmp_path, True, None, tmp_path, {}, None, lines.append)
-    grade._retry_starved(run, todo, records, lines.append)
+    run = _Run(GradingOptions(folder=tmp_path), tmp_path, True, None, tmp_path, {}, None, lines.append)
+    _retry_starved(run, todo, records, lines.append)
     assert graded_again == [("a", ["01"])]
     assert records["a"]["assignments"]["01"]["status"].startswith("graded; graded again alone")
     assert records["a"]["assignments"]["02"] == fine and records["b"]["assignments"]["01"] == fine

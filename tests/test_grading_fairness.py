@@ -3,7 +3,7 @@
 A hostile student's notebook starts, in a cell of its own at the top, 128 busy processes, each in
 a session of its own. Eight honest students are graded at the same time (``--jobs 2``, a cell
 time limit of 10 s). Each student's cgroup has an equal CPU weight and a quota of one core
-(grading/limits.py), so the hostile processes together get at most one core (on 2 cores without
+(grading/isolation/limits.py), so the hostile processes together get at most one core (on 2 cores without
 a quota they would take both, and honest cells would get about one part in 130 of the machine
 and run past 10 s); they crowd out only their own kernel, whose notebook times out (and is not
 graded again unless the rest of the machine crowded out even its quota). Every honest student
@@ -19,8 +19,8 @@ import nbformat
 import pytest
 from conftest import sandbox_problem
 
-from grading.grade import grade_folder
-from grading.samples import fill, solution_code
+from grading.authoring.samples import fill, solution_code
+from grading.pipeline.run import grade_folder
 
 ASSIGNMENT = "01_eviction_as_ranking"
 FILE = f"{ASSIGNMENT}.ipynb"

@@ -15,8 +15,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from grading.grade import grade_folder
-from grading.samples import fill, load_mutants, solution_code
+from grading.authoring.samples import fill, load_mutants, solution_code
+from grading.pipeline.run import grade_folder
 
 ASSIGNMENT = "01_eviction_as_ranking"
 FILE = f"{ASSIGNMENT}.ipynb"

@@ -42,10 +42,10 @@ import nbformat
 import pytest
 from conftest import sandbox_problem
 
-from grading.grade import grade_folder
-from grading.report import read_scores
-from grading.samples import fill, solution_code
-from grading.sandbox import student_uids
+from grading.authoring.samples import fill, solution_code
+from grading.isolation.sandbox import student_uids
+from grading.pipeline.report import read_scores
+from grading.pipeline.run import grade_folder
 
 ASSIGNMENT = "01_eviction_as_ranking"
 FILE = f"{ASSIGNMENT}.ipynb"
@@ -256,7 +256,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         line = open(f"/proc/{pid}/cmdline", "rb").read()
     except OSError:
         continue
-    gained |= any(word in line for word in (b"grading.worker", b"nbgrader", b"zz_victim"))
+    gained |= any(word in line for word in (b"grading.pipeline.worker", b"nbgrader", b"zz_victim"))
 """ + _answer("gained", answers)},
         "i_one": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + PRINT_UID},
         "i_two": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + PRINT_UID},

@@ -26,9 +26,12 @@ import pytest
 import yaml
 from conftest import EQUALITY_ASSIGNMENTS, sandbox_problem
 
-from grading import grade
+import grading.pipeline.run
 from grading.config import ASSIGNMENTS, ROOT, SAMPLE_STUDENTS
-from grading.merge import MERGED, RESULTS, SHARDS, merge, read_results, write_results
+from grading.pipeline.collect import Submission
+from grading.pipeline.merge import MERGED, RESULTS, SHARDS, merge, read_results, write_results
+from grading.pipeline.options import GradingOptions, parse_shard, shard_of
+from grading.pipeline.run import _Run, _run_jobs, grade_folder
 
 FEEDBACK = [f"feedback/{student}/{a}/{a}.html" for student in SAMPLE_STUDENTS for a in EQUALITY_ASSIGNMENTS]
 AUTOGRADED = [f"autograded/{student}/{a}/{a}.ipynb" for student in SAMPLE_STUDENTS for a in EQUALITY_ASSIGNMENTS]
@@ -70,8 +73,8 @@ def test_two_jobs_give_exactly_what_one_job_gives(parallel_grades, sequential_gr
 
 def test_shards_split_the_students_stably_and_evenly():
     students = [f"student{i:04d}" for i in range(3000)]
-    shards = [grade.shard_of(student, 3) for student in students]
-    assert shards == [grade.shard_of(student, 3) for student in students], "the same shard in every run"
+    shards = [shard_of(student, 3) for student in students]
+    assert shards == [shard_of(student, 3) for student in students], "the same shard in every run"
     assert {shard: shards.count(shard) for shard in (1, 2, 3)} == pytest.approx({1: 1000, 2: 1000, 3: 1000}, rel=0.1)
     assert set(shards) == {1, 2, 3}
 
@@ -85,7 +88,7 @@ def test_shards_split_the_students_stably_and_evenly():
     (None, {"JOB_COMPLETION_INDEX": "4"}, 5, (5, 5)),
 ])
 def test_the_shard_comes_from_the_command_line_or_the_scheduler(text, environ, count, expected):
-    assert grade.parse_shard(text, environ, count) == expected
+    assert parse_shard(text, environ, count) == expected
 
 
 @pytest.mark.parametrize("text, environ, count", [("4/3", {}, None), ("0/3", {}, None), ("half", {}, None),
@@ -93,7 +96,7 @@ def test_the_shard_comes_from_the_command_line_or_the_scheduler(text, environ, c
                                                   (None, {"JOB_COMPLETION_INDEX": "3"}, 3)])
 def test_a_wrong_shard_is_refused_with_a_clear_message(text, environ, count):
     with pytest.raises(ValueError, match="shard|JOB_COMPLETION_INDEX"):
-        grade.parse_shard(text, environ, count)
+        parse_shard(text, environ, count)
 
 
 def test_merging_again_changes_nothing_and_the_newer_result_wins(sequential_grades, tmp_path):
@@ -134,15 +137,16 @@ def test_a_rerun_grades_only_what_changed_and_force_regrades(built_course, sampl
     output = shutil.copytree(sequential_grades[0], tmp_path / "output")
     folder = shutil.copytree(sample_folder, tmp_path / "samples")
     graded: list[list[str]] = []
-    monkeypatch.setattr(grade, "_grade_all", lambda options, submissions, todo, *rest: graded.append(sorted(todo)))
+    monkeypatch.setattr(grading.pipeline.run, "_grade_all",
+                        lambda options, submissions, todo, *rest: graded.append(sorted(todo)))
     lines: list[str] = []
-    grade.grade_folder(folder, built_course, EQUALITY_ASSIGNMENTS, output=output, log=lines.append)
+    grade_folder(folder, built_course, EQUALITY_ASSIGNMENTS, output=output, log=lines.append)
     assert graded == [] and sum("unchanged since it was graded; skipped" in line for line in lines) == 3
     changed = folder / "unchanged_release" / ASSIGNMENTS[0] / f"{ASSIGNMENTS[0]}.ipynb"
     changed.write_text(changed.read_text().replace('"cells": [', '"cells": [{"cell_type": "markdown", "metadata": {}, '
                                                                  '"source": "a note"}, ', 1))
-    grade.grade_folder(folder, built_course, EQUALITY_ASSIGNMENTS, output=output, log=lines.append)
-    grade.grade_folder(folder, built_course, EQUALITY_ASSIGNMENTS, output=output, force=True, log=lines.append)
+    grade_folder(folder, built_course, EQUALITY_ASSIGNMENTS, output=output, log=lines.append)
+    grade_folder(folder, built_course, EQUALITY_ASSIGNMENTS, output=output, force=True, log=lines.append)
     assert graded == [["unchanged_release"], sorted(SAMPLE_STUDENTS)]
 
 
@@ -156,14 +160,14 @@ def test_a_progress_bar_only_when_asked_or_on_a_terminal_and_a_log_line_per_note
             s.assignment: {"status": "graded" if student != "b" else "needs a manual look: x", "tasks": {"1.1": [2, 2]}}
             for s in own}}
 
-    monkeypatch.setattr(grade, "_grade_student", graded)
-    options = grade.GradingOptions(folder=tmp_path, progress=progress)
-    todo = {student: [grade.Submission(student, a, tmp_path, []) for a in ASSIGNMENTS[:2]] for student in "abc"}
+    monkeypatch.setattr(grading.pipeline.run, "_grade_student", graded)
+    options = GradingOptions(folder=tmp_path, progress=progress)
+    todo = {student: [Submission(student, a, tmp_path, []) for a in ASSIGNMENTS[:2]] for student in "abc"}
     jobs: queue.Queue = queue.Queue()
     jobs.put(None)
     lines: list[str] = []
-    run = grade._Run(options, tmp_path, False, None, tmp_path, {}, jobs, lines.append)
-    records = grade._run_jobs(run, todo, {student: "h" for student in todo}, lines.append)
+    run = _Run(options, tmp_path, False, None, tmp_path, {}, jobs, lines.append)
+    records = _run_jobs(run, todo, {student: "h" for student in todo}, lines.append)
     assert sorted(records) == ["a", "b", "c"] and len(lines) == 6
     assert f"b/{ASSIGNMENTS[0]}: needs a manual look: x, 2/2" in lines
     bar = capsys.readouterr().err
@@ -182,7 +186,7 @@ def test_the_kubernetes_manifest_is_valid():
     command = " ".join(shards["template"]["spec"]["containers"][0]["args"])
     assert f"--shard-count {shards['completions']}" in command and "grading.grade" in command
     merge_container = jobs["grade-course-merge"]["spec"]["template"]["spec"]["containers"][0]
-    assert "grading.merge" in " ".join(merge_container["command"])
+    assert "grading.pipeline.merge" in " ".join(merge_container["command"])
 
 
 def _unavailable(reason: str) -> None:
@@ -249,6 +253,6 @@ def test_four_slurm_shards_and_their_merge_give_exactly_what_one_job_gives(slurm
 
 
 def test_the_options_reach_each_worker_whole(tmp_path):
-    options = grade.GradingOptions(folder=tmp_path, output=tmp_path / "out", shard=(2, 3), jobs=3,
+    options = GradingOptions(folder=tmp_path, output=tmp_path / "out", shard=(2, 3), jobs=3,
                                    mapping={"a.ipynb": "alice"}, cell_timeout=7, judge=False, sanitize=False)
-    assert grade.GradingOptions.from_json(json.loads(json.dumps(options.to_json()))) == options
+    assert GradingOptions.from_json(json.loads(json.dumps(options.to_json()))) == options

@@ -1,4 +1,4 @@
-"""grading.repair rebuilds damaged submissions so that each task is graded on the student's code."""
+"""grading.pipeline.repair rebuilds damaged submissions so that each task is graded on the student's code."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import copy
 import nbformat
 import pytest
 
+from grading.authoring.harness import NotebookHarness
+from grading.authoring.samples import fill, load_mutants, solution_code
 from grading.config import ROOT
-from grading.harness import NotebookHarness
-from grading.repair import needs_repair, repair
-from grading.samples import fill, load_mutants, solution_code
+from grading.pipeline.repair import needs_repair, repair
 
 ASSIGNMENT = "01_eviction_as_ranking"
 
@@ -89,7 +89,7 @@ def test_a_deleted_solution_cell_needs_a_manual_look(notebooks):
 
 
 def test_feedback_cuts_hidden_tests():
-    from grading.feedback import PLACEHOLDER, without_hidden_tests
+    from grading.pipeline.feedback import PLACEHOLDER, without_hidden_tests
 
     source = ('assert f(1) == 2\n### BEGIN HIDDEN TESTS\n_secret = 42\nassert f(_secret) == 43\n'
               '### END HIDDEN TESTS\nprint("ok")')

@@ -1,9 +1,9 @@
 """One submission never stops, stalls or outlives the batch; files are read, never followed; copies are flagged.
 
-Issue 30. The parts on their own: the cleanup (grading/cleanup.py) on what a kernel can leave,
-the per-notebook time limit of the preparation (grading/prepare.py) with steps made slow on
+Issue 30. The parts on their own: the cleanup (grading/pipeline/cleanup.py) on what a kernel can leave,
+the per-notebook time limit of the preparation (grading/pipeline/prepare.py) with steps made slow on
 purpose, the cost of each preparation step on notebooks of growing size, and the copy check
-(grading/copies.py). Then two batches through ``python -m grading.grade --sandbox on`` as root, in
+(grading/pipeline/copies.py). Then two batches through ``python -m grading.grade --sandbox on`` as root, in
 a mount and PID namespace of their own whose /tmp, /var/tmp, /dev/shm and /run/lock are empty
 at the start, so that whatever the batch leaves there, and any process it leaves, is seen: one
 folder with honest students graded before and after a kernel that fills its socket folder with
@@ -30,12 +30,12 @@ import nbformat
 import pytest
 from conftest import sandbox_problem
 
-from grading import prepare
-from grading.cleanup import attempt, remove_tree
-from grading.collect import Submission
+from grading.authoring.samples import fill, load_mutants, solution_code
 from grading.config import ROOT
-from grading.copies import find_copies, fingerprint, flagged
-from grading.samples import fill, load_mutants, solution_code
+from grading.pipeline import prepare
+from grading.pipeline.cleanup import attempt, remove_tree
+from grading.pipeline.collect import Submission
+from grading.pipeline.copies import find_copies, fingerprint, flagged
 
 ASSIGNMENT = "01_eviction_as_ranking"
 FILE = f"{ASSIGNMENT}.ipynb"
@@ -276,8 +276,8 @@ def test_fingerprints_set_aside_layout_comments_untouched_cells_the_reference_an
 
 
 def test_copies_are_found_across_shards_at_merge_time_and_the_score_is_unchanged(tmp_path):
-    from grading.merge import SHARDS, newest_records, with_copies_flagged, write_results
-    from grading.report import Scores
+    from grading.pipeline.merge import SHARDS, newest_records, with_copies_flagged, write_results
+    from grading.pipeline.report import Scores
 
     release, answers = _answers()
     copied = fingerprint(fill(release, {**answers, "task1_3_quotas": _own_quotas()}), release, answers)

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import sandbox_problem
 
-from grading import grade, limits, probe, sandbox
 from grading.config import ROOT
+from grading.isolation import limits, probe, sandbox
+from grading.pipeline.options import GradingOptions
+from grading.pipeline.run import _isolation
 
 _PROBLEM = sandbox_problem()
 needs_sandbox = pytest.mark.skipif(_PROBLEM is not None, reason=str(_PROBLEM))
@@ -146,13 +148,13 @@ def test_without_a_working_sandbox_on_refuses_and_auto_warns(tmp_path, monkeypat
     monkeypatch.setenv("COURSE_GRADING_CACHE", str(tmp_path / "cache"))  # No probe passed here before.
     monkeypatch.setattr(probe, "probe", lambda *args, **kwargs: "bubblewrap is not installed")
     lines: list[str] = []
-    options = grade.GradingOptions(folder=tmp_path, isolation="on")
+    options = GradingOptions(folder=tmp_path, isolation="on")
     with pytest.raises(RuntimeError, match="the grading sandbox does not work here: bubblewrap is not installed"):
-        grade._isolation(options, ROOT_UID, lines.append)
-    assert grade._isolation(grade.GradingOptions(folder=tmp_path, isolation="auto"), ROOT_UID, lines.append) is False
+        _isolation(options, ROOT_UID, lines.append)
+    assert _isolation(GradingOptions(folder=tmp_path, isolation="auto"), ROOT_UID, lines.append) is False
     assert lines[0].startswith("WARNING: grading without isolation: bubblewrap is not installed")
     with pytest.raises(ValueError, match="isolation must be"):
-        grade.GradingOptions(folder=tmp_path, isolation="maybe")
+        GradingOptions(folder=tmp_path, isolation="maybe")
 
 
 def _alive(pid: int) -> bool:

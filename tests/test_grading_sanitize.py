@@ -25,10 +25,16 @@ from payloads import LIVE, MARKER, hostile_submission, mark, read
 from traitlets.config import Config
 
 from grading.config import ASSIGNMENTS, ROOT
-from grading.csp import submission_page_policy
-from grading.feedback import PLACEHOLDER, WITHHELD, HideHiddenTests
-from grading.sanitize import WRAPPER_CLASS, markdown_findings, render_markdown, sanitize_notebook, sanitized_markdown
-from grading.scan import findings
+from grading.isolation.csp import submission_page_policy
+from grading.isolation.sanitize import (
+    WRAPPER_CLASS,
+    markdown_findings,
+    render_markdown,
+    sanitize_notebook,
+    sanitized_markdown,
+)
+from grading.isolation.scan import findings
+from grading.pipeline.feedback import PLACEHOLDER, WITHHELD, HideHiddenTests
 
 FORMGRADER = os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader")
 TEMPLATES = os.path.join(FORMGRADER, "templates")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import nbformat
 import pytest
 
+from grading.authoring.samples import fill, load_mutants, solution_code
 from grading.config import ASSIGNMENTS, ROOT
+from grading.isolation.scan import findings, imported_names, scan, student_cells
 from grading.judge.execute import settle
-from grading.repair import repair, restore_metadata
-from grading.samples import fill, load_mutants, solution_code
-from grading.scan import findings, imported_names, scan, student_cells
+from grading.pipeline.repair import repair, restore_metadata
 
 GIVEN = "import math\nimport numpy as np\nimport torch\nfrom course import checks\nfrom course.checks import check_type"
 
@@ -186,7 +186,7 @@ def test_grading_metadata_comes_from_the_release():
     assert restore_metadata(fill(release, answers), release) == []
 
 
-# IPython's syntax rewritten in linear time (grading/magics.py, issue 30).
+# IPython's syntax rewritten in linear time (grading/isolation/magics.py, issue 30).
 
 HONEST_MAGICS = ["%ls -la", "!pip install x", "x = !ls", "y = %pwd", "obj?", "obj??", "?obj", "%timeit f()", "/f a b",
                  ",f a b", ";f a b", "!!ls", "def f():\n    %ls\n    return 1", "if a:\n    !echo hi\n    b = 2\nc = 3",
@@ -209,7 +209,7 @@ def test_magics_are_rewritten_as_ipython_rewrites_them_or_flagged():
     """Every code cell of the course, honest magics, and seeded mixtures of them: IPython's result, or a flag."""
     import random
 
-    from grading.magics import to_python
+    from grading.isolation.magics import to_python
 
     cells = [cell.source for assignment in ASSIGNMENTS for kind in ("source", "release")
              for cell in nbformat.read(ROOT / kind / assignment / f"{assignment}.ipynb", as_version=4).cells
@@ -239,7 +239,7 @@ def _magic_cell(lines: int) -> str:
 def _cpu_per_byte(notebook) -> float:
     import time
 
-    from grading import scan as scan_module
+    from grading.isolation import scan as scan_module
 
     scan_module._parse.cache_clear()
     start = time.process_time()

@@ -1,6 +1,6 @@
 """A student's warm process forks each notebook's kernel: nothing of one notebook reaches the next.
 
-The kernels start as grading starts them (grading/kernels.py: `SandboxKernelManager` with a
+The kernels start as grading starts them (grading/isolation/kernels.py: `SandboxKernelManager` with a
 student's plan), in a real sandbox, one after the other:
 
 - each kernel is a fresh Python namespace; the processes the previous one left (a detached
@@ -23,7 +23,7 @@ import os
 import pytest
 from conftest import sandbox_problem
 
-from grading import kernels, sandbox
+from grading.isolation import kernels, sandbox
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
 ROOT_UID = sandbox.FIRST_UID - 1 if os.geteuid() == 0 else None

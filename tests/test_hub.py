@@ -14,7 +14,7 @@ nbgrader's exchange in a fresh folder, formgrader as the hub service. On noteboo
   move what is not hers;
 - the instructor collects: first with nbgrader's own collect into a scratch folder (the forgery
   replaces the honest student's work and the link hands the hostile student the solutions), then
-  with the course's (grading/exchange.py), grades with ``python -m grading.grade``, releases the
+  with the course's (grading/pipeline/exchange.py), grades with ``python -m grading.grade``, releases the
   feedback;
 - every student fetches feedback; the instructor opens formgrader through the hub, a student cannot.
 
@@ -143,7 +143,7 @@ def loop(machine):
     from conftest import partly_right
     from playwright.sync_api import sync_playwright
 
-    from grading.samples import sample_submissions
+    from grading.authoring.samples import sample_submissions
 
     started, laps = time.monotonic(), {}
 
@@ -304,7 +304,7 @@ def _formgrader(machine, browser, url) -> dict:
 
 
 def _gradebook_scores(machine) -> dict[str, float]:
-    from grading.export import read_grades
+    from grading.pipeline.export import read_grades
 
     return {student: score for (student, _), score in read_grades(machine.course / "gradebook.db").scores.items()}
 

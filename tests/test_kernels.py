@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from course.kernels import GUARD_BLOCKS, check_paged_batch, count_launches, paged_batch, paged_pool
+from grading.authoring.given import catalogue
 from grading.config import ASSIGNMENTS, ROOT
-from grading.given import catalogue
 
 pytest.importorskip("triton")
 
@@ -111,7 +111,7 @@ COMPILE = textwrap.dedent('''
     import nbformat, triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from grading.reference import solution_code
+    from grading.authoring.reference import solution_code
 
     warnings.simplefilter("ignore")
     POINTERS = {"block_tables_ptr": "*i32", "lengths_ptr": "*i32", "pairs_ptr": "*i64", "scores_ptr": "*fp32"}

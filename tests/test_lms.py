@@ -1,11 +1,11 @@
-"""Grades into Canvas and Moodle (grading/export.py), Canvas's submissions zip in (grading/lms.py).
+"""Grades into Canvas and Moodle (grading/pipeline/export.py), Canvas's submissions zip in (grading/pipeline/lms.py).
 
 The unit tests fill sheets from grades made by hand. The Canvas round trip runs the instructor's
 commands on a Canvas gradebook export of four students (names with commas, quotes and Chinese
 characters): Canvas's *Download Submissions* zip of three of them collected by nbgrader's
 ``zip_collect`` with the course's Canvas collector, and the three sample students graded by the
 grading command (the session's gradebook, which tests/test_pipeline.py checks) exported with
-``python -m grading.export --canvas`` and parsed back.
+``python -m grading.pipeline.export --canvas`` and parsed back.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import pytest
 from conftest import copy_course
 
 from grading.config import ASSIGNMENTS, ROOT
-from grading.export import Grades, fill_canvas, main, moodle_table
-from grading.lms import CanvasCollector, parse_canvas_file_name, read_canvas, write_csv
+from grading.pipeline.export import Grades, fill_canvas, main, moodle_table
+from grading.pipeline.lms import CanvasCollector, parse_canvas_file_name, read_canvas, write_csv
 
 ASSIGNMENT = ASSIGNMENTS[0]
 HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{ASSIGNMENT} (4521)", "Homework 0 (4400)",
@@ -141,7 +141,7 @@ SUBMITTERS = {"reference_solution": "wangxiaoming_101_9001_{a}.ipynb",
 @pytest.fixture(scope="module")
 def zip_collected(tmp_path_factory):
     """Canvas's submissions zip, collected by nbgrader's zip_collect with the course's Canvas collector."""
-    from grading.samples import sample_submissions
+    from grading.authoring.samples import sample_submissions
 
     course = copy_course(tmp_path_factory.mktemp("canvas") / "course")
     _canvas_export(course / "canvas_export.csv")
@@ -153,7 +153,8 @@ def zip_collected(tmp_path_factory):
             bundle.writestr(name.format(a=ASSIGNMENT), nbformat.writes(samples[sample]))
         bundle.writestr(f"stranger_999_9004_{ASSIGNMENT}.ipynb", nbformat.writes(samples["reference_solution"]))
     collect = subprocess.run([sys.executable, "-m", "nbgrader", "zip_collect", ASSIGNMENT,
-                              "--collector=grading.lms.CanvasCollector", "--CanvasCollector.roster=canvas_export.csv"],
+                              "--collector=grading.pipeline.lms.CanvasCollector",
+                              "--CanvasCollector.roster=canvas_export.csv"],
                              cwd=course, capture_output=True, text=True, timeout=300)
     assert collect.returncode == 0, collect.stdout + collect.stderr
     return course, samples, collect.stdout + collect.stderr
@@ -181,7 +182,7 @@ def test_canvas_round_trip_has_exact_scores_and_intact_names(parallel_grades, tm
     course, grades = parallel_grades
     rows = [ROWS[0], *[[*person, "", "9", "90", "90"] for person in SAMPLE_PEOPLE], ROWS[-1]]
     export = _canvas_export(tmp_path / "canvas_export.csv", rows=rows)
-    exported = subprocess.run([sys.executable, "-m", "grading.export", "--canvas", str(export), "--output",
+    exported = subprocess.run([sys.executable, "-m", "grading.pipeline.export", "--canvas", str(export), "--output",
                                str(tmp_path / "canvas_import.csv"), "--gradebook", str(course / "gradebook.db")],
                               cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert exported.returncode == 0, exported.stdout + exported.stderr

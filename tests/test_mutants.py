@@ -1,11 +1,11 @@
 """Every task's test cells fail plausible wrong answers and pass correct ones in other styles.
 
-The answers live in grading/mutants/<topic>.py. Each runs through the notebook's own test cells (hidden
+The answers live in tests/answers/<topic>.py. Each runs through the notebook's own test cells (hidden
 tests included) with the answer and the tests in one process: a fresh process per notebook, forked per
-answer (grading.harness.ForkedHarness), which takes a fraction of a second per answer. Grading runs the
+answer (grading.authoring.harness.ForkedHarness), which takes a fraction of a second per answer. Grading runs the
 test cells in the judge instead (grading/judge/), where one answer of notebook 06 costs seconds: so that
 the judge's verdicts are those of this suite, every task's reference solution, first wrong answer and
-first correct alternative also run through the judge (grading.harness.JudgedHarness, as the grading
+first correct alternative also run through the judge (grading.authoring.harness.JudgedHarness, as the grading
 command runs them) and must give the same result, test cell by test cell; ``python -m
 grading.judge.compare`` compares every answer both ways. No surprise at grading: each wrong answer also
 fails a visible test, the one a student runs before submitting in their own kernel, unless its module's
@@ -23,11 +23,11 @@ import re
 import nbformat
 import pytest
 
-from grading import readme
+from grading.authoring import readme
+from grading.authoring.harness import ForkedHarness, JudgedHarness, read_notebook
+from grading.authoring.samples import load_mutants
+from grading.authoring.task import show
 from grading.config import ASSIGNMENTS, ROOT
-from grading.harness import ForkedHarness, JudgedHarness, read_notebook
-from grading.samples import load_mutants
-from grading.task import show
 
 MIN_WRONG = 3
 MIN_ALTERNATIVES = 2
@@ -217,7 +217,7 @@ def test_the_judge_gives_the_reference_a_wrong_and_a_correct_answer_the_same_res
 @notebook
 def test_the_readme_mutation_table_shows_this_run(suite, assignment):
     """The README's row of the notebook is the one these results make (the table is never computed elsewhere
-    in a CI run; `python -m grading.readme --write` rewrites it)."""
+    in a CI run; `python -m grading.authoring.readme --write` rewrites it)."""
     tasks = read_notebook(_path(assignment))[0]
     wrong = [all(result.passed for result in results) for grade_id in tasks
              for results in suite.answers(assignment, grade_id, "WRONG").values()]
@@ -229,7 +229,7 @@ def test_the_readme_mutation_table_shows_this_run(suite, assignment):
     assert table, "README.md has no generated mutation table"
     rows = [line for line in table.group(1).splitlines() if line.startswith(f"| {assignment} |")]
     assert rows == [expected], (f"README.md's mutation table is stale for {assignment}: its row must read "
-                                f"{expected!r} (python -m grading.readme --write rewrites the table)")
+                                f"{expected!r} (python -m grading.authoring.readme --write rewrites the table)")
 
 
 def test_task_viewer_shows_a_task_whole():

@@ -42,7 +42,7 @@ def keeps():
     import torch
     import torch.nn.functional as F
 
-    from grading.reference import Reference
+    from grading.authoring.reference import Reference
 
     solutions = Reference("07_token_eviction")
     namespace = {"torch": torch, "F": F}

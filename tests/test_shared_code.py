@@ -10,9 +10,9 @@ import jupytext
 import nbformat
 import pytest
 
-from grading import shared_code
+from grading.authoring import shared_code
+from grading.authoring.notebooks import assignments_in, py_path
 from grading.config import ROOT
-from grading.notebooks import assignments_in, py_path
 
 SHARED = {"Model": "class Model:\n    def size(self):\n\n        return 1",
           "compare": "def compare(a, b):\n    return a == b"}

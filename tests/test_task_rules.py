@@ -1,16 +1,16 @@
 """No surprise at grading: every rule a task's hidden tests assert is stated in its text and shown by a visible case.
 
-grading/rules.py finds the kinds of rule (inputs unchanged, nothing changed on error, exception types, input dtypes,
-devices, ties, empty input, NaN, infinity, integers beyond float64, no Python loop) in each task's hidden tests and
-looks for them in the task's English and Chinese text and in its visible tests. One notebook:
-``python -m grading.rules 03`` or ``pytest tests/test_task_rules.py -k 03_lru``.
+grading/authoring/rules.py finds the kinds of rule (inputs unchanged, nothing changed on error, exception types,
+input dtypes, devices, ties, empty input, NaN, infinity, integers beyond float64, no Python loop) in each task's
+hidden tests and looks for them in the task's English and Chinese text and in its visible tests. One notebook:
+``python -m grading.authoring.rules 03`` or ``pytest tests/test_task_rules.py -k 03_lru``.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from grading import rules
+from grading.authoring import rules
 from grading.config import ASSIGNMENTS
 
 
@@ -18,7 +18,8 @@ from grading.config import ASSIGNMENTS
 def test_every_hidden_rule_is_stated_and_shown(assignment):
     found = rules.gaps(assignment)
     assert not found, (f"{assignment}: a hidden test checks a rule that the task's text (English and Chinese) or its "
-                       f"visible test does not name (python -m grading.rules {assignment[:2]}):\n" + "\n".join(found))
+                       f"visible test does not name (python -m grading.authoring.rules {assignment[:2]}):\n"
+                       + "\n".join(found))
 
 
 # The hidden test of 3.6 before issue 29: it checks that the inputs are unchanged, and the text never said so.

@@ -1,6 +1,6 @@
 """Notebook 08's reference solutions against independent models, over the whole allowed input space (hypothesis).
 
-The solutions live only in the notebook, so they come from the namespace that grading.harness.NotebookHarness
+The solutions live only in the notebook, so they come from the namespace that grading.authoring.harness.NotebookHarness
 builds (the setup cells and every reference solution). Each test writes its own model in plain lists and dicts:
 an LRU tier, ARC as Megiddo and Modha's Figure 4 states it, a bounded table of counts, and the two-tier cache of
 the notebook's model section. A state machine interleaves accesses, whole requests and releases on a TwoTierCache
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebook 08 is no
 
 @pytest.fixture(scope="module")
 def ns():
-    from grading.harness import NotebookHarness
+    from grading.authoring.harness import NotebookHarness
 
     return NotebookHarness(NOTEBOOK).base
 

@@ -11,7 +11,7 @@ import torch
 
 from course import replay as R
 from course import tiers, traces
-from grading.reference import Reference
+from grading.authoring.reference import Reference
 
 
 class SimpleLRU:
@@ -216,9 +216,9 @@ def test_numbers_quoted_in_the_visible_arc_check_are_libcachesims() -> None:
 
 def test_notebook_08_typical_mistakes_lose_points_in_every_part() -> None:
     """The bundled typical_mistakes sample (the first wrong answer of each task) fails every graded part."""
+    from grading.authoring.harness import NotebookHarness
+    from grading.authoring.samples import load_mutants
     from grading.config import ROOT
-    from grading.harness import NotebookHarness
-    from grading.samples import load_mutants
 
     harness = NotebookHarness(ROOT / "source" / "08_tiered_cache" / "08_tiered_cache.ipynb")
     for grade_id, variants in load_mutants("08_tiered_cache").WRONG.items():

@@ -1,6 +1,6 @@
 """Notebook 07's reference solutions against independent oracles, over the whole allowed input space (hypothesis).
 
-The solutions live only in the notebook, so they come from the namespace that grading.harness.NotebookHarness
+The solutions live only in the notebook, so they come from the namespace that grading.authoring.harness.NotebookHarness
 builds (the setup cells and every reference solution). The oracles here are written in plain Python and float64
 (or exact fractions): every floating dtype, leading dimensions of any size (0 included), sizes from 0 up, values
 that tie exactly, huge integers, and the inputs each text refuses.
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebook 07 is no
 
 @pytest.fixture(scope="module")
 def ns():
-    from grading.harness import NotebookHarness
+    from grading.authoring.harness import NotebookHarness
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

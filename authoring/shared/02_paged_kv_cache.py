@@ -1,7 +1,7 @@
 """Notebook 02's test code that several test cells share, written once here.
 
 ``make notebooks`` copies each definition that a test cell names in its ``# BEGIN SHARED`` line into that
-cell (grading/shared_code.py), so every graded part still carries the code it runs. The imports below
+cell (grading/authoring/shared_code.py), so every graded part still carries the code it runs. The imports below
 are for the linter: each test cell imports what its copy uses.
 """
 

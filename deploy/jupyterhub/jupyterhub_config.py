@@ -8,7 +8,7 @@ JupyterHub"):
 Users log in with their Unix account and password (PAM). Each gets a JupyterLab server of their own
 that runs as that Unix user (LocalProcessSpawner), which is what lets nbgrader's exchange tell
 students apart. The instructor's clone of the course runs formgrader (``python -m
-grading.formgrader --hub``, with the course's Content-Security-Policy) as the hub service
+grading.pipeline.formgrader --hub``, with the course's Content-Security-Policy) as the hub service
 ``/services/kv-cache-eviction/``, open to the instructors only.
 
 Settings come from the environment, with the defaults in brackets (tests/test_hub.py sets them all):
@@ -72,7 +72,7 @@ c.Spawner.http_timeout = 120
 c.JupyterHub.services = [{
     "name": COURSE,
     "url": f"http://{LOCAL}:{os.environ.get('COURSE_FORMGRADER_PORT', '9999')}",
-    "command": [PYTHON, "-m", "grading.formgrader", "--hub"],
+    "command": [PYTHON, "-m", "grading.pipeline.formgrader", "--hub"],
     "user": INSTRUCTOR,
     "cwd": DIRECTORY,
     "environment": {**SHARED, "JUPYTERHUB_DEFAULT_URL": "/lab"},

@@ -19,5 +19,5 @@ c.CourseDirectory.course_id = "kv-cache-eviction"
 c.Exchange.root = os.environ.get("COURSE_EXCHANGE", "/srv/nbgrader/exchange")
 
 # nbgrader's defaults, which the exchange's safety rests on: each submission's folder name ends in
-# a random string, so that no student can guess another's (grading/exchange.py).
+# a random string, so that no student can guess another's (grading/pipeline/exchange.py).
 c.ExchangeSubmit.add_random_string = True

@@ -1,6 +1,6 @@
 """The grading process's handle on a judge process (grading/judge/server.py).
 
-`JudgeProcess.start` starts one; the worker (grading/worker.py) starts one per student and
+`JudgeProcess.start` starts one; the worker (grading/pipeline/worker.py) starts one per student and
 registers it (`use`) for the nbgrader preprocessor (grading/judge/execute.py) of each notebook;
 without one (plain ``nbgrader autograde``) the preprocessor starts its own for the notebook.
 When the judge process ends or stops answering, every verdict it owes fails with that reason.

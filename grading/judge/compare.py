@@ -3,7 +3,7 @@
     python -m grading.judge.compare [--stats] [ASSIGNMENT ...]
 
 For each notebook (all by default), every reference solution, wrong answer and correct
-alternative of grading/mutants/ is graded twice, by `NotebookHarness` (the test cells in the same
+alternative of tests/answers/ is graded twice, by `NotebookHarness` (the test cells in the same
 process as the answer, as before the judge) and by `JudgedHarness` (the test cells in the judge,
 the answer in a kernel of its own), with hidden tests and without them. It prints, per notebook,
 how many (answer, test cell) results were compared and every one that differs, and exits 1 when
@@ -17,9 +17,9 @@ from __future__ import annotations
 import sys
 import time
 
+from grading.authoring.harness import JudgedHarness, NotebookHarness
+from grading.authoring.samples import load_mutants
 from grading.config import ASSIGNMENTS, ROOT
-from grading.harness import JudgedHarness, NotebookHarness
-from grading.samples import load_mutants
 
 
 def answers_of(assignment: str, tasks: dict) -> list[tuple[str, str, str, str]]:

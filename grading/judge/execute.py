@@ -32,7 +32,7 @@ from nbformat.v4 import new_code_cell
 from nbgrader.preprocessors import Execute, SaveAutoGrades
 from traitlets import Bool
 
-from grading.guard import PLAN_VARIABLE, SandboxKernelManager
+from grading.isolation.guard import PLAN_VARIABLE, SandboxKernelManager
 from grading.judge import client, prelude
 from grading.judge.runner import trusted_names
 

@@ -1,4 +1,4 @@
-"""A plain Python stand-in for a student's kernel, for the mutation suite (grading/harness.py).
+"""A plain Python stand-in for a student's kernel, for the mutation suite (grading/authoring/harness.py).
 
     python -m grading.judge.host SOCKET
 

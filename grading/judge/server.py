@@ -2,7 +2,7 @@
 
     python -m grading.judge.server CONTROL_FD
 
-The grading process (grading/worker.py) starts one per student, and it serves all of that
+The grading process (grading/pipeline/worker.py) starts one per student, and it serves all of that
 student's notebooks; it imports torch, NumPy and the course package once, right after it made the
 first notebook's socket (so that the imports overlap the kernel's start). Commands come on the
 control socket as JSON lines, each answered by one line:

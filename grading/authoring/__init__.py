@@ -1,0 +1,1 @@
+"""The authoring tools: build, sync, given cells, shared code, README tables, the mutation suite's harness."""

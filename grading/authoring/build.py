@@ -1,0 +1,53 @@
+"""Regenerates release/ and solutions/ from source/ with nbgrader.
+
+    python -m grading.authoring.build [ASSIGNMENT ...]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from grading.config import ASSIGNMENTS, ROOT
+from grading.pipeline.nbgrader_cli import nbgrader
+
+
+class DropAuthoringMetadata(NbGraderPreprocessor):
+    """Keep the authoring metadata out of release/ and solutions/.
+
+    The source notebooks carry jupytext's pairing (``source/NN//ipynb,authoring//py:percent``) and
+    the ``given`` marks of grading/authoring/given.py. A student's JupyterLab with jupytext would try to pair
+    the release notebook with files that are not there, so both are dropped.
+    """
+
+    def preprocess(self, nb, resources):
+        nb.metadata.pop("jupytext", None)
+        for cell in nb.cells:
+            cell.metadata.pop("given", None)
+        return nb, resources
+
+
+def build(root: Path = ROOT, assignments: list[str] | None = None) -> None:
+    """Run nbgrader's generate_assignment and generate_solution for each assignment.
+
+    Raises:
+        RuntimeError: with nbgrader's output when a step fails.
+    """
+    for assignment in assignments or ASSIGNMENTS:
+        for step in ("generate_assignment", "generate_solution"):
+            run = nbgrader([step, assignment, "--force"], root)
+            if run.returncode != 0:
+                raise RuntimeError(f"nbgrader {step} {assignment} failed:\n{run.output}")
+
+
+def main(argv: list[str]) -> int:
+    build(ROOT, argv or None)
+    for assignment in argv or ASSIGNMENTS:
+        print(f"built release/{assignment} and solutions/{assignment}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

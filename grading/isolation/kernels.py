@@ -1,0 +1,244 @@
+"""The kernels that grading starts: forked by each student's warm process, in the student's sandbox.
+
+nbgrader's Execute step (grading/judge/execute.py: `JudgedExecute`) starts every kernel through
+`SandboxKernelManager`. When ``COURSE_SANDBOX_PLAN`` names a student's plan (grading/isolation/sandbox.py:
+`Plan`, written by the grading command), the kernel is not a new process tree started from
+scratch: the student's warm process (grading/isolation/zygote.py), started once in the student's sandbox and
+cgroups, forks it, with torch, numpy, matplotlib, ipykernel and the course package already
+imported. The kernel command that jupyter_client starts and watches is the warm process's client,
+which lives exactly as long as the kernel does. Without a plan (a plain ``nbgrader autograde``,
+the mutation suite) kernels start as jupyter_client starts them.
+
+The kernel talks to nbgrader over ZMQ's ``ipc`` transport. In the sandbox its sockets are in the
+sandbox's own /tmp (a size-capped tmpfs), which nbgrader reaches from outside through
+``/proc/<the sandbox's init>/root``; no host folder is writable from inside. Without the sandbox
+they are in the plan's socket folder. Interrupts (a cell past its time limit) go as messages on the
+control channel.
+
+`metered` counts what a notebook's kernel cost, from the student's cgroup CPU accounting
+(grading/isolation/limits.py): starting the warm process (once per student), starting the kernel, and
+running the notebook's cells. The grading command's worker reports it; bench/bench_autograde.py
+adds it up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.client import KernelClient
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import DottedObjectName, Type
+
+from grading.isolation import sandbox, zygote
+from grading.isolation.limits import cpu_seconds
+
+PLAN_VARIABLE = "COURSE_SANDBOX_PLAN"
+_SANDBOX_SCRIPT = str(Path(sandbox.__file__).resolve())
+_ZYGOTE_SCRIPT = str(Path(zygote.__file__).resolve())
+# Importing torch and the rest takes seconds of CPU; on a loaded machine, allow it minutes.
+START_TIMEOUT = 600.0
+PING_TIMEOUT = 30.0
+
+
+class WarmProcess:
+    """One student's warm process (grading/isolation/zygote.py), in the student's sandbox and cgroups."""
+
+    def __init__(self, plan_file: str):
+        self.plan_file = plan_file
+        self.plan = sandbox.Plan.read(plan_file)
+        self.control = os.path.join(self.plan.socket_dir, "warm.sock")
+        self.process: subprocess.Popen | None = None
+        self.init_pid: int | None = None  # The host pid of the sandbox's init (with the sandbox).
+
+    def start(self) -> None:
+        """Start it and wait until it has imported everything; raise RuntimeError when it does not come up."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.control)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.control)
+        os.chmod(self.control, 0o600)
+        listener.listen(8)
+        info_read, info_write = os.pipe()
+        # The sandbox does not see the grading package: its Python reads the script from a descriptor.
+        script = os.open(_ZYGOTE_SCRIPT, os.O_RDONLY)
+        fd = listener.fileno()
+        flags = ["--keep-fd", str(fd), "--keep-fd", str(script)]
+        flags += ["--info-fd", str(info_write)] if self.plan.sandbox else []
+        command = [sys.executable, _SANDBOX_SCRIPT, self.plan_file, *flags, "--", sys.executable, "-I",
+                   f"/dev/fd/{script}", "serve", str(fd), "1" if self.plan.sandbox else "0", json.dumps(zygote.PRELOAD)]
+        try:
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, pass_fds=(fd, script, info_write))
+        finally:
+            os.close(info_write)
+            os.close(script)
+            listener.close()
+        try:
+            if self.plan.sandbox:
+                self.init_pid = _read_child_pid(info_read, time.monotonic() + START_TIMEOUT)
+            reply = self.request({"op": "ping"}, START_TIMEOUT)
+            if not reply or not reply.get("ready"):
+                raise RuntimeError("the student's warm process did not start (see the job's log)")
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            os.close(info_read)
+
+    def request(self, message: dict, timeout: float) -> dict | None:
+        """Send one request and return the reply; None when the warm process does not answer in time."""
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+                connection.settimeout(timeout)
+                connection.connect(self.control)
+                zygote.send_message(connection, message)
+                return zygote.read_message(connection, time.monotonic() + timeout)
+        except OSError:
+            return None
+
+    def responsive(self) -> bool:
+        return self.process is not None and self.process.poll() is None and bool(
+            self.request({"op": "ping"}, PING_TIMEOUT))
+
+    @property
+    def host_ip(self) -> str:
+        """Where nbgrader finds the kernel's sockets."""
+        if self.plan.sandbox:
+            return f"/proc/{self.init_pid}/root{zygote.INSIDE_IP}"
+        return os.path.join(self.plan.socket_dir, "kernel")
+
+    @property
+    def inside_ip(self) -> str:
+        """Where the kernel makes them."""
+        return zygote.INSIDE_IP if self.plan.sandbox else self.host_ip
+
+    def kernel_command(self, connection_file: str) -> list[str]:
+        return [sys.executable, "-I", "-S", _ZYGOTE_SCRIPT, "attach", self.control, connection_file, self.inside_ip]
+
+    def stop(self) -> None:
+        """End it and everything it started (with the sandbox, the sandbox ends with it)."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.request({"op": "stop"}, 5.0)
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+        self.process.wait()
+        self.process = None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.control)
+
+
+def _read_child_pid(fd: int, deadline: float) -> int:
+    """The ``child-pid`` of the JSON that bwrap writes to its info descriptor."""
+    import select
+
+    data = b""
+    while time.monotonic() < deadline:
+        if select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            chunk = os.read(fd, 4096)
+            data += chunk
+            with contextlib.suppress(ValueError):
+                return int(json.loads(data)["child-pid"])
+            if not chunk:
+                break
+    raise RuntimeError(f"the sandbox did not say which process is its init: {data[:200]!r}")
+
+
+_WARM: dict[str, WarmProcess] = {}
+# CPU seconds of the current notebook, from the student's cgroup (see `metered`).
+_METER: dict = {}
+
+
+def warm_process(plan_file: str) -> WarmProcess:
+    """The student's warm process: the running one, or a fresh one when it is gone or does not answer."""
+    warm = _WARM.get(plan_file)
+    if warm is not None and warm.responsive():
+        return warm
+    if warm is not None:
+        warm.stop()
+    before = cpu_seconds(sandbox.Plan.read(plan_file).cgroups)
+    warm = WarmProcess(plan_file)
+    warm.start()
+    _WARM[plan_file] = warm
+    after = cpu_seconds(warm.plan.cgroups)
+    if before is not None and after is not None:
+        _METER["warm process"] = _METER.get("warm process", 0.0) + after - before
+    return warm
+
+
+def stop_warm_processes() -> None:
+    """End every warm process of this grading process (after each student)."""
+    while _WARM:
+        _WARM.popitem()[1].stop()
+
+
+@contextlib.contextmanager
+def metered(cgroups: list[str], judge_cpu=None):
+    """Count one notebook's kernel cost in the student's cgroup; the yielded dict holds it afterwards.
+
+    Keys (CPU seconds): ``warm process cpu`` (starting it, when this notebook did), ``kernel start
+    cpu`` (from the request until the kernel answered), ``cells cpu`` (everything the notebook
+    ran); none where the cgroup does not count CPU time. The student's judge is in the same cgroup
+    (grading/pipeline/worker.py); ``judge_cpu()``, its own CPU seconds so far, takes its part out of those two
+    figures. And from the warm process, ``kernel ran``, ``kernel waited`` and ``kernel lived``: the
+    seconds the kernel process ran, was ready to run but waited for a CPU, and existed.
+    """
+    costs: dict[str, float] = {}
+    _METER.clear()
+    judge = judge_cpu or (lambda: 0.0)
+    start, judge_start = cpu_seconds(cgroups), judge()
+    _METER.update(folders=cgroups, judge=judge)
+    try:
+        yield costs
+    finally:
+        end, judge_end = cpu_seconds(cgroups), judge()
+        ready, judge_ready = _METER.get("ready", end), _METER.get("judge ready", judge_end)
+        if None not in (start, end, ready):
+            warm = _METER.get("warm process", 0.0)
+            costs.update({"warm process cpu": warm,
+                          "kernel start cpu": ready - start - warm - (judge_ready - judge_start),
+                          "cells cpu": end - ready - (judge_end - judge_ready)})
+        warm_process_now = _WARM.get(os.environ.get(PLAN_VARIABLE, ""))
+        last = warm_process_now.request({"op": "last"}, PING_TIMEOUT) if warm_process_now else None
+        if last:
+            costs.update({"kernel ran": last["ran"], "kernel waited": last["waited"], "kernel lived": last["wall"]})
+        _METER.clear()
+
+
+class ReadyClient(AsyncKernelClient):
+    """The kernel client nbclient uses; it notes the student's CPU time when the kernel is ready."""
+
+    async def wait_for_ready(self, timeout: float | None = None) -> None:
+        await KernelClient._async_wait_for_ready(self, timeout=timeout)
+        if "folders" in _METER:
+            _METER["ready"], _METER["judge ready"] = cpu_seconds(_METER["folders"]), _METER["judge"]()
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """Starts kernels through the student's warm process when ``COURSE_SANDBOX_PLAN`` names a plan file."""
+
+    client_class = DottedObjectName("grading.isolation.kernels.ReadyClient")
+    client_factory = Type(ReadyClient, klass=AsyncKernelClient, config=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        plan_file = os.environ.get(PLAN_VARIABLE)
+        self._warm = warm_process(plan_file) if plan_file else None
+        if self._warm is not None:
+            self.transport = "ipc"
+            self.ip = self._warm.host_ip
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        if self._warm is None:
+            return super().format_kernel_cmd(extra_arguments)
+        # A signal would reach the warm process's client, not the kernel: interrupt with a message.
+        self.kernel_spec.interrupt_mode = "message"
+        return self._warm.kernel_command(self.connection_file)

@@ -1,0 +1,314 @@
+"""Finds code in a submission that no exercise needs and that tampers with grading; flags it for a look.
+
+No task of this course needs to patch a library, reach into the interpreter, run strings as code,
+touch files or processes, read IPython's history or the source of the calling cell (``linecache``,
+``traceback``, ``inspect``), or display HTML, JavaScript or Markdown (which could run script in the
+grader's browser; grading/isolation/sanitize.py removes it from what formgrader and feedback show). Code
+that does is most likely an attempt to game the grader (or a very unusual answer), so the grading
+command gives it the status "needs a manual look" and says where it is. The scan takes no points
+away and protects no score: the judge (grading/judge/: every test verdict outside the student's
+kernel) and the sandbox (grading/isolation/sandbox.py) do that; the scan makes sure an instructor looks at it.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+
+import nbformat
+
+from grading.isolation.magics import Rewritten, to_python
+
+_MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subprocess", "socket", "signal", "multiprocessing",
+            "threading", "sqlite3", "shutil", "glob", "pickle", "marshal", "code", "codeop", "pty", "resource",
+            "mmap", "atexit", "pathlib", "tempfile", "_thread", "IPython", "ipykernel", "jupyter_client", "zmq",
+            "traitlets", "comm", "linecache", "tracemalloc", "faulthandler", "sysconfig", "site", "posix", "io",
+            "fcntl", "selectors", "asyncio", "concurrent", "weakref", "types", "dis", "runpy", "zipimport",
+            "traceback"}
+_ALLOWED_SYS = {"maxsize", "float_info", "version_info", "getrecursionlimit", "setrecursionlimit", "stderr"}
+_ATTRIBUTES = {"__code__", "__globals__", "__builtins__", "__closure__", "__subclasses__", "__dict__", "__import__",
+               "__getattribute__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__",
+               "settrace", "setprofile", "_getframe", "f_back", "f_globals", "f_locals", "f_builtins", "f_lineno",
+               "f_trace", "f_code", "gi_frame", "cr_frame", "ag_frame", "tb_frame", "tb_next", "meta_path",
+               "path_hooks", "excepthook", "displayhook", "addaudithook", "read_text",
+               "read_bytes", "write_text", "write_bytes", "input_transformers_post", "input_transformers_cleanup",
+               "ast_transformers", "run_cell", "showtraceback", "iopub_socket", "display_pub", "CodeType",
+               "FunctionType"}
+_OS_FUNCTIONS = {"system", "popen", "fork", "forkpty", "kill", "killpg", "_exit", "execv", "execve", "execl", "execlp",
+                 "execvp", "execvpe", "spawnv", "spawnl", "posix_spawn", "posix_spawnp", "unlink", "remove",
+                 "rmdir", "rename", "replace", "walk", "listdir", "scandir", "chmod", "chown", "makedirs", "mkdir",
+                 "open", "fdopen", "write", "setsid", "setpgid", "dup2", "pipe", "environ", "putenv", "getpid",
+                 "getppid", "chdir", "symlink", "link", "truncate", "memfd_create", "sched_setaffinity"}
+# Rich display that can carry script: IPython's HTML, JavaScript, Markdown and SVG objects, widgets
+# that show HTML, and the display hooks an object can define.
+_ACTIVE_DISPLAY = {"HTML", "Javascript", "Markdown", "SVG", "IFrame", "HTMLMath", "display_html",
+                   "display_javascript", "display_markdown", "display_svg", "publish_display_data"}
+_RICH_REPR = {"_repr_html_", "_repr_javascript_", "_repr_markdown_", "_repr_svg_", "_repr_mimebundle_",
+              "_ipython_display_"}
+_NAMES = {"get_ipython", "In", "Out", "_ih", "_oh", "_i", "_ii", "_iii", "__builtins__", "__import__", "exec", "eval",
+          "compile", "globals", "locals", "vars", "open", "breakpoint", "exit", "quit", "display", "__loader__",
+          "__spec__"}
+_ATTRIBUTE_FUNCTIONS = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _constant_string(node: ast.AST | None) -> str | None:
+    """The value of a string that the code spells out ("f_" + "back", f"{'_get'}frame"), or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _constant_string(node.left), _constant_string(node.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = [_constant_string(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
+        return "".join(parts) if all(part is not None for part in parts) else None
+    return None
+
+
+def _attribute_finding(module: str | None, attribute: str) -> str | None:
+    """What is wrong with reading ``attribute`` (of the module ``module``, when known), or None."""
+    if attribute in _ATTRIBUTES:
+        return f"uses .{attribute}"
+    if module == "sys" and attribute not in _ALLOWED_SYS:
+        return f"uses sys.{attribute}"
+    if module == "os" and attribute in _OS_FUNCTIONS:
+        return f"uses os.{attribute}"
+    return None
+
+
+_HARMLESS_MAGICS = re.compile(r"^(\s*)%{1,2}(time|timeit|matplotlib)\b(?!\s*-)(.*)$")
+
+
+def _python_source(source: str) -> Rewritten:
+    """The cell as plain Python, line for line, and what in it the rewriting could not follow.
+
+    ``%time``, ``%timeit`` (without options) and ``%matplotlib`` become the statement they time (or
+    ``pass``); other magics and shell escapes become the ``get_ipython()`` calls IPython would run
+    (grading/isolation/magics.py, in time linear in the cell), which are flagged.
+    """
+    lines = []
+    for line in source.splitlines():
+        match = _HARMLESS_MAGICS.match(line)
+        if match:
+            statement = match.group(3).strip() if match.group(2) != "matplotlib" else ""
+            line = match.group(1) + (statement or "pass")
+        lines.append(line)
+    return to_python("\n".join(lines))
+
+
+class Unparsable(Exception):
+    """The parser itself failed on a cell (RecursionError, MemoryError): code no task needs."""
+
+
+class _Parsed(tuple):
+    """A cell's (syntax tree, IPython syntax not followed), and what the scan derives from the tree, computed
+    once: a notebook's cells recur from scan to scan (the course's own cells in every submission, the mutation
+    suite's answers in one notebook each), and `_parse`'s cache keeps all of it."""
+
+    def __new__(cls, tree: ast.AST | None, problem: str | None) -> _Parsed:
+        parsed = super().__new__(cls, (tree, problem))
+        parsed.imports = None
+        parsed.findings = {}
+        return parsed
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(source: str) -> _Parsed:
+    """The cell's syntax tree (None for a syntax error, an honest mistake the kernel reports) and the
+    IPython syntax in it that could not be followed (see grading/isolation/magics.py), or None.
+
+    Raises:
+        Unparsable: when the parser runs out of stack or memory (deeply nested code).
+    """
+    try:
+        python = _python_source(source)
+        try:
+            return _Parsed(ast.parse(python.source), python.problem)
+        except SyntaxError:
+            return _Parsed(None, python.problem)
+    except (RecursionError, MemoryError, ValueError, OverflowError) as error:
+        raise Unparsable(f"{type(error).__name__}: the parser gave up (deeply nested or huge code)") from None
+
+
+def imported_names(sources: list[str]) -> dict[str, str]:
+    """Every name that an import statement in ``sources`` binds, and the module it stands for.
+
+    ``import numpy as np`` binds ``np`` to ``numpy``; ``from os import path`` binds ``path`` to
+    ``os.path``. Cells the parser cannot read are left out (`findings` flags them).
+    """
+    names: dict[str, str] = {}
+    for source in sources:
+        try:
+            parsed = _parse(source)
+        except Unparsable:
+            continue
+        if parsed.imports is None:
+            parsed.imports = _imports(parsed[0])
+        names.update(parsed.imports)
+    return names
+
+
+def _imports(tree: ast.AST | None) -> tuple[tuple[str, str], ...]:
+    """The (name, module) pairs that the import statements of one cell bind, in order."""
+    pairs = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                pairs.append((alias.asname or top, alias.name if alias.asname else top))
+        elif isinstance(node, ast.ImportFrom):
+            pairs.extend((alias.asname or alias.name, f"{node.module or ''}.{alias.name}") for alias in node.names)
+    return tuple(pairs)
+
+
+def findings(source: str, imported) -> list[tuple[int, str]]:
+    """(line, what) for each suspicious construct in one cell's code; ``imported`` as from `imported_names`."""
+    try:
+        parsed = _parse(source)
+    except Unparsable as error:
+        return [(0, f"cannot be parsed: {error}")]
+    tree, problem = parsed
+    unfollowed = [(0, problem)] if problem else []
+    if tree is None:
+        return unfollowed
+    modules = imported if isinstance(imported, dict) else {name: name for name in imported}
+    key = tuple(sorted(modules.items()))
+    if key not in parsed.findings:
+        try:
+            parsed.findings[key] = _findings(tree, modules)
+        except (RecursionError, MemoryError) as error:
+            return [(0, f"cannot be analysed: {type(error).__name__} (deeply nested code)")]
+    return unfollowed + parsed.findings[key]
+
+
+def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in _MODULES:
+                    found.append((line, f"imports {alias.name}"))
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if module.split(".")[0] in _MODULES:
+                found.append((line, f"imports {module}"))
+            for alias in node.names:
+                # "from sys import displayhook" reads sys.displayhook as surely as the attribute does.
+                what = _attribute_finding(module, alias.name) or (
+                    f"imports {alias.name} from {module}" if alias.name in _NAMES or alias.name == "*" else None)
+                if what:
+                    found.append((line, what))
+            active = [alias.name for alias in node.names if alias.name in _ACTIVE_DISPLAY]
+            if active:
+                names = ", ".join(active)
+                found.append((line, f"displays HTML, JavaScript or Markdown ({names} from {node.module})"))
+        elif isinstance(node, ast.Attribute):
+            module = modules.get(node.value.id) if isinstance(node.value, ast.Name) else None
+            what = _attribute_finding(module, node.attr)
+            if what:
+                found.append((line, what))
+            elif node.attr in _ACTIVE_DISPLAY or node.attr in _RICH_REPR:
+                found.append((line, f"displays HTML, JavaScript or Markdown (.{node.attr})"))
+        elif isinstance(node, ast.Name) and node.id in _NAMES:
+            found.append((line, f"uses {node.id}"))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _RICH_REPR:
+            found.append((line, f"displays HTML, JavaScript or Markdown (defines {node.name})"))
+        if isinstance(node, ast.Call) and any(keyword.arg == "raw" for keyword in node.keywords):
+            found.append((line, "displays raw output data (raw=...)"))
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else (
+                node.func.attr if isinstance(node.func, ast.Attribute) else None)
+            if name in _ATTRIBUTE_FUNCTIONS:
+                found.extend((line, what) for what in _attribute_call(name, node, modules))
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                for part in ast.walk(target):
+                    if not isinstance(part, (ast.Attribute, ast.Subscript)):
+                        continue
+                    root = _root_name(part)
+                    dunder = isinstance(part, ast.Attribute) and part.attr.startswith("__") and part.attr.endswith("__")
+                    if root in modules or dunder:
+                        found.append((line, f"assigns to {ast.unparse(part)}"
+                                      + (", part of an imported module or class" if root in modules else "")))
+                        break
+    return sorted(set(found))
+
+
+def _attribute_call(name: str, node: ast.Call, modules: dict[str, str]) -> list[str]:
+    """Findings for ``getattr(obj, "f_back")``-style lookups and for setattr/delattr on anything."""
+    if name in ("attrgetter", "methodcaller"):
+        spelled = [_constant_string(arg) for arg in node.args]
+        return [f"looks up .{text}" for text in spelled if text and any(
+            _attribute_finding(None, part) for part in text.split("."))] + (
+            [f"calls {name} with a computed name"] if None in spelled else [])
+    target = node.args[0] if node.args else None
+    attribute = node.args[1] if len(node.args) > 1 else None
+    own = isinstance(target, ast.Name) and target.id in ("self", "cls")
+    module = modules.get(target.id) if isinstance(target, ast.Name) else None
+    text = _constant_string(attribute)
+    found = []
+    if name in ("setattr", "delattr") and not own:
+        found.append(f"calls {name} on {ast.unparse(target) if target else 'something'}")
+    if text is not None:
+        what = _attribute_finding(module, text) or (
+            f"looks up {text}" if text.startswith("__") and text.endswith("__") else None)
+        if what:
+            found.append(f"{what} (through {name})")
+    elif module is not None and not own:
+        found.append(f"calls {name} on {target.id} with a computed name")
+    return found
+
+
+def student_cells(notebook: nbformat.NotebookNode, release: nbformat.NotebookNode | None
+                  ) -> list[tuple[int, str, nbformat.NotebookNode]]:
+    """(position, label, cell) of every cell whose code the student wrote and that will run.
+
+    The release notebook decides, never the submission's own metadata (which a student can
+    edit): a cell is the course's when nbgrader puts the release's source back into it (its
+    grade id names a read-only or test cell of the release) or when its source is that of one of
+    the release's given cells. Every other code cell is the student's, and so is a cell of another
+    type whose grade id names a release code cell, since nbgrader makes it a code cell again.
+    """
+    release_cells = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell
+                     for cell in (release.cells if release else [])
+                     if cell.metadata.get("nbgrader", {}).get("grade_id")}
+    given = {cell.source.strip() for cell in (release.cells if release else []) if cell.cell_type == "code"
+             and not cell.metadata.get("nbgrader", {}).get("solution")}
+    cells = []
+    for position, cell in enumerate(notebook.cells):
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        original = release_cells.get(grade_id)
+        restored = original is not None and original.metadata["nbgrader"].get("locked") and not original.metadata[
+            "nbgrader"].get("solution")
+        runs = cell.cell_type == "code" or (original is not None and original.cell_type == "code")
+        if not runs or restored or cell.source.strip() in given:
+            continue
+        label = grade_id if original is not None else f"a cell you added (cell {position + 1})"
+        cells.append((position, label, cell))
+    return cells
+
+
+def scan(notebook: nbformat.NotebookNode, release: nbformat.NotebookNode | None = None,
+         limit: int = 5) -> list[str]:
+    """Notes on the suspicious code in the cells the student wrote (see `student_cells`).
+
+    The names that every cell imports count, the course's own cells included: assigning to
+    ``torch.equal`` is flagged even when only a given cell imported ``torch``.
+    """
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    imported = imported_names([cell.source for cell in code_cells])
+    notes = []
+    for _, where, cell in student_cells(notebook, release):
+        for line, what in findings(cell.source, imported):
+            notes.append(f"{where}, line {line}: {what}" if line else f"{where}: {what}")
+    if len(notes) > limit:
+        notes = notes[:limit] + [f"and {len(notes) - limit} more"]
+    return notes

@@ -1,0 +1,185 @@
+"""The run stage's grading processes: one per ``--jobs`` slot, each grading one student at a time.
+
+A `Job` owns one grading process (grading/pipeline/worker.py) and the pipe of its events
+(grading/pipeline/events.py). It sends a student's request, enforces the student's time limit per notebook
+by killing the process, and starts a new one for what is left: a process holds no state that a student's code
+could reach. `status_of` turns each notebook's outcome into the status that the grades table shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from grading.pipeline.collect import Submission
+from grading.pipeline.events import Crashed, Done, Event, Failed, Finished, Outcome, Ready, Start, TimedOut, decode
+from grading.pipeline.options import WORKER_STEP_LIMIT_S, GradingOptions
+
+
+class Job:
+    """One of the ``--jobs`` grading processes, owned by one thread at a time."""
+
+    def __init__(self, number: int, course: Path, options: GradingOptions, skip_tag: str):
+        self.number = number
+        self.course = course
+        self.db = course / "jobs" / f"job-{number}.db"
+        self.log_path = course / "jobs" / f"job-{number}.log"
+        shutil.copy(course / "gradebook.db", self.db)
+        # The command's options travel whole; the scratch course, the tag and the gradebook are this run's.
+        self.settings_path = course / "jobs" / f"job-{number}.json"
+        self.settings_path.write_text(json.dumps({"options": options.to_json(), "course": str(course),
+                                                  "skip_tag": skip_tag, "db": str(self.db)}))
+        self.memory_limit_gb = options.memory_limit_gb
+        self.process: subprocess.Popen | None = None
+        self.events = None
+        self.buffer = b""
+
+    def _start(self) -> None:
+        read_end, write_end = os.pipe()
+        env = dict(os.environ)
+        package_home = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = package_home + os.pathsep + env.get("PYTHONPATH", "")
+        limit = int(self.memory_limit_gb * 2**30) if self.memory_limit_gb else None
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "grading.pipeline.worker", str(self.settings_path), str(write_end)],
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=[write_end], cwd=self.course,
+                env=env, start_new_session=True,
+                preexec_fn=(lambda: _limit_data(limit)) if limit else None)
+        os.close(write_end)
+        self.events = read_end
+        self.buffer = b""
+        if not isinstance(self._next(time.monotonic() + WORKER_STEP_LIMIT_S), Ready):
+            self.stop()
+            raise RuntimeError(f"the grading process did not start: {self.log_tail()}")
+
+    def _next(self, deadline: float) -> Event | None:
+        """The process's next event; None when the deadline passed, the process ended or wrote no event."""
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            with selectors.DefaultSelector() as selector:
+                selector.register(self.events, selectors.EVENT_READ)
+                if not selector.select(min(remaining, 5.0)):
+                    if self.process.poll() is not None:
+                        return None
+                    continue
+            chunk = os.read(self.events, 65536)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            return decode(line)
+        except ValueError:
+            return None
+
+    def log_tail(self) -> str:
+        try:
+            lines = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "(no log)"
+        return lines[-1][:300] if lines else "(no output)"
+
+    def stop(self, graceful: bool = False) -> None:
+        """End the process: at once (it is stuck past a time limit), or once it has read its last request."""
+        if self.process is not None:
+            if graceful:
+                try:
+                    self.process.stdin.close()
+                    self.process.wait(timeout=30)
+                except (OSError, subprocess.TimeoutExpired):
+                    pass
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.process.wait()
+            self.process = None
+        if self.events is not None:
+            os.close(self.events)
+            self.events = None
+
+    def _send(self, request: dict) -> None:
+        if self.process is None or self.process.poll() is not None:
+            self._start()
+        self.process.stdin.write((json.dumps(request) + "\n").encode())
+        self.process.stdin.flush()
+
+    def grade(self, student: str, assignments: list[str], plan: Path | None, timeout: float) -> dict[str, Outcome]:
+        """Grade the student's notebooks; return each one's outcome."""
+        outcomes: dict[str, Outcome] = {}
+        pending = list(assignments)
+        while pending:
+            try:
+                self._send({"student": student, "assignments": pending, "plan": str(plan) if plan else None})
+            except (OSError, RuntimeError) as error:
+                self.stop()
+                outcomes.update({a: Failed(f"the grading process failed: {error}") for a in pending})
+                return outcomes
+            self._follow(pending, outcomes, timeout)
+        return outcomes
+
+    def _follow(self, pending: list[str], outcomes: dict[str, Outcome], timeout: float) -> None:
+        """Read the events of one request until it is finished or the process ends; ``pending`` shrinks."""
+        current, deadline = None, time.monotonic() + WORKER_STEP_LIMIT_S
+        while True:
+            event = self._next(deadline)
+            if isinstance(event, Start):
+                current, deadline = event.assignment, time.monotonic() + timeout
+            elif isinstance(event, Done):
+                outcomes[event.assignment] = event
+                pending.remove(event.assignment)
+                current, deadline = None, time.monotonic() + WORKER_STEP_LIMIT_S
+            elif isinstance(event, Finished):
+                return
+            else:  # The process ended, went past the deadline, or crashed while grading `current`.
+                failed = current or pending[0]
+                if isinstance(event, Crashed):
+                    outcomes[failed] = Failed(event.error.strip().splitlines()[-1])
+                elif current is not None and time.monotonic() >= deadline:
+                    outcomes[failed] = TimedOut(f"timed out after {timeout:g} s")
+                else:
+                    outcomes[failed] = Failed(f"the grading process ended: {self.log_tail()}")
+                if not isinstance(event, Crashed):
+                    self.stop()
+                pending.remove(failed)
+                return
+
+
+def _limit_data(limit_bytes: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_DATA, (limit_bytes, limit_bytes))
+
+
+def status_of(submission: Submission, outcome: Outcome, timeout: float) -> str:
+    """The status of a graded submission, from its outcome and what preparing it found."""
+    if isinstance(outcome, TimedOut):
+        return f"timed out after {timeout:g} s (0 points; needs a manual look)"
+    if isinstance(outcome, Failed):
+        return f"needs a manual look: grading failed: {outcome.reason}"
+    if not outcome.ok:
+        if "CellTimeoutError" in outcome.log + outcome.error:
+            return "timed out: a cell ignored the interrupt (0 points; needs a manual look)"
+        reason = next((line for line in reversed((outcome.error or outcome.log).strip().splitlines())
+                       if line.strip()), "nbgrader failed")
+        return f"needs a manual look: grading failed: {reason.strip()[:300]}"
+    status = "needs a manual look" if submission.needs_manual_look else "repaired" if submission.repaired else "graded"
+    details = list(submission.notes)
+    if "Timeout waiting for execute reply" in outcome.log:
+        details.insert(0, "a cell ran past the time limit and was interrupted")
+    if outcome.feedback_error:
+        details.append(f"feedback failed: {outcome.feedback_error.strip().splitlines()[-1][:200]}")
+    if outcome.judge_error:
+        status = "needs a manual look"
+        details.insert(0, f"the judge failed, so the rest of this student's tests score 0: {outcome.judge_error[:300]}")
+    return status + ("; " + "; ".join(details) if details else "")

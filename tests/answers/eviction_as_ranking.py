@@ -1,0 +1,373 @@
+"""Wrong and alternative answers for notebook 01 (see tests/answers/__init__.py)."""
+
+from grading.authoring.reference import Reference, regions
+
+ref = Reference("01_eviction_as_ranking")
+
+VICTIM, ORDER, QUOTAS = "task1_1_select_victim", "task1_2_eviction_order", "task1_3_quotas"
+OVERUSE, TENANT, ARGMIN = "task1_4_overuse", "task1_5_victim_tenant", "task1_6_argmin_victim"
+LEX, QUOTAS_T = "task1_7_lex_argmin", "task1_8_quotas_tensor"
+
+
+def whole(grade_id, body, before=""):
+    """The reference cell with ``body`` written in its first blank and every other blank left empty:
+    an answer that ignores the TODO structure and writes the function in one piece."""
+    labels = [region.todo for region in regions(ref.cells[grade_id])]
+    return ref.solve(grade_id, todo={labels[0]: body, **{label: "" for label in labels[1:]}}, before=before)
+
+
+WRONG = {
+    VICTIM: {
+        "max instead of min": ref.edit(VICTIM, ("return min(", "return max(")),
+        "ties ignored (insertion order decides)": ref.edit(
+            VICTIM, ("key=lambda seq_id: (values[seq_id], seq_id)", "key=values.get")),
+        "ties to the larger key": ref.edit(
+            VICTIM, ("min(values, key=lambda seq_id: (values[seq_id], seq_id))",
+                     "min(sorted(values, reverse=True), key=values.get)")),
+        "crashes on an empty dict": ref.edit(VICTIM, ("    if not values:\n        return None\n", "")),
+        "removes the victim from values": ref.edit(
+            VICTIM, ("    return min(values, key=lambda seq_id: (values[seq_id], seq_id))",
+                     "    victim = min(values, key=lambda seq_id: (values[seq_id], seq_id))\n"
+                     "    del values[victim]\n    return victim")),
+    },
+    ORDER: {
+        "descending order": ref.edit(ORDER, ("seq_id))", "seq_id), reverse=True)")),
+        "ties ignored (insertion order decides)": ref.edit(
+            ORDER, ("key=lambda seq_id: (values[seq_id], seq_id)", "key=values.get")),
+        "returns the values, not the keys": ref.edit(
+            ORDER, ("return sorted(values, key=lambda seq_id: (values[seq_id], seq_id))",
+                    "return [values[k] for k in sorted(values, key=lambda k: (values[k], k))]")),
+        "ties to the larger key": ref.edit(
+            ORDER, ("return sorted(values, key=lambda seq_id: (values[seq_id], seq_id))",
+                    "return sorted(sorted(values, reverse=True), key=values.get)")),
+    },
+    QUOTAS: {
+        "NaN weights accepted (checks weight < 0 and inf only)": ref.edit(
+            QUOTAS, ("if not math.isfinite(weight) or weight < 0:", "if weight < 0 or math.isinf(weight):")),
+        "counts instead of weights (equal split)": ref.edit(
+            QUOTAS, ("{tenant: weight / total_weight * total_blocks", "{tenant: total_blocks / len(weights)")),
+        "no input checks": whole(QUOTAS, """
+            total = sum(weights.values())
+            return {t: w / total * total_blocks for t, w in weights.items()}
+        """),
+        "forgets to multiply by total_blocks": ref.edit(
+            QUOTAS, ("{tenant: weight / total_weight * total_blocks", "{tenant: weight / total_weight")),
+        "normalizes by the largest weight": ref.edit(
+            QUOTAS, ("{tenant: weight / total_weight * total_blocks",
+                     "{tenant: weight / max(weights.values()) * total_blocks")),
+        "an int 0 for a weight-0 tenant": ref.edit(
+            QUOTAS, ("{tenant: weight / total_weight * total_blocks for",
+                     "{tenant: (weight / total_weight * total_blocks if weight else 0) for")),
+        "zeros when the weights sum to 0": ref.edit(
+            QUOTAS, ('raise ValueError("weights must not sum to 0")', "return {tenant: 0.0 for tenant in weights}")),
+    },
+    OVERUSE: {
+        "only tenants that hold blocks": ref.edit(
+            OVERUSE, ("tenants = set(usage) | set(quota)", "tenants = set(usage)")),
+        "quota minus usage": ref.edit(
+            OVERUSE, ("float(usage.get(tenant, 0)) - float(quota.get(tenant, 0.0))",
+                      "float(quota.get(tenant, 0.0)) - float(usage.get(tenant, 0))")),
+        "an int where a quota is missing": ref.edit(
+            OVERUSE, ("float(usage.get(tenant, 0)) - float(quota.get(tenant, 0.0))",
+                      "usage.get(tenant, 0) - quota.get(tenant, 0)")),
+        "an int when usage and quota are ints": ref.edit(
+            OVERUSE, ("float(usage.get(tenant, 0)) - float(quota.get(tenant, 0.0))",
+                      "usage.get(tenant, 0) - quota.get(tenant, 0.0)")),
+    },
+    TENANT: {
+        "max over (overuse, name): ties to the larger name": ref.edit(
+            TENANT, ("return min(over, key=lambda tenant: (-over[tenant], tenant))",
+                     "return max(over, key=lambda tenant: (over[tenant], tenant))")),
+        "counts a tenant exactly at quota as over": ref.edit(TENANT, ("if amount > 0}", "if amount >= 0}")),
+        "largest usage instead of largest overuse": ref.edit(
+            TENANT, ("(-over[tenant], tenant)", "(-usage.get(tenant, 0), tenant)")),
+        "a tenant even when nobody is over quota": ref.edit(
+            TENANT, ("overuse(usage, quota).items() if amount > 0}", "overuse(usage, quota).items()}")),
+    },
+    ARGMIN: {
+        "masks with +inf (crashes on int64)": whole(ARGMIN, """
+            mask = torch.ones_like(values, dtype=torch.bool) if evictable is None else evictable
+            if not bool(mask.any()):
+                return -1
+            return int(torch.argmin(values.masked_fill(~mask, float("inf"))))
+        """),
+        "ignores the mask": whole(ARGMIN, """
+            if values.numel() == 0:
+                return -1
+            return int(torch.argmin(values))
+        """),
+        "a Python loop that ignores the mask": whole(ARGMIN, """
+            best = -1
+            for i in range(len(values)):
+                if best < 0 or values[i] < values[best]:
+                    best = i
+            return best
+        """),
+        "masks with +inf (wrong for an evictable +inf)": whole(ARGMIN, """
+            if evictable is None:
+                evictable = torch.ones_like(values, dtype=torch.bool)
+            if not bool(evictable.any()):
+                return -1
+            masked = torch.where(evictable, values.double(), torch.full_like(values, float("inf"), dtype=torch.float64))
+            return int(torch.argmin(masked))
+        """),
+        "the index into the evictable subset, not into values": ref.edit(
+            ARGMIN, ("return int(candidates[torch.argmin(values[candidates])])",
+                     "return int(torch.argmin(values[candidates]))")),
+        "returns a tensor, not an int": ref.edit(
+            ARGMIN, ("return int(candidates[torch.argmin(values[candidates])])",
+                     "return candidates[torch.argmin(values[candidates])]")),
+        "last index on ties": ref.edit(
+            ARGMIN, ("return int(candidates[torch.argmin(values[candidates])])",
+                     "candidates = candidates.flip(0)\n    return int(candidates[torch.argmin(values[candidates])])")),
+        "compares in float64 (loses int64 precision)": whole(ARGMIN, """
+            mask = torch.ones_like(values, dtype=torch.bool) if evictable is None else evictable
+            if not bool(mask.any()):
+                return -1
+            as_float = values.to(torch.float64)
+            smallest = as_float[mask].min()
+            return int(torch.nonzero(mask & (as_float == smallest))[0, 0])
+        """),
+        "fills with the largest finite value (wrong for an evictable +inf)": whole(ARGMIN, """
+            mask = torch.ones_like(values, dtype=torch.bool) if evictable is None else evictable
+            if not bool(mask.any()):
+                return -1
+            info = torch.finfo(values.dtype) if values.is_floating_point() else torch.iinfo(values.dtype)
+            filled = torch.where(mask, values, torch.full_like(values, info.max))
+            smallest = filled.min()
+            return int(torch.nonzero(mask & (values == smallest))[0, 0])
+        """),
+        "masks in place (changes values)": whole(ARGMIN, """
+            if evictable is None:
+                evictable = torch.ones_like(values, dtype=torch.bool)
+            if not bool(evictable.any()):
+                return -1
+            top = torch.finfo(values.dtype).max if values.is_floating_point() else torch.iinfo(values.dtype).max
+            values[~evictable] = top
+            smallest = values[evictable].min()
+            return int(torch.nonzero(evictable & (values == smallest))[0, 0])
+        """),
+    },
+    LEX: {
+        "packs two keys into one int64 (overflows)": whole(LEX, """
+            if len(keys) == 0:
+                raise ValueError("no keys")
+            packed = keys[0] * 2**32 + (keys[1] if len(keys) > 1 else 0)
+            if evictable is None:
+                idx = torch.arange(len(packed), device=packed.device)
+            else:
+                idx = torch.nonzero(evictable).flatten()
+            if idx.numel() == 0:
+                return -1
+            return int(idx[torch.argmin(packed[idx])])
+        """),
+        "only the first key": ref.edit(LEX, ("    for key in keys:\n", "    for key in keys[:1]:\n")),
+        "last index when every key ties": ref.edit(
+            LEX, ("return int(torch.nonzero(candidates)[0, 0])", "return int(torch.nonzero(candidates)[-1, 0])")),
+        "a Python loop over the entries": whole(LEX, """
+            if len(keys) == 0:
+                raise ValueError("no keys")
+            best = -1
+            for i in range(len(keys[0])):
+                if evictable is not None and not bool(evictable[i]):
+                    continue
+                row = tuple(int(k[i]) for k in keys)
+                if best < 0 or row < tuple(int(k[best]) for k in keys):
+                    best = i
+            return best
+        """),
+        "narrows evictable in place (changes the caller's mask)": ref.edit(
+            LEX, ("        candidates = evictable.clone()", "        candidates = evictable"),
+            ("        candidates = candidates & (key == smallest_value)",
+             "        candidates &= key == smallest_value")),
+        "takes each key's minimum over every entry, not over the candidates": ref.edit(
+            LEX, ("torch.where(candidates, key, torch.full_like(key, largest)).min()", "key.min()")),
+    },
+    QUOTAS_T: {
+        "float32 instead of float64": ref.edit(QUOTAS_T, ("weights = weights.to(torch.float64)",
+                                                          "weights = weights.to(torch.float32)")),
+        "no input checks": whole(QUOTAS_T, """
+            w = weights.double()
+            return w / w.sum() * total_blocks
+        """),
+        "counts instead of weights (equal split)": ref.edit(
+            QUOTAS_T, ("    return weights / total_weight * total_blocks",
+                       "    return torch.full_like(weights, total_blocks / len(weights))")),
+        "NaN weights accepted (checks < 0 and inf only)": ref.edit(
+            QUOTAS_T, ("if not bool(torch.isfinite(weights).all()) or bool((weights < 0).any()):",
+                       "if bool((weights < 0).any()) or bool(torch.isinf(weights).any()):")),
+        "divides in place (changes float64 weights)": ref.edit(
+            QUOTAS_T, ("    return weights / total_weight * total_blocks",
+                       "    weights /= total_weight\n    weights *= total_blocks\n    return weights")),
+        "an empty tensor gives an empty tensor": ref.edit(
+            QUOTAS_T, ("if float(total_weight) == 0.0:", "if weights.numel() and float(total_weight) == 0.0:")),
+    },
+}
+
+ALTERNATIVES = {
+    VICTIM: {
+        "sorted()[0]": whole(VICTIM, """
+            ranked = sorted(values.items(), key=lambda item: (item[1], item[0]))
+            return ranked[0][0] if ranked else None
+        """),
+        "an explicit scan": whole(VICTIM, """
+            best = None
+            for key, value in values.items():
+                if best is None or (value, key) < (values[best], best):
+                    best = key
+            return best
+        """),
+        "min over sorted keys by value alone (min keeps the first minimum)": ref.solve(
+            VICTIM, todo={"1.1.2": "return min(sorted(values), key=values.__getitem__)"}),
+    },
+    ORDER: {
+        "a heap": ref.solve(ORDER, before="import heapq", eviction_order="""
+            heap = [(value, key) for key, value in values.items()]
+            heapq.heapify(heap)
+            return [heapq.heappop(heap)[1] for _ in range(len(heap))]
+        """),
+        "two stable sorts": ref.solve(
+            ORDER, eviction_order="return sorted(sorted(values), key=lambda key: values[key])"),
+        "items sorted by (value, key)": ref.solve(
+            ORDER, eviction_order="return [key for value, key in sorted((v, k) for k, v in values.items())]"),
+    },
+    QUOTAS: {
+        "fractions": whole(QUOTAS, before="from fractions import Fraction", body="""
+            if total_blocks < 0:
+                raise ValueError("total_blocks must be >= 0")
+            if any(not math.isfinite(w) or w < 0 for w in weights.values()):
+                raise ValueError("weights must be finite and >= 0")
+            total = sum(Fraction(w) for w in weights.values())
+            if total == 0:
+                raise ValueError("weights sum to 0")
+            return {t: float(Fraction(w) / total * total_blocks) for t, w in weights.items()}
+        """),
+        "shares first": whole(QUOTAS, """
+            bad = [t for t, w in weights.items() if not (w >= 0 and math.isfinite(w))]
+            if bad or total_blocks < 0 or sum(weights.values()) <= 0:
+                raise ValueError(f"invalid weights {bad} or total_blocks {total_blocks}")
+            shares = {t: w / sum(weights.values()) for t, w in weights.items()}
+            return {t: total_blocks * s for t, s in shares.items()}
+        """),
+        "w * B / sum, with math.fsum and isnan/isinf": ref.solve(QUOTAS, todo={
+            "1.3.1": """
+                if total_blocks < 0:
+                    raise ValueError("total_blocks < 0")
+                for tenant, weight in weights.items():
+                    if math.isnan(weight) or math.isinf(weight) or weight < 0:
+                        raise ValueError(f"bad weight {weight!r} for {tenant!r}")
+            """,
+            "1.3.2": """
+                total_weight = math.fsum(weights.values())
+                if not total_weight > 0:
+                    raise ValueError("the weights sum to 0")
+            """,
+            "1.3.3": "return {t: float(w * total_blocks) / total_weight for t, w in weights.items()}",
+        }),
+    },
+    OVERUSE: {
+        "a loop over both dicts": whole(OVERUSE, """
+            result = {}
+            for tenant in list(usage) + list(quota):
+                result[tenant] = usage.get(tenant, 0) - quota.get(tenant, 0) + 0.0
+            return result
+        """),
+        "collections.Counter-free union": whole(OVERUSE, """
+            tenants = {**{t: None for t in usage}, **{t: None for t in quota}}
+            return {t: float(usage[t] if t in usage else 0) - float(quota[t] if t in quota else 0) for t in tenants}
+        """),
+        "float defaults on both sides": ref.solve(OVERUSE, todo={
+            "1.4.1": "tenants = {*usage, *quota}",
+            "1.4.2": "return {t: float(usage.get(t, 0.0) - quota.get(t, 0.0)) for t in tenants}",
+        }),
+    },
+    TENANT: {
+        "sorted()[0] by (-overuse, name)": whole(TENANT, """
+            ranked = sorted((-amount, tenant) for tenant, amount in overuse(usage, quota).items() if amount > 0)
+            return ranked[0][1] if ranked else None
+        """),
+        "an explicit scan": whole(TENANT, """
+            best, best_amount = None, 0.0
+            for tenant, amount in overuse(usage, quota).items():
+                if amount > 0 and (best is None or amount > best_amount or (amount == best_amount and tenant < best)):
+                    best, best_amount = tenant, amount
+            return best
+        """),
+        "max over sorted names (max keeps the first maximum)": ref.solve(TENANT, todo={
+            "1.5.2": "return max(sorted(over), key=over.get) if over else None"}),
+    },
+    ARGMIN: {
+        "torch.sort (stable)": whole(ARGMIN, """
+            if evictable is None:
+                evictable = torch.ones(values.shape, dtype=torch.bool, device=values.device)
+            idx = torch.nonzero(evictable).flatten()
+            if len(idx) == 0:
+                return -1
+            order = torch.sort(values[idx], stable=True).indices
+            return int(idx[order[0]])
+        """),
+        "min value, then the first index holding it": whole(ARGMIN, """
+            mask = torch.ones_like(values, dtype=torch.bool) if evictable is None else evictable
+            if not bool(mask.any()):
+                return -1
+            smallest = values[mask].min()
+            return int(torch.nonzero(mask & (values == smallest))[0, 0])
+        """),
+        "torch.min with dim": ref.solve(ARGMIN, todo={
+            "1.6.3": "return int(candidates[torch.min(values[candidates], dim=0).indices])"}),
+    },
+    LEX: {
+        "stable sorts from the last key to the first": whole(LEX, """
+            if not keys:
+                raise ValueError("keys must not be empty")
+            order = torch.arange(len(keys[0]), device=keys[0].device)
+            for key in reversed(keys):
+                order = order[torch.sort(key[order], stable=True).indices]
+            if evictable is not None:
+                order = order[evictable[order]]
+            return int(order[0]) if len(order) else -1
+        """),
+        "narrowing with index tensors": whole(LEX, """
+            if len(keys) == 0:
+                raise ValueError("keys must not be empty")
+            idx = torch.arange(keys[0].numel(), device=keys[0].device)
+            if evictable is not None:
+                idx = idx[evictable]
+            for key in keys:
+                if idx.numel() == 0:
+                    return -1
+                sub = key[idx]
+                idx = idx[sub == sub.min()]
+            return int(idx.min()) if idx.numel() else -1
+        """),
+        "masked_fill with the int64 maximum": ref.solve(LEX, todo={"1.7.3": """
+            for key in keys:
+                smallest = key.masked_fill(~candidates, torch.iinfo(torch.int64).max).min()
+                candidates = candidates & (key == smallest)
+        """}),
+    },
+    QUOTAS_T: {
+        "torch.div": whole(QUOTAS_T, """
+            w = weights.to(torch.float64)
+            if total_blocks < 0 or w.numel() == 0 or not torch.isfinite(w).all() or (w < 0).any() or w.sum() == 0:
+                raise ValueError("invalid weights or total_blocks")
+            return torch.div(w, w.sum()).mul(total_blocks)
+        """),
+        "total first": whole(QUOTAS_T, """
+            if total_blocks < 0:
+                raise ValueError("total_blocks must be >= 0")
+            w = weights.double()
+            if torch.isnan(w).any() or torch.isinf(w).any() or (w < 0).any():
+                raise ValueError("weights must be finite and >= 0")
+            if w.sum().item() == 0:
+                raise ValueError("weights sum to 0")
+            return total_blocks * w / w.sum()
+        """),
+        "w * B / sum on a copy": ref.solve(QUOTAS_T, todo={"1.8.3": """
+            result = weights.clone()
+            result.mul_(total_blocks)
+            result.div_(total_weight)
+            return result
+        """}),
+    },
+}

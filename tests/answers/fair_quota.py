@@ -1,0 +1,419 @@
+"""Wrong and alternative answers for notebook 04 (see tests/answers/__init__.py)."""
+
+from grading.authoring.reference import Reference, regions
+
+ref = Reference("04_fair_quota")
+
+FAIR, JAIN, TENSOR = "task4_1_FairPolicy", "task4_2_jain_index", "task4_3_fair_victim_t"
+
+
+def rewrite(grade_id, before="", **bodies):
+    """The reference cell with each named function's code written anew: a function with several blanks
+    gets ``body`` in its first blank and the others left empty (an answer that ignores its TODO structure)."""
+    found = regions(ref.cells[grade_id])
+    todo = {}
+    for name, body in bodies.items():
+        labels = [region.todo for region in found if region.name == name]
+        todo.update({labels[0]: body, **{label: "" for label in labels[1:]}})
+    return ref.solve(grade_id, todo=todo, before=before)
+
+
+WRONG = {
+    FAIR: {
+        "a typical slip in every part: NaN accepted, split() without the default, idle tenants dropped, "
+        "usage in sequences, ties to the larger name, no global fallback": ref.edit(
+            FAIR, ("if not math.isfinite(weight) or weight < 0:", "if weight < 0:"),
+            ('        tenant, separator, _ = seq_id.partition("::")\n        return tenant if separator else "default"',
+             '        return seq_id.split("::")[0]'),
+            ("weights.update(self.tenant_weights)",
+             "weights.update({t: w for t, w in self.tenant_weights.items() if t in weights})"),
+            ("usage[tenant] += seq.num_blocks()", "usage[tenant] += 1"),
+            ("for tenant in sorted(over, key=lambda t: (-overuse[t], t)):",
+             "for tenant in sorted(over, key=lambda t: (overuse[t], t), reverse=True):"),
+            ("return lru([seq_id for ids in evictable.values() for seq_id in ids])", "return None")),
+        "usage counted in sequences instead of blocks": ref.edit(
+            FAIR, ("usage[tenant] += seq.num_blocks()", "usage[tenant] += 1")),
+        "quotas from present tenants only": ref.edit(
+            FAIR, ("weights.update(self.tenant_weights)",
+                   "weights.update({t: w for t, w in self.tenant_weights.items() if t in weights})")),
+        "ties to the larger tenant name": ref.edit(
+            FAIR, ("for tenant in sorted(over, key=lambda t: (-overuse[t], t)):",
+                   "for tenant in sorted(over, key=lambda t: (overuse[t], t), reverse=True):")),
+        "tenants tried by overuse alone (a tie goes to whichever came first)": ref.edit(
+            FAIR, ("for tenant in sorted(over, key=lambda t: (-overuse[t], t)):",
+                   "for tenant in sorted(over, key=lambda t: -overuse[t]):")),
+        "most recent instead of least recent inside the tenant": ref.edit(
+            FAIR, ("                return lru(evictable[tenant])",
+                   "                return max(evictable[tenant], key=lambda s: (sequences[s].last_access_step, s))")),
+        "no global fallback (None when nobody is over quota)": ref.edit(
+            FAIR, ("return lru([seq_id for ids in evictable.values() for seq_id in ids])", "return None")),
+        "protected sequences chosen": ref.edit(
+            FAIR, ("            if seq_id not in protected:\n                evictable[tenant].append(seq_id)",
+                   "            evictable[tenant].append(seq_id)")),
+        "an over-quota tenant with nothing evictable stops the search (global LRU at once)": ref.edit(
+            FAIR, ("                return lru(evictable[tenant])\n",
+                   "                return lru(evictable[tenant])\n            break\n")),
+        "protected sequences left out of the usage": ref.edit(
+            FAIR, ("            usage[tenant] += seq.num_blocks()\n            if seq_id not in protected:\n",
+                   "            if seq_id not in protected:\n                usage[tenant] += seq.num_blocks()\n")),
+        "_tenant_of splits at the last '::'": ref.edit(
+            FAIR, ('tenant, separator, _ = seq_id.partition("::")', 'tenant, separator, _ = seq_id.rpartition("::")')),
+        "a missing weight counts as 0": ref.edit(
+            FAIR, ("for seq_id in sequences), 1.0)", "for seq_id in sequences), 0.0)")),
+        "exactly at quota counts as over quota": ref.edit(
+            FAIR, ("if overuse[tenant] > 0]", "if overuse[tenant] >= 0]")),
+        "no check of the weights": ref.edit(FAIR, ("if not math.isfinite(weight) or weight < 0:", "if False:")),
+        "divides by zero when all weights are 0": ref.edit(
+            FAIR, ("        if total_weight == 0:\n            raise ValueError(",
+                   "        if False:\n            raise ValueError(")),
+        "zeros when all weights are 0 (instead of ValueError)": ref.edit(
+            FAIR, ('            raise ValueError("the weights of the tenants sum to 0: their quotas are undefined")',
+                   "            return {tenant: 0.0 for tenant in weights}")),
+        "_tenant_of is not a static method": ref.edit(
+            FAIR, ("    @staticmethod\n    def _tenant_of(seq_id):", "    def _tenant_of(self, seq_id):")),
+        "quota from the largest weight instead of the sum": ref.edit(
+            FAIR, ("total_weight = sum(weights.values())", "total_weight = max(weights.values(), default=0)")),
+        "quotas before the None check (an empty cache raises)": ref.edit(
+            FAIR, ("        if not self.candidates(sequences, protected):\n            return None\n"
+                   "        quotas = self._quotas(sequences)\n",
+                   "        quotas = self._quotas(sequences)\n"
+                   "        if not self.candidates(sequences, protected):\n            return None\n")),
+        "None only for an empty cache (every sequence protected crashes)": ref.edit(
+            FAIR, ("        if not self.candidates(sequences, protected):\n", "        if not sequences:\n")),
+        "_quotas changes the stored weights (tenants leak from one call to the next)": ref.edit(
+            FAIR, ("        weights = dict.fromkeys((self._tenant_of(seq_id) for seq_id in sequences), 1.0)\n"
+                   "        weights.update(self.tenant_weights)\n",
+                   "        weights = self.tenant_weights\n        for seq_id in sequences:\n"
+                   "            weights.setdefault(self._tenant_of(seq_id), 1.0)\n")),
+        "keeps the caller's dict, which _quotas then fills": ref.edit(
+            FAIR, ("        weights = dict(tenant_weights or {})\n",
+                   "        weights = tenant_weights if tenant_weights is not None else {}\n"),
+            ("        weights = dict.fromkeys((self._tenant_of(seq_id) for seq_id in sequences), 1.0)\n"
+             "        weights.update(self.tenant_weights)\n",
+             "        weights = self.tenant_weights\n        for seq_id in sequences:\n"
+             "            weights.setdefault(self._tenant_of(seq_id), 1.0)\n")),
+    },
+    JAIN: {
+        "forgets the factor n": ref.edit(JAIN, ("(len(values) * square_sum)", "square_sum")),
+        "crashes on an empty or all-zero list": ref.edit(JAIN, ("    if square_sum == 0:\n        return 1.0\n", "")),
+        "0.0 for an all-zero list": ref.edit(
+            JAIN, ("    if square_sum == 0:\n        return 1.0\n",
+                   "    if not values:\n        return 1.0\n    if square_sum == 0:\n        return 0.0\n")),
+        "an int for integer input": rewrite(JAIN, jain_index="""
+            squares = sum(x * x for x in xs)
+            if squares == 0:
+                return 1
+            exact = sum(xs) ** 2 % (len(xs) * squares) == 0
+            return sum(xs) ** 2 // (len(xs) * squares) if exact else sum(xs) ** 2 / (len(xs) * squares)
+        """),
+        "min over max instead of Jain's index": rewrite(JAIN, jain_index="""
+            if not xs or max(xs) == 0:
+                return 1.0
+            return float(min(xs) / max(xs))
+        """),
+        "sorts xs in place": ref.edit(
+            JAIN, ("    values = [float(x) for x in xs]\n", "    xs.sort()\n    values = [float(x) for x in xs]\n")),
+    },
+    TENSOR: {
+        "bincount without minlength, a Python loop over tenants with ties to the larger index, "
+        "most recent inside the tenant": ref.solve(TENSOR, todo={
+            "4.3.1": """
+                if not bool(evictable.any()):
+                    return -1
+                usage = torch.bincount(tenant, weights=num_blocks.to(torch.float64))
+                has_evictable = torch.bincount(tenant[evictable]) > 0
+            """,
+            "4.3.2": """
+                weights = weights.to(torch.float64)
+                total_weight = weights.sum()
+                if float(total_weight) == 0.0:
+                    raise ValueError("the weights sum to 0")
+                quota = weights / total_weight * total_blocks
+                mask = evictable
+                best, best_over = None, 0.0
+                for t in range(num_tenants):
+                    over = float(usage[t] - quota[t])
+                    if over > 0 and bool(has_evictable[t]) and (best is None or over >= best_over):
+                        best, best_over = t, over
+                if best is not None:
+                    mask = evictable & (tenant == best)
+            """,
+            "4.3.3": """
+                newest = last_access_step[mask].max()
+                return int(torch.nonzero(mask & (last_access_step == newest))[0, 0])
+            """}),
+        "usage counted in sequences (bincount without weights)": ref.edit(
+            TENSOR, ("device=weights.device).index_add_(0, tenant, num_blocks)",
+                     "device=weights.device).index_add_(0, tenant, torch.ones_like(num_blocks))")),
+        "bincount without minlength": ref.solve(TENSOR, todo={"4.3.1": """
+            if not bool(evictable.any()):
+                return -1
+            usage = torch.bincount(tenant, weights=num_blocks.to(torch.float64))
+            has_evictable = torch.bincount(tenant, weights=evictable.to(torch.float64)) > 0
+        """}),
+        "tenant ties to the larger index": ref.edit(
+            TENSOR, ("victim_tenant = torch.nonzero(candidate & (overuse == largest))[0, 0]",
+                     "victim_tenant = torch.nonzero(candidate & (overuse == largest))[-1, 0]")),
+        "no global fallback (-1 when nobody is over quota)": ref.edit(
+            TENSOR, ("    mask = evictable\n", "    mask = torch.zeros_like(evictable)\n")),
+        "an over-quota tenant with nothing evictable is not passed over": ref.edit(
+            TENSOR, ("candidate = (overuse > 0) & has_evictable", "candidate = overuse > 0")),
+        "most recent inside the tenant": ref.edit(
+            TENSOR, ("oldest = last_access_step[mask].min()", "oldest = last_access_step[mask].max()")),
+        "usage in float32": ref.edit(
+            TENSOR, ("overuse = usage.to(torch.float64) - quota",
+                     "overuse = usage.to(torch.float32) - quota.to(torch.float32)")),
+        "returns a tensor instead of an int": ref.edit(
+            TENSOR, ("    return int(torch.nonzero(mask & (last_access_step == oldest))[0, 0])",
+                     "    return torch.nonzero(mask & (last_access_step == oldest))[0, 0]")),
+        "zeros when the weights sum to 0 (instead of ValueError)": ref.edit(
+            TENSOR, ("    if float(total_weight) == 0.0:\n"
+                     '        raise ValueError("the weights sum to 0: the quotas are undefined")\n'
+                     "    quota = weights / total_weight * total_blocks\n",
+                     "    quota = torch.where(total_weight > 0, weights / total_weight * total_blocks,\n"
+                     "                        torch.zeros_like(weights))\n")),
+        "checks the weights before nothing-to-evict (raises instead of -1)": ref.edit(
+            TENSOR, ("    if not bool(evictable.any()):\n        return -1\n    usage", "    usage"),
+            ("    oldest = last_access_step[mask].min()\n",
+             "    if not bool(mask.any()):\n        return -1\n    oldest = last_access_step[mask].min()\n")),
+        "usage by a Python loop over the sequences": ref.edit(
+            TENSOR, ("    usage = torch.zeros(num_tenants, dtype=torch.int64, device=weights.device)"
+                     ".index_add_(0, tenant, num_blocks)\n",
+                     "    usage = torch.zeros(num_tenants, dtype=torch.int64, device=weights.device)\n"
+                     "    for i in range(len(tenant)):\n        usage[tenant[i]] += num_blocks[i]\n")),
+    },
+}
+
+ALTERNATIVES = {
+    FAIR: {
+        "the base solution with a helper method and split()": rewrite(
+            FAIR,
+            __init__="""
+                weights = dict(tenant_weights or {})
+                for tenant, weight in weights.items():
+                    if not math.isfinite(weight) or weight < 0:
+                        raise ValueError(f"bad weight for {tenant!r}")
+                if total_blocks < 1:
+                    raise ValueError("total_blocks must be >= 1")
+                self.tenant_weights = weights
+                self.total_blocks = total_blocks
+            """,
+            _tenant_of='return seq_id.split("::", 1)[0] if "::" in seq_id else "default"',
+            _quotas="""
+                weights = {self._tenant_of(s): 1.0 for s in sequences}
+                weights.update(self.tenant_weights)
+                total = sum(weights.values())
+                if total == 0:
+                    raise ValueError("all weights are 0")
+                return {t: w / total * self.total_blocks for t, w in weights.items()}
+            """,
+            select_victim="""
+                def usage_of(sequences):
+                    usage = {}
+                    for s, seq in sequences.items():
+                        usage[self._tenant_of(s)] = usage.get(self._tenant_of(s), 0) + seq.num_blocks()
+                    return usage
+
+                free = [s for s in sequences if s not in protected]
+                if not free:
+                    return None
+                quotas = self._quotas(sequences)
+                usage = usage_of(sequences)
+                over = {t: usage.get(t, 0) - q for t, q in quotas.items() if usage.get(t, 0) - q > 0}
+                for tenant in sorted(over, key=lambda t: (-over[t], t)):
+                    mine = [s for s in free if self._tenant_of(s) == tenant]
+                    if mine:
+                        return min(mine, key=lambda s: (sequences[s].last_access_step, s))
+                return min(free, key=lambda s: (sequences[s].last_access_step, s))
+            """),
+        "a heap of candidate tenants and sorted() for LRU": rewrite(
+            FAIR, before="import heapq\nfrom collections import defaultdict",
+            __init__="""
+                if not total_blocks >= 1:
+                    raise ValueError("total_blocks must be at least 1")
+                self.weights = {}
+                for name, value in (tenant_weights or {}).items():
+                    if math.isnan(value) or math.isinf(value) or value < 0:
+                        raise ValueError(f"invalid weight {value} for tenant {name}")
+                    self.weights[name] = value
+                self.total = total_blocks
+            """,
+            _tenant_of="""
+                index = seq_id.find("::")
+                return "default" if index < 0 else seq_id[:index]
+            """,
+            _quotas="""
+                tenants = set(self.weights) | {FairPolicy._tenant_of(s) for s in sequences}
+                w = {t: self.weights.get(t, 1.0) for t in tenants}
+                s = math.fsum(w.values())
+                if not s > 0:
+                    raise ValueError("the weights sum to 0")
+                return {t: w[t] / s * self.total for t in tenants}
+            """,
+            select_victim="""
+                if all(seq_id in protected for seq_id in sequences):
+                    return None
+                quota = self._quotas(sequences)
+                usage = defaultdict(int)
+                members = defaultdict(list)
+                for seq_id in sequences:
+                    t = self._tenant_of(seq_id)
+                    usage[t] += sequences[seq_id].num_blocks()
+                    if seq_id not in protected:
+                        members[t].append(seq_id)
+                heap = [(-(usage[t] - quota[t]), t) for t in quota if usage[t] - quota[t] > 0]
+                heapq.heapify(heap)
+                while heap:
+                    _, t = heapq.heappop(heap)
+                    if members[t]:
+                        return sorted(members[t], key=lambda x: (sequences[x].last_access_step, x))[0]
+                everyone = [x for ids in members.values() for x in ids]
+                return sorted(everyone, key=lambda x: (sequences[x].last_access_step, x))[0]
+            """),
+        "one pass that ranks every sequence by a composite key": rewrite(
+            FAIR,
+            __init__="""
+                self._w = dict(tenant_weights) if tenant_weights else {}
+                if any(not (0 <= v < math.inf) for v in self._w.values()):
+                    raise ValueError("weights must be finite and non-negative")
+                if total_blocks < 1:
+                    raise ValueError("total_blocks must be >= 1")
+                self._b = total_blocks
+            """,
+            _tenant_of="""
+                head, sep, _ = seq_id.partition("::")
+                return head if sep == "::" else "default"
+            """,
+            _quotas="""
+                w = dict(self._w)
+                for s in sequences:
+                    w.setdefault(self._tenant_of(s), 1.0)
+                total = sum(w.values())
+                if total == 0:
+                    raise ValueError("quotas are undefined when the weights sum to 0")
+                return {t: v / total * self._b for t, v in w.items()}
+            """,
+            select_victim="""
+                if not self.candidates(sequences, protected):
+                    return None
+                quota = self._quotas(sequences)
+                over = {t: -q for t, q in quota.items()}
+                for s, seq in sequences.items():
+                    over[self._tenant_of(s)] += seq.num_blocks()
+                rows = []
+                for s, seq in sequences.items():
+                    if s in protected:
+                        continue
+                    t = self._tenant_of(s)
+                    # Over-quota tenants first, the largest overuse first, the smaller name first.
+                    rank = (0, -over[t], t) if over[t] > 0 else (1, 0, "")
+                    rows.append((rank, seq.last_access_step, s))
+                return min(rows)[2]
+            """),
+        "exact quotas with fractions, tenants tried by a stable sort": ref.solve(
+            FAIR, before="from fractions import Fraction", todo={
+                "4.1.3": """
+                    weights = {t: 1.0 for t in map(self._tenant_of, sequences)}
+                    weights.update(self.tenant_weights)
+                    total = sum(Fraction(w) for w in weights.values())
+                    if total == 0:
+                        raise ValueError("no tenant has a positive weight")
+                    return {t: float(Fraction(w) / total * self.total_blocks) for t, w in weights.items()}
+                """,
+                "4.1.5": """
+                    overuse = {tenant: usage[tenant] - quotas[tenant] for tenant in quotas}
+                    by_name = sorted(t for t in quotas if overuse[t] > 0 and evictable[t])
+                    for tenant in sorted(by_name, key=lambda t: overuse[t], reverse=True):
+                        return lru(evictable[tenant])
+                """}),
+    },
+    JAIN: {
+        "mean squared over mean of squares": rewrite(JAIN, jain_index="""
+            n = len(xs)
+            if n == 0 or not any(xs):
+                return 1.0
+            mean = sum(xs) / n
+            mean_square = sum(x ** 2 for x in xs) / n
+            return float(mean * mean / mean_square)
+        """),
+        "math.fsum and a generator": rewrite(JAIN, before="import math", jain_index="""
+            total = math.fsum(xs)
+            squares = math.fsum(x * x for x in xs)
+            return 1.0 if squares == 0 else total * total / (len(xs) * squares)
+        """),
+        "torch in float64": rewrite(JAIN, jain_index="""
+            x = torch.tensor([float(v) for v in xs], dtype=torch.float64)
+            squares = float((x * x).sum())
+            if squares == 0.0:
+                return 1.0
+            return float(x.sum()) ** 2 / (x.numel() * squares)
+        """),
+    },
+    TENSOR: {
+        "bincount and torch.nonzero": rewrite(TENSOR, fair_victim_t="""
+            T = weights.shape[0]
+            if not bool(evictable.any()):
+                return -1
+            usage = torch.bincount(tenant, weights=num_blocks.double(), minlength=T)
+            has_free = torch.bincount(tenant[evictable], minlength=T) > 0
+            w = weights.double()
+            if float(w.sum()) <= 0:
+                raise ValueError("weights sum to 0")
+            over = usage - w / w.sum() * total_blocks
+            candidate = (over > 0) & has_free
+            mask = evictable
+            if bool(candidate.any()):
+                best = over[candidate].max()
+                victim_tenant = torch.nonzero(candidate & (over == best)).min()
+                mask = evictable & (tenant == victim_tenant)
+            oldest = last_access_step[mask].min()
+            return int(torch.nonzero(mask & (last_access_step == oldest)).min())
+        """),
+        "lexicographic sort by stable torch.sort": rewrite(TENSOR, fair_victim_t="""
+            T = weights.numel()
+            dev = weights.device
+            if not bool(evictable.any()):
+                return -1
+            usage = torch.zeros(T, dtype=torch.float64, device=dev).index_add(0, tenant, num_blocks.to(torch.float64))
+            free_count = torch.zeros(T, dtype=torch.int64, device=dev).index_add(0, tenant, evictable.long())
+            w = weights.to(torch.float64)
+            total_w = w.sum()
+            if bool(total_w == 0):
+                raise ValueError("the weights sum to 0")
+            over = usage - w / total_w * total_blocks
+            ok = (over > 0) & (free_count > 0)
+            if bool(ok.any()):
+                # Order tenants: eligible first, then largest overuse, then the smaller index
+                # (stable sorts, last key first).
+                order = torch.arange(T, device=dev)
+                order = order[torch.sort(-over[order], stable=True).indices]
+                order = order[torch.sort((~ok[order]).long(), stable=True).indices]
+                mask = evictable & (tenant == order[0])
+            else:
+                mask = evictable
+            idx = torch.nonzero(mask).flatten()
+            steps = last_access_step[idx]
+            return int(idx[torch.sort(steps, stable=True).indices[0]])
+        """),
+        "scatter_add_ and argmax (the first maximum)": ref.solve(TENSOR, todo={
+            "4.3.1": """
+                if not evictable.any():
+                    return -1
+                usage = torch.zeros(num_tenants, dtype=torch.float64, device=tenant.device).scatter_add_(
+                    0, tenant, num_blocks.to(torch.float64))
+                has_evictable = torch.zeros(num_tenants, dtype=torch.bool, device=tenant.device).index_fill_(
+                    0, tenant[evictable], True)
+            """,
+            "4.3.2": """
+                w = weights.double()
+                if w.sum().item() == 0:
+                    raise ValueError("every weight is 0")
+                overuse = usage - w * total_blocks / w.sum()
+                candidate = (overuse > 0) & has_evictable
+                mask = evictable
+                if candidate.any():
+                    victim_tenant = torch.argmax(torch.where(candidate, overuse, torch.full_like(overuse, -torch.inf)))
+                    mask = evictable & (tenant == victim_tenant)
+            """}),
+    },
+}

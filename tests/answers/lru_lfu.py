@@ -1,0 +1,371 @@
+"""Wrong and alternative answers for notebook 03 (see tests/answers/__init__.py)."""
+
+from grading.authoring.reference import Reference
+
+ref = Reference("03_lru_lfu")
+
+BASE, LRU, LFU = "task3_1_EvictionPolicy", "task3_2_LRUPolicy", "task3_3_LFUPolicy"
+FIT, LRU_T, LFU_T, ORDER_T = ("task3_4_evict_until_fit", "task3_5_lru_victim_t", "task3_6_lfu_victim_t",
+                              "task3_7_evict_order_t")
+
+_CANDIDATES = "sorted(seq_id for seq_id in sequences if seq_id not in protected)"
+_LRU_MIN = "min(candidates, key=lambda seq_id: (sequences[seq_id].last_access_step, seq_id))"
+_LFU_KEY = "(sequences[seq_id].use_count, sequences[seq_id].last_access_step, seq_id)"
+_FREEABLE = "freeable = sum(1 for block_id, count in references.items() if count == blocks[block_id].ref_count)"
+_INFEASIBLE = "if allocator.num_free + freeable < blocks_needed:"
+
+WRONG = {
+    BASE: {
+        "protected ids ignored": ref.edit(BASE, (_CANDIDATES, "sorted(sequences)")),
+        "insertion order instead of sorted": ref.edit(
+            BASE, (_CANDIDATES, "[seq_id for seq_id in sequences if seq_id not in protected]")),
+        "returns a set": ref.edit(BASE, (_CANDIDATES, "set(sequences) - set(protected)")),
+        "select_victim returns None instead of being abstract": ref.edit(
+            BASE, ('raise NotImplementedError(f"{type(self).__name__} must implement select_victim")', "return None")),
+        "removes the protected ids from the dict": ref.solve(BASE, candidates="""
+            for seq_id in list(sequences):
+                if seq_id in protected:
+                    del sequences[seq_id]
+            return sorted(sequences)
+        """),
+        "drops the uncached ids from protected (changes its argument)": ref.solve(BASE, candidates="""
+            if isinstance(protected, set):
+                protected &= set(sequences)
+            return sorted(seq_id for seq_id in sequences if seq_id not in protected)
+        """),
+        "returns the same list on every call (cached)": ref.solve(BASE, candidates="""
+            if getattr(self, "_ids", None) is None:
+                self._ids = []
+            self._ids[:] = sorted(seq_id for seq_id in sequences if seq_id not in protected)
+            return self._ids
+        """),
+        "sorted descending": ref.edit(BASE, (_CANDIDATES, f"{_CANDIDATES[:-1]}, reverse=True)")),
+    },
+    LRU: {
+        "LRU by use_count": ref.edit(LRU, ("(sequences[seq_id].last_access_step, seq_id)",
+                                           "(sequences[seq_id].use_count, seq_id)")),
+        "ties broken by the larger id": ref.edit(
+            LRU, (_LRU_MIN, "max(candidates, key=lambda seq_id: (-sequences[seq_id].last_access_step, seq_id))")),
+        "protected ids ignored": ref.edit(LRU, ("self.candidates(sequences, protected)", "self.candidates(sequences)")),
+        "most recently used instead of least": ref.edit(
+            LRU, ("(sequences[seq_id].last_access_step, seq_id)", "(-sequences[seq_id].last_access_step, seq_id)")),
+        "returns the SequenceKVCache, not its id": ref.edit(LRU, (_LRU_MIN, f"sequences[{_LRU_MIN}]")),
+        "ties left to the dict's order": ref.solve(LRU, todo={"3.2.2": """
+            unprotected = [seq_id for seq_id in sequences if seq_id in candidates]
+            return min(unprotected, key=lambda seq_id: sequences[seq_id].last_access_step)
+        """}),
+        "evicts the victim itself (removes it from sequences)": ref.edit(
+            LRU, (f"return {_LRU_MIN}", f"victim = {_LRU_MIN}\n        del sequences[victim]\n        return victim")),
+    },
+    LFU: {
+        "LFU without the recency tie-break": ref.edit(LFU, (_LFU_KEY, "(sequences[seq_id].use_count, seq_id)")),
+        "ties broken by the larger id": ref.edit(
+            LFU, (f"min(candidates, key=lambda seq_id: {_LFU_KEY})",
+                  "max(candidates, key=lambda seq_id: (-sequences[seq_id].use_count, "
+                  "-sequences[seq_id].last_access_step, "
+                  "seq_id))")),
+        "protected ids ignored": ref.edit(LFU, ("self.candidates(sequences, protected)", "self.candidates(sequences)")),
+        "most recent first among equal counts": ref.edit(
+            LFU, (_LFU_KEY, "(sequences[seq_id].use_count, -sequences[seq_id].last_access_step, seq_id)")),
+        "recency before frequency": ref.edit(
+            LFU, (_LFU_KEY, "(sequences[seq_id].last_access_step, sequences[seq_id].use_count, seq_id)")),
+        "ties of both keys left to the dict's order": ref.solve(LFU, todo={"3.3.2": """
+            unprotected = [seq_id for seq_id in sequences if seq_id in candidates]
+            return min(unprotected,
+                       key=lambda seq_id: (sequences[seq_id].use_count, sequences[seq_id].last_access_step))
+        """}),
+        "bumps the victim's use_count": ref.solve(LFU, todo={"3.3.2": f"""
+            victim = min(candidates, key=lambda seq_id: {_LFU_KEY})
+            sequences[victim].use_count += 1
+            return victim
+        """}),
+    },
+    FIT: {
+        "evicts partially before failing": ref.solve(FIT, todo={"3.4.2": "pass"}),
+        "counts shared blocks as freeable": ref.edit(FIT, (_FREEABLE, "freeable = sum(references.values())")),
+        "protected ids not passed to the policy": ref.edit(
+            FIT, ("policy.select_victim(manager.sequences, protected)\n", "policy.select_victim(manager.sequences)\n")),
+        "evicts one victim too many (> instead of >=)": ref.edit(
+            FIT, ("while allocator.num_free < blocks_needed:", "while allocator.num_free <= blocks_needed:"),
+            ('raise RuntimeError("the policy chose no victim although enough blocks are freeable")', "break")),
+        "no check of blocks_needed < 0": ref.edit(
+            FIT, ('    if blocks_needed < 0:\n'
+                  '        raise ValueError(f"blocks_needed must be >= 0, got {blocks_needed}")\n',
+                  "")),
+        "feasibility ignores the blocks already free": ref.edit(FIT, (_INFEASIBLE, "if freeable < blocks_needed:")),
+        "feasibility counts the protected sequences' blocks too": ref.edit(
+            FIT, ("        if seq_id not in protected:\n            for block in seq.block_table:",
+                  "        if True:\n            for block in seq.block_table:")),
+        "ranks the sequences itself (LRU) instead of asking the policy": ref.edit(
+            FIT, ("victim = policy.select_victim(manager.sequences, protected)\n",
+                  "victim = min((s for s in manager.sequences if s not in protected),\n"
+                  "                     key=lambda s: manager.sequences[s].last_access_step, default=None)\n")),
+        "a block shared with a protected sequence counted when two others share it": ref.edit(
+            FIT, (_FREEABLE, "freeable = sum(1 for block_id, count in references.items()\n"
+                             "                   if count == blocks[block_id].ref_count or count > 1)")),
+        "only unshared blocks counted as freeable": ref.edit(
+            FIT, (_FREEABLE, "freeable = sum(1 for block in blocks.values() if block.ref_count == 1)")),
+        "returns the released SequenceKVCache objects": ref.edit(
+            FIT, ("        manager.release(manager.sequences[victim])\n        evicted.append(victim)",
+                  "        evicted.append(manager.sequences[victim])\n        manager.release(evicted[-1])")),
+    },
+    LRU_T: {
+        "ties broken by the last index": ref.solve(LRU_T, todo={"3.5.2": """
+            candidates = torch.nonzero(evictable).flatten()
+            if candidates.numel() == 0:
+                return -1
+            values = last_access_step[candidates]
+            return int(candidates[values == values.min()][-1])
+        """}),
+        "ignores the mask": ref.solve(LRU_T, todo={"3.5.2": """
+            if not bool(evictable.any()):
+                return -1
+            return int(torch.argmin(last_access_step))
+        """}),
+        "masks with the int64 maximum (a masked entry can win)": ref.edit(
+            LRU_T, ("    if index >= 0 and bool(evictable[index]):\n        return index\n"
+                    "    candidates = torch.nonzero(evictable).flatten()\n"
+                    "    return int(candidates[0]) if candidates.numel() else -1",
+                    "    return index if bool(evictable.any()) else -1")),
+        "returns a tensor, not an int": ref.solve(LRU_T, todo={"3.5.2": """
+            candidates = torch.nonzero(evictable).flatten()
+            if candidates.numel() == 0:
+                return -1
+            return candidates[torch.argmin(last_access_step[candidates])]
+        """}),
+        "a Python loop over the entries": ref.solve(LRU_T, todo={"3.5.2": """
+            best = -1
+            for i in range(last_access_step.shape[0]):
+                if bool(evictable[i]) and (best < 0 or bool(last_access_step[i] < last_access_step[best])):
+                    best = i
+            return best
+        """}),
+        "masks in float64 with +inf (large steps collide)": ref.solve(LRU_T, todo={"3.5.2": """
+            if not bool(evictable.any()):
+                return -1
+            masked = torch.where(evictable, last_access_step.double(), float("inf"))
+            return int(torch.argmin(masked))
+        """}),
+        "masks the caller's steps in place (masked_fill_)": ref.edit(
+            LRU_T, ("masked = torch.where(evictable, last_access_step, largest)",
+                    "masked = last_access_step.masked_fill_(~evictable, largest)")),
+        "checks the lengths, not the dimensions": ref.solve(LRU_T, todo={"3.5.1": """
+            if len(last_access_step) != len(evictable):
+                raise ValueError("the tensors differ in length")
+        """}),
+    },
+    LFU_T: {
+        "ties broken by the last index": ref.edit(
+            LFU_T, ("    index = int(torch.argmin(masked))\n    if bool(tied[index]):\n        return index\n"
+                    "    return int(torch.nonzero(tied)[0, 0])",
+                    "    tied = tied & (masked == masked.min())\n    return int(torch.nonzero(tied)[-1, 0])")),
+        "LFU without the recency tie-break": ref.edit(
+            LFU_T, ("masked = torch.where(tied, last_access_step, largest)",
+                    "masked = torch.where(tied, torch.zeros_like(last_access_step), largest)")),
+        "folds both keys into one number": ref.solve(LFU_T, todo={"3.6.2": "tied = evictable", "3.6.3": """
+            candidates = torch.nonzero(tied).flatten()
+            combined = use_count[candidates] * 10**6 + last_access_step[candidates]
+            return int(candidates[torch.argmin(combined)])
+        """}),
+        "no shape check": ref.solve(LFU_T, todo={"3.6.1": """
+            if not bool(evictable.any()):
+                return -1
+        """}),
+        "packs with 2**32 (int64 overflows)": ref.solve(LFU_T, todo={"3.6.2": "tied = evictable", "3.6.3": """
+            packed = torch.where(tied, use_count * 2**32 + last_access_step, largest)
+            return int(torch.argmin(packed))
+        """}),
+        "a Python loop over the entries": ref.solve(LFU_T, todo={"3.6.2": "tied = evictable", "3.6.3": """
+            best = -1
+            for i in range(len(use_count)):
+                if bool(tied[i]):
+                    row = (int(use_count[i]), int(last_access_step[i]))
+                    if best < 0 or row < (int(use_count[best]), int(last_access_step[best])):
+                        best = i
+            return best
+        """}),
+        "steps compared in float64 (large steps collide)": ref.edit(
+            LFU_T, ("masked = torch.where(tied, last_access_step, largest)",
+                    'masked = torch.where(tied, last_access_step.double(), float("inf"))')),
+        "masks the caller's use counts in place (masked_fill_)": ref.edit(
+            LFU_T, ("fewest = torch.where(evictable, use_count, largest).min()",
+                    "fewest = use_count.masked_fill_(~evictable, largest).min()")),
+        "the fewest uses over all entries, protected ones included": ref.edit(
+            LFU_T, ("fewest = torch.where(evictable, use_count, largest).min()", "fewest = use_count.min()")),
+        "steps masked with the int64 maximum, no second check": ref.edit(
+            LFU_T, ("    index = int(torch.argmin(masked))\n    if bool(tied[index]):\n        return index\n"
+                    "    return int(torch.nonzero(tied)[0, 0])",
+                    "    return int(torch.argmin(masked))")),
+    },
+    ORDER_T: {
+        "ties broken by the last index": ref.edit(
+            ORDER_T, ("order = torch.arange(evictable.shape[0], device=evictable.device)",
+                      "order = torch.arange(evictable.shape[0], device=evictable.device).flip(0)")),
+        "most significant key sorted first": ref.edit(ORDER_T, ("for key in reversed(keys):", "for key in keys:")),
+        "takes k before dropping protected entries": ref.edit(
+            ORDER_T, ("return order[evictable[order]][:k]", "order = order[:k]\n    return order[evictable[order]]")),
+        "only the first key": ref.edit(ORDER_T, ("for key in reversed(keys):", "for key in keys[:1]:")),
+        "returns int32 indices": ref.edit(
+            ORDER_T, ("return order[evictable[order]][:k]", "return order[evictable[order]][:k].to(torch.int32)")),
+        "a Python loop over the entries (sorted with a key)": ref.solve(ORDER_T, todo={"3.7.2": """
+            ranked = sorted(range(evictable.shape[0]), key=lambda i: [int(key[i]) for key in keys] + [i])
+            order = torch.tensor(ranked, dtype=torch.int64, device=evictable.device)
+        """}),
+        "an unstable sort (torch.argsort)": ref.solve(ORDER_T, todo={"3.7.2": """
+            for key in reversed(keys):
+                order = order[torch.argsort(key[order])]
+        """}),
+        "no shape check of the keys": ref.edit(
+            ORDER_T, ("    if evictable.dim() != 1 or any(key.shape != evictable.shape for key in keys):\n"
+                      '        raise ValueError("keys and evictable must be 1-D tensors of one length")\n', "")),
+    },
+}
+
+ALTERNATIVES = {
+    BASE: {
+        "filter then sort in place": ref.solve(BASE, candidates="""
+            ids = list(filter(lambda seq_id: seq_id not in protected, sequences.keys()))
+            ids.sort()
+            return ids
+        """),
+        "set difference, then sorted": ref.solve(BASE, candidates="return sorted(set(sequences) - set(protected))"),
+        "sorted keys, then a filter": ref.solve(BASE, candidates="""
+            return [seq_id for seq_id in sorted(sequences.keys()) if seq_id not in protected]
+        """),
+    },
+    LRU: {
+        "sorted()[0] over tuples": ref.solve(LRU, todo={"3.2.1": "pass", "3.2.2": """
+            rows = sorted((sequences[seq_id].last_access_step, seq_id) for seq_id in candidates)
+            return rows[0][1] if rows else None
+        """}),
+        "explicit scan over sorted candidates": ref.solve(LRU, todo={"3.2.1": "best = None", "3.2.2": """
+            for seq_id in candidates:
+                if best is None or sequences[seq_id].last_access_step < sequences[best].last_access_step:
+                    best = seq_id
+            return best
+        """}),
+        "heapq.nsmallest": ref.solve(LRU, before="import heapq", todo={"3.2.1": "pass", "3.2.2": """
+            top = heapq.nsmallest(1, ((sequences[k].last_access_step, k) for k in candidates))
+            return top[0][1] if top else None
+        """}),
+    },
+    LFU: {
+        "heapq over (use_count, step, id)": ref.solve(LFU, before="import heapq", todo={"3.3.2": """
+            heap = [(sequences[k].use_count, sequences[k].last_access_step, k) for k in candidates]
+            heapq.heapify(heap)
+            return heap[0][2]
+        """}),
+        "two stable sorts": ref.solve(LFU, todo={"3.3.2": """
+            candidates.sort(key=lambda s: sequences[s].last_access_step)
+            candidates.sort(key=lambda s: sequences[s].use_count)
+            return candidates[0]
+        """}),
+    },
+    FIT: {
+        "dry run on a deep copy": ref.solve(FIT, before="import copy", todo={"3.4.2": """
+            trial = copy.deepcopy(manager)
+            for seq_id in [s for s in trial.sequences if s not in protected]:
+                trial.release(trial.sequences[seq_id])
+            if trial.allocator.num_free < blocks_needed:
+                raise RuntimeError("even evicting every unprotected sequence frees too few blocks")
+        """}),
+        "Counter of references by block object": ref.solve(
+            FIT, before="from collections import Counter", todo={"3.4.2": """
+            owners = Counter()
+            blocks = {}
+            for seq_id, seq in manager.sequences.items():
+                if seq_id in protected:
+                    continue
+                for block in seq.block_table:
+                    owners[id(block)] += 1
+                    blocks[id(block)] = block
+            freeable = sum(owners[key] == block.ref_count for key, block in blocks.items())
+            if manager.allocator.num_free + freeable < blocks_needed:
+                raise RuntimeError("cannot free enough blocks")
+        """, "3.4.3": """
+            victims = []
+            while manager.allocator.num_free < blocks_needed:
+                victims.append(policy.select_victim(manager.sequences, protected))
+                manager.release(manager.sequences[victims[-1]])
+            return victims
+        """}),
+        "pinned blocks subtracted from the used ones": ref.solve(FIT, todo={"3.4.1": """
+            if blocks_needed < 0:
+                raise ValueError("blocks_needed must be >= 0")
+        """, "3.4.2": """
+            pinned = {block.block_id for seq_id, seq in manager.sequences.items() if seq_id in protected
+                      for block in seq.block_table}
+            held = {block.block_id for seq in manager.sequences.values() for block in seq.block_table}
+            if manager.allocator.num_free + len(held - pinned) < blocks_needed:
+                raise RuntimeError("cannot free enough blocks")
+        """, "3.4.3": """
+            out = []
+            while manager.allocator.num_free < blocks_needed:
+                out.append(policy.select_victim(manager.sequences, protected))
+                manager.release(manager.sequences[out[-1]])
+            return out
+        """}),
+    },
+    LRU_T: {
+        "stable sort, first evictable": ref.solve(LRU_T, todo={"3.5.1": """
+            if last_access_step.ndim != 1 or last_access_step.shape != evictable.shape:
+                raise ValueError("expected 1-D tensors of one length")
+        """, "3.5.2": """
+            order = torch.sort(last_access_step, stable=True).indices
+            order = order[evictable[order]]
+            return int(order[0]) if order.numel() else -1
+        """}),
+        "min value, then first index that has it": ref.solve(LRU_T, todo={"3.5.1": """
+            if last_access_step.ndim != 1 or evictable.ndim != 1 or len(last_access_step) != len(evictable):
+                raise ValueError("expected 1-D tensors of one length")
+        """, "3.5.2": """
+            if not bool(evictable.any()):
+                return -1
+            smallest = last_access_step[evictable].min()
+            hits = torch.nonzero(evictable & (last_access_step == smallest)).flatten()
+            return int(hits[0])
+        """}),
+    },
+    LFU_T: {
+        "two stable sorts": ref.solve(LFU_T, todo={"3.6.1": """
+            if not (use_count.ndim == last_access_step.ndim == evictable.ndim == 1) or not (
+                    len(use_count) == len(last_access_step) == len(evictable)):
+                raise ValueError("expected 1-D tensors of one length")
+        """, "3.6.2": """
+            order = torch.sort(last_access_step, stable=True).indices
+            order = order[torch.sort(use_count[order], stable=True).indices]
+        """, "3.6.3": """
+            order = order[evictable[order]]
+            return int(order[0]) if order.numel() else -1
+        """}),
+        "dense ranks folded into one key": ref.solve(LFU_T, todo={"3.6.2": "pass", "3.6.3": """
+            n = use_count.shape[0]
+            count_rank = torch.unique(use_count, return_inverse=True)[1]
+            step_rank = torch.unique(last_access_step, return_inverse=True)[1]
+            index = torch.arange(n, device=use_count.device)
+            combined = (count_rank * (n + 1) + step_rank) * (n + 1) + index
+            combined = torch.where(evictable, combined, torch.full_like(combined, (n + 1) ** 3))
+            return int(torch.argmin(combined))
+        """}),
+    },
+    ORDER_T: {
+        "dense ranks folded into one key": ref.solve(ORDER_T, todo={"3.7.2": """
+            n = evictable.shape[0]
+            combined = torch.zeros(n, dtype=torch.int64, device=evictable.device)
+            for key in keys:
+                combined = combined * (n + 1) + torch.unique(key, return_inverse=True)[1]
+            combined = combined * (n + 1) + order
+            order = torch.argsort(combined)
+        """}),
+        "numpy lexsort on the CPU": ref.solve(ORDER_T, before="import numpy as np", todo={"3.7.2": """
+            # np.lexsort sorts by the last key given first, so the keys go in reversed.
+            columns = [order.cpu().numpy()] + [key.cpu().numpy() for key in reversed(keys)]
+            order = torch.from_numpy(np.lexsort(columns)).to(evictable.device)
+        """}),
+        "candidates first, then a sort of each key": ref.solve(ORDER_T, todo={"3.7.2": """
+            order = order[evictable]
+            for key in reversed(keys):
+                order = order[torch.sort(key[order], stable=True).indices]
+        """, "3.7.3": "return order[:k]"}),
+    },
+}

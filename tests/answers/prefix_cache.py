@@ -1,0 +1,750 @@
+"""Wrong and alternative answers for notebook 06 (see tests/answers/__init__.py)."""
+
+from grading.authoring.reference import Reference
+
+ref = Reference("06_prefix_cache")
+
+HASHES, CACHE, SERVE = "task6_1_block_hashes", "task6_2_PrefixCache", "task6_3_serve"
+
+_DIGEST = '''        digest = hashlib.sha256(text.encode("ascii")).digest()
+        parent = int.from_bytes(digest[:8], "big") >> 1
+'''
+_TOKEN_CHECK = '''    for token in tokens:
+        if type(token) is not int:'''
+_CANDIDATES = 'candidates = [h for h in self._leaves if self._blocks[h]["ref_count"] == 0 and h not in current]'
+_LRU_KEY = 'return min(candidates, key=lambda h: (self._blocks[h]["last_access_step"], h))'
+_LFU_KEY = ('return min(candidates, key=lambda h: (self._blocks[h]["use_count"], '
+            'self._blocks[h]["last_access_step"], h))')
+_ROWS = "        rows = slice(index * self.block_size, (index + 1) * self.block_size)\n"
+_KV_CHECK = '''        needed = len(hashes) * self.block_size
+        if hashes and not kv:
+            raise ValueError("insert: kv has no layers")
+        for layer, (k_cache, v_cache) in enumerate(kv):
+            if k_cache.shape[0] < needed or v_cache.shape[0] < needed:'''
+_MATCH_LOOP = '''            if block is None:
+                break
+            block["use_count"] += 1
+            block["last_access_step"] = self._step
+'''
+_PIN = '''        missing = [h for h in hashes if h not in self._blocks]
+        if missing:
+            raise KeyError(f"pin: blocks not cached: {missing[:3]}")
+'''
+_UNPIN_CHECK = '''        for block_hash in set(hashes):
+            if self._blocks[block_hash]["ref_count"] < list(hashes).count(block_hash):
+                raise ValueError(f"unpin: block {block_hash} is not pinned that many times")
+'''
+_GET_KV = '''        return [(torch.cat([kv[layer][0] for kv in blocks]), torch.cat([kv[layer][1] for kv in blocks]))
+                for layer in range(len(blocks[0]))]'''
+_ALREADY_CACHED = ("            if block_hash in self._blocks:\n"
+                   "                continue  # Already cached: not touched.\n")
+
+WRONG = {
+    HASHES: {
+        # The first answer of each task is the bundled typical_mistakes submission (grading/authoring/samples.py),
+        # which must lose points in every graded part: a student's typical slips, one in each part.
+        "typical slips, one per part: isinstance checks (a bool passes), unchained hashes": ref.edit(
+            HASHES, (_TOKEN_CHECK, "    for token in tokens:\n        if not isinstance(token, int):"),
+            ("for value in [parent, *tokens", "for value in [salt, *tokens")),
+        "unchained: each block hashed alone (equal blocks at different positions collide)": ref.edit(
+            HASHES, ("for value in [parent, *tokens", "for value in [salt, *tokens")),
+        "Python hash() of a string (changes from process to process)": ref.edit(
+            HASHES, (_DIGEST, "        parent = hash(text) & (2**63 - 1)\n")),
+        "the partial last block is hashed too": ref.edit(
+            HASHES, ("range(0, len(tokens) - block_size + 1, block_size)", "range(0, len(tokens), block_size)")),
+        "digest read little-endian": ref.edit(HASHES, ('digest[:8], "big"', 'digest[:8], "little"')),
+        "Python hash() of a tuple of ints (deterministic, but not the pinned function)": ref.edit(
+            HASHES, (_DIGEST, "        parent = hash((parent, *tokens[start:start + block_size])) & (2**63 - 1)\n")),
+        "no input checks (floats hashed as '2.0')": ref.solve(
+            HASHES, todo={"6.1.1": "block_size = max(block_size, 1)"}),
+        "isinstance(token, int): a bool is taken for a token id": ref.edit(
+            HASHES, (_TOKEN_CHECK, "    for token in tokens:\n        if not isinstance(token, int):")),
+        "only the tokens of full blocks are checked": ref.edit(
+            HASHES, (_TOKEN_CHECK, "    for token in tokens[:len(tokens) - len(tokens) % max(block_size, 1)]:\n"
+                                   "        if type(token) is not int:")),
+        "no shift: a 64-bit value, 2**63 or more half of the time": ref.edit(
+            HASHES, ('parent = int.from_bytes(digest[:8], "big") >> 1', 'parent = int.from_bytes(digest[:8], "big")')),
+        "salt ignored (the chain starts at 0)": ref.edit(HASHES, ("    parent = salt\n", "    parent = 0\n")),
+        "the text joined with ', ' instead of ','": ref.edit(
+            HASHES, ('text = ",".join(str(value)', 'text = ", ".join(str(value)')),
+        "the partial last block is cut off the caller's list": ref.edit(
+            HASHES, ("    hashes = []\n",
+                     "    del tokens[len(tokens) - len(tokens) % block_size:]\n    hashes = []\n")),
+        "only block_size == 0 rejected": ref.edit(HASHES, ("if block_size < 1:", "if block_size == 0:")),
+        "salt not checked": ref.edit(
+            HASHES, ("if type(block_size) is not int or type(salt) is not int:", "if type(block_size) is not int:")),
+    },
+    CACHE: {
+        "typical slips, one per part: policy without its case, views of the request's K/V, misses once per call, "
+        "get_kv in sorted order, unpin of duplicates, no leaf-first rule, evictions not counted": ref.edit(
+            CACHE, ('if policy not in ("lru", "lfu"):', 'if policy.lower() not in ("lru", "lfu"):'),
+            ('"kv": [(k_cache[rows].clone(), v_cache[rows].clone())', '"kv": [(k_cache[rows], v_cache[rows])'),
+            ("self._misses += len(hashes) - matched", "self._misses += 1 if matched < len(hashes) else 0"),
+            ('blocks = [self._blocks[h]["kv"] for h in hashes]',
+             'blocks = [self._blocks[h]["kv"] for h in sorted(hashes)]'),
+            (_UNPIN_CHECK, '''        for block_hash in hashes:
+            if self._blocks[block_hash]["ref_count"] < 1:
+                raise ValueError(f"unpin: block {block_hash} is not pinned")
+'''),
+            (_CANDIDATES, _CANDIDATES.replace("in self._leaves", "in self._blocks")),
+            ("        self._evictions += 1\n", "")),
+        "parent evicted before its child (no leaf-first rule)": ref.edit(
+            CACHE, (_CANDIDATES, _CANDIDATES.replace("in self._leaves", "in self._blocks"))),
+        "evicts pinned blocks": ref.edit(
+            CACHE, (_CANDIDATES, 'candidates = [h for h in self._leaves if h not in current]')),
+        "match counts non-leading hits": ref.edit(
+            CACHE, (_MATCH_LOOP, _MATCH_LOOP.replace("break", "continue"))),
+        "insert raises when everything left is pinned": ref.edit(
+            CACHE, ("                    return stored  # Nothing is evictable: stop here, never raise.\n",
+                    "                    raise RuntimeError(\"the cache is full of pinned blocks\")\n")),
+        "LFU without the recency tie-break": ref.edit(
+            CACHE, (_LFU_KEY, 'return min(candidates, key=lambda h: (self._blocks[h]["use_count"], h))')),
+        "insert may evict blocks of the request it is inserting": ref.edit(
+            CACHE, (_CANDIDATES, 'candidates = [h for h in self._leaves if self._blocks[h]["ref_count"] == 0]')),
+        "every block stores the request's first rows (logits would differ with reuse)": ref.edit(
+            CACHE, (_ROWS, "        rows = slice(0, self.block_size)\n")),
+        "insert refreshes the recency of blocks already cached": ref.edit(
+            CACHE, (_ALREADY_CACHED,
+                    "            if block_hash in self._blocks:\n"
+                    "                self._blocks[block_hash][\"last_access_step\"] = self._step\n"
+                    "                continue\n")),
+        # 6.2.1: the constructor.
+        "no argument checks": ref.solve(CACHE, __init__="pass"),
+        "a capacity of 0 rejected": ref.edit(CACHE, ("if capacity_blocks < 0:", "if capacity_blocks <= 0:")),
+        "the policy compared without its case": ref.edit(
+            CACHE, ('if policy not in ("lru", "lfu"):', 'if policy.lower() not in ("lru", "lfu"):')),
+        # 6.2.2: insert and _store.
+        "stores views of the request's K/V (no copy)": ref.edit(
+            CACHE, ('"kv": [(k_cache[rows].clone(), v_cache[rows].clone())', '"kv": [(k_cache[rows], v_cache[rows])')),
+        "block i taken at row i, not at row i * block_size": ref.edit(
+            CACHE, (_ROWS, "        rows = slice(index, index + self.block_size)\n")),
+        "kv checked while storing (the blocks before the short one stay stored)": ref.solve(
+            CACHE, todo={"6.2.2": '''
+                if hashes and not kv:
+                    raise ValueError("insert: kv has no layers")
+            '''}, _store='''
+                rows = slice(index * self.block_size, (index + 1) * self.block_size)
+                for k_cache, v_cache in kv:
+                    if k_cache.shape[0] < rows.stop or v_cache.shape[0] < rows.stop:
+                        raise ValueError("insert: kv does not cover this block")
+                block_hash = hashes[index]
+                parent = hashes[index - 1] if index > 0 else None
+                self._blocks[block_hash] = {
+                    "kv": [(k_cache[rows].clone(), v_cache[rows].clone()) for k_cache, v_cache in kv],
+                    "parent": parent, "children": 0, "ref_count": 0, "use_count": 1,
+                    "last_access_step": self._step,
+                }
+                self._leaves.add(block_hash)
+                if parent is not None:
+                    self._blocks[parent]["children"] += 1
+                    self._leaves.discard(parent)
+            '''),
+        "only the k_cache's length checked": ref.edit(
+            CACHE, ("if k_cache.shape[0] < needed or v_cache.shape[0] < needed:", "if k_cache.shape[0] < needed:")),
+        "no kv check": ref.solve(CACHE, todo={"6.2.2": "pass"}),
+        "a cached block is stored again": ref.edit(
+            CACHE, (_ALREADY_CACHED, "")),
+        # 6.2.3: match.
+        "misses counted once per call": ref.edit(
+            CACHE, ("self._misses += len(hashes) - matched", "self._misses += 1 if matched < len(hashes) else 0")),
+        "match touches the cached blocks after the first miss": ref.solve(CACHE, match='''
+            self._step += 1
+            matched = 0
+            while matched < len(hashes) and hashes[matched] in self._blocks:
+                matched += 1
+            for block_hash in hashes:
+                if block_hash in self._blocks:
+                    self._blocks[block_hash]["use_count"] += 1
+                    self._blocks[block_hash]["last_access_step"] = self._step
+            self._hits += matched
+            self._misses += len(hashes) - matched
+            return matched
+        '''),
+        "match does not advance the clock": ref.edit(CACHE, ("        self._step += 1\n        matched = 0\n",
+                                                             "        matched = 0\n")),
+        "the clock ticks once per block in match": ref.edit(
+            CACHE, ('            block["last_access_step"] = self._step\n',
+                    '            self._step += 1\n            block["last_access_step"] = self._step\n')),
+        "hits not counted": ref.edit(CACHE, ("        self._hits += matched\n", "")),
+        # 6.2.4: get_kv.
+        "get_kv concatenates along the last dimension": ref.edit(
+            CACHE, (_GET_KV, _GET_KV.replace("for kv in blocks])", "for kv in blocks], dim=-1)"))),
+        "get_kv returns (V, K)": ref.edit(
+            CACHE, (_GET_KV, '''        return [(torch.cat([kv[layer][1] for kv in blocks]),
+                 torch.cat([kv[layer][0] for kv in blocks])) for layer in range(len(blocks[0]))]''')),
+        "get_kv in the order of the sorted hashes": ref.edit(
+            CACHE, ('blocks = [self._blocks[h]["kv"] for h in hashes]',
+                    'blocks = [self._blocks[h]["kv"] for h in sorted(hashes)]')),
+        "get_kv is an access (it refreshes last_access_step)": ref.edit(
+            CACHE, ('        blocks = [self._blocks[h]["kv"] for h in hashes]\n',
+                    '        for h in hashes:\n            self._blocks[h]["last_access_step"] = self._step\n'
+                    '        blocks = [self._blocks[h]["kv"] for h in hashes]\n')),
+        "get_kv counts as an access (the clock advances, use_count + 1)": ref.edit(
+            CACHE, ('        blocks = [self._blocks[h]["kv"] for h in hashes]\n',
+                    '        self._step += 1\n        for h in hashes:\n'
+                    '            self._blocks[h]["last_access_step"] = self._step\n'
+                    '            self._blocks[h]["use_count"] += 1\n'
+                    '        blocks = [self._blocks[h]["kv"] for h in hashes]\n')),
+        "get_kv skips the hashes that are not cached": ref.edit(
+            CACHE, ('        if missing:\n            raise KeyError(f"get_kv: blocks not cached: {missing[:3]}")\n'
+                    '        if not hashes:\n',
+                    '        hashes = [h for h in hashes if h in self._blocks]\n        if not hashes:\n')),
+        "get_kv casts to float32": ref.edit(
+            CACHE, (_GET_KV, _GET_KV.replace("for kv in blocks])", "for kv in blocks]).float()"))),
+        "get_kv returns None for no hashes": ref.edit(CACHE, ("        if not hashes:\n            return []\n",
+                                                             "        if not hashes:\n            return None\n")),
+        # 6.2.5: pin and unpin.
+        "pin keeps the pins made before the hash that is not cached": ref.solve(CACHE, pin='''
+            for block_hash in hashes:
+                if block_hash not in self._blocks:
+                    raise KeyError(f"pin: block {block_hash} is not cached")
+                self._blocks[block_hash]["ref_count"] += 1
+        '''),
+        "unpin checks each hash alone (a hash listed twice goes below zero)": ref.edit(
+            CACHE, (_UNPIN_CHECK, '''        for block_hash in hashes:
+            if self._blocks[block_hash]["ref_count"] < 1:
+                raise ValueError(f"unpin: block {block_hash} is not pinned")
+''')),
+        "unpin keeps the changes made before the hash that fails": ref.solve(CACHE, unpin='''
+            for block_hash in hashes:
+                if block_hash not in self._blocks:
+                    raise KeyError(f"unpin: block {block_hash} is not cached")
+                if self._blocks[block_hash]["ref_count"] < 1:
+                    raise ValueError(f"unpin: block {block_hash} is not pinned")
+                self._blocks[block_hash]["ref_count"] -= 1
+        '''),
+        "unpin of a block that is not pinned is ignored": ref.solve(CACHE, unpin='''
+            missing = [h for h in hashes if h not in self._blocks]
+            if missing:
+                raise KeyError(f"unpin: blocks not cached: {missing[:3]}")
+            for block_hash in hashes:
+                block = self._blocks[block_hash]
+                block["ref_count"] = max(0, block["ref_count"] - 1)
+        '''),
+        # 6.2.6: the victim.
+        "LRU ties to the larger hash": ref.edit(
+            CACHE, (_LRU_KEY, 'return min(candidates, key=lambda h: (self._blocks[h]["last_access_step"], -h))')),
+        "the most recently used leaf is evicted": ref.edit(CACHE, (_LRU_KEY, _LRU_KEY.replace("min(", "max("))),
+        "LFU ranks by recency only": ref.edit(CACHE, (_LFU_KEY, _LRU_KEY)),
+        "_store leaves the parent among the leaves": ref.edit(
+            CACHE, ('            self._blocks[parent]["children"] += 1\n            self._leaves.discard(parent)\n',
+                    '            self._blocks[parent]["children"] += 1\n')),
+        # 6.2.7: _evict.
+        "a parent never becomes a leaf again": ref.edit(
+            CACHE, ('\n            if self._blocks[parent]["children"] == 0:\n'
+                    '                self._leaves.add(parent)', '')),
+        "evictions not counted": ref.edit(CACHE, ("        self._evictions += 1\n", "")),
+        "_store does not count the parent's children": ref.edit(
+            CACHE, ('            self._blocks[parent]["children"] += 1\n            self._leaves.discard(parent)\n',
+                    '            self._leaves.discard(parent)\n')),
+    },
+    SERVE: {
+        "typical slips, one per part: blocks counted instead of tokens, the model run without the cached K/V, "
+        "no unpin": ref.edit(
+            SERVE, ('counts = {"tokens_reused": tokens_reused, "tokens_computed": len(tokens) - tokens_reused}',
+                    'counts = {"tokens_reused": len(reused), "tokens_computed": len(hashes) - len(reused)}'),
+            ("logits, kv = model(new_tokens, past_kv=past_kv)",
+             "logits, kv = model(new_tokens)\n"
+             "        if past_kv is not None:\n"
+             "            kv = [(torch.cat((p[0], k)), torch.cat((p[1], v)))\n"
+             "                  for p, (k, v) in zip(past_kv, kv)]"),
+            ("    finally:\n        cache.unpin(reused)\n", "    finally:\n        pass\n")),
+        "runs the new tokens without the cached K/V (logits differ with reuse)": ref.edit(
+            SERVE, ("logits, kv = model(new_tokens, past_kv=past_kv)",
+                    "logits, kv = model(new_tokens)\n"
+                    "        if past_kv is not None:\n"
+                    "            kv = [(torch.cat((p[0], k)), torch.cat((p[1], v)))\n"
+                    "                  for p, (k, v) in zip(past_kv, kv)]")),
+        "reuses every matched block, even when the whole prompt is cached": ref.edit(
+            SERVE, ("reused = hashes[:min(matched, (len(tokens) - 1) // block_size)]", "reused = hashes[:matched]")),
+        "forgets to unpin": ref.edit(
+            SERVE, ("    finally:\n        cache.unpin(reused)\n", "    finally:\n        pass\n")),
+        "never inserts the request's blocks": ref.edit(SERVE, ("        cache.insert(hashes, kv)\n", "")),
+        "inserts only the new blocks' hashes with the whole request's K/V": ref.edit(
+            SERVE, ("cache.insert(hashes, kv)", "cache.insert(hashes[len(reused):], kv)")),
+        "counts blocks instead of tokens": ref.edit(
+            SERVE, ('counts = {"tokens_reused": tokens_reused, "tokens_computed": len(tokens) - tokens_reused}',
+                    'counts = {"tokens_reused": len(reused), "tokens_computed": len(hashes) - len(reused)}')),
+        "returns the logits of the whole prompt recomputed (no saving)": ref.edit(
+            SERVE, ("logits, kv = model(new_tokens, past_kv=past_kv)",
+                    "logits, kv = model(torch.tensor(tokens, dtype=torch.long, device=model.device))")),
+        "past_kv=[] when nothing is reused": ref.edit(
+            SERVE, ("past_kv = cache.get_kv(reused) if reused else None", "past_kv = cache.get_kv(reused)")),
+        "no try/finally: the blocks stay pinned when the model raises": ref.solve(SERVE, todo={"6.3.2": '''
+            cache.pin(reused)
+            past_kv = cache.get_kv(reused) if reused else None
+            new_tokens = torch.tensor(tokens[tokens_reused:], dtype=torch.long, device=model.device)
+            logits, kv = model(new_tokens, past_kv=past_kv)
+            cache.insert(hashes, kv)
+            cache.unpin(reused)
+        '''}),
+        "the try block does not cover insert": ref.solve(SERVE, todo={"6.3.2": '''
+            cache.pin(reused)
+            try:
+                past_kv = cache.get_kv(reused) if reused else None
+                new_tokens = torch.tensor(tokens[tokens_reused:], dtype=torch.long, device=model.device)
+                logits, kv = model(new_tokens, past_kv=past_kv)
+            except Exception:
+                cache.unpin(reused)
+                raise
+            cache.insert(hashes, kv)
+            cache.unpin(reused)
+        '''}),
+        "matches only the blocks it may reuse": ref.edit(
+            SERVE, ("matched = cache.match(hashes)",
+                    "matched = cache.match(hashes[:(len(tokens) - 1) // block_size])")),
+        "matches twice": ref.edit(
+            SERVE, ("    matched = cache.match(hashes)\n",
+                    "    matched = cache.match(hashes)\n    matched = min(matched, cache.match(hashes))\n")),
+        "gets the K/V before pinning": ref.edit(
+            SERVE, ("    cache.pin(reused)\n    try:\n        past_kv = cache.get_kv(reused) if reused else None\n",
+                    "    past_kv = cache.get_kv(reused) if reused else None\n    cache.pin(reused)\n    try:\n")),
+        "unpins before inserting": ref.solve(SERVE, todo={"6.3.2": '''
+            cache.pin(reused)
+            try:
+                past_kv = cache.get_kv(reused) if reused else None
+                new_tokens = torch.tensor(tokens[tokens_reused:], dtype=torch.long, device=model.device)
+                logits, kv = model(new_tokens, past_kv=past_kv)
+            finally:
+                cache.unpin(reused)
+            cache.insert(hashes, kv)
+        '''}),
+        "reuses at most len(tokens) // block_size - 1 blocks": ref.edit(
+            SERVE, ("reused = hashes[:min(matched, (len(tokens) - 1) // block_size)]",
+                    "reused = hashes[:min(matched, len(tokens) // block_size - 1)]")),
+    },
+}
+
+_RECORD = '''
+class _Block:
+    """One cached block (the entry of self._blocks)."""
+
+    def __init__(self, kv, parent, step):
+        self.kv = kv
+        self.parent = parent
+        self.children = 0
+        self.ref_count = 0
+        self.use_count = 1
+        self.last_access_step = step
+'''
+
+ALTERNATIVES = {
+    HASHES: {
+        "itertools.accumulate over blocks, hexdigest": ref.solve(HASHES, before="import itertools", todo={
+            "6.1.1": '''
+                for value in (block_size, salt, *tokens):
+                    if not isinstance(value, int) or isinstance(value, bool):
+                        raise TypeError(f"expected an int, got {type(value).__name__}")
+                if block_size < 1:
+                    raise ValueError("block_size must be >= 1")
+            ''',
+            "6.1.2": '''
+                blocks = [tokens[i * block_size:(i + 1) * block_size] for i in range(len(tokens) // block_size)]
+
+                def step(parent, block):
+                    text = "%d" % parent + "".join(",%d" % t for t in block)
+                    return int(hashlib.sha256(text.encode()).hexdigest()[:16], 16) >> 1
+
+                return list(itertools.accumulate(blocks, step, initial=salt))[1:]
+            '''}),
+        "struct.unpack, recursion over the remaining tokens": ref.solve(HASHES, before="import struct", todo={
+            "6.1.1": '''
+                for name, value in (("block_size", block_size), ("salt", salt)):
+                    if type(value) is not int:
+                        raise TypeError(f"{name} must be an int")
+                if any(type(t) is not int for t in tokens):
+                    raise TypeError("tokens must be ints")
+                if not block_size >= 1:
+                    raise ValueError("block_size must be >= 1")
+            ''',
+            "6.1.2": '''
+                def chain(parent, start):
+                    if start + block_size > len(tokens):
+                        return []
+                    payload = ",".join(map(str, [parent] + list(tokens[start:start + block_size]))).encode("ascii")
+                    (value,) = struct.unpack(">Q", hashlib.sha256(payload).digest()[:8])
+                    return [value >> 1] + chain(value >> 1, start + block_size)
+
+                return chain(salt, 0)
+            '''}),
+        "ValueError checked before the types": ref.solve(HASHES, todo={
+            "6.1.1": '''
+                if type(block_size) is int and block_size < 1:
+                    raise ValueError(f"block_size must be >= 1, got {block_size}")
+                if {type(block_size), type(salt), *map(type, tokens)} - {int}:
+                    raise TypeError("block_size, salt and the tokens must be ints")
+            ''',
+            "6.1.2": '''
+                hashes, parent = [], salt
+                for index in range(len(tokens) // block_size):
+                    block = tokens[index * block_size:(index + 1) * block_size]
+                    digest = hashlib.sha256(",".join(map(str, (parent, *block))).encode("ascii")).digest()
+                    parent = int.from_bytes(digest, "big") >> (256 - 63)
+                    hashes.append(parent)
+                return hashes
+            '''}),
+    },
+    CACHE: {
+        "compact reference style: dict per block, parents recomputed": ref.solve(
+            CACHE,
+            __init__='''
+                if capacity_blocks < 0 or block_size < 1 or policy not in ("lru", "lfu"):
+                    raise ValueError(f"bad arguments: {capacity_blocks}, {block_size}, {policy!r}")
+            ''',
+            insert='''
+                for k, v in kv:
+                    if min(k.shape[0], v.shape[0]) < len(hashes) * self.block_size:
+                        raise ValueError("kv too short")
+                if hashes and not kv:
+                    raise ValueError("no layers")
+            ''',
+            _store='''
+                rows = slice(index * self.block_size, (index + 1) * self.block_size)
+                self._blocks[hashes[index]] = {"kv": [(k[rows].clone(), v[rows].clone()) for k, v in kv],
+                                               "parent": hashes[index - 1] if index else None,
+                                               "ref_count": 0, "use_count": 1, "last_access_step": self._step}
+            ''',
+            match='''
+                self._step += 1
+                count = 0
+                for h in hashes:
+                    if h not in self._blocks:
+                        break
+                    count += 1
+                for h in hashes[:count]:
+                    self._blocks[h]["use_count"] += 1
+                    self._blocks[h]["last_access_step"] = self._step
+                self._hits += count
+                self._misses += len(hashes) - count
+                return count
+            ''',
+            get_kv='''
+                for h in hashes:
+                    if h not in self._blocks:
+                        raise KeyError(h)
+                if not hashes:
+                    return []
+                layers = len(self._blocks[hashes[0]]["kv"])
+                return [(torch.cat([self._blocks[h]["kv"][i][0] for h in hashes]),
+                         torch.cat([self._blocks[h]["kv"][i][1] for h in hashes])) for i in range(layers)]
+            ''',
+            pin='''
+                for h in hashes:
+                    if h not in self._blocks:
+                        raise KeyError(h)
+                for h in hashes:
+                    self._blocks[h]["ref_count"] += 1
+            ''',
+            unpin='''
+                for h in hashes:
+                    if h not in self._blocks:
+                        raise KeyError(h)
+                    if self._blocks[h]["ref_count"] < list(hashes).count(h):
+                        raise ValueError("not pinned")
+                for h in hashes:
+                    self._blocks[h]["ref_count"] -= 1
+            ''',
+            _victim='''
+                parents = {b["parent"] for b in self._blocks.values()}
+                options = [h for h, b in self._blocks.items()
+                           if b["ref_count"] == 0 and h not in parents and h not in current]
+                if not options:
+                    return None
+
+                def key(h):
+                    b = self._blocks[h]
+                    if self.policy == "lru":
+                        return (b["last_access_step"], h)
+                    return (b["use_count"], b["last_access_step"], h)
+
+                return min(options, key=key)
+            ''',
+            _evict='''
+                del self._blocks[block_hash]
+                self._evictions += 1
+            '''),
+        "children sets and a stacked K/V tensor per block, heapq.nsmallest": ref.solve(
+            CACHE, before="import heapq",
+            __init__='''
+                if capacity_blocks < 0:
+                    raise ValueError("capacity_blocks must be >= 0")
+                if block_size < 1:
+                    raise ValueError("block_size must be >= 1")
+                if policy not in {"lru": 0, "lfu": 1}:
+                    raise ValueError("unknown policy")
+            ''',
+            insert='''
+                need = len(hashes) * self.block_size
+                if (hashes and len(kv) == 0) or any(min(k.shape[0], v.shape[0]) < need for k, v in kv):
+                    raise ValueError("kv does not cover every block")
+            ''',
+            _store='''
+                lo = index * self.block_size
+                stacked = torch.stack([torch.stack((k[lo:lo + self.block_size], v[lo:lo + self.block_size]))
+                                       for k, v in kv]).clone()
+                parent = hashes[index - 1] if index > 0 else None
+                self._blocks[hashes[index]] = {"kv": stacked, "parent": parent, "children": set(), "ref_count": 0,
+                                               "use_count": 1, "last_access_step": self._step}
+                if parent is not None:
+                    self._blocks[parent]["children"].add(hashes[index])
+            ''',
+            match='''
+                self._step += 1
+                n = 0
+                while n < len(hashes) and hashes[n] in self._blocks:
+                    self._blocks[hashes[n]]["use_count"] += 1
+                    self._blocks[hashes[n]]["last_access_step"] = self._step
+                    n += 1
+                self._hits += n
+                self._misses += len(hashes) - n
+                return n
+            ''',
+            get_kv='''
+                if any(h not in self._blocks for h in hashes):
+                    raise KeyError("a block is not cached")
+                if len(hashes) == 0:
+                    return []
+                stacked = torch.cat([self._blocks[h]["kv"] for h in hashes], dim=2)
+                return [(layer[0], layer[1]) for layer in stacked]
+            ''',
+            pin='''
+                if any(h not in self._blocks for h in hashes):
+                    raise KeyError("a block is not cached")
+                for h in hashes:
+                    self._blocks[h]["ref_count"] += 1
+            ''',
+            unpin='''
+                if any(h not in self._blocks for h in hashes):
+                    raise KeyError("a block is not cached")
+                need = {}
+                for h in hashes:
+                    need[h] = need.get(h, 0) + 1
+                if any(self._blocks[h]["ref_count"] < count for h, count in need.items()):
+                    raise ValueError("unpin below zero")
+                for h in hashes:
+                    self._blocks[h]["ref_count"] -= 1
+            ''',
+            _victim='''
+                keep = frozenset(current)
+                free = [x for x, b in self._blocks.items()
+                        if not b["children"] and b["ref_count"] == 0 and x not in keep]
+                if not free:
+                    return None
+                if self.policy == "lru":
+                    keys = [(self._blocks[x]["last_access_step"], x) for x in free]
+                else:
+                    keys = [(self._blocks[x]["use_count"], self._blocks[x]["last_access_step"], x) for x in free]
+                return heapq.nsmallest(1, keys)[0][-1]
+            ''',
+            _evict='''
+                parent = self._blocks.pop(block_hash)["parent"]
+                if parent in self._blocks:
+                    self._blocks[parent]["children"].discard(block_hash)
+                self._evictions += 1
+            '''),
+        "one record object per block, sorted() victim": ref.solve(
+            CACHE, before=_RECORD,
+            __init__='''
+                if not capacity_blocks >= 0:
+                    raise ValueError("capacity_blocks must be >= 0")
+                if not block_size >= 1:
+                    raise ValueError("block_size must be >= 1")
+                if policy != "lru" and policy != "lfu":
+                    raise ValueError("policy must be lru or lfu")
+            ''',
+            insert='''
+                if hashes and not kv:
+                    raise ValueError("kv has no layer")
+                for k, v in kv:
+                    if len(k) < len(hashes) * self.block_size or len(v) < len(hashes) * self.block_size:
+                        raise ValueError("kv too short")
+            ''',
+            _store='''
+                start = index * self.block_size
+                part = [(k[start:start + self.block_size].clone(), v[start:start + self.block_size].clone())
+                        for k, v in kv]
+                self._blocks[hashes[index]] = _Block(part, hashes[index - 1] if index else None, self._step)
+                self._leaves.add(hashes[index])
+                if index:
+                    self._blocks[hashes[index - 1]].children += 1
+                    self._leaves.discard(hashes[index - 1])
+            ''',
+            match='''
+                self._step += 1
+                hit = []
+                for h in hashes:
+                    if h not in self._blocks:
+                        break
+                    hit.append(h)
+                for h in hit:
+                    self._blocks[h].use_count += 1
+                    self._blocks[h].last_access_step = self._step
+                self._hits += len(hit)
+                self._misses += len(hashes) - len(hit)
+                return len(hit)
+            ''',
+            get_kv='''
+                records = [self._blocks[h] for h in hashes]
+                if not records:
+                    return []
+                out = []
+                for layer in range(len(records[0].kv)):
+                    out.append(tuple(torch.cat([r.kv[layer][j] for r in records], dim=0) for j in (0, 1)))
+                return out
+            ''',
+            pin='''
+                records = [self._blocks[h] for h in hashes]
+                for r in records:
+                    r.ref_count += 1
+            ''',
+            unpin='''
+                records = [self._blocks[h] for h in hashes]
+                for h in set(hashes):
+                    if self._blocks[h].ref_count < sum(1 for x in hashes if x == h):
+                        raise ValueError("block not pinned")
+                for r in records:
+                    r.ref_count -= 1
+            ''',
+            _victim='''
+                ranked = sorted(
+                    (r.last_access_step, x) if self.policy == "lru" else (r.use_count, r.last_access_step, x)
+                    for x, r in ((x, self._blocks[x]) for x in self._leaves)
+                    if r.ref_count == 0 and x not in current
+                )
+                return ranked[0][-1] if ranked else None
+            ''',
+            _evict='''
+                parent = self._blocks.pop(block_hash).parent
+                self._leaves.discard(block_hash)
+                self._evictions += 1
+                if parent in self._blocks:
+                    self._blocks[parent].children -= 1
+                    if self._blocks[parent].children == 0:
+                        self._leaves.add(parent)
+            '''),
+        "Counter in unpin, a running minimum in _victim, get_kv by layers first": ref.solve(
+            CACHE, before="from collections import Counter",
+            unpin='''
+                wanted = Counter(hashes)
+                for block_hash, times in wanted.items():
+                    if block_hash not in self._blocks:
+                        raise KeyError(block_hash)
+                for block_hash, times in wanted.items():
+                    if self._blocks[block_hash]["ref_count"] < times:
+                        raise ValueError(f"unpin: block {block_hash} is pinned fewer than {times} times")
+                for block_hash, times in wanted.items():
+                    self._blocks[block_hash]["ref_count"] -= times
+            ''',
+            _victim='''
+                best, best_key = None, None
+                for h in self._leaves:
+                    block = self._blocks[h]
+                    if block["ref_count"] or h in current:
+                        continue
+                    key = (block["last_access_step"], h)
+                    if self.policy == "lfu":
+                        key = (block["use_count"], *key)
+                    if best_key is None or key < best_key:
+                        best, best_key = h, key
+                return best
+            ''',
+            get_kv='''
+                for h in hashes:
+                    if h not in self._blocks:
+                        raise KeyError(f"block {h} is not cached")
+                if not hashes:
+                    return []
+                result = []
+                for layer in range(len(self._blocks[hashes[0]]["kv"])):
+                    pairs = [self._blocks[h]["kv"][layer] for h in hashes]
+                    result.append((torch.cat([k for k, _ in pairs], dim=0), torch.cat([v for _, v in pairs], dim=0)))
+                return result
+            '''),
+    },
+    SERVE: {
+        "compact": ref.solve(SERVE, todo={
+            "6.3.1": '''
+                if len(tokens) == 0:
+                    raise ValueError("no tokens")
+                bs = cache.block_size
+                hashes = block_hashes(tokens, bs)
+                reused = hashes[:min(cache.match(hashes), (len(tokens) - 1) // bs)]
+                tokens_reused = len(reused) * bs
+                counts = {"tokens_reused": tokens_reused, "tokens_computed": len(tokens) - tokens_reused}
+            ''',
+            "6.3.2": '''
+                cache.pin(reused)
+                try:
+                    past = cache.get_kv(reused) if reused else None
+                    new = torch.tensor(tokens[tokens_reused:], dtype=torch.long, device=model.device)
+                    logits, kv = model(new, past)
+                    cache.insert(hashes, kv)
+                finally:
+                    cache.unpin(reused)
+            '''}),
+        "device from the parameters, reuse found by a loop": ref.solve(SERVE, todo={
+            "6.3.1": '''
+                if not tokens:
+                    raise ValueError("tokens must not be empty")
+                size = cache.block_size
+                hashes = block_hashes(list(tokens), size)
+                blocks = cache.match(hashes)
+                while blocks * size >= len(tokens):
+                    blocks -= 1
+                reused = list(hashes[:blocks])
+                counts = {"tokens_reused": blocks * size}
+                counts["tokens_computed"] = len(tokens) - counts["tokens_reused"]
+            ''',
+            "6.3.2": '''
+                device = next(model.parameters()).device
+                start = counts["tokens_reused"]
+                cache.pin(reused)
+                try:
+                    if not reused:
+                        logits, kv = model(torch.as_tensor(tokens, dtype=torch.long, device=device))
+                    else:
+                        past = cache.get_kv(reused)
+                        logits, kv = model(torch.as_tensor(tokens[start:], dtype=torch.long, device=device),
+                                           past_kv=past)
+                    cache.insert(hashes, kv)
+                finally:
+                    cache.unpin(reused)
+            '''}),
+        "explicit pinned flag, get_kv(...) or None": ref.solve(SERVE, todo={
+            "6.3.1": '''
+                n = len(tokens)
+                if n < 1:
+                    raise ValueError("serve needs tokens")
+                hashes = block_hashes(tokens, cache.block_size)
+                reused = hashes[:min(cache.match(hashes), (n - 1) // cache.block_size)]
+                start = len(reused) * cache.block_size
+                counts = dict(tokens_reused=start, tokens_computed=n - start)
+            ''',
+            "6.3.2": '''
+                pinned = False
+                try:
+                    cache.pin(reused)
+                    pinned = True
+                    past_kv = cache.get_kv(reused) or None
+                    ids = torch.tensor(tokens, dtype=torch.long)[start:].to(model.device)
+                    logits, kv = model(ids, past_kv)
+                    cache.insert(hashes, kv)
+                finally:
+                    if pinned:
+                        cache.unpin(reused)
+            '''}),
+        "no pin, unpin or get_kv calls when nothing is reused": ref.solve(SERVE, todo={"6.3.2": '''
+            new_tokens = torch.tensor(tokens[tokens_reused:], dtype=torch.long, device=model.device)
+            if not reused:
+                logits, kv = model(new_tokens)
+                cache.insert(hashes, kv)
+            else:
+                cache.pin(reused)
+                try:
+                    logits, kv = model(new_tokens, past_kv=cache.get_kv(reused))
+                    cache.insert(hashes, kv)
+                finally:
+                    cache.unpin(reused)
+        '''}),
+    },
+}

@@ -1,0 +1,372 @@
+"""Wrong and alternative answers for notebook 05 (see tests/answers/__init__.py)."""
+
+from grading.authoring.reference import Reference
+
+ref = Reference("05_scheduler_sim")
+
+ENTRY, SIM, TENSOR = "task5_1_CacheEntry", "task5_2_KVCacheSchedulerSim", "task5_3_TensorKVCacheScheduler"
+
+_STALE_CHECK = "if entry is not None and entry.priority == priority and entry.last_used == last_used:"
+_INPUT_CHECKS = '''        if not isinstance(prefix, str) or not prefix:
+            raise ValueError(f"touch: prefix must be a non-empty str, got {prefix!r}")
+        if bytes_ < 1 or bytes_ > self.capacity_bytes:
+            raise ValueError(f"touch({prefix!r}, {bytes_}): bytes_ must be in [1, {self.capacity_bytes}]")
+'''
+_SIZE_CHECK = "        if bytes_ < 1 or bytes_ > self.capacity_bytes:\n"
+_RESCORE = '''        if self.rescore:
+            age = (self.time - self.last_used).clamp(min=0).to(torch.float64)
+            scores = (self.hits.to(torch.float64) + 0.5 * (1.0 / (1.0 + age))
+                      - 0.25 * self.bytes.to(torch.float64) / self.capacity_bytes)
+            self.priority = torch.where(self.alive, scores, self.priority)
+'''
+_SELECTION = '''        inf = torch.full_like(self.priority, float("inf"))
+        priority = torch.where(self.alive, self.priority, inf)
+        tied = self.alive & (priority == priority.min())
+        latest = torch.full_like(self.last_used, torch.iinfo(torch.int64).max)
+        return int(torch.argmin(torch.where(tied, self.last_used, latest)))'''
+_RUNTIME_ERROR = '''        if (slot is None and len(self.slots) >= self.max_entries
+                and self.current_bytes + bytes_ <= self.capacity_bytes):
+            raise RuntimeError(f"touch({prefix!r}, {bytes_}): all {self.max_entries} slots hold live entries")
+'''
+
+WRONG = {
+    ENTRY: {
+        "prefix is compared too (no compare=False)": ref.edit(
+            ENTRY, ("prefix: str = field(compare=False)", "prefix: str")),
+        "no order=True (entries cannot be compared with <)": ref.edit(ENTRY, ("@dataclass(order=True)", "@dataclass")),
+        "last_used before priority": ref.edit(
+            ENTRY, ("    priority: float\n    last_used: int\n", "    last_used: int\n    priority: float\n")),
+        "hits defaults to 1": ref.edit(
+            ENTRY, ("hits: int = field(default=0, compare=False)", "hits: int = field(default=1, compare=False)")),
+        "frozen (the scheduler cannot update it)": ref.edit(
+            ENTRY, ("@dataclass(order=True)", "@dataclass(order=True, frozen=True)")),
+        "hits is compared too": ref.edit(ENTRY, ("hits: int = field(default=0, compare=False)", "hits: int = 0")),
+        "prefix has a default (not required)": ref.edit(
+            ENTRY, ("prefix: str = field(compare=False)", 'prefix: str = field(default="", compare=False)')),
+        "hits and bytes in the wrong order": ref.solve(ENTRY, todo={"5.1.2": """
+            prefix: str = field(compare=False)
+            bytes: int = field(default=0, compare=False)
+            hits: int = field(default=0, compare=False)
+        """}),
+        "bytes is compared too": ref.edit(ENTRY, ("bytes: int = field(default=0, compare=False)", "bytes: int = 0")),
+    },
+    SIM: {
+        "stale check on priority only": ref.edit(
+            SIM, (_STALE_CHECK, "if entry is not None and entry.priority == priority:")),
+        "priority negated in the heap (evicts the most valuable)": ref.edit(
+            SIM, ("        heapq.heappush(self.queue, (entry.priority,",
+                  "        heapq.heappush(self.queue, (-entry.priority,"),
+            (_STALE_CHECK, "if entry is not None and entry.priority == -priority and entry.last_used == last_used:")),
+        "new entries with hits 0": ref.edit(
+            SIM, ("CacheEntry(0.0, self.time, prefix, hits=1, bytes=bytes_)",
+                  "CacheEntry(0.0, self.time, prefix, hits=0, bytes=bytes_)")),
+        "snapshot ordered ascending": ref.edit(
+            SIM, ("ordered = sorted(self.entries.values(), key=lambda e: (-e.priority, e.last_used, e.prefix))",
+                  "ordered = sorted(self.entries.values(), key=lambda e: (e.priority, e.last_used, e.prefix))")),
+        "eviction before the capacity check of bytes_": ref.edit(
+            SIM, (_SIZE_CHECK, "        if prefix not in self.entries:\n            self._evict_until_fit(bytes_)\n"
+                               + _SIZE_CHECK),
+            ("        self._evict_until_fit(bytes_)\n        self.entries[prefix]", "        self.entries[prefix]")),
+        "always evicts one entry on a miss (checks capacity after evicting)": ref.edit(
+            SIM, ("        while self.entries and self.current_bytes + needed > self.capacity_bytes:\n",
+                  "        first = True\n"
+                  "        while self.entries and (first or self.current_bytes + needed > self.capacity_bytes):\n"
+                  "            first = False\n")),
+        "missing input checks": ref.edit(SIM, (_INPUT_CHECKS, "")),
+        "stale check on last_used only": ref.edit(
+            SIM, (_STALE_CHECK, "if entry is not None and entry.last_used == last_used:")),
+        "no fallback when the heap runs dry": ref.edit(
+            SIM, ("            if victim is None:\n                victim = min(self.entries.values())\n", "")),
+        "time advances before the input checks": ref.edit(
+            SIM, ("        self.time += 1\n        entry = self.entries.get(prefix)",
+                  "        entry = self.entries.get(prefix)"),
+            ("        if not isinstance(prefix, str) or not prefix:",
+             "        self.time += 1\n        if not isinstance(prefix, str) or not prefix:")),
+        "schedule returns the log itself": ref.edit(SIM, ("return list(self.log)", "return self.log")),
+        "a hit takes the new size": ref.edit(
+            SIM, ("            entry.hits += 1\n", "            entry.hits += 1\n            entry.bytes = bytes_\n")),
+        "_score without max(..., 0)": ref.edit(
+            SIM, ("        recency = 1 / (1 + max(self.time - last_used, 0))",
+                  "        recency = 1 / (1 + abs(self.time - last_used))")),
+        "_score with integer division": ref.edit(
+            SIM, ("        recency = 1 / (1 + max(self.time - last_used, 0))",
+                  "        recency = 1 // (1 + max(self.time - last_used, 0))")),
+        "_refresh_queue appends instead of heappush": ref.edit(
+            SIM, ("        heapq.heappush(self.queue, (entry.priority, entry.last_used, prefix))",
+                  "        self.queue.append((entry.priority, entry.last_used, prefix))")),
+        "_refresh_queue does not store the priority in the entry": ref.edit(
+            SIM, ("        entry.priority = self._score(entry.hits, entry.bytes, entry.last_used)\n"
+                  "        heapq.heappush(self.queue, (entry.priority, entry.last_used, prefix))",
+                  "        heapq.heappush(self.queue, (self._score(entry.hits, entry.bytes, entry.last_used), "
+                  "entry.last_used, prefix))")),
+        "evicts until there is room to spare (>= instead of >)": ref.edit(
+            SIM, ("while self.entries and self.current_bytes + needed > self.capacity_bytes:",
+                  "while self.entries and self.current_bytes + needed >= self.capacity_bytes:")),
+        "fallback by priority only (the dict's order on ties)": ref.edit(
+            SIM, ("victim = min(self.entries.values())",
+                  "victim = min(self.entries.values(), key=lambda e: e.priority)")),
+        "eviction forgets to subtract the bytes": ref.edit(
+            SIM, ("            self.current_bytes -= victim.bytes\n", "")),
+        "refreshes the queue before setting last_used on a hit": ref.edit(
+            SIM, ("            entry.last_used = self.time\n            self._refresh_queue(prefix)\n",
+                  "            self._refresh_queue(prefix)\n            entry.last_used = self.time\n")),
+        "schedule returns only this call's log lines": ref.solve(SIM, schedule="""
+            start = len(self.log)
+            for prefix, bytes_ in requests:
+                self.touch(prefix, bytes_)
+            return self.log[start:]
+        """),
+        "snapshot not rounded": ref.edit(SIM, ("round(e.priority, 4)", "e.priority")),
+        "snapshot ties broken by the prefix, not by last_used": ref.edit(
+            SIM, ("ordered = sorted(self.entries.values(), key=lambda e: (-e.priority, e.last_used, e.prefix))",
+                  "ordered = sorted(self.entries.values(), key=lambda e: (-e.priority, e.prefix))")),
+        "snapshot of lists instead of tuples": ref.edit(
+            SIM, ("[(e.prefix, e.bytes, round(e.priority, 4), e.hits) for e in ordered]",
+                  "[[e.prefix, e.bytes, round(e.priority, 4), e.hits] for e in ordered]")),
+        "rejects only negative capacities (0 accepted)": ref.edit(
+            SIM, ("if capacity_bytes < 1:", "if capacity_bytes < 0:")),
+        "logs the new entry before evicting for it": ref.edit(
+            SIM, ("        self._evict_until_fit(bytes_)\n        self.entries[prefix]",
+                  '        self.log.append(f"add:{prefix}")\n'
+                  '        self._evict_until_fit(bytes_)\n        self.entries[prefix]'),
+            ('        self._refresh_queue(prefix)\n        self.log.append(f"add:{prefix}")',
+             "        self._refresh_queue(prefix)")),
+        "scans the entries instead of popping the heap": ref.edit(
+            SIM, ("            while self.queue:\n"
+                  "                priority, last_used, prefix = heapq.heappop(self.queue)\n",
+                  "            while False:\n"
+                  "                priority, last_used, prefix = heapq.heappop(self.queue)\n")),
+        "checks bytes_ on a miss only": ref.edit(
+            SIM, (_SIZE_CHECK,
+                  "        if prefix not in self.entries and (bytes_ < 1 or bytes_ > self.capacity_bytes):\n")),
+    },
+    TENSOR: {
+        "ties broken by slot, not by last_used": ref.edit(
+            TENSOR, (_SELECTION, '''        inf = torch.full_like(self.priority, float("inf"))
+        return int(torch.argmin(torch.where(self.alive, self.priority, inf)))''')),
+        "dead slots not masked": ref.edit(
+            TENSOR, ("tied = self.alive & (priority == priority.min())",
+                     "tied = self.priority == self.priority.min()")),
+        "rescore ignored": ref.edit(TENSOR, (_RESCORE, "")),
+        "priority in float32": ref.edit(
+            TENSOR, ("self.priority = torch.zeros(**zeros, dtype=torch.float64)",
+                     "self.priority = torch.zeros(**zeros, dtype=torch.float32)")),
+        "no RuntimeError when every slot is live": ref.edit(TENSOR, (_RUNTIME_ERROR, "")),
+        "victim found by a Python loop over the slots": ref.edit(TENSOR, (_SELECTION, '''        best = None
+        for i in range(self.max_entries):
+            if bool(self.alive[i]):
+                key = (float(self.priority[i]), int(self.last_used[i]))
+                if best is None or key < best[0]:
+                    best = (key, i)
+        return best[1]''')),
+        "rescore restricted to the slots with the fewest hits (dead slots count)": ref.edit(
+            TENSOR, ("self.priority = torch.where(self.alive, scores, self.priority)",
+                     "self.priority = torch.where(self.alive & (self.hits == self.hits.min()), scores, "
+                     "self.priority)")),
+        "device ignored (tensors always on the CPU)": ref.edit(
+            TENSOR, ("zeros = dict(size=(max_entries,), device=self.device)", "zeros = dict(size=(max_entries,))")),
+        "device stored as given (None stays None)": ref.edit(
+            TENSOR, ('self.device = torch.device("cpu") if device is None else torch.device(device)',
+                     'self.device = device\n        zeros_device = torch.device("cpu") if device is None else device'),
+            ("zeros = dict(size=(max_entries,), device=self.device)",
+             "zeros = dict(size=(max_entries,), device=zeros_device)")),
+        "rescores even when rescore=False": ref.edit(
+            TENSOR, ("        if self.rescore:\n            age", "        if True:\n            age")),
+        "rescore without clamping the age at 0": ref.edit(
+            TENSOR, ("age = (self.time - self.last_used).clamp(min=0).to(torch.float64)",
+                     "age = (self.time - self.last_used).abs().to(torch.float64)")),
+        "rescore in float32": ref.edit(
+            TENSOR, ("            scores = (self.hits.to(torch.float64) + 0.5 * (1.0 / (1.0 + age))\n"
+                     "                      - 0.25 * self.bytes.to(torch.float64) / self.capacity_bytes)\n",
+                     "            scores = (self.hits.to(torch.float32) + 0.5 * (1.0 / (1.0 + age.float()))\n"
+                     "                      - 0.25 * self.bytes.to(torch.float32) / self.capacity_bytes)\n")),
+        "free slots masked with a large finite number": ref.edit(
+            TENSOR, ('inf = torch.full_like(self.priority, float("inf"))',
+                                                                 "inf = torch.full_like(self.priority, 1e9)")),
+        "_victim returns a tensor, not an int": ref.edit(
+            TENSOR, ("return int(torch.argmin(torch.where(tied, self.last_used, latest)))",
+                     "return torch.argmin(torch.where(tied, self.last_used, latest))")),
+        "RuntimeError raised after the clock moved": ref.edit(
+            TENSOR, (_RUNTIME_ERROR + "        self.time += 1\n", "        self.time += 1\n" + _RUNTIME_ERROR)),
+        "RuntimeError even when an eviction would free a slot": ref.edit(
+            TENSOR, ("                and self.current_bytes + bytes_ <= self.capacity_bytes):\n",
+                     "                ):\n")),
+        "a reused slot keeps the old hits": ref.edit(
+            TENSOR, ("        self.hits[slot] = 1\n", "        self.hits[slot] += 1\n")),
+        "a hit takes the new size": ref.edit(
+            TENSOR, ("            size = int(self.bytes[slot])\n",
+                     "            size = bytes_\n            self.current_bytes += bytes_ - int(self.bytes[slot])\n"
+                     "            self.bytes[slot] = bytes_\n")),
+        "snapshot returns 0-d tensors": ref.solve(TENSOR, todo={"5.3.5": """
+            ordered = sorted(self.slots.items(), key=lambda item: (-float(self.priority[item[1]]),
+                                                                   int(self.last_used[item[1]]), item[0]))
+            return [(prefix, self.bytes[slot], round(float(self.priority[slot]), 4), self.hits[slot])
+                    for prefix, slot in ordered]
+        """}),
+        "snapshot includes the free slots": ref.solve(TENSOR, todo={"5.3.5": """
+            priority, size = self.priority.tolist(), self.bytes.tolist()
+            hits, last_used = self.hits.tolist(), self.last_used.tolist()
+            rows = [(self.prefix_of[i] or "", size[i], round(priority[i], 4), hits[i], last_used[i])
+                    for i in range(self.max_entries)]
+            rows.sort(key=lambda r: (-r[2], r[4], r[0]))
+            return [r[:4] for r in rows]
+        """}),
+        "rescores every entry on every touch": ref.edit(
+            TENSOR, ("        self.time += 1\n        if slot is not None:",
+                     "        self.time += 1\n        if self.rescore and self.slots:\n"
+                     "            age = (self.time - self.last_used).clamp(min=0).to(torch.float64)\n"
+                     "            scores = (self.hits.to(torch.float64) + 0.5 * (1.0 / (1.0 + age))\n"
+                     "                      - 0.25 * self.bytes.to(torch.float64) / self.capacity_bytes)\n"
+                     "            self.priority = torch.where(self.alive, scores, self.priority)\n"
+                     "        if slot is not None:")),
+    },
+}
+
+ALTERNATIVES = {
+    ENTRY: {
+        # A different class altogether: the decorator and the fields give way to hand-written methods.
+        "a hand-written class with functools.total_ordering": ref.edit(
+            ENTRY, ("from dataclasses import dataclass, field", "import functools"),
+            ("@dataclass(order=True)", "@functools.total_ordering"),
+            ("    priority: float\n    last_used: int\n",
+             '''    def __init__(self, priority, last_used, prefix, hits=0, bytes=0):
+        self.priority = priority
+        self.last_used = last_used
+        self.prefix = prefix
+        self.hits = hits
+        self.bytes = bytes
+
+    def _key(self):
+        return (self.priority, self.last_used)
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __lt__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() < other._key()
+
+    __hash__ = None
+'''), ('''    prefix: str = field(compare=False)
+    hits: int = field(default=0, compare=False)
+    bytes: int = field(default=0, compare=False)''', "")),
+        "a slotted dataclass": ref.edit(ENTRY, ("@dataclass(order=True)", "@dataclass(order=True, slots=True)")),
+        "every field through dataclasses.field": ref.solve(ENTRY, before="import dataclasses", todo={
+            "5.1.1": "priority: float = dataclasses.field()\nlast_used: int = dataclasses.field(compare=True)",
+            "5.1.2": """
+                prefix: str = dataclasses.field(compare=False, repr=True)
+                hits: int = dataclasses.field(compare=False, default=0)
+                bytes: int = dataclasses.field(compare=False, default_factory=int)
+            """}),
+    },
+    SIM: {
+        "a sorted list (bisect) instead of heapq": ref.solve(
+            SIM, before="import bisect",
+            _refresh_queue="""
+                entry = self.entries[prefix]
+                entry.priority = self._score(entry.hits, entry.bytes, entry.last_used)
+                bisect.insort(self.queue, (entry.priority, entry.last_used, prefix))
+            """,
+            _evict_until_fit="""
+                while self.entries and self.current_bytes + needed > self.capacity_bytes:
+                    victim = None
+                    while self.queue:
+                        priority, last_used, prefix = self.queue.pop(0)
+                        entry = self.entries.get(prefix)
+                        if entry is not None and entry.priority == priority and entry.last_used == last_used:
+                            victim = entry
+                            break
+                    if victim is None:
+                        victim = sorted(self.entries.values())[0]
+                    del self.entries[victim.prefix]
+                    self.current_bytes -= victim.bytes
+                    self.log.append(f"evict:{victim.prefix}")
+            """),
+        "stale check by comparing whole tuples, fallback by key": ref.solve(
+            SIM,
+            __init__="""
+                if not capacity_bytes >= 1:
+                    raise ValueError(f"bad capacity {capacity_bytes}")
+                self.capacity_bytes, self.current_bytes, self.time = capacity_bytes, 0, 0
+                self.entries, self.queue, self.log = {}, [], []
+            """,
+            _score="""
+                age = self.time - last_used
+                recency = 1 / (1 + (age if age > 0 else 0))
+                return hits + 0.5 * recency - 0.25 * size / self.capacity_bytes
+            """,
+            _refresh_queue="""
+                entry = self.entries[prefix]
+                entry.priority = self._score(entry.hits, entry.bytes, entry.last_used)
+                heapq.heappush(self.queue, (entry.priority, entry.last_used, entry.prefix))
+            """,
+            _evict_until_fit="""
+                def pop_live():
+                    while self.queue:
+                        item = heapq.heappop(self.queue)
+                        entry = self.entries.get(item[2])
+                        if entry is not None and (entry.priority, entry.last_used, entry.prefix) == item:
+                            return entry
+                    return min(self.entries.values(), key=lambda e: (e.priority, e.last_used))
+
+                while len(self.entries) > 0 and self.current_bytes + needed > self.capacity_bytes:
+                    entry = pop_live()
+                    self.entries.pop(entry.prefix)
+                    self.current_bytes -= entry.bytes
+                    self.log.append(f"evict:{entry.prefix}")
+            """,
+            touch="""
+                if type(prefix) is not str or len(prefix) == 0:
+                    raise ValueError(f"bad prefix {prefix!r}")
+                if not 1 <= bytes_ <= self.capacity_bytes:
+                    raise ValueError(f"bad size {bytes_}")
+                self.time += 1
+                if prefix in self.entries:
+                    self.entries[prefix].hits += 1
+                    self.entries[prefix].last_used = self.time
+                    self._refresh_queue(prefix)
+                    self.log.append(f"reuse:{prefix}")
+                else:
+                    self._evict_until_fit(bytes_)
+                    self.entries[prefix] = CacheEntry(priority=0.0, last_used=self.time, prefix=prefix, hits=1,
+                                                      bytes=bytes_)
+                    self.current_bytes += bytes_
+                    self._refresh_queue(prefix)
+                    self.log.append(f"add:{prefix}")
+            """,
+            schedule="""
+                for request in requests:
+                    self.touch(*request)
+                return self.log.copy()
+            """,
+            snapshot="""
+                rows = [(-e.priority, e.last_used, e.prefix, e) for e in self.entries.values()]
+                rows.sort(key=lambda r: r[:3])
+                return [(e.prefix, e.bytes, round(e.priority, 4), e.hits) for *_, e in rows]
+            """),
+        "touch evicts only when the entry does not fit": ref.edit(
+            SIM, ("        self._evict_until_fit(bytes_)\n        self.entries[prefix]",
+                  "        if self.current_bytes + bytes_ > self.capacity_bytes:\n"
+                  "            self._evict_until_fit(bytes_)\n        self.entries[prefix]")),
+    },
+    TENSOR: {
+        "torch.sort-based victim (two stable sorts)": ref.solve(TENSOR, todo={"5.3.3": """
+            live = torch.nonzero(self.alive).flatten()
+            by_time = live[torch.sort(self.last_used[live], stable=True).indices]
+            by_priority = by_time[torch.sort(self.priority[by_time], stable=True).indices]
+            return int(by_priority[0])
+        """}),
+        "argsort by last_used, then the first minimal priority in that order": ref.solve(TENSOR, todo={"5.3.3": """
+            key_time = torch.where(self.alive, self.last_used, torch.full_like(self.last_used, 2**62))
+            order = torch.argsort(key_time, stable=True)
+            pri = torch.where(self.alive, self.priority, torch.full_like(self.priority, float("inf")))[order]
+            return int(order[torch.argmin(pri)])
+        """}),
+        "the last free slot for a new entry": ref.edit(
+            TENSOR, ("slot = int(torch.argmin(self.alive.to(torch.uint8)))  # the first free slot",
+                     "slot = int(torch.nonzero(~self.alive)[-1, 0])  # the last free slot")),
+    },
+}

@@ -1,0 +1,234 @@
+"""Wrong and alternative answers for notebook 09 (see tests/answers/__init__.py).
+
+The tests run every answer in Triton's interpreter, which does not check bounds: a wrong answer here
+reads or writes at most a few blocks outside a pool, which lands in the NaN guard blocks that
+course.kernels puts around every pool of the tests, never outside the tensors (a crash would stop
+the mutation suite).
+"""
+
+from grading.authoring.reference import Reference
+
+ref = Reference("09_triton_kernels")
+
+GATHER, COPY, DECODE, H2O = "task9_1_paged_gather", "task9_2_copy_blocks", "task9_3_paged_decode", "task9_4_h2o_victims"
+
+_GATHER_MASK = "    mask = tokens < length\n"
+_GATHER_OFFSETS = "slots[:, None] * stride_slot + head * stride_head\n                  + dims[None, :] * stride_dim"
+_COPY_IDS = "    source = tl.load(pairs_ptr + 2 * pair)\n    target = tl.load(pairs_ptr + 2 * pair + 1)\n"
+_COPY_LAUNCH = """    _copy_blocks_kernel[(pairs.shape[0],)](k_cache, v_cache, pairs, *k_cache.stride(), num_heads,
+                                           BLOCK_SIZE=block_size, HEAD_DIM=head_dim)"""
+_DECODE_VALID = "valid = block * BLOCK_SIZE + slots < length"
+_DECODE_LOOP = "    for block in range(0, tl.cdiv(length, BLOCK_SIZE)):\n        physical"
+# The reference's loop over the blocks up to the scores, without its comments: the start of a first pass.
+_DECODE_SCORES = "\n".join(line for line in ref[DECODE][ref[DECODE].index(_DECODE_LOOP):ref[DECODE].index(
+    "        # TODO 9.3.3")].splitlines() if not line.lstrip().startswith("#")) + "\n"
+_H2O_FIRST_PASS = """            new_max = tl.maximum(running_max, tl.max(x, axis=0))
+            running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(tl.exp(x - new_max), axis=0)
+            running_max = new_max"""
+_H2O_MASKED = ("torch.where(evictable, scores, torch.full_like(scores, float(\"inf\"))).argmin(dim=1)")
+
+WRONG = {
+    GATHER: {
+        "whole blocks copied: the slots past the length (and padding blocks) read too": ref.edit(
+            GATHER, (_GATHER_MASK, "    mask = slots < BLOCK_SIZE\n")),
+        "off by one: the token at the length copied too": ref.edit(
+            GATHER, (_GATHER_MASK, "    mask = tokens <= length\n")),
+        "a contiguous pool assumed instead of its strides": ref.edit(
+            GATHER, (_GATHER_OFFSETS, "slots[:, None] * (num_heads * HEAD_DIM) + head * HEAD_DIM\n"
+                                      "                  + dims[None, :]")),
+        "the logical block read as if it were the physical block": ref.edit(
+            GATHER, ("physical = tl.load(block_tables_ptr + seq * stride_table + block).to(tl.int64)",
+                     "physical = block.to(tl.int64)")),
+        "the table's row stride taken as 1": ref.edit(
+            GATHER, ("physical = tl.load(block_tables_ptr + seq * stride_table + block)",
+                     "physical = tl.load(block_tables_ptr + seq + block)")),
+        "every block written at rows 0 to block_size - 1": ref.edit(
+            GATHER, ("target = (out_ptr + seq * stride_out_seq + tokens[:, None]",
+                     "target = (out_ptr + seq * stride_out_seq + slots[:, None]")),
+        "an int64 block table accepted": ref.edit(
+            GATHER, ('check_paged_batch("paged_gather", cache, block_tables, lengths)',
+                     'check_paged_batch("paged_gather", cache, block_tables.int(), lengths)')),
+    },
+    COPY: {
+        "a block both a source and a destination accepted": ref.edit(COPY, ("if bool(both.any()):", "if False:")),
+        "a repeated destination accepted": ref.edit(
+            COPY, ("if targets.unique().numel() < targets.numel():", "if False:")),
+        "the destination copied onto the source": ref.edit(
+            COPY, (_COPY_IDS, "    target = tl.load(pairs_ptr + 2 * pair)\n"
+                              "    source = tl.load(pairs_ptr + 2 * pair + 1)\n")),
+        "only the keys copied": ref.edit(
+            COPY, ("        tl.store(v_ptr + target * stride_block + offsets, tl.load(v_ptr + source * stride_block + "
+                   "offsets))\n", "")),
+        "one launch per pair": ref.edit(
+            COPY, (_COPY_LAUNCH, """    for row in range(pairs.shape[0]):
+        _copy_blocks_kernel[(1,)](k_cache, v_cache, pairs[row:row + 1], *k_cache.stride(), num_heads,
+                                  BLOCK_SIZE=block_size, HEAD_DIM=head_dim)""")),
+        "a contiguous pool assumed instead of its strides": ref.edit(
+            COPY, ("offsets = slots * stride_slot + head * stride_head + dims * stride_dim",
+                   "offsets = slots * (num_heads * HEAD_DIM) + head * HEAD_DIM + dims")),
+        "block ids not checked against the pool": ref.edit(COPY, ("if bool(outside.any()):", "if False:")),
+        "the overlap checked after the launch": ref.solve(COPY, todo={"9.2.3": """
+            if pairs.dtype not in (torch.int32, torch.int64):
+                raise TypeError(f"copy_blocks: pairs must be int32 or int64, got {pairs.dtype}")
+            if pairs.dim() != 2 or pairs.shape[1] != 2 or pairs.device != k_cache.device:
+                raise ValueError("copy_blocks: pairs must be [num_pairs, 2] on the pools' device")
+            if bool(((pairs < 0) | (pairs >= num_blocks)).any()):
+                raise ValueError("copy_blocks: a block id outside the pool")
+        """, "9.2.4": """
+            if pairs.shape[0] == 0:
+                return None
+            checked = pairs
+            pairs = pairs.to(torch.int64).contiguous()
+            _copy_blocks_kernel[(pairs.shape[0],)](k_cache, v_cache, pairs, *k_cache.stride(), num_heads,
+                                                   BLOCK_SIZE=block_size, HEAD_DIM=head_dim)
+            sources, targets = checked[:, 0], checked[:, 1]
+            if targets.unique().numel() < targets.numel() or bool(torch.isin(targets, sources).any()):
+                raise ValueError("copy_blocks: a repeated destination, or a block both a source and a destination")
+            return None
+        """}),
+    },
+    DECODE: {
+        "no running max: exp of the raw scores (overflows)": ref.solve(DECODE, todo={"9.3.3": """
+            weights = tl.exp(scores)
+            v = tl.load(v_ptr + offsets, mask=valid[:, None], other=0.0).to(tl.float32)
+            running_sum = running_sum + tl.sum(weights, axis=0)
+            acc = acc + tl.sum(weights[:, None] * v, axis=0)
+        """}),
+        "off by one: the token at the length attended too": ref.edit(
+            DECODE, (_DECODE_VALID, "valid = block * BLOCK_SIZE + slots <= length")),
+        "the last block read past the length (no mask)": ref.edit(
+            DECODE, (_DECODE_VALID, "valid = slots < BLOCK_SIZE")),
+        "KV heads indexed as query heads": ref.edit(
+            DECODE, ("    kv_head = head // group_size\n    q =", "    kv_head = head\n    q =")),
+        "acc not rescaled when the max grows": ref.edit(
+            DECODE, ("        acc = acc * rescale + tl.sum(weights[:, None] * v, axis=0)\n        running_max",
+                     "        acc = acc + tl.sum(weights[:, None] * v, axis=0)\n        running_max")),
+        "the running sum not rescaled when the max grows": ref.edit(
+            DECODE, ("running_sum = running_sum * rescale + tl.sum(weights, axis=0)",
+                     "running_sum = running_sum + tl.sum(weights, axis=0)")),
+        "the strides of a contiguous pool passed": ref.edit(
+            DECODE, ("float(scale), q.stride(0), q.stride(1), *k_cache.stride(),",
+                     "float(scale), q.stride(0), q.stride(1), *k_cache.contiguous().stride(),")),
+        "the running max started at 0 (very negative scores underflow)": ref.edit(
+            DECODE, ('    running_max = -float("inf")\n    running_sum = 0.0\n    acc',
+                     "    running_max = 0.0\n    running_sum = 0.0\n    acc")),
+        "a given scale of 0.0 replaced by the default": ref.edit(
+            DECODE, ("    if scale is None:\n        scale = 1.0 / math.sqrt(head_dim)",
+                     "    scale = scale or 1.0 / math.sqrt(head_dim)")),
+        "query heads that are not a multiple of the KV heads accepted": ref.edit(
+            DECODE, ("            or q.shape[1] % num_kv_heads):", "            or q.shape[1] < num_kv_heads):")),
+    },
+    H2O: {
+        "one pass: each block divided by the running sum so far": ref.solve(H2O, todo={"9.4.1": """
+            new_max = tl.maximum(running_max, tl.max(x, axis=0))
+            running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(tl.exp(x - new_max), axis=0)
+            running_max = new_max
+            target = scores_ptr + seq * stride_scores + block * BLOCK_SIZE + slots
+            tl.store(target, tl.load(target, mask=valid) + tl.exp(x - running_max) / running_sum, mask=valid)
+        """, "9.4.2": "pass"}),
+        "ties to the later position": ref.edit(H2O, (_H2O_MASKED, (
+            "(scores.shape[1] - 1 - torch.where(evictable, scores, torch.full_like(scores, float(\"inf\")))"
+            ".flip(1).argmin(dim=1))"))),
+        "the recent window evictable": ref.edit(
+            H2O, ("evictable = positions[None, :] < (lengths.long() - recent)[:, None]",
+                  "evictable = positions[None, :] < lengths.long()[:, None]")),
+        "positions past the length can win": ref.edit(
+            H2O, ("evictable = positions[None, :] < (lengths.long() - recent)[:, None]",
+                  "evictable = positions[None, :] < scores.shape[1] - recent")),
+        "0 instead of -1 when nothing is evictable": ref.edit(
+            H2O, ("return torch.where(evictable.any(dim=1), victims, torch.full_like(victims, -1))", "return victims")),
+        "only the first query head summed": ref.edit(H2O, ("for head in range(num_q_heads):", "for head in range(1):")),
+        "KV heads indexed as query heads": ref.edit(
+            H2O, ("head_offset = (head // group_size) * stride_head", "head_offset = head * stride_head")),
+        "the first pass's sum includes the stale slots of the last block": ref.edit(H2O, (
+            "            x = tl.where(valid, tl.sum(k * q[None, :], axis=1) * scale, -float(\"inf\"))\n"
+            "            # TODO 9.4.1",
+            "            x = tl.sum(k * q[None, :], axis=1) * scale\n            # TODO 9.4.1")),
+        "a bool recent accepted": ref.edit(H2O, ("if type(recent) is not int:", "if not isinstance(recent, int):")),
+        "a NaN score accepted": ref.edit(H2O, ("if not bool(torch.isfinite(scores).all()):", "if False:")),
+        "an infinite score accepted (only NaN checked)": ref.edit(
+            H2O, ("if not bool(torch.isfinite(scores).all()):", "if bool(torch.isnan(scores).any()):")),
+    },
+}
+
+ALTERNATIVES = {
+    GATHER: {
+        "a 1-D grid over (sequence, block), split with // and %": ref.edit(
+            GATHER, ("seq = tl.program_id(0).to(tl.int64)\n    block = tl.program_id(1)",
+                     "seq = (tl.program_id(0) // stride_table).to(tl.int64)\n"
+                     "    block = tl.program_id(0) % stride_table"),
+            ("_paged_gather_kernel[(num_seqs, max_blocks)](", "_paged_gather_kernel[(num_seqs * max_blocks,)](")),
+        "the kernel writes the zeros past the length (torch.empty)": ref.edit(
+            GATHER, ("values = tl.load(source, mask=mask[:, None])",
+                     "values = tl.load(source, mask=mask[:, None], other=0.0)"),
+            ("tl.store(target, values, mask=mask[:, None])", "tl.store(target, values)"),
+            ("out = torch.zeros(", "out = torch.empty(")),
+        "one head per program on a 3-D grid": ref.edit(
+            GATHER, ("for head in range(num_heads):", "for head in range(tl.program_id(2), tl.program_id(2) + 1):"),
+            ("_paged_gather_kernel[(num_seqs, max_blocks)](",
+             "_paged_gather_kernel[(num_seqs, max_blocks, num_heads)](")),
+    },
+    COPY: {
+        "one slot at a time": ref.solve(COPY, todo={"9.2.2": """
+            for slot in range(BLOCK_SIZE):
+                row = slot * stride_slot + head * stride_head + tl.arange(0, HEAD_DIM) * stride_dim
+                tl.store(k_ptr + target * stride_block + row, tl.load(k_ptr + source * stride_block + row))
+                tl.store(v_ptr + target * stride_block + row, tl.load(v_ptr + source * stride_block + row))
+        """}),
+        "the pairs checked as Python lists": ref.solve(COPY, todo={"9.2.3": """
+            if pairs.dtype not in (torch.int32, torch.int64):
+                raise TypeError("copy_blocks: pairs must be int32 or int64")
+            if pairs.dim() != 2 or pairs.shape[1] != 2 or pairs.device != k_cache.device:
+                raise ValueError("copy_blocks: pairs must be [num_pairs, 2] on the pools' device")
+            rows = pairs.tolist()
+            if any(not 0 <= block < num_blocks for row in rows for block in row):
+                raise ValueError("copy_blocks: a block id outside the pool")
+            targets = [target for _, target in rows]
+            if len(set(targets)) < len(targets):
+                raise ValueError("copy_blocks: a destination twice")
+            if set(targets) & {source for source, _ in rows}:
+                raise ValueError("copy_blocks: a block both a source and a destination")
+        """}),
+        "int32 pairs read as they are, ids widened in the kernel": ref.edit(
+            COPY, (_COPY_IDS, "    source = tl.load(pairs_ptr + 2 * pair).to(tl.int64)\n"
+                              "    target = tl.load(pairs_ptr + 2 * pair + 1).to(tl.int64)\n"),
+            ("pairs = pairs.to(torch.int64).contiguous()", "pairs = pairs.contiguous()")),
+    },
+    DECODE: {
+        "two passes: the max over every block first": ref.edit(DECODE, (_DECODE_LOOP, (
+            '    total_max = -float("inf")\n' + _DECODE_SCORES + "        total_max = tl.maximum(total_max, "
+            "tl.max(scores, axis=0))\n" + _DECODE_LOOP)), (
+            """        new_max = tl.maximum(running_max, tl.max(scores, axis=0))
+        rescale = tl.exp(running_max - new_max)
+        weights = tl.exp(scores - new_max)""", """        weights = tl.exp(scores - total_max)
+        rescale = 1.0"""), ("        running_max = new_max\n", "")),
+        "the blocks visited from the last to the first": ref.edit(DECODE, (_DECODE_LOOP, """\
+    count = tl.cdiv(length, BLOCK_SIZE)
+    for step in range(0, count):
+        block = count - 1 - step
+        physical""")),
+        "exp2 with the scores scaled by log2(e)": ref.edit(
+            DECODE, ("rescale = tl.exp(running_max - new_max)",
+                     "rescale = tl.exp2((running_max - new_max) * 1.4426950408889634)"),
+            ("        weights = tl.exp(scores - new_max)\n        v =",
+             "        weights = tl.exp2((scores - new_max) * 1.4426950408889634)\n        v =")),
+    },
+    H2O: {
+        "atomic adds from one program per (sequence, query head)": ref.edit(
+            H2O, ("for head in range(num_q_heads):", "for head in range(tl.program_id(1), tl.program_id(1) + 1):"),
+            ("tl.store(target, tl.load(target, mask=valid) + probabilities, mask=valid)",
+             "tl.atomic_add(target, probabilities, mask=valid)"),
+            ("_h2o_scores_kernel[(num_seqs,)](", "_h2o_scores_kernel[(num_seqs, q.shape[1])](")),
+        "victims by a stable sort": ref.edit(
+            H2O, (_H2O_MASKED, _H2O_MASKED.replace(".argmin(dim=1)", ".sort(dim=1, stable=True).indices[:, 0]"))),
+        "victims by a Python loop over the sequences": ref.edit(
+            H2O, ("""    positions = torch.arange(scores.shape[1], device=scores.device)
+    evictable = positions[None, :] < (lengths.long() - recent)[:, None]
+    victims = torch.where(evictable, scores, torch.full_like(scores, float("inf"))).argmin(dim=1)
+    return torch.where(evictable.any(dim=1), victims, torch.full_like(victims, -1))""", """    victims = []
+    for row, length in zip(scores.tolist(), lengths.tolist()):
+        choices = range(max(0, length - recent))
+        victims.append(min(choices, key=lambda t: (row[t], t)) if choices else -1)
+    return torch.tensor(victims, dtype=torch.int64, device=scores.device)""")),
+    },
+}
