@@ -177,3 +177,19 @@ def partly_right(assignment: str, root: Path = ROOT):
     score = sum(harness.tasks[grade_id].points for grade_id in right)
     score += sum(result.score for grade_id in wrong for result in harness.results(grade_id, mistakes[grade_id]))
     return fill(release, answers), score
+
+
+@pytest.fixture
+def kernel(request):
+    """Start judge test kernels (tests/judge_kernel.py) with ``kernel(source, **options)``; closed after the test."""
+    from judge_kernel import Kernel
+
+    made = []
+
+    def start(source: str, **options) -> Kernel:
+        made.append(Kernel(source, **options))
+        return made[-1]
+
+    yield start
+    for each in made:
+        each.close()

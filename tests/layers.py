@@ -35,6 +35,7 @@ FILE_LAYERS = {
     "test_grading_isolation.py": "grading",
     "test_grading_parallel.py": "grading",
     "test_grading_robust.py": "grading",
+    "test_grading_batches.py": "grading",
     "test_grading_sandbox.py": "grading",
     # These start sandboxes, warm processes and a hostile student's 128 busy processes: run beside the other
     # grading tests (one worker), they pushed honest notebooks over their time limits.

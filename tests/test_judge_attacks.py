@@ -18,7 +18,7 @@ import time
 
 import msgpack
 import pytest
-from test_judge import Kernel
+from judge_kernel import Kernel
 
 from grading.judge.remote import JudgePeer
 from grading.judge.runner import run_test
