@@ -86,5 +86,5 @@ def decode(line: bytes | str) -> Event:
         kind = _KINDS[values.pop("event")]
         names = {f.name for f in fields(kind)}
         return kind(**{key: value for key, value in values.items() if key in names})
-    except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as error:
+    except (KeyError, TypeError, AttributeError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError too.
         raise ValueError(f"not a grading event: {str(line)[:200]!r}") from error
