@@ -17,7 +17,10 @@ from grading.pipeline.report import format_table
 from grading.pipeline.run import grade_folder
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    import argparse
+
+    argparse.ArgumentParser(prog="python -m grading.main", description=__doc__.split("\n\n")[0]).parse_args(argv)
     started = time.perf_counter()
     print(f"1/3 regenerating release/ and solutions/ from source/ ({len(ASSIGNMENTS)} assignments)")
     build(ROOT, ASSIGNMENTS)
@@ -33,4 +36,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -60,12 +60,18 @@ PROPERTY_FILES = {
     "test_tiers.py": "08_tiered_cache",
 }
 
-# Tests that pytest-xdist must run on one worker, in order (`--dist loadgroup`), by layer:
-# - grading: they share the session's graded course (conftest.py: built_course, parallel_grades), which
-#   each worker would otherwise grade again, and the sandbox gives a student id the same uid in every batch;
-# - notebooks: the notebooks' setup cells install the helper package into one Colab-like environment.
-# The mutation suite is grouped per notebook instead (a judge per notebook), in `_group`.
-GROUPED_LAYERS = ("grading", "notebooks")
+# Tests that pytest-xdist must run on one worker (`--dist loadgroup`), as one group each:
+# - the notebooks layer: the notebooks' setup cells install the helper package into one Colab-like environment;
+# - the grading tests that read the session's graded samples (conftest.py: sample_folder, parallel_grades,
+#   sequential_grades), which each worker would otherwise grade again;
+# - the tests of a module that share a module-scoped fixture (a hub, a JupyterLab, a graded batch): without it,
+#   each worker started its own hub (two minutes) and graded the browser tests' hostile batch again.
+# Other grading modules spread over the workers like any test: each batch has student ids of its own where a
+# uid matters (the sandbox gives an id the same uid in every batch), and CPU weights and quotas keep one
+# batch's students from crowding out another's (tests/test_grading_fairness.py runs beside the rest).
+# The mutation suite is grouped per notebook (a judge per notebook).
+GROUPED_LAYERS = ("notebooks",)
+SHARED_BATCH_FILES = ("test_grading_parallel.py", "test_pipeline.py", "test_lms.py")
 
 _GRADE_ID = re.compile(r"task(\d+)_(\d+)_(\w+)")
 
@@ -109,12 +115,24 @@ def _tasks_of(item) -> list[str]:
     return []
 
 
+def _shares_a_module_fixture(item) -> bool:
+    """Whether the test uses a fixture of module scope (a JupyterLab, a hub, a graded batch): its module's tests
+    then run on one worker, which makes that fixture once."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else []
+    return any(definition.scope == "module" for chain in definitions for definition in chain)
+
+
 def _group(item, layer: str) -> str | None:
     if layer in GROUPED_LAYERS:
         return layer
+    if item.path.name in SHARED_BATCH_FILES:
+        return "graded-samples"
     callspec = getattr(item, "callspec", None)
     if layer == "mutants" and callspec and "assignment" in callspec.params:
         return f"mutants-{callspec.params['assignment']}"
+    if _shares_a_module_fixture(item):
+        return f"module-{item.path.name}"
     return None
 
 

@@ -14,6 +14,7 @@ per test cell, how often the reference solution's test crossed between the judge
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -66,10 +67,15 @@ def compare(assignment: str, log=print, stats: bool = False) -> tuple[int, int, 
 
 
 def main(argv: list[str]) -> int:
-    stats = "--stats" in argv
-    chosen = [name for name in argv if name != "--stats"] or ASSIGNMENTS
+    parser = argparse.ArgumentParser(prog="python -m grading.judge.compare", description=__doc__.split("\n\n")[0])
+    parser.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="only these notebooks (default: all)")
+    parser.add_argument("--stats", action="store_true", help="also print each test cell's crossings")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.assignments) - set(ASSIGNMENTS))
+    if unknown:
+        parser.error(f"no such notebook: {', '.join(unknown)} (there are {', '.join(ASSIGNMENTS)})")
     started = time.perf_counter()
-    totals = [compare(assignment, stats=stats) for assignment in chosen]
+    totals = [compare(assignment, stats=args.stats) for assignment in args.assignments or ASSIGNMENTS]
     differ = sum(len(found) for _, _, found in totals)
     print(f"{sum(a for a, _, _ in totals)} answers, {sum(c for _, c, _ in totals)} results compared, {differ} differ, "
           f"in {time.perf_counter() - started:.0f} s")
