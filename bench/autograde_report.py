@@ -91,9 +91,11 @@ def _report_scaling(found: dict, students: int) -> dict:
               f"placing, probe), {found[name]['merge and export']:.1f} to merge and export")
     first = found["first run on this machine"]["machine-s"] - found["now, 1 student"]["machine-s"]
     summary["first run extra"] = first
-    print(f"   the first run on a machine also builds its cache: +{first:.1f} machine-s, once")
+    print(f"   the first run on a machine also builds its cache: {first:+.1f} machine-s, once")
     now = summary["now"]["per student"]
-    before = f"; {summary['before']['per student'] / now:.1f}x less than before" if "before" in summary else ""
+    factor = summary["before"]["per student"] / now if "before" in summary else None
+    before = "" if factor is None else f"; {factor:.1f}x less than before" if factor >= 1 \
+        else f"; {1 / factor:.1f}x more than before"
     print(f"   target: at most 20 machine-s per student: {now:.1f} / 20 = {now / 20:.2f}{before}; "
           f"{found['nbgrader route']['machine-s'] / now:.1f}x less than nbgrader's route")
     return summary
@@ -140,11 +142,13 @@ def _readme_rows(found: dict, summary: dict) -> None:
     now, route = summary["now"], found["nbgrader route"]["machine-s"]
     parts = ", ".join(f"{key} {value:.1f}" for key, value in now["components"].items())
     cut = summary["before"]["per student"] / now["per student"] if "before" in summary else None
-    before = f"; {summary['before']['per student']:.1f} before the cut ({cut:.1f}× less)" if cut else ""
+    ratio = f"{cut:.1f}× less" if cut and cut >= 1 else f"{1 / cut:.1f}× more" if cut else ""
+    before = f"; {summary['before']['per student']:.1f} before ({ratio} now)" if cut else ""
     one, two = found["now"]["wall"], found["now, --jobs 2"]["wall"]
     projection = summary["projection"]
     print(f"\n7. README rows ({datetime.now():%Y-%m-%d}, load average {os.getloadavg()[0]:.1f}):")
-    print(f"| grading one student's whole course (8 notebooks, sandbox, judge and feedback), `--jobs 1` over "
+    print(f"| grading one student's whole course ({len(ASSIGNMENTS)} notebooks, sandbox, judge and feedback), "
+          f"`--jobs 1` over "
           f"{summary['students']} students, counted by the cgroup | **{now['per student']:.1f} machine-s per "
           f"student** ({parts}) and {now['fixed']:.1f} per run, against {route:.1f} machine-s with one "
           f"`nbgrader autograde` and one `generate_feedback` process per notebook: "
@@ -179,7 +183,7 @@ def plot(summary: dict, path: Path) -> None:
     axes.axvline(20, color="black", linestyle="--", linewidth=1, label="target: 20")
     axes.set_yticks(range(len(bars)), [label for label, _ in bars])
     axes.invert_yaxis()
-    axes.set_xlabel("machine-seconds per student (8 notebooks with feedback; cgroup CPU accounting)")
+    axes.set_xlabel(f"machine-seconds per student ({len(ASSIGNMENTS)} notebooks with feedback; cgroup CPU accounting)")
     axes.legend(loc="lower right", fontsize=8, ncol=2)
     figure.tight_layout()
     figure.savefig(path, dpi=110)

@@ -3,7 +3,7 @@
     python bench/bench_autograde.py [--students 4] [--before a44f3ef] [--slurm] [--plot PNG] [--json FILE]
 
 Everything is measured in one run, on scratch copies of the course, with the reference solution of
-every notebook as each student's submission (all eight notebooks, with feedback, ``--force``).
+every notebook as each student's submission (every notebook, with feedback, ``--force``).
 Machine-seconds are counted by a cgroup that holds this benchmark and every process it starts
 (grading/isolation/limits.py: `accounting_group`; ``cpuacct.usage`` on cgroup v1, ``cpu.stat`` on v2): the
 sandboxed kernels too, which ``getrusage`` never sees (their CPU never comes back through

@@ -213,7 +213,8 @@ def test_honest_students_before_and_after_the_attackers_keep_full_marks(protecte
                                      "j_lying_agent"])
 def test_attacks_for_points_gain_nothing(unprotected, protected, student):
     if student in unprotected and student != "j_lying_agent":  # Without the judge there is no agent to lie.
-        assert unprotected[student][0].tasks["1.1"] == (2.0, 2.0), "without protection the attack gains task 1.1"
+        scores, status, _ = unprotected[student]
+        assert scores.tasks["1.1"] == (2.0, 2.0), f"without protection the attack gains task 1.1 ({status}; {scores})"
     scores, status, _ = protected[student]
     assert scores.tasks.get("1.1", (0.0, 2.0)) == (0.0, 2.0), (scores.tasks, status)
 

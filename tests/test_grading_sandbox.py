@@ -129,7 +129,7 @@ def test_an_unprivileged_grader_gets_the_sandbox_too(tmp_path, readable_root):
     code = (
         "import sys, tempfile\n"
         f"sys.path.insert(0, {str(readable_root)!r})\n"
-        "from grading import probe, sandbox\n"
+        "from grading.isolation import probe, sandbox\n"
         "sockets = tempfile.mkdtemp()\n"
         f"plan = sandbox.Plan(sandbox=True, socket_dir=sockets, kept=['/usr', {str(readable_root / 'course')!r}],"
         f" environment={{'PYTHONPATH': {str(readable_root)!r}}})\n"

@@ -31,6 +31,8 @@ from an inherited descriptor, SCRIPT_FD): it imports nothing but the standard li
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import re
@@ -123,22 +125,27 @@ def _run_kernel(connection_file: str) -> int:
     return code
 
 
-def _fork_kernel(connection: dict, private: list[socket.socket], folder: str | None) -> int:
+_KERNELS = itertools.count()
+
+
+def _fork_kernel(connection: dict, private: list[socket.socket], folder: str | None) -> tuple[int, str]:
     """Fork a child that runs a kernel on ``connection`` in ``folder`` (None: where this process is);
-    return its pid.
+    return its pid and its connection file, which the caller removes when the kernel has ended.
 
     The child closes the ``private`` sockets (the listener and the client's connection) first, so
     that no kernel can take a request meant for the warm process.
     """
-    path = os.path.join(os.environ["HOME"], ".kernel.json")
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # A file of this kernel's own: without the sandbox every warm process of a grading run shares one home, and
+    # a kernel that read the file another warm process had just written would listen on that kernel's ports.
+    path = os.path.join(os.environ["HOME"], f".kernel-{os.getpid()}-{next(_KERNELS)}.json")
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         json.dump(connection, handle)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid:
-        return pid
+        return pid, path
     code = 1
     try:
         for private_socket in private:
@@ -310,9 +317,12 @@ def serve(listener: socket.socket, sandboxed: bool, preload: list[str]) -> None:
             # Without the sandbox a kernel runs where jupyter_client started its client (the notebook's
             # folder), as a kernel it starts itself would; in the sandbox, in the sandbox's home.
             folder = None if sandboxed else request.get("cwd")
-            pid = _fork_kernel(connection_info, [listener, connection], folder if isinstance(folder, str) else None)
+            pid, connection_file = _fork_kernel(connection_info, [listener, connection],
+                                                folder if isinstance(folder, str) else None)
             send_message(connection, {"pid": pid})
             status, last = _watch(connection, pid)
+            with contextlib.suppress(OSError):
+                os.unlink(connection_file)
             if not sandboxed:
                 # Without the sandbox (--sandbox off, nothing isolated) what the kernel started in its own process
                 # group ends with it, as when jupyter_client kills a kernel it started itself; a process that left
