@@ -61,17 +61,15 @@ PROPERTY_FILES = {
 }
 
 # Tests that pytest-xdist must run on one worker (`--dist loadgroup`), as one group each:
+# - the grading layer: its tests share the session's graded samples (conftest.py: sample_folder, parallel_grades),
+#   which each worker would otherwise grade again, and its batches run one at a time. Spread over both workers
+#   (tried on 2026-12-02), batches graded at once pushed the 2 cores to a load average of 8: checks bound to a
+#   time (a JupyterLab page, an attacker's 15-second window) failed, and CI got no faster;
 # - the notebooks layer: the notebooks' setup cells install the helper package into one Colab-like environment;
-# - the grading tests that read the session's graded samples (conftest.py: sample_folder, parallel_grades,
-#   sequential_grades), which each worker would otherwise grade again;
-# - the tests of a module that share a module-scoped fixture (a hub, a JupyterLab, a graded batch): without it,
-#   each worker started its own hub (two minutes) and graded the browser tests' hostile batch again.
-# Other grading modules spread over the workers like any test: each batch has student ids of its own where a
-# uid matters (the sandbox gives an id the same uid in every batch), and CPU weights and quotas keep one
-# batch's students from crowding out another's (tests/test_grading_fairness.py runs beside the rest).
+# - the tests of any other module that share a module-scoped fixture (a hub, a JupyterLab, a graded batch):
+#   without it, each worker started its own hub (two minutes) and graded the browser tests' hostile batch again.
 # The mutation suite is grouped per notebook (a judge per notebook).
-GROUPED_LAYERS = ("notebooks",)
-SHARED_BATCH_FILES = ("test_grading_parallel.py", "test_pipeline.py", "test_lms.py")
+GROUPED_LAYERS = ("grading", "notebooks")
 
 _GRADE_ID = re.compile(r"task(\d+)_(\d+)_(\w+)")
 
@@ -126,8 +124,6 @@ def _shares_a_module_fixture(item) -> bool:
 def _group(item, layer: str) -> str | None:
     if layer in GROUPED_LAYERS:
         return layer
-    if item.path.name in SHARED_BATCH_FILES:
-        return "graded-samples"
     callspec = getattr(item, "callspec", None)
     if layer == "mutants" and callspec and "assignment" in callspec.params:
         return f"mutants-{callspec.params['assignment']}"
