@@ -68,9 +68,7 @@ def _send_quietly(self, stream, kind, content=None, *args, **kwargs):
     return _original(self, stream, kind, content, *args, **kwargs)
 _messaging.Session.send = _send_quietly
 '''},
-        # Reading and writing what is not theirs. The two writers are named to be graded last but for their
-        # victim: unprotected they zero every gradebook of the batch and can lock one that another job is
-        # writing, which would fail the attacks graded beside them instead of showing that those attacks work.
+        # Reading and writing what is not theirs.
         "a_reads_files": {TASK: f'''
 import json
 def select_victim(values):
@@ -85,7 +83,7 @@ for path in {[str(source), str(solution), str(folder / "zz_victim" / FILE)]!r}:
             exec("".join(cell["source"]))
     break
 '''},
-        "x_writes_gradebook": {TASK: WRONG_1_1 + f'''
+        "a_writes_gradebook": {TASK: WRONG_1_1 + f'''
 import sqlite3
 for path in [{str(course / "gradebook.db")!r}, *map(str, {scratch}.rglob("*.db"))]:
     try:
@@ -94,7 +92,7 @@ for path in [{str(course / "gradebook.db")!r}, *map(str, {scratch}.rglob("*.db")
     except Exception:
         pass
 '''},
-        "x_writes_other_students": {TASK: WRONG_1_1 + f'''
+        "a_writes_other_students": {TASK: WRONG_1_1 + f'''
 import shutil
 try:
     shutil.copy({str(course / "release" / ASSIGNMENT / FILE)!r},

@@ -149,11 +149,14 @@ def _grade(built_course: Path, tmp_path_factory, protected: bool) -> dict:
     if protected:
         settings = dict(isolation="on", judge=True, memory_limit_gb=2, max_processes=256)
     else:
-        settings = dict(isolation="off", judge=False, memory_limit_gb=None, max_processes=None, cpus_per_student=None)
+        # One student at a time: unprotected, the gradebook writer zeroes every gradebook of the batch, the one a
+        # job beside it is writing too, which would hide that the attack graded there works.
+        settings = dict(isolation="off", judge=False, memory_limit_gb=None, max_processes=None, cpus_per_student=None,
+                        jobs=1)
     uids = set(student_uids([path.name for path in folder.iterdir()]).values())
     before = set(_owned_by_students(uids))
     rows = grade_folder(folder, course, [ASSIGNMENT], student_timeout=300, log=lines.append,
-                        feedback=False, jobs=2, **settings)
+                        feedback=False, **{"jobs": 2, **settings})
     results = {"log": lines, "course": course, "students": sorted(p.name for p in folder.iterdir())}
     # Each student's scores as graded, its status, and its scores in the merged gradebook.
     for scores, status in rows:
