@@ -147,7 +147,7 @@ def _grade(built_course: Path, tmp_path_factory, protected: bool) -> dict:
     _write_batch(course, folder)
     lines: list[str] = []
     if protected:
-        settings = dict(isolation="on", judge=True, memory_limit_gb=2, max_processes=256)
+        settings = dict(isolation="on", judge=True, memory_limit_gb=2, max_processes=256, jobs=2)
     else:
         # One student at a time: unprotected, the gradebook writer zeroes every gradebook of the batch, the one a
         # job beside it is writing too, which would hide that the attack graded there works.
@@ -156,7 +156,7 @@ def _grade(built_course: Path, tmp_path_factory, protected: bool) -> dict:
     uids = set(student_uids([path.name for path in folder.iterdir()]).values())
     before = set(_owned_by_students(uids))
     rows = grade_folder(folder, course, [ASSIGNMENT], student_timeout=300, log=lines.append,
-                        feedback=False, **{"jobs": 2, **settings})
+                        feedback=False, **settings)
     results = {"log": lines, "course": course, "students": sorted(p.name for p in folder.iterdir())}
     # Each student's scores as graded, its status, and its scores in the merged gradebook.
     for scores, status in rows:
