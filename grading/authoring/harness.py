@@ -36,6 +36,7 @@ from pathlib import Path
 
 import nbformat
 
+from grading.judge import cores
 from grading.pipeline.feedback import without_hidden_tests
 
 
@@ -165,16 +166,18 @@ class _HostedHarness:
 
     grade = NotebookHarness.grade
 
-    def _start_host(self, arguments: list[str], without: tuple[str, ...] = ()) -> None:
+    def _start_host(self, arguments: list[str], without: tuple[str, ...] = (), core: int | None = None) -> None:
         """Start ``python -m ARGUMENTS`` from the checkout, with one thread per library and without the
-        environment variables ``without``, talking JSON lines on its stdin and stdout."""
+        environment variables ``without``, talking JSON lines on its stdin and stdout; on ``core`` alone
+        when one is given."""
         root = str(Path(__file__).resolve().parents[2])
         env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""),
                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         for name in without:
             env.pop(name, None)
         self._host = subprocess.Popen([sys.executable, "-m", *arguments], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, env=env, text=True, cwd=root)
+                                      stdout=subprocess.PIPE, env=env, text=True, cwd=root,
+                                      preexec_fn=None if core is None else lambda: cores.pin(core))
 
     def close(self) -> None:
         if self._host.poll() is None:
@@ -287,7 +290,9 @@ class JudgedHarness(_HostedHarness):
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(socket_path)
         self._listener.listen(4)
-        self._start_host(["grading.judge.host", socket_path])
+        # The judge (this thread, while it grades) and the answers' kernels share one core (grading/judge/cores.py).
+        self.core = cores.current_core()
+        self._start_host(["grading.judge.host", socket_path], core=self.core)
         self._ask({"setup": setup_sources, "solutions": [task.solution for task in self.tasks.values()]})
 
     def _ask(self, request: dict) -> dict:
@@ -304,6 +309,15 @@ class JudgedHarness(_HostedHarness):
         With ``visible_only`` the hidden-test blocks are left out, as in the release notebook. An
         answer that raises fails every test cell.
         """
+        affinity = os.sched_getaffinity(0) if self.core is not None else None
+        cores.pin(self.core)
+        try:
+            return self._results(grade_id, answer, visible_only)
+        finally:
+            if affinity is not None:
+                os.sched_setaffinity(0, affinity)
+
+    def _results(self, grade_id: str, answer: str, visible_only: bool) -> list[Result]:
         from grading.judge.remote import JudgePeer
         from grading.judge.runner import run_test
 

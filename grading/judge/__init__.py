@@ -8,6 +8,7 @@
   classes, the test's objects lent to the student's code as callbacks, and what a kernel may ask.
 - runner.py: one test cell, its namespace and its verdict; server.py: the judge process of one
   student; client.py: the grading process's handle on it; execute.py: nbgrader's steps.
+- cores.py: a judge and the kernel it serves run on one CPU core (they take turns; a turn costs less there).
 - host.py: a plain-Python kernel for the mutation suite (grading/authoring/harness.py); compare.py: every
   answer of the mutation suite graded in process and through the judge, side by side.
 """

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from grading.judge import cores
 from grading.pipeline.collect import Submission
 from grading.pipeline.events import Crashed, Done, Event, Failed, Finished, Outcome, Ready, Start, TimedOut, decode
 from grading.pipeline.options import WORKER_STEP_LIMIT_S, GradingOptions
@@ -37,6 +38,8 @@ class Job:
         self.settings_path.write_text(json.dumps({"options": options.to_json(), "course": str(course),
                                                   "skip_tag": skip_tag, "db": str(self.db)}))
         self.memory_limit_gb = options.memory_limit_gb
+        # The core of this slot: its grading process and all it starts (judge, kernels) run there.
+        self.core = cores.core_for(number) if options.pin_cpus else None
         self.process: subprocess.Popen | None = None
         self.events = None
         self.buffer = b""
@@ -51,8 +54,7 @@ class Job:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "grading.pipeline.worker", str(self.settings_path), str(write_end)],
                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=[write_end], cwd=self.course,
-                env=env, start_new_session=True,
-                preexec_fn=(lambda: _limit_data(limit)) if limit else None)
+                env=env, start_new_session=True, preexec_fn=child_setup(self.core, limit))
         os.close(write_end)
         self.events = read_end
         self.buffer = b""
@@ -155,10 +157,20 @@ class Job:
                 return
 
 
-def _limit_data(limit_bytes: int) -> None:
-    import resource
+def child_setup(core: int | None, data_limit_bytes: int | None):
+    """What a grading process does before it starts: move to its slot's core, limit its data segment; None
+    when there is nothing to do."""
+    if core is None and not data_limit_bytes:
+        return None
 
-    resource.setrlimit(resource.RLIMIT_DATA, (limit_bytes, limit_bytes))
+    def setup() -> None:
+        cores.pin(core)
+        if data_limit_bytes:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_DATA, (data_limit_bytes, data_limit_bytes))
+
+    return setup
 
 
 def status_of(submission: Submission, outcome: Outcome, timeout: float) -> str:

@@ -85,6 +85,9 @@ class GradingOptions(Configurable):
                             "(the attack tests only)")
     sanitize = Bool(True, help="sanitize autograded notebooks and feedback; False: its own tests only")
     jobs = Int(help="students graded at once (default: the CPU cores)").tag(config=True, flag="--jobs")
+    pin_cpus = Bool(True, help="run each job (its grading process, judge and kernels) on a CPU core of its own: the "
+                               "judge and the kernel take turns, and on one core each turn costs half as much "
+                               "(grading/judge/cores.py)").tag(config=True, flag="--no-pin-cpus")
     shard = Tuple(Int(), Int(), default_value=(1, 1), help="grade the K-th of N stable parts of the students")
     force = Bool(False, help="regrade students whose files did not change").tag(flag="--force")
     progress = Bool(None, allow_none=True, help="a progress bar (default: when stderr is a terminal)")
