@@ -51,15 +51,17 @@ def test_jobs_take_their_core_from_the_option(tmp_path: Path):
 
 
 @needs_affinity
-def test_the_harness_gives_the_thread_its_cores_back(tmp_path: Path):
+def test_the_harness_gives_the_thread_its_cores_and_torch_threads_back(tmp_path: Path):
+    import torch
+
     from grading.authoring.harness import JudgedHarness
     from grading.config import ROOT
 
-    before = os.sched_getaffinity(0)
+    before, threads = os.sched_getaffinity(0), torch.get_num_threads()
     with JudgedHarness(ROOT / "source" / "01_eviction_as_ranking" / "01_eviction_as_ranking.ipynb") as harness:
         task = next(iter(harness.tasks.values()))
         assert all(result.passed for result in harness.results(task.grade_id, task.solution))
         host = subprocess.run(["taskset", "-pc", str(harness._host.pid)], capture_output=True, text=True)
         if harness.core is not None and host.returncode == 0:
             assert host.stdout.strip().endswith(f": {harness.core}"), host.stdout
-    assert os.sched_getaffinity(0) == before
+    assert os.sched_getaffinity(0) == before and torch.get_num_threads() == threads
