@@ -224,9 +224,9 @@ class AgentPeer(Peer):
         return proxy
 
     def incoming(self, extra) -> None:
-        expect(type(extra) is list and len(extra) == 4 and all(type(x) is list for x in extra[:3])
+        expect(type(extra) is list and len(extra) == 5 and all(type(x) is list for x in (*extra[:3], extra[4]))
                and type(extra[3]) is int, "malformed sync")
-        dropped, released, promoted, self.counting = extra
+        dropped, released, promoted, self.counting, demoted = extra
         for sid in dropped:
             self.pairs.drop(sid)
         for oid in released:
@@ -236,6 +236,8 @@ class AgentPeer(Peer):
             pair = self.pairs.get(sid)
             if pair.lazy:
                 self.pairs.promote(pair)
+        for sid in demoted:  # Eager pairs that the test has not read for a while (remote.JudgePeer.demote_unread).
+            self.pairs.demote(self.pairs.get(sid))
 
     def outgoing(self, dropped: list[int]) -> list:
         rebound = [name for name, value in self.watched.items() if self.namespace.get(name, _MISSING) is not value]

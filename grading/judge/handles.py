@@ -101,6 +101,7 @@ def _instance_dict(handle: Handle, info: MirrorInfo):
             return None
         pair = handle._judge_pair
         if not pair.lazy or pair.valid_at == info.peer.received:
+            pair.read_at = info.peer.sent
             return found
     oid_of(handle)
     # The reply is the object, with its __dict__ or what changed in it (remote.JudgePeer.handle_of).

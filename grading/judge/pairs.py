@@ -20,8 +20,11 @@ A pair is *eager* or *lazy*, alike on both sides (codec.py says when each is whi
   mirrors (handles.py), and what crossed inside one. Neither side looks for its changes at every
   message. The judge asks for a lazy pair's new content when the test reads it and the kernel may
   have changed it since (`Pair.valid_at`), and it becomes eager as soon as the test holds it.
+  A mirrored ``__dict__`` that the test has not read for a while, and what only it holds, become
+  lazy again (`PairTable.demote`), on both sides.
 
-So the cost of a message grows with what the test holds, not with everything that ever crossed.
+So the cost of a message grows with what the test holds and reads, not with everything that ever
+crossed.
 
 This module runs in the student's kernel too (see grading/judge/wire.py).
 """
@@ -171,12 +174,13 @@ def unshared_base(table: PairTable, tensor: torch.Tensor) -> torch.Tensor | None
 class Pair:
     """One shared pair on one side."""
 
-    __slots__ = ("sid", "tag", "obj", "recorded", "lazy", "valid_at", "keep")
+    __slots__ = ("sid", "tag", "obj", "recorded", "lazy", "valid_at", "read_at", "keep")
 
     def __init__(self, sid: int, tag: int, obj, lazy: bool) -> None:
         self.sid, self.tag, self.obj, self.lazy = sid, tag, obj, lazy
         self.recorded = None
         self.valid_at = -1  # The judge's count of the kernel's messages when a lazy pair was last current.
+        self.read_at = 0  # The judge's count of its own messages when the test last read a mirrored __dict__.
         self.keep = None  # A view's storage owner: its pair stays while the view's does (`PairTable.scan`).
 
     def record(self) -> None:
@@ -224,6 +228,11 @@ class PairTable:
         """A lazy pair becomes eager (the test can reach it now)."""
         pair.lazy = False
         self.eager[pair.sid] = pair
+
+    def demote(self, pair: Pair) -> None:
+        """An eager pair becomes lazy (the test has not read it for a while: `remote.JudgePeer.demote_unread`)."""
+        pair.lazy = True
+        self.eager.pop(pair.sid, None)
 
     def owner_of(self, tensor: torch.Tensor) -> Pair | None:
         """The shared tensor whose storage ``tensor`` views (so that the view crosses as one), if any."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import select
 import socket
 import struct
+import sys
 import time
 import types
 import weakref
@@ -32,6 +33,10 @@ _NEVER_LENT = (types.ModuleType, types.FrameType, types.CodeType, types.Tracebac
 _FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType)
 _CLASS_NAMES = 2000  # At most this many attribute names per class node.
 _SWEEP_EVERY = 64  # Messages between two looks for lazy pairs the test let go of (pairs.PairTable.sweep).
+_UNREAD_FOR = 256  # Messages after which a mirrored __dict__ that the test did not read becomes lazy again.
+_MAPPINGS = frozenset({Tag.DICT, Tag.ODICT})
+_SEQUENCES = frozenset({Tag.LIST, Tag.SET})
+_CONTAINERS = _MAPPINGS | _SEQUENCES
 _SLICE_MICROSECONDS = 200_000  # How often a judge waiting for the kernel looks at its deadline and the grader.
 
 
@@ -179,7 +184,7 @@ class JudgePeer(Peer):
             self.handles[oid] = weakref.ref(handle)
         if len(node) == 6:
             pair = self.codec.decode_root(node[5], depth + 1)
-            pair.valid_at = self.received
+            pair.valid_at, pair.read_at = self.received, self.sent
             object.__setattr__(handle, "_judge_dict", pair.obj)
             object.__setattr__(handle, "_judge_pair", pair)
         return handle
@@ -214,14 +219,61 @@ class JudgePeer(Peer):
                     self.handles.pop(oid, None)
                     released.append(oid)
             self.released = []
+        demoted = []
         if self.sent % _SWEEP_EVERY == _SWEEP_EVERY - 1:
             dropped = dropped + self.pairs.sweep()
+            demoted = self.demote_unread(set(self.promoted))
         # A pair promoted and then dropped before this message (the test let go of it at once) is not
         # promoted: the kernel drops it first and would not find it.
         promoted = [sid for sid in self.promoted if sid in self.pairs.by_sid] if self.promoted else []
         self.promoted = []
         counting = COUNT_TORCH_CALLS * bool(checks.COUNTING) | COUNT_LAUNCHES * bool(kernels.COUNTING)
-        return [dropped, released, promoted, counting]
+        return [dropped, released, promoted, counting, demoted]
+
+    def demote_unread(self, promoted: set[int]) -> list[int]:
+        """The eager ``__dict__``s of the kernel's objects that the test has not read for `_UNREAD_FOR` messages
+        and does not hold, and the containers that only they hold, become lazy again; their sids.
+
+        Both sides stop looking for their changes at every message (most of a message's cost once a test has
+        read many objects: notebook 08's tests scanned 48 pairs per message, 95% of them untouched for 200
+        messages). A later read asks for what changed (handles._instance_dict), as for any lazy ``__dict__``.
+        The test holds none of them: reference counts say that only the pair table, the handle and the
+        demoted containers (with their snapshots) refer to each, so no eager pair holds a lazy one.
+        """
+        table, horizon, demoted = self.pairs, self.sent - _UNREAD_FOR, []
+        for ref in list(self.handles.values()):
+            handle = ref()
+            try:
+                root = handle._judge_pair if handle is not None else None
+            except AttributeError:
+                continue
+            # Holders of the __dict__: its pair, the handle's slot and getrefcount's argument.
+            if (root is None or root.lazy or root.read_at > horizon or root.sid in promoted or root.recorded is None
+                    or table.by_sid.get(root.sid) is not root or sys.getrefcount(root.obj) != 3 or root.changed()):
+                continue
+            handle = None
+            table.demote(root)
+            root.valid_at = self.received
+            demoted.append(root.sid)
+            demoted.extend(self._demote_held(root, promoted))
+        return demoted
+
+    def _demote_held(self, holder, promoted: set[int]) -> list[int]:
+        """The eager containers that only ``holder`` (a pair being demoted) holds, and what only they hold."""
+        table, demoted, stack = self.pairs, [], [holder]
+        while stack:
+            pair = stack.pop()
+            items = pair.obj.values() if pair.tag in _MAPPINGS else pair.obj if pair.tag in _SEQUENCES else ()
+            for item in items:
+                held = table.find(item)
+                # Holders: its pair, the container, the container's snapshot, this loop and getrefcount's argument.
+                if (held is None or held.lazy or held.tag not in _CONTAINERS or held.sid in promoted
+                        or held.recorded is None or sys.getrefcount(item) != 5 or held.changed()):
+                    continue
+                table.demote(held)
+                demoted.append(held.sid)
+                stack.append(held)
+        return demoted
 
     # What the kernel may ask of the judge's objects.
 

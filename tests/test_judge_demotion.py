@@ -1,0 +1,101 @@
+"""Objects the test stopped reading cost nothing per message, and still read right when the test comes back.
+
+A mirrored ``__dict__`` that the test has not read for a while, and the containers that only it holds,
+become lazy again on both sides (remote.JudgePeer.demote_unread): neither side compares them at every
+message any more. What must hold: what the test holds stays in step at every message; a demoted object
+read again shows what the kernel did to it meanwhile; a write into it reaches the kernel.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grading.judge import pairs, remote
+
+KERNEL = '''
+    from collections import OrderedDict
+    class Cache:
+        def __init__(self):
+            self.ref_count = {1: 1}
+            self.order = OrderedDict.fromkeys([1, 2, 3])
+            self.table = [[0], [1]]
+        def bump(self):
+            self.ref_count[1] += 1
+            self.order.move_to_end(1)
+            self.table[0].append(len(self.table[0]))
+        def extra_value(self):
+            return self.extra
+'''
+
+# The test reads three caches twice (their __dict__s and what they hold become eager), then drives only the
+# first for many messages, holding the third's table; then it comes back to the second and the third.
+TEST = '''
+    caches = [Cache() for _ in range(3)]
+    for _ in range(2):
+        for cache in caches:
+            assert cache.ref_count[1] == 1 and list(cache.order) == [1, 2, 3] and cache.table[0] == [0]
+    held = caches[2].table
+    for step in range(IDLE):
+        caches[0].bump()
+    caches[1].bump()
+    caches[2].bump()
+    assert caches[1].ref_count == {1: 2}, caches[1].ref_count
+    assert list(caches[1].order) == [2, 3, 1] and caches[1].table == [[0, 1], [1]]
+    assert held == [[0, 1], [1]], held
+    caches[1].extra = 5
+    assert caches[1].extra_value() == 5
+    caches[1].table[1].append(7)
+    caches[1].bump()
+    assert caches[1].table == [[0, 1, 2], [1, 7]]
+'''
+
+
+@pytest.fixture
+def eager_counts(monkeypatch):
+    """The number of eager pairs each side (0: the judge, 1: the kernel) compared, message by message."""
+    counts: dict[int, list[int]] = {0: [], 1: []}
+    scan = pairs.PairTable.scan
+
+    def counting_scan(self, drop_unreferenced):
+        counts[self.parity].append(len(self.eager))
+        return scan(self, drop_unreferenced)
+
+    monkeypatch.setattr(pairs.PairTable, "scan", counting_scan)
+    return counts
+
+
+def test_unread_objects_leave_the_scan_and_read_right_when_the_test_comes_back(kernel, eager_counts):
+    k = kernel(KERNEL)
+    k.passes(TEST.replace("IDLE", str(3 * remote._UNREAD_FOR)))
+    for side in (0, 1):
+        busiest = max(eager_counts[side])
+        # After the idle stretch only the driven cache (its dict and three containers) and the held table stay.
+        late = eager_counts[side][-remote._UNREAD_FOR:-20]
+        assert busiest >= 12 and max(late) <= busiest - 4, (side, busiest, max(late))
+
+
+def test_without_an_idle_stretch_nothing_is_demoted(kernel, eager_counts):
+    k = kernel(KERNEL)
+    k.passes(TEST.replace("IDLE", "3"))
+    assert all(count >= 12 for count in eager_counts[0][-5:])
+
+
+def test_a_demoted_object_in_a_reply_and_in_a_request_crosses_right(kernel):
+    k = kernel(KERNEL + '''
+    def same(value):
+        return value
+    def table_of(cache):
+        return cache.table
+''')
+    k.passes(f'''
+        caches = [Cache() for _ in range(2)]
+        for _ in range(2):
+            assert caches[1].table == [[0], [1]]
+        for _ in range({3 * remote._UNREAD_FOR}):
+            caches[0].bump()
+        caches[1].bump()
+        table = table_of(caches[1])  # Promoted again where the test holds it.
+        assert table == [[0, 1], [1]] and same(table) is table
+        caches[1].bump()
+        assert table == [[0, 1, 2], [1]] and caches[1].table is table
+    ''')
