@@ -15,14 +15,14 @@ from grading.judge import pairs, remote
 KERNEL = '''
     from collections import OrderedDict
     class Cache:
+        """Three containers that bump() changes in place: a dict, an OrderedDict and a list of lists."""
         def __init__(self):
-            self.ref_count = {1: 1}
+            self.ref_count, self.table = {1: 1}, [[0], [1]]
             self.order = OrderedDict.fromkeys([1, 2, 3])
-            self.table = [[0], [1]]
         def bump(self):
-            self.ref_count[1] += 1
-            self.order.move_to_end(1)
             self.table[0].append(len(self.table[0]))
+            self.order.move_to_end(1)
+            self.ref_count[1] += 1
         def extra_value(self):
             return self.extra
 '''
