@@ -31,6 +31,7 @@ import nbformat
 import pytest
 
 from grading.config import ASSIGNMENTS, RAW_HOST, ROOT, raw_url
+from grading.pipeline.options import ONE_THREAD
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = ROOT / "build" / "screenshots"
@@ -61,10 +62,10 @@ def lab(tmp_path_factory):
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     env.pop("COURSE_AUTOGRADE", None)
-    # One torch/OpenMP thread per kernel, as graded kernels have: on the CI's 2 cores the other worker's grading
-    # jobs keep a core busy, and a pool of threads spanning both cores waits on the busy one (notebook 07's
-    # first cells once took over 240 s instead of 20).
-    env["OMP_NUM_THREADS"] = "1"
+    # One torch/OpenMP/BLAS thread per kernel, as graded kernels have: on the CI's 2 cores the other worker's
+    # grading jobs keep a core busy, and a pool of threads spanning both cores waits on the busy one (notebook
+    # 07's first cells once took over 240 s instead of 20).
+    env.update(ONE_THREAD)
     settings = root / ".settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)
     # Render every cell (no windowing), so that every output is in the page to be checked.

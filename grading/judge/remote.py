@@ -251,7 +251,6 @@ class JudgePeer(Peer):
             if (root is None or root.lazy or root.read_at > horizon or root.sid in promoted or root.recorded is None
                     or table.by_sid.get(root.sid) is not root or sys.getrefcount(root.obj) != 3 or root.changed()):
                 continue
-            handle = None
             table.demote(root)
             root.valid_at = self.received
             demoted.append(root.sid)

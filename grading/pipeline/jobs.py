@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import selectors
 import shutil
 import signal
@@ -166,8 +167,6 @@ def child_setup(core: int | None, data_limit_bytes: int | None):
     def setup() -> None:
         cores.pin(core)
         if data_limit_bytes:
-            import resource
-
             resource.setrlimit(resource.RLIMIT_DATA, (data_limit_bytes, data_limit_bytes))
 
     return setup

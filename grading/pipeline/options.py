@@ -18,6 +18,7 @@ from traitlets import Bool, Dict, Float, Int, List, TraitType, Tuple, Unicode, d
 from traitlets.config import Configurable
 
 from grading.config import ASSIGNMENTS, ROOT
+from grading.judge import cores
 from grading.pipeline.prepare import PREPARE_LIMIT_S
 
 # Every kernel computes with one thread, so that --jobs N kernels share N cores without fighting.
@@ -28,7 +29,7 @@ WORKER_STEP_LIMIT_S = 600.0
 
 
 def default_jobs() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return len(cores.allowed_cores()) or os.cpu_count() or 1
 
 
 class PathTrait(TraitType):
