@@ -11,7 +11,8 @@ BRANCH = "main"
 ROOT = Path(__file__).resolve().parent.parent
 
 # Every assignment in course order. Each has source/<id>/<id>.ipynb.
-ASSIGNMENTS = [path.name for path in sorted((ROOT / "source").glob("[0-9][0-9]_*")) if path.is_dir()]
+ASSIGNMENT_PATTERN = "[0-9][0-9]_*"
+ASSIGNMENTS = [path.name for path in sorted((ROOT / "source").glob(ASSIGNMENT_PATTERN)) if path.is_dir()]
 
 # Student ids of the bundled sample submissions that the main job grades.
 SAMPLE_STUDENTS = ("reference_solution", "unchanged_release", "typical_mistakes")
