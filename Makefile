@@ -4,7 +4,7 @@
 # The test layers (tests/layers.py), each also `pytest -m <layer>`; `pytest -m task2_4` runs one task's tests:
 #   make test-fast        unit and property tests (under 2 minutes on 2 idle cores)
 #   make test-mutants     the mutation suite
-#   make test-notebooks   every notebook executed in a Colab-like environment
+#   make test-notebooks   every notebook run once in JupyterLab (Chromium), its kernel in a Colab-like environment
 #   make test-grading     batches graded end to end (grading command, sandbox, Slurm)
 #   make test-browser     Chromium and Playwright
 # And for authors:

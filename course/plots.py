@@ -74,7 +74,7 @@ def _cell_number() -> int:
 
 def claim(text: str, holds: object) -> None:
     """Print a claim that the prose under an experiment makes, and whether this run's numbers bear it out:
-    ``check: <text>: True``. The notebooks' headless test run fails on a ``False``. Used in notebooks 07 and 08.
+    ``check: <text>: True``. The notebooks' test run fails on a ``False``. Used in notebooks 07 and 08.
 
     Raises:
         TypeError: when ``text`` is not a str.

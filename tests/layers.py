@@ -4,7 +4,8 @@ Layers (registered in pyproject.toml; `make test-fast` and its siblings select t
 
 - ``fast``: unit and property tests, in this process or small subprocesses;
 - ``mutants``: the mutation suite (tests/test_mutants.py), every task's wrong and correct answers;
-- ``notebooks``: every notebook executed top to bottom in a Colab-like environment;
+- ``notebooks``: every notebook run top to bottom once, in JupyterLab (Chromium), its kernel in a Colab-like
+  environment;
 - ``grading``: batches graded end to end through the grading command, the sandbox and Slurm;
 - ``browser``: Chromium driven by Playwright;
 - ``hub``: a JupyterHub with real users.
@@ -65,7 +66,8 @@ PROPERTY_FILES = {
 #   which each worker would otherwise grade again, and its batches run one at a time. Spread over both workers
 #   (tried on 2026-12-02), batches graded at once pushed the 2 cores to a load average of 8: checks bound to a
 #   time (a JupyterLab page, an attacker's 15-second window) failed, and CI got no faster;
-# - the notebooks layer: the notebooks' setup cells install the helper package into one Colab-like environment;
+# - the notebooks layer: the notebooks' setup cells install the helper package into one Colab-like environment,
+#   the kernel of one JupyterLab;
 # - the tests of any other module that share a module-scoped fixture (a hub, a JupyterLab, a graded batch):
 #   without it, each worker started its own hub (two minutes) and graded the browser tests' hostile batch again.
 # The mutation suite is grouped per notebook (a judge per notebook).
