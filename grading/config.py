@@ -12,7 +12,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Every assignment in course order. Each has source/<id>/<id>.ipynb.
 ASSIGNMENT_PATTERN = "[0-9][0-9]_*"
-ASSIGNMENTS = [path.name for path in sorted((ROOT / "source").glob(ASSIGNMENT_PATTERN)) if path.is_dir()]
+
+
+def source_assignments(root: Path) -> list[str]:
+    """The assignments whose folder ``root``/source holds, in course order."""
+    return [path.name for path in sorted((root / "source").glob(ASSIGNMENT_PATTERN)) if path.is_dir()]
+
+
+ASSIGNMENTS = source_assignments(ROOT)
 
 # Student ids of the bundled sample submissions that the main job grades.
 SAMPLE_STUDENTS = ("reference_solution", "unchanged_release", "typical_mistakes")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from grading.config import ASSIGNMENT_PATTERN, ASSIGNMENTS, ROOT
+from grading.config import ASSIGNMENT_PATTERN, ASSIGNMENTS, ROOT, source_assignments
 from grading.pipeline.nbgrader_cli import nbgrader
 
 
@@ -36,11 +36,11 @@ def build(root: Path = ROOT, assignments: list[str] | None = None) -> None:
         RuntimeError: with nbgrader's output when a step fails.
     """
     wanted = list(assignments or ASSIGNMENTS)
-    present = sorted(path.name for path in (root / "source").glob(ASSIGNMENT_PATTERN) if path.is_dir())
     # nbgrader takes a glob for the assignment: one run of each step converts the whole course. A run's start (its
     # imports) costs more than converting a notebook: 2 runs took 18 s where 18 took 102 s (2026-12-02).
+    names = [ASSIGNMENT_PATTERN] if sorted(wanted) == source_assignments(root) else wanted
     for step in ("generate_assignment", "generate_solution"):
-        for assignment in [ASSIGNMENT_PATTERN] if sorted(wanted) == present else wanted:
+        for assignment in names:
             run = nbgrader([step, assignment, "--force"], root)
             if run.returncode != 0:
                 raise RuntimeError(f"nbgrader {step} {assignment} failed:\n{run.output}")

@@ -34,7 +34,7 @@ from nbformat.notebooknode import NotebookNode
 from grading.authoring import shared_code
 from grading.authoring.build import build
 from grading.authoring.given import fill
-from grading.config import ROOT
+from grading.config import ASSIGNMENT_PATTERN, ROOT, source_assignments
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 CELL_METADATA = ("nbgrader", "given", "tags")
@@ -58,9 +58,8 @@ def jupytext_settings(assignment: str) -> dict:
 
 def assignments_in(root: Path = ROOT) -> list[str]:
     """Every notebook that has either form, in course order."""
-    found = {path.stem for path in (root / "authoring").glob("[0-9][0-9]_*.py")}
-    found |= {path.name for path in (root / "source").glob("[0-9][0-9]_*") if path.is_dir()}
-    return sorted(found)
+    found = {path.stem for path in (root / "authoring").glob(f"{ASSIGNMENT_PATTERN}.py")}
+    return sorted(found.union(source_assignments(root)))
 
 
 def read_newer(assignment: str, root: Path = ROOT) -> tuple[NotebookNode, Path]:
