@@ -272,14 +272,26 @@ gained = started == 300
         # Parser and cleanup crashes.
         "c_parser": {"task1_2_eviction_order": answers["task1_2_eviction_order"] + "\nx = " + "+".join(["1"] * 3000),
                      "task1_3_quotas": answers["task1_3_quotas"] + "\ny = " + "-" * 10000 + "1"},
+        # Processes that fill the process limit with zombies (any later thread or process of the kernel's own, such
+        # as IPython's history writer, cannot start), then keep appearing and vanishing while the cleanup kills them.
         "c_vanishing_processes": {TASK: answers[TASK] + '''
 import os, threading, time
+def _spawn():
+    if os.fork() == 0:
+        time.sleep(0.01)
+        os._exit(0)
+try:
+    for _ in range(5000):
+        _spawn()
+except OSError:
+    pass
 def _churn():
     while True:
-        if os.fork() == 0:
-            time.sleep(0.01)
-            os._exit(0)
-        time.sleep(0.005)
+        try:
+            os.waitpid(-1, 0)
+            _spawn()
+        except OSError:
+            time.sleep(0.005)
 threading.Thread(target=_churn, daemon=True).start()
 '''},
     }

@@ -27,7 +27,8 @@ is left on the host. One attacker per class:
 - limits: children that together hold more memory than the limit, more processes than the limit;
 - parser and cleanup crashes: code that makes Python's parser raise RecursionError and
   MemoryError, a file that is not JSON, a notebook nbformat rejects, a 100 MB file, processes
-  that keep appearing and vanishing while the cleanup kills them.
+  that fill the process limit (no later thread of the kernel's own can start) and keep appearing
+  and vanishing while the cleanup kills them.
 """
 
 from __future__ import annotations

@@ -112,8 +112,11 @@ def _run_kernel(connection_file: str) -> int:
         sys.modules["numpy"].random.seed()
     from ipykernel import kernelapp
 
+    # History in memory: IPython's history writer is a thread that it stops before every fork and starts again at
+    # the next cell, and a student whose processes fill the sandbox's process limit would make every later cell,
+    # the judge's serving included, fail to start it. A graded kernel needs no history file.
     sys.argv = [os.path.join(os.path.dirname(os.path.dirname(kernelapp.__file__)), "ipykernel_launcher.py"),
-                "-f", connection_file]
+                "-f", connection_file, "--HistoryManager.hist_file=:memory:"]
     code = 0
     try:
         kernelapp.IPKernelApp.launch_instance(argv=sys.argv[1:])
