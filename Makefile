@@ -27,12 +27,15 @@ venv: $(VENV)/.installed
 # compiles 38 lark grammars on import: 1.7 s of CPU in every such process (nbformat's import 1.9 s -> 0.2 s without
 # it). Nothing here checks the "iri" formats it adds; jupyter-events' extra pulls it in, and pip check accepts it gone.
 # uv installs the lock (pip took about 110 s of the CI's setup, uv about 15). It reads pip's find-links only from
-# UV_FIND_LINKS: the folders of PIP_FIND_LINKS (where a machine keeps torch's CPU build) are passed on.
+# UV_FIND_LINKS: the folders of PIP_FIND_LINKS (where a machine keeps torch's CPU build) are passed on. It compiles
+# bytecode only when asked, as pip always does: where PYTHONDONTWRITEBYTECODE is set (as in CI), every process would
+# otherwise compile torch's and Jupyter's sources again at each import.
 $(VENV)/.installed: requirements/lock.txt requirements/dev.in pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -c requirements/lock.txt uv
 	UV_FIND_LINKS="$${UV_FIND_LINKS:-$$(printf %s "$$PIP_FIND_LINKS" | tr -s ' ' ',')}" \
-		$(BIN)/uv pip install --quiet --python $(BIN)/python -c requirements/lock.txt -r requirements/dev.in -e .
+		$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python \
+		-c requirements/lock.txt -r requirements/dev.in -e .
 	$(BIN)/uv pip uninstall --quiet --python $(BIN)/python rfc3987-syntax lark
 	touch $@
 

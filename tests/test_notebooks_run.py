@@ -69,8 +69,9 @@ def colab_python(tmp_path_factory) -> Path:
     python = venv / "bin" / "python"
     # uv, as `make venv` installs (seconds where pip takes a minute), pip's find-links passed on as the Makefile does.
     links = os.environ.get("UV_FIND_LINKS") or ",".join(os.environ.get("PIP_FIND_LINKS", "").split())
-    subprocess.run([sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python", str(python),
-                    "-c", str(ROOT / "requirements" / "lock.txt"), *PREINSTALLED], check=True, capture_output=True,
+    subprocess.run([sys.executable, "-m", "uv", "pip", "install", "--quiet", "--compile-bytecode", "--python",
+                    str(python), "-c", str(ROOT / "requirements" / "lock.txt"), *PREINSTALLED], check=True,
+                   capture_output=True,
                    env={**os.environ, **({"UV_FIND_LINKS": links} if links else {})})
     assert _run(python, "-c", "import course").returncode != 0, "the helper package must not be preinstalled"
     assert _run(python, "-c", "import nbgrader").returncode != 0, "nbgrader must not be needed"
