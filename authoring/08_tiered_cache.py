@@ -1001,6 +1001,8 @@ def _check_task8_2_5_traces():
                        ([4], [2], [3], [1], 0.0), "(t1, t2, b1, b2, p) after [1, 2, 1, 3, 1, 2, 4, 2]")
 
     ### BEGIN HIDDEN TESTS
+    from course.checks import assert_steps
+
     class _Oracle:
         def __init__(self, c):
             self.c, self.p, self.t1, self.t2, self.b1, self.b2 = c, 0.0, [], [], [], []
@@ -1045,19 +1047,17 @@ def _check_task8_2_5_traces():
         _alphabet = _rng.randint(_c + 1, 5 * _c + 8)
         _hot = _rng.randint(1, _alphabet)
         _trace = [_rng.randrange(_hot) if _rng.random() < 0.5 else _rng.randrange(_alphabet) for _ in range(_rng.randint(0, 250))]
-        _arc, _oracle = ARCTier(_c), _Oracle(_c)
+        # Each step checks `block in arc`, then hits or inserts as ARC would; every 7th step checks the lists.
+        _oracle, _plan = _Oracle(_c), []
         for _i, _block in enumerate(_trace):
             _expected = _oracle.step(_block)
-            _resident = _block in _arc
-            assert_plain_equal(_resident, _expected, f"block in arc at step {_i} of random trace {_case}", reveal=False)
-            if _resident:
-                _arc.hit(_block)
-            else:
-                _arc.insert(_block)
+            _plan.append(([("in", (_block,))], _expected, f"block in arc at step {_i} of random trace {_case}"))
+            _plan.append(([("hit" if _expected else "insert", (_block,))], None, None))
             if _i % 7 == 0 or _i == len(_trace) - 1:
-                assert_plain_equal((list(_arc.t1), list(_arc.t2), list(_arc.b1), list(_arc.b2), _arc.p),
-                                   (_oracle.t1, _oracle.t2, _oracle.b1, _oracle.b2, _oracle.p),
-                                   f"(t1, t2, b1, b2, p) at step {_i} of random trace {_case}", reveal=False)
+                _plan.append(([("t1", list), ("t2", list), ("b1", list), ("b2", list), ("p", None)],
+                              (list(_oracle.t1), list(_oracle.t2), list(_oracle.b1), list(_oracle.b2), _oracle.p),
+                              f"(t1, t2, b1, b2, p) at step {_i} of random trace {_case}"))
+        assert_steps(ARCTier(_c), _plan, reveal=False)
     _strings = ["sys", "doc-a", "doc-b", "sys", "doc-c", "doc-a", "sys", "doc-d", "doc-b", "sys"] * 20
     _arc, _oracle = ARCTier(3), _Oracle(3)
     assert_plain_equal(replay_arc(_arc, _strings), sum(_oracle.step(b) for b in _strings),
@@ -1208,11 +1208,12 @@ def _check_task8_3_AdmissionFilter():
     ### BEGIN HIDDEN TESTS
     import random as _random
 
+    from course.checks import assert_steps
+
     _rng = _random.Random(8301)
     for _case in range(300):
         _threshold, _entries = _rng.randint(1, 4), _rng.randint(1, 8)
-        _filter = AdmissionFilter(_threshold, _entries)
-        _table = []  # [block, count], least recently recorded first
+        _table, _plan = [], []  # [block, count], least recently recorded first; the steps and their checks
         for _step in range(40):
             _block = _rng.randrange(14)
             if _rng.random() < 0.7:
@@ -1225,15 +1226,14 @@ def _check_task8_3_AdmissionFilter():
                         _table.pop(0)
                     _row = [_block, 1]
                 _table.append(_row)
-                _filter.record(_block)
+                _plan.append(([("record", (_block,))], None, None))
             else:
                 _expected = next((r[1] for r in _table if r[0] == _block), 0)
-                assert_plain_equal(_filter.count(_block), _expected, f"count on random case {_case}", reveal=False)
-                assert_plain_equal(_filter.admits(_block), _expected >= _threshold, f"admits on random case {_case}",
-                                   reveal=False)
-            assert_plain_equal(list(_filter.counts.items()), [tuple(r) for r in _table],
-                               f"counts on random case {_case}", reveal=False)
-            assert_plain_equal(len(_filter), len(_table), f"len on random case {_case}", reveal=False)
+                _plan.append(([("count", (_block,))], _expected, f"count on random case {_case}"))
+                _plan.append(([("admits", (_block,))], _expected >= _threshold, f"admits on random case {_case}"))
+            _plan.append(([("counts", "items")], [tuple(r) for r in _table], f"counts on random case {_case}"))
+            _plan.append(([("len", ())], len(_table), f"len on random case {_case}"))
+        assert_steps(AdmissionFilter(_threshold, _entries), _plan, reveal=False)
     for _bad in [(None, 2), (2, None), (1, -1), (-3, 1), (2, False), ("2", 3), (2, numpy.int32(3)),
                  (numpy.uint8(1), 1)]:
         assert_raises(TypeError if any(type(v) is not int for v in _bad) else ValueError,

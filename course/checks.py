@@ -14,6 +14,7 @@ Used in every notebook's test cells.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from typing import Any
 
 import torch
@@ -228,3 +229,77 @@ def assert_no_python_loop(function: Any, small_args: tuple, large_args: tuple, c
             f"{call} made {large} torch operations on the large input and {small} on the small "
             f"one: it loops over entries in Python; use whole-tensor operations instead"
         )
+
+
+# What a step may read an attribute as (see `replay`).
+_READ_AS = (list, tuple, dict, set, sorted)
+
+
+def apply_step(target: Any, step: tuple) -> Any:
+    """Do one step of `replay` on ``target``; return its result, with plain containers and tensors copied."""
+    if type(step) is not tuple or len(step) != 2 or type(step[0]) is not str:
+        raise TypeError(f"replay: a step is (name, args), not {step!r}")
+    name, args = step
+    if type(args) is tuple:
+        if name == "in":
+            return args[0] in target
+        if name == "len":
+            return len(target)
+        return _copied(getattr(target, name)(*args))
+    if args is None:
+        return _copied(getattr(target, name))
+    if any(args is read_as for read_as in _READ_AS):
+        return _copied(args(getattr(target, name)))
+    if args == "items":
+        return _copied(list(getattr(target, name).items()))
+    raise TypeError(f"replay: the step ({name!r}, {args!r}) neither calls nor reads")
+
+
+def _copied(value: Any) -> Any:
+    """``value`` with every list, tuple, dict, set and tensor in it copied: a result as it was at its step."""
+    kind = type(value)
+    if kind is list or kind is tuple or kind is set or kind is frozenset:
+        return kind(_copied(item) for item in value)
+    if kind is dict or kind is OrderedDict:
+        return kind((key, _copied(item)) for key, item in value.items())
+    if kind is torch.Tensor:
+        return value.detach().clone()
+    return value
+
+
+def replay(target: Any, steps: list) -> Any:
+    """Apply ``steps`` to ``target`` one after another; yield each step's result, in order.
+
+    A step is ``(name, args)``: ``("in", (x,))`` is ``x in target``, ``("len", ())`` is
+    ``len(target)``, ``(method, (a, b))`` calls ``target.method(a, b)``; ``(attribute, None)``
+    reads ``target.attribute``, ``(attribute, list)`` reads it as ``list(target.attribute)``
+    (also ``tuple``, ``dict``, ``set`` or ``sorted``), and ``(attribute, "items")`` as
+    ``list(target.attribute.items())``. Each result is a copy as it was at its
+    step (lists, dicts, sets and tensors in it are copied). A step that raises raises in its
+    place, and the later steps do not run.
+
+    When grading, the steps run in the student's process in one request before the first result
+    comes (grading/judge/): until it has read every result, a test does nothing else with ``target``.
+    """
+    steps = list(steps)
+    replayed_elsewhere = getattr(type(target), "judge_replay", None)
+    if replayed_elsewhere is not None:
+        yield from replayed_elsewhere(target, steps)
+        return
+    for step in steps:
+        yield apply_step(target, step)
+
+
+def assert_steps(target: Any, plan: list, reveal: bool = True) -> None:
+    """Run the steps of ``plan`` on ``target`` (one `replay`) and check their results in order.
+
+    ``plan`` holds ``(steps, expected, call)`` entries. When ``call`` is None the results of
+    ``steps`` are not checked; otherwise the result of one step, or the tuple of the results of
+    several, must equal ``expected`` (`assert_plain_equal`, with ``call`` in its message). The
+    first difference fails, as a loop of calls and checks would.
+    """
+    results = replay(target, [step for steps, _, _ in plan for step in steps])
+    for steps, expected, call in plan:
+        got = tuple(next(results) for _ in steps)
+        if call is not None:
+            assert_plain_equal(got[0] if len(got) == 1 else got, expected, call, reveal=reveal)

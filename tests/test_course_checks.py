@@ -14,8 +14,10 @@ from course.checks import (
     assert_plain_equal,
     assert_raises,
     assert_same_tensor,
+    assert_steps,
     check_type,
     count_torch_calls,
+    replay,
 )
 
 plain = st.recursive(
@@ -148,3 +150,57 @@ def test_torch_call_counting_tells_loops_from_vectorized_code():
     assert_no_python_loop(vectorized, small, large, "vectorized")
     with pytest.raises(AssertionError, match="loops over entries"):
         assert_no_python_loop(looped, small, large, "looped")
+
+
+class _Log:
+    """A small object with state, methods, operators and attributes, as the replayed tests' targets are."""
+
+    def __init__(self):
+        self.items, self.seen = [], {}
+
+    def add(self, item):
+        if item is None:
+            raise ValueError("no None")
+        self.items.append(item)
+        self.seen[item] = len(self.items)
+        return self.items
+
+    def __contains__(self, item):
+        return item in self.seen
+
+    def __len__(self):
+        return len(self.items)
+
+
+def test_replay_yields_each_step_s_result_as_it_was_at_that_step():
+    log = _Log()
+    steps = [("add", (1,)), ("in", (1,)), ("in", (2,)), ("add", (2,)), ("len", ()), ("items", None),
+             ("items", tuple), ("seen", "items"), ("seen", sorted)]
+    got = list(replay(log, steps))
+    # add returns the log's own list: each result is a copy as it was after its step.
+    assert got == [[1], True, False, [1, 2], 2, [1, 2], (1, 2), [(1, 1), (2, 2)], [1, 2]]
+    assert got[0] is not log.items and got[5] is not log.items
+
+
+def test_replay_raises_in_the_failing_step_s_place_and_runs_no_later_step():
+    log = _Log()
+    results = replay(log, [("add", (1,)), ("add", (None,)), ("add", (3,))])
+    assert next(results) == [1]
+    with pytest.raises(ValueError, match="no None"):
+        next(results)
+    assert log.items == [1]
+    with pytest.raises(TypeError, match="neither calls nor reads"):
+        list(replay(log, [("items", 5)]))
+    with pytest.raises(TypeError, match=r"a step is \(name, args\)"):
+        list(replay(log, [("add", 1, 2)]))
+
+
+def test_assert_steps_checks_results_in_order_and_names_the_first_difference():
+    plan = [([("add", (1,))], [1], "add(1)"), ([("add", (2,))], None, None),
+            ([("len", ()), ("in", (2,))], (2, True), "(len, 2 in log)")]
+    assert_steps(_Log(), plan)
+    wrong = plan[:2] + [([("len", ()), ("in", (2,))], (3, True), "(len, 2 in log)")]
+    with pytest.raises(AssertionError, match=r"\(len, 2 in log\) returned at \[0\] 2, which is wrong"):
+        assert_steps(_Log(), wrong, reveal=False)
+    with pytest.raises(ValueError):  # A step that raises fails the check in its place.
+        assert_steps(_Log(), [([("add", (None,))], [1], "add(None)")])

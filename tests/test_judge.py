@@ -226,6 +226,51 @@ def test_a_function_of_the_test_installed_on_a_student_object_is_called_back(ker
     ''')
 
 
+def test_a_replay_runs_its_steps_in_the_kernel_in_one_request_with_in_process_results(kernel):
+    """course.checks.replay and assert_steps on a student's object: one request, results and errors as in process."""
+    k = kernel('''
+        from collections import OrderedDict, deque
+        class Filter:
+            def __init__(self):
+                self.order, self.counts, self.calls = deque(), OrderedDict(), 0
+            def record(self, block, pinned=()):
+                self.calls += 1
+                if block in pinned:
+                    raise KeyError(block)
+                self.order.append(block)
+                self.counts[block] = self.counts.get(block, 0) + 1
+                return self.counts
+            def __contains__(self, block):
+                return block in self.counts
+    ''')
+    k.passes('''
+        from course.checks import assert_steps, replay
+        table = Filter()
+        pinned = frozenset({9})
+        steps = [("record", (1, pinned)), ("in", (1,)), ("record", (1, pinned)), ("order", list), ("counts", "items"),
+                 ("calls", None), ("record", (9, pinned)), ("record", (2, pinned))]
+        results = replay(table, steps)
+        got = [next(results) for _ in range(6)]
+        assert got == [{1: 1}, True, {1: 2}, [1, 1], [(1, 2)], 2], got
+        assert type(got[0]).__name__ == "OrderedDict" and type(got[3]) is list
+        try:
+            next(results)
+        except KeyError as error:  # The kernel's KeyError, raised in the failing step's place.
+            assert error.args == (9,)
+        else:
+            raise AssertionError("the failing step must raise")
+        assert table.calls == 3 and list(table.order) == [1, 1]  # No step after the failing one ran.
+        assert_steps(table, [([("record", (2,))], None, None),
+                             ([("counts", dict), ("in", (2,))], ({1: 2, 2: 1}, True), "(counts, 2 in table)")])
+    ''')
+    assert k.judge.crossings < 60, k.judge.crossings  # A few per replay, not one per step.
+    verdict = k.run('''
+        from course.checks import assert_steps
+        assert_steps(Filter(), [([("record", (5,))], None, None), ([("in", (5,))], False, "5 in table")], reveal=False)
+    ''')
+    assert not verdict.passed and verdict.message == "AssertionError: 5 in table returned True, which is wrong", verdict
+
+
 def test_exceptions_keep_their_builtin_base(kernel):
     k = kernel('''
         class BlockError(ValueError):

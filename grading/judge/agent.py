@@ -146,6 +146,7 @@ class AgentPeer(Peer):
         self.hashes: dict[int, object] = {}
         self.watched: dict[str, object] = {}  # Global names the judge resolved, and their values.
         self.asked = None  # The object whose __dict__ the judge asked for: it comes with it, whatever its size.
+        self.replay_failure: BaseException | None = None  # What a replayed step raised (`replay`).
 
     def serve(self, epoch: str) -> None:
         """Serve the judge's requests for the test cell ``epoch`` until the judge ends it."""
@@ -292,7 +293,28 @@ class AgentPeer(Peer):
             return count_torch_calls(args[0], args[1], keywords(args[2]))
         if op == "launches":
             return count_launches(args[0], args[1], keywords(args[2]))
+        if op == "replay":
+            return self.replay(args[0], args[1])
+        if op == "replay_error":
+            failure, self.replay_failure = self.replay_failure, None
+            expect(failure is not None, "no replayed step failed")
+            raise failure
         raise WireError(f"an unknown request {op!r}")
+
+    def replay(self, target, steps) -> tuple[list, bool]:
+        """course.checks.replay's steps on ``target``, here: (their results, whether the last one raised).
+        What it raised is kept for the judge's next request (``replay_error``)."""
+        from course.checks import apply_step
+
+        expect(type(steps) is list, "replay's steps are not a list")
+        results = []
+        for step in steps:
+            try:
+                results.append(apply_step(target, step))
+            except self.answered as error:  # It reaches the judge in the failing step's place.
+                self.replay_failure = error
+                return results, True
+        return results, False
 
     def lookup(self, name: str):
         value = self.namespace.get(name, _MISSING)

@@ -226,6 +226,15 @@ class Handle:
         return _request(owner, "count", function, args, tuple(kwargs.items()))
 
     @staticmethod
+    def judge_replay(target, steps: list):
+        """course.checks.replay on an object of the kernel: every step runs there, in one request."""
+        results, failed = _request(target, "replay", target, steps)
+        yield from results
+        if failed:
+            _request(target, "replay_error")  # It raises what the failing step raised.
+            raise WireError("the kernel said a replayed step failed, then that none did")
+
+    @staticmethod
     def judge_count_launches(function, *args, **kwargs):
         """course.kernels.count_launches of a function of the kernel: the kernel counts (and can lie)."""
         owner = function._judge_owner if type(function) is RemoteMethod else function
