@@ -269,3 +269,33 @@ def test_a_dead_judge_fails_the_student_s_remaining_cells_with_its_reason(tmp_pa
         assert judge.failure
     finally:
         judge.stop()
+
+
+def test_judges_forked_by_the_spawner_serve_start_cheaply_and_end_like_started_ones(tmp_path):
+    """grading/judge/spawner.py: a worker's judges are forks of one process that imported torch and the judge."""
+    from grading.judge import client
+
+    client.start_spawner()
+    first = second = None
+    try:
+        first, second = client.JudgeProcess.start(), client.JudgeProcess.start()
+        assert isinstance(first.process, client.ForkedJudge) and first.process.pid != second.process.pid
+        for number, judge in enumerate((first, second)):
+            judge.open(str(tmp_path / f"judge{number}.sock"), {}, None)
+            judge.start_test("e1", "test_task1_1", "pass", 1)
+            verdict = judge.verdict("test_task1_1", 30)  # No kernel connects: the judge says so when its time is up.
+            assert verdict["message"].startswith("KernelError: the kernel never connected"), verdict
+        # The fork has the imports already: serving a notebook costs it a fraction of what importing torch costs.
+        assert first.cpu_seconds() < 0.5, first.cpu_seconds()
+        first.process.kill()
+        first.process.wait(10)
+        assert first.process.poll() is not None and second.process.poll() is None
+        first.start_test("e2", "test_task1_1", "pass", 5)
+        assert first.verdict("test_task1_1", 5)["message"].startswith("JudgeError: the judge process ended")
+    finally:
+        for judge in (first, second):
+            if judge is not None:
+                judge.stop()
+        spawner = client._SPAWNER
+        client.stop_spawner()
+    assert spawner.process.poll() is not None

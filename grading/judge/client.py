@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import selectors
 import signal
 import socket
@@ -32,6 +33,111 @@ def current() -> JudgeProcess | None:
     return _CURRENT
 
 
+_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+
+
+def _python_process(module: str, connection: socket.socket, log_path: Path | None) -> subprocess.Popen:
+    """``python -m module FD`` serving ``connection``, one thread for torch, its output in ``log_path``."""
+    env = {**os.environ, "PYTHONPATH": _ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - closed below.
+    try:
+        return subprocess.Popen([sys.executable, "-m", module, str(connection.fileno())],
+                                pass_fds=[connection.fileno()], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                env=env, cwd=_ROOT)
+    finally:
+        if log_path:
+            log.close()
+
+
+class ForkedJudge:
+    """A judge process that the spawner forked: the few things of `subprocess.Popen` that the worker uses.
+
+    It is the spawner's child, not ours, so its end is seen through a pidfd and its exit status is unknown.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        try:
+            self.pidfd: int | None = os.pidfd_open(pid)
+        except ProcessLookupError:  # It ended already (and was reaped).
+            self.pidfd, self.returncode = None, -1
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self.pidfd], [], [], 0)[0]:
+            self._ended()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            if not select.select([self.pidfd], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(f"judge {self.pid}", timeout)
+            self._ended()
+        return self.returncode
+
+    def send_signal(self, number: int) -> None:
+        if self.returncode is None:
+            signal.pidfd_send_signal(self.pidfd, number)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def _ended(self) -> None:
+        self.returncode = -1  # Unknown: the spawner reaped it.
+        os.close(self.pidfd)
+        self.pidfd = None
+
+
+class Spawner:
+    """This process's judge spawner (grading/judge/spawner.py), which forks judges that imported everything."""
+
+    def __init__(self, log_path: Path | None = None) -> None:
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.process = _python_process("grading.judge.spawner", theirs, log_path)
+        finally:
+            theirs.close()
+
+    def spawn(self, connection: socket.socket, log_path: Path | None) -> ForkedJudge | None:
+        """A judge serving ``connection``; None when the spawner is gone (the caller starts one of its own)."""
+        if self.process.poll() is not None:
+            return None
+        try:
+            request = json.dumps({"log": str(log_path) if log_path else None}).encode()
+            socket.send_fds(self.control, [request], [connection.fileno()])
+            self.control.settimeout(120)  # Its first answer waits for its imports.
+            answer = json.loads(self.control.recv(1 << 16) or b"{}")
+        except (OSError, ValueError):
+            return None
+        return ForkedJudge(answer["pid"]) if type(answer.get("pid")) is int else None
+
+    def stop(self) -> None:
+        self.control.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+_SPAWNER: Spawner | None = None
+
+
+def start_spawner(log_path: Path | None = None) -> None:
+    """Fork this process's judges from a spawner from now on (it imports while the caller goes on)."""
+    global _SPAWNER
+    if _SPAWNER is None:
+        _SPAWNER = Spawner(log_path)
+
+
+def stop_spawner() -> None:
+    global _SPAWNER
+    if _SPAWNER is not None:
+        _SPAWNER.stop()
+        _SPAWNER = None
+
+
 class JudgeProcess:
     """A running judge process and its control socket."""
 
@@ -43,19 +149,14 @@ class JudgeProcess:
 
     @classmethod
     def start(cls, log_path: Path | None = None) -> JudgeProcess:
+        """A judge forked by this process's spawner when it has one (`start_spawner`), else a fresh process."""
         ours, theirs = socket.socketpair()
-        root = str(Path(__file__).resolve().parent.parent.parent)
-        env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-        log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - closed below.
         try:
-            process = subprocess.Popen([sys.executable, "-m", "grading.judge.server", str(theirs.fileno())],
-                                       pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=log, env=env, cwd=root)
+            process = _SPAWNER.spawn(theirs, log_path) if _SPAWNER is not None else None
+            if process is None:
+                process = _python_process("grading.judge.server", theirs, log_path)
         finally:
             theirs.close()
-            if log_path:
-                log.close()
         return cls(process, ours)
 
     def alive(self) -> bool:

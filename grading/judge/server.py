@@ -131,7 +131,7 @@ def _run(notebook: Notebook | None, command: dict, control: Control):
                     float(command["timeout"]))
 
 
-def _warm() -> None:
+def warm() -> None:
     """Import what every test needs (torch, NumPy, the course package) once, while the kernel starts."""
     import torch
 
@@ -150,7 +150,7 @@ def serve(control: Control) -> None:
                 notebook.close()
             notebook = Notebook(command["socket"], command.get("trusted", {}), command.get("uid"))
             control.reply({"ok": True})
-            _warm()  # The socket is there for the kernel; the imports overlap its start.
+            warm()  # The socket is there for the kernel; the imports overlap its start.
         elif op == "run":
             control.reply({"verdict": _run(notebook, command, control).to_json()})
         elif op == "close":

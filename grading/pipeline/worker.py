@@ -148,6 +148,11 @@ def main(argv: list[str]) -> int:
     os.environ["COURSE_AUTOGRADE"] = "1"
     os.environ["PYTHONWARNINGS"] = "ignore"
     os.chdir(settings["course"])
+    if options.judge:
+        from grading.judge import client
+
+        # Each student's judge is forked from one process that imports torch and the rest once, meanwhile.
+        client.start_spawner(Path(settings["db"]).with_suffix(".judge.log"))
     api = _api(settings, options)
     emit(Ready())
     for line in sys.stdin:
@@ -157,6 +162,8 @@ def main(argv: list[str]) -> int:
             grade_student(api, settings, options, json.loads(line), emit)
         except Exception:  # noqa: BLE001 - reported to the command, which marks the notebook for a look.
             emit(Crashed(traceback.format_exc()[-4000:]))
+    if options.judge:
+        client.stop_spawner()
     return 0
 
 
