@@ -1133,8 +1133,11 @@ def _check_task3_4_3_evicts_in_policy_order():
 
 
     def state(manager):
-        refs = [manager.allocator.get_block(i).ref_count for i in range(manager.allocator.num_blocks)]
-        return [sorted(manager.sequences), manager.allocator.num_free, refs]
+        from course.checks import replay
+
+        # Every block of the allocator in one replay (each comes with its attributes).
+        blocks = replay(manager.allocator, [("get_block", (i,)) for i in range(manager.allocator.num_blocks)])
+        return [sorted(manager.sequences), manager.allocator.num_free, [block.ref_count for block in blocks]]
 
 
     def oracle_evict(manager, policy, needed, protected):

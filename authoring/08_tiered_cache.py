@@ -1047,12 +1047,11 @@ def _check_task8_2_5_traces():
         _alphabet = _rng.randint(_c + 1, 5 * _c + 8)
         _hot = _rng.randint(1, _alphabet)
         _trace = [_rng.randrange(_hot) if _rng.random() < 0.5 else _rng.randrange(_alphabet) for _ in range(_rng.randint(0, 250))]
-        # Each step checks `block in arc`, then hits or inserts as ARC would; every 7th step checks the lists.
+        # Each step checks `block in arc`, then hits or inserts by that answer; every 7th step checks the lists.
         _oracle, _plan = _Oracle(_c), []
         for _i, _block in enumerate(_trace):
-            _expected = _oracle.step(_block)
-            _plan.append(([("in", (_block,))], _expected, f"block in arc at step {_i} of random trace {_case}"))
-            _plan.append(([("hit" if _expected else "insert", (_block,))], None, None))
+            _plan.append(([("in", (_block,), ("hit", "insert"))], _oracle.step(_block),
+                          f"block in arc at step {_i} of random trace {_case}"))
             if _i % 7 == 0 or _i == len(_trace) - 1:
                 _plan.append(([("t1", list), ("t2", list), ("b1", list), ("b2", list), ("p", None)],
                               (list(_oracle.t1), list(_oracle.t2), list(_oracle.b1), list(_oracle.b2), _oracle.p),

@@ -237,8 +237,15 @@ _READ_AS = (list, tuple, dict, set, sorted)
 
 def apply_step(target: Any, step: tuple) -> Any:
     """Do one step of `replay` on ``target``; return its result, with plain containers and tensors copied."""
-    if type(step) is not tuple or len(step) != 2 or type(step[0]) is not str:
-        raise TypeError(f"replay: a step is (name, args), not {step!r}")
+    if type(step) is not tuple or len(step) not in (2, 3) or type(step[0]) is not str:
+        raise TypeError(f"replay: a step is (name, args) or (name, args, (if_true, if_false)), not {step!r}")
+    if len(step) == 3:
+        branches = step[2]
+        if type(step[1]) is not tuple or type(branches) is not tuple or len(branches) != 2:
+            raise TypeError(f"replay: a step that branches is (name, args, (if_true, if_false)), not {step!r}")
+        result = apply_step(target, step[:2])
+        getattr(target, branches[0] if result else branches[1])(*step[1])
+        return result
     name, args = step
     if type(args) is tuple:
         if name == "in":
@@ -274,12 +281,17 @@ def replay(target: Any, steps: list) -> Any:
     ``len(target)``, ``(method, (a, b))`` calls ``target.method(a, b)``; ``(attribute, None)``
     reads ``target.attribute``, ``(attribute, list)`` reads it as ``list(target.attribute)``
     (also ``tuple``, ``dict``, ``set`` or ``sorted``), and ``(attribute, "items")`` as
-    ``list(target.attribute.items())``. Each result is a copy as it was at its
+    ``list(target.attribute.items())``. A step ``(name, args, (if_true, if_false))`` does
+    ``(name, args)``, then calls ``target.if_true(*args)`` when its result is true, else
+    ``target.if_false(*args)``; its result is the first one's. Each result is a copy as it was at its
     step (lists, dicts, sets and tensors in it are copied). A step that raises raises in its
     place, and the later steps do not run.
 
     When grading, the steps run in the student's process in one request before the first result
     comes (grading/judge/): until it has read every result, a test does nothing else with ``target``.
+    The student's code can see every step before it answers the first, so no step may depend on an
+    expected result (a ``hit`` only where the oracle says "resident" tells the student the answer):
+    a step that depends on the student's own answer branches (``if_true``, ``if_false``).
     """
     steps = list(steps)
     replayed_elsewhere = getattr(type(target), "judge_replay", None)

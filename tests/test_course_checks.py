@@ -192,7 +192,7 @@ def test_replay_raises_in_the_failing_step_s_place_and_runs_no_later_step():
     with pytest.raises(TypeError, match="neither calls nor reads"):
         list(replay(log, [("items", 5)]))
     with pytest.raises(TypeError, match=r"a step is \(name, args\)"):
-        list(replay(log, [("add", 1, 2)]))
+        list(replay(log, [("add",)]))
 
 
 def test_assert_steps_checks_results_in_order_and_names_the_first_difference():
@@ -204,3 +204,12 @@ def test_assert_steps_checks_results_in_order_and_names_the_first_difference():
         assert_steps(_Log(), wrong, reveal=False)
     with pytest.raises(ValueError):  # A step that raises fails the check in its place.
         assert_steps(_Log(), [([("add", (None,))], [1], "add(None)")])
+
+
+def test_a_step_that_branches_on_the_student_s_own_answer():
+    log = _Log()
+    log.add(1)
+    got = list(replay(log, [("in", (1,), ("add", "add")), ("in", (2,), ("items", "add")), ("items", list)]))
+    assert got == [True, False, [1, 1, 2]]  # 1 in log: add(1); 2 not in log: add(2).
+    with pytest.raises(TypeError, match="branches"):
+        list(replay(log, [("in", (1,), "add")]))

@@ -269,6 +269,15 @@ def test_a_replay_runs_its_steps_in_the_kernel_in_one_request_with_in_process_re
         assert_steps(Filter(), [([("record", (5,))], None, None), ([("in", (5,))], False, "5 in table")], reveal=False)
     ''')
     assert not verdict.passed and verdict.message == "AssertionError: 5 in table returned True, which is wrong", verdict
+    # A kernel that answers a replay with fewer results than steps (a loop over them would check less) fails.
+    for forged in ([False], [False, 1, 2, 3], [True, 1, 2], (False, 1), "results"):
+        k.agent.replay = lambda target, steps, forged=forged: forged
+        verdict = k.run('''
+            from course.checks import replay
+            for got in replay(Filter(), [("record", (1,)), ("in", (1,))]):
+                assert got is not None
+        ''')
+        assert not verdict.passed and "a malformed answer to a replay" in verdict.message, (forged, verdict)
 
 
 def test_exceptions_keep_their_builtin_base(kernel):

@@ -254,6 +254,60 @@ def test_a_callback_lends_calls_and_public_attributes_only():
         honest.close()
 
 
+def test_a_kernel_that_reads_a_replay_s_steps_ahead_learns_only_what_the_steps_say():
+    """course.checks.replay sends every step before the first answer. A student's code that looks ahead
+    (here: at the frames of the kernel's replay) can forge an answer that a later step gives away; a test
+    whose steps branch on the student's own answer gives nothing away, and the forger fails."""
+    source = '''
+        import sys
+        class Cache:
+            def __init__(self):
+                self.blocks = set()
+            def __contains__(self, block):
+                frame = sys._getframe(1)
+                while frame is not None and "steps" not in frame.f_locals:
+                    frame = frame.f_back
+                steps = frame.f_locals["steps"] if frame is not None else []
+                # The step after this one: a hit means the test expects "resident".
+                here = next(i for i, step in enumerate(steps) if step[0] == "in" and step[1] == (block,)
+                            and i >= self.__dict__.setdefault("at", 0))
+                self.at = here + 1
+                following = steps[here + 1] if here + 1 < len(steps) else ("", ())
+                return following[0] == "hit"
+            def hit(self, block):
+                pass
+            def insert(self, block):
+                self.blocks.add(block)
+    '''
+    trace = "[3, 1, 3, 2, 1, 3, 4, 1]"
+    expected = "[False, False, True, False, True, True, False, True]"  # An unbounded cache: seen before.
+    leaky = f'''
+        from course.checks import assert_steps
+        plan, seen = [], set()
+        for i, block in enumerate({trace}):
+            plan.append(([("in", (block,))], block in seen, f"in at step {{i}}"))
+            plan.append(([("hit" if block in seen else "insert", (block,))], None, None))
+            seen.add(block)
+        assert_steps(Cache(), plan, reveal=False)
+        assert {expected} == [block in set({trace}[:i]) for i, block in enumerate({trace})]
+    '''
+    branching = f'''
+        from course.checks import assert_steps
+        plan, seen = [], set()
+        for i, block in enumerate({trace}):
+            plan.append(([("in", (block,), ("hit", "insert"))], block in seen, f"in at step {{i}}"))
+            seen.add(block)
+        assert_steps(Cache(), plan, reveal=False)
+    '''
+    forger = Kernel(source)
+    try:
+        forger.passes(leaky)  # The lookahead forges every answer of a plan whose steps follow the oracle...
+        verdict = forger.run(branching)  # ...and none of one whose steps follow the student's answers.
+        assert not verdict.passed and "in at step 2" in verdict.message, verdict
+    finally:
+        forger.close()
+
+
 def test_a_dead_judge_fails_the_student_s_remaining_cells_with_its_reason(tmp_path):
     """The grading process's side (grading/judge/client.py): a judge that ended owes failed verdicts."""
     from grading.judge.client import JudgeProcess
@@ -292,6 +346,12 @@ def test_judges_forked_by_the_spawner_serve_start_cheaply_and_end_like_started_o
         assert first.process.poll() is not None and second.process.poll() is None
         first.start_test("e2", "test_task1_1", "pass", 5)
         assert first.verdict("test_task1_1", 5)["message"].startswith("JudgeError: the judge process ended")
+        # Without a spawner (it ended), a judge is started as a process of its own.
+        client._SPAWNER.process.kill()
+        client._SPAWNER.process.wait()
+        third = client.JudgeProcess.start()
+        assert not isinstance(third.process, client.ForkedJudge)
+        third.stop()
     finally:
         for judge in (first, second):
             if judge is not None:

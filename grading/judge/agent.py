@@ -301,20 +301,22 @@ class AgentPeer(Peer):
             raise failure
         raise WireError(f"an unknown request {op!r}")
 
-    def replay(self, target, steps) -> tuple[list, bool]:
-        """course.checks.replay's steps on ``target``, here: (their results, whether the last one raised).
-        What it raised is kept for the judge's next request (``replay_error``)."""
+    def replay(self, target, steps) -> list:
+        """course.checks.replay's steps on ``target``, here: ``[whether the last one raised, result...]``.
+        What it raised is kept for the judge's next request (``replay_error``). The results sit one level
+        down in the reply, where an object comes with its attributes (`encode_object`)."""
         from course.checks import apply_step
 
         expect(type(steps) is list, "replay's steps are not a list")
-        results = []
+        reply = [False]
         for step in steps:
             try:
-                results.append(apply_step(target, step))
+                reply.append(apply_step(target, step))
             except self.answered as error:  # It reaches the judge in the failing step's place.
                 self.replay_failure = error
-                return results, True
-        return results, False
+                reply[0] = True
+                break
+        return reply
 
     def lookup(self, name: str):
         value = self.namespace.get(name, _MISSING)

@@ -93,6 +93,7 @@ class Spawner:
     """This process's judge spawner (grading/judge/spawner.py), which forks judges that imported everything."""
 
     def __init__(self, log_path: Path | None = None) -> None:
+        self.failed = False
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.process = _python_process("grading.judge.spawner", theirs, log_path)
@@ -100,8 +101,9 @@ class Spawner:
             theirs.close()
 
     def spawn(self, connection: socket.socket, log_path: Path | None) -> ForkedJudge | None:
-        """A judge serving ``connection``; None when the spawner is gone (the caller starts one of its own)."""
-        if self.process.poll() is not None:
+        """A judge serving ``connection``; None when the spawner is gone or failed (the caller then starts
+        a judge of its own, and so does every later caller: a late answer must not pass for the next one)."""
+        if self.failed or self.process.poll() is not None:
             return None
         try:
             request = json.dumps({"log": str(log_path) if log_path else None}).encode()
@@ -109,8 +111,11 @@ class Spawner:
             self.control.settimeout(120)  # Its first answer waits for its imports.
             answer = json.loads(self.control.recv(1 << 16) or b"{}")
         except (OSError, ValueError):
+            answer = {}
+        if type(answer.get("pid")) is not int:
+            self.failed = True
             return None
-        return ForkedJudge(answer["pid"]) if type(answer.get("pid")) is int else None
+        return ForkedJudge(answer["pid"])
 
     def stop(self) -> None:
         self.control.close()

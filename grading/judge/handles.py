@@ -228,9 +228,14 @@ class Handle:
     @staticmethod
     def judge_replay(target, steps: list):
         """course.checks.replay on an object of the kernel: every step runs there, in one request."""
-        results, failed = _request(target, "replay", target, steps)
-        yield from results
-        if failed:
+        reply = _request(target, "replay", target, steps)  # [whether a step raised, result...]
+        # A result for every step, or for every step before the one that raised: never fewer, so that no check
+        # of a test that loops over the results is left out.
+        if not (type(reply) is list and reply and type(reply[0]) is bool
+                and (len(reply) - 1 < len(steps) if reply[0] else len(reply) - 1 == len(steps))):
+            raise WireError("a malformed answer to a replay")
+        yield from reply[1:]
+        if reply[0]:
             _request(target, "replay_error")  # It raises what the failing step raised.
             raise WireError("the kernel said a replayed step failed, then that none did")
 
