@@ -304,7 +304,7 @@ class AgentPeer(Peer):
     def replay(self, target, steps) -> list:
         """course.checks.replay's steps on ``target``, here: ``[whether the last one raised, result...]``.
         What it raised is kept for the judge's next request (``replay_error``). The results sit one level
-        down in the reply, where an object comes with its attributes (`encode_object`)."""
+        down in the reply, where an object comes with its attributes when it has few (`encode_object`)."""
         from course.checks import apply_step
 
         expect(type(steps) is list, "replay's steps are not a list")
