@@ -796,6 +796,7 @@ def _check_task6_2_2_insert():
     ### BEGIN HIDDEN TESTS
     import random as _random
 
+    from course.checks import replay
     from course.env import available_devices
 
     _rng = _random.Random(6222)
@@ -835,9 +836,11 @@ def _check_task6_2_2_insert():
                 _k.fill_(7.0)
                 _v.fill_(-7.0)
             assert_plain_equal(len(_cache), len(_want), f"{_where}, after call {_call}: len(cache)", reveal=False)
+            # One replay asks for every stored block: whether it is cached, then its K and V.
+            _found = replay(_cache, [_step for _h in _want for _step in (("in", (_h,)), ("get_kv", ([_h],)))])
             for _h, _blocks in _want.items():
-                assert _h in _cache, f"{_where}, after call {_call}: a stored block is missing"
-                _kv_got = _cache.get_kv([_h])
+                assert next(_found), f"{_where}, after call {_call}: a stored block is missing"
+                _kv_got = next(_found)
                 for _layer, (_k, _v) in enumerate(_blocks):
                     assert_same_tensor(_kv_got[_layer][0], _k, f"{_where}, after call {_call}: K of a block",
                                        reveal=False)
@@ -1139,7 +1142,7 @@ def _check_task6_2_6_victim():
     ### BEGIN HIDDEN TESTS
     import random as _random
 
-    from course.checks import assert_plain_equal
+    from course.checks import assert_plain_equal, replay
 
     # BEGIN SHARED _Oracle, _tree (authoring/shared/06_prefix_cache.py)
     class _Oracle:
@@ -1235,10 +1238,10 @@ def _check_task6_2_6_victim():
                 _cache.unpin(_list)
                 for _h in _list:
                     _oracle.state[_h][1] -= 1
-            # Only insert changes which blocks are cached, so they are compared after each insert and at the end
-            # (each `in` is a call into the kernel): as many blocks as the oracle's, and each of the oracle's cached.
-            if (_r < 0.4 or _op == 69) and (len(_cache) != len(_oracle.state)
-                                            or not all(h in _cache for h in sorted(_oracle.state))):
+            # Only insert changes which blocks are cached, so they are compared after each insert and at the end:
+            # as many blocks as the oracle's, and each of the oracle's cached (one replay asks for every block).
+            if (_r < 0.4 or _op == 69) and (len(_cache) != len(_oracle.state) or not all(
+                    replay(_cache, [("in", (_h,)) for _h in sorted(_oracle.state)]))):
                 raise AssertionError(f"{_where}, after call {_op}: the wrong blocks are cached (compare the keys "
                                      "of the evictable leaves)")
     ### END HIDDEN TESTS
@@ -1302,6 +1305,8 @@ def _check_task6_2_7_evict():
 
     ### BEGIN HIDDEN TESTS
     import random as _random
+
+    from course.checks import replay
 
     # BEGIN SHARED _Oracle, _tree (authoring/shared/06_prefix_cache.py)
     class _Oracle:
@@ -1395,12 +1400,12 @@ def _check_task6_2_7_evict():
                 for _h in _list:
                     _oracle.state[_h][1] -= 1
             # Only insert changes which blocks are cached and the evictions: they are compared after each insert
-            # and at the end (each `in` is a call into the kernel).
+            # and at the end.
             if not (_r < 0.4 or _op == 69):
                 continue
             # The same number of blocks, and each block that must be cached is (its parent too): the same blocks.
             assert_plain_equal(len(_cache), len(_oracle.state), f"{_where}, after call {_op}: len(cache)", reveal=False)
-            if not all(h in _cache for h in sorted(_oracle.state)):
+            if not all(replay(_cache, [("in", (_h,)) for _h in sorted(_oracle.state)])):
                 raise AssertionError(f"{_where}, after call {_op}: the wrong blocks are cached")
             assert_plain_equal(_cache.stats["evictions"], _oracle.evictions, f"{_where}, after call {_op}: evictions",
                                reveal=False)
