@@ -549,6 +549,8 @@ def _check_task3_1_EvictionPolicy():
     ### BEGIN HIDDEN TESTS
     import random
 
+    from course.checks import replay
+
 
     class FirstCandidate(EvictionPolicy):
         def select_victim(self, sequences, protected=frozenset()):
@@ -559,7 +561,10 @@ def _check_task3_1_EvictionPolicy():
     rng = random.Random(3101)
     for case in range(300):
         ids = rng.sample([f"req-{i:03d}" for i in range(200)], rng.randint(0, 25))
-        cache = {i: SequenceKVCache(i, last_access_step=rng.randint(0, 9)) for i in ids}
+        # One replay makes every sequence of the case (fields by position: block_table, num_tokens,
+        # last_access_step).
+        made = [("__call__", (i, [], 0, rng.randint(0, 9))) for i in ids]
+        cache = dict(zip(ids, replay(SequenceKVCache, made)))
         chosen = set(rng.sample(ids, rng.randint(0, len(ids)))) | {"ghost"}
         passed = frozenset(chosen) if case % 2 else set(chosen)
         before = list(cache.items())
@@ -657,6 +662,8 @@ def _check_task3_2_LRUPolicy():
     ### BEGIN HIDDEN TESTS
     import random
 
+    from course.checks import replay
+
 
     def oracle_lru(cache, protected):
         best = None
@@ -672,8 +679,10 @@ def _check_task3_2_LRUPolicy():
     for case in range(400):
         ids = rng.sample([f"s{i}" for i in range(40)], rng.randint(1, 14))
         top = [3, 8, 2**40][case % 3]
-        cache = {i: SequenceKVCache(i, num_tokens=rng.randint(0, 50), last_access_step=rng.randint(0, top),
-                                    use_count=rng.randint(0, 6)) for i in ids}
+        # One replay makes every sequence of the case (fields by position: block_table, num_tokens,
+        # last_access_step, use_count).
+        made = [("__call__", (i, [], rng.randint(0, 50), rng.randint(0, top), rng.randint(0, 6))) for i in ids]
+        cache = dict(zip(ids, replay(SequenceKVCache, made)))
         protected = frozenset(rng.sample(ids, rng.randint(0, len(ids) - 1 if case % 5 else len(ids))))
         before = snapshot(cache)
         result = LRUPolicy().select_victim(cache, set(protected) if case % 2 else protected)
@@ -772,6 +781,8 @@ def _check_task3_3_LFUPolicy():
     ### BEGIN HIDDEN TESTS
     import random
 
+    from course.checks import replay
+
 
     def oracle_lfu(cache, protected):
         rows = sorted((s.use_count, s.last_access_step, k) for k, s in cache.items() if k not in protected)
@@ -782,7 +793,10 @@ def _check_task3_3_LFUPolicy():
     for case in range(400):
         ids = rng.sample([f"s{i}" for i in range(40)], rng.randint(1, 14))
         top = [3, 10, 2**40][case % 3]
-        cache = {i: SequenceKVCache(i, last_access_step=rng.randint(0, top), use_count=rng.randint(0, 3)) for i in ids}
+        # One replay makes every sequence of the case (fields by position: block_table, num_tokens,
+        # last_access_step, use_count).
+        made = [("__call__", (i, [], 0, rng.randint(0, top), rng.randint(0, 3))) for i in ids]
+        cache = dict(zip(ids, replay(SequenceKVCache, made)))
         protected = frozenset(rng.sample(ids, rng.randint(0, len(ids) - 1 if case % 5 else len(ids))))
         before = snapshot(cache)
         result = LFUPolicy().select_victim(cache, set(protected) if case % 2 else protected)
@@ -1018,6 +1032,15 @@ def _check_task3_4_2_refuses():
     ### BEGIN HIDDEN TESTS
     import copy
     import random
+
+
+    # The visible part's state, with every block read in one replay.
+    def state(manager):
+        from course.checks import replay
+
+        # Every block of the allocator in one replay (each comes with its attributes).
+        blocks = replay(manager.allocator, [("get_block", (i,)) for i in range(manager.allocator.num_blocks)])
+        return [sorted(manager.sequences), manager.allocator.num_free, [block.ref_count for block in blocks]]
 
 
     def oracle_feasible(manager, needed, protected):

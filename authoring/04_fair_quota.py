@@ -493,6 +493,8 @@ def _check_task4_1_3_quotas():
     ### BEGIN HIDDEN TESTS
     import random
 
+    from course.checks import replay
+
 
     def tenant_of(seq_id):
         return seq_id.split("::")[0] if "::" in seq_id else "default"
@@ -501,10 +503,12 @@ def _check_task4_1_3_quotas():
     rng = random.Random(4103)
     for case in range(300):
         names = rng.sample(["ann", "bob", "cat", "dan", "eve"], rng.randint(1, 4))
-        cache = {}
+        made = []
         for i in range(rng.randint(0, 10)):
             seq_id = f"req{i:02d}" if rng.random() < 0.15 else f"{rng.choice(names)}::{i:02d}"
-            cache[seq_id] = make_sequence(seq_id, rng.randint(0, 5), rng.randint(0, 6))
+            made.append(("__call__", (seq_id, rng.randint(0, 5), rng.randint(0, 6))))
+        # One replay makes every sequence of the case.
+        cache = {args[0]: seq for (_, args), seq in zip(made, replay(make_sequence, made))}
         present = {tenant_of(s) for s in cache}
         weights = {t: rng.choice([0, 1, 2, 0.5, 3.25]) for t in rng.sample(sorted(present) + ["zz-idle"], rng.randint(0, min(3, len(present) + 1)))}
         total = rng.randint(1, 600)
@@ -617,6 +621,8 @@ def _check_task4_1_5_victim_tenant():
     import random
     from fractions import Fraction
 
+    from course.checks import replay
+
 
     def tenant_of(seq_id):
         return seq_id.split("::")[0] if "::" in seq_id else "default"
@@ -659,7 +665,7 @@ def _check_task4_1_5_victim_tenant():
 
 
     def random_cache(rng, names):
-        cache = {}
+        made = []
         for i in range(rng.randint(1, 14)):
             kind = rng.random()
             if kind < 0.15:
@@ -668,8 +674,9 @@ def _check_task4_1_5_victim_tenant():
                 seq_id = f"{rng.choice(names)}::{i:02d}::turn{rng.randint(0, 3)}"
             else:
                 seq_id = f"{rng.choice(names)}::{i:02d}"
-            cache[seq_id] = make_sequence(seq_id, rng.randint(0, 7), rng.randint(0, 6), rng.randint(1, 4))
-        return cache
+            made.append(("__call__", (seq_id, rng.randint(0, 7), rng.randint(0, 6), rng.randint(1, 4))))
+        # One replay makes every sequence of the case.
+        return {args[0]: seq for (_, args), seq in zip(made, replay(make_sequence, made))}
 
 
     rng = random.Random(4105)
@@ -737,16 +744,21 @@ def _check_task4_1_6_fallback():
     exact = cache_of(make_sequence("a::1", 2, 1), make_sequence("a::2", 2, 0), make_sequence("b::1", 4, 3))
     assert_plain_equal(FairPolicy({"a": 1, "b": 1}, 8).select_victim(exact), "a::2",
                        "FairPolicy({'a': 1, 'b': 1}, 8).select_victim(b exactly at quota)", reveal=False)
+    from course.checks import replay
+
     rng = random.Random(4106)
     for case in range(300):
-        cache = {}
+        made = []
         for i in range(rng.randint(1, 12)):
             seq_id = f"{rng.choice(['ann', 'bob', 'cat'])}::{i:02d}" if rng.random() < 0.8 else f"req{i:02d}"
-            cache[seq_id] = make_sequence(seq_id, rng.randint(0, 5), rng.randint(0, 4))
+            made.append(("__call__", (seq_id, rng.randint(0, 5), rng.randint(0, 4))))
+        # One replay makes every sequence of the case.
+        cache = {args[0]: seq for (_, args), seq in zip(made, replay(make_sequence, made))}
         protected = frozenset(s for s in sorted(cache) if rng.random() < 0.3)
         free = sorted((q.last_access_step, s) for s, q in cache.items() if s not in protected)
-        # Room for every block in every tenant's quota: nobody is over quota, so the global LRU decides.
-        total = 8 * sum(q.num_blocks() for q in cache.values()) + 8
+        # Room for every block in every tenant's quota (the blocks each sequence was made with): nobody is over
+        # quota, so the global LRU decides.
+        total = 8 * sum(args[1] for _, args in made) + 8
         got = FairPolicy({"zz-idle": 1.0}, total).select_victim(cache, protected)
         assert_plain_equal(got, free[0][1] if free else None, f"FairPolicy(...).select_victim on random case {case} "
                            "(nobody over quota)", reveal=False)

@@ -252,6 +252,8 @@ def apply_step(target: Any, step: tuple) -> Any:
             return args[0] in target
         if name == "len":
             return len(target)
+        if name == "__call__":
+            return _copied(target(*args))
         return _copied(getattr(target, name)(*args))
     if args is None:
         return _copied(getattr(target, name))
@@ -278,7 +280,8 @@ def replay(target: Any, steps: list) -> Any:
     """Apply ``steps`` to ``target`` one after another; yield each step's result, in order.
 
     A step is ``(name, args)``: ``("in", (x,))`` is ``x in target``, ``("len", ())`` is
-    ``len(target)``, ``(method, (a, b))`` calls ``target.method(a, b)``; ``(attribute, None)``
+    ``len(target)``, ``(method, (a, b))`` calls ``target.method(a, b)`` and ``("__call__", (a, b))``
+    calls ``target(a, b)`` (a function, or a class: many objects made at once); ``(attribute, None)``
     reads ``target.attribute``, ``(attribute, list)`` reads it as ``list(target.attribute)``
     (also ``tuple``, ``dict``, ``set`` or ``sorted``), and ``(attribute, "items")`` as
     ``list(target.attribute.items())``. A step ``(name, args, (if_true, if_false))`` does

@@ -195,6 +195,12 @@ def test_replay_raises_in_the_failing_step_s_place_and_runs_no_later_step():
         list(replay(log, [("add",)]))
 
 
+def test_a_call_step_calls_the_target_itself_a_function_or_a_class():
+    made = list(replay(_Log, [("__call__", ()), ("__call__", ())]))
+    assert [type(log) for log in made] == [_Log, _Log] and made[0] is not made[1]
+    assert list(replay(max, [("__call__", (3, 7)), ("__call__", ([2, 1],))])) == [7, 2]
+
+
 def test_assert_steps_checks_results_in_order_and_names_the_first_difference():
     plan = [([("add", (1,))], [1], "add(1)"), ([("add", (2,))], None, None),
             ([("len", ()), ("in", (2,))], (2, True), "(len, 2 in log)")]

@@ -280,6 +280,35 @@ def test_a_replay_runs_its_steps_in_the_kernel_in_one_request_with_in_process_re
         assert not verdict.passed and "a malformed answer to a replay" in verdict.message, (forged, verdict)
 
 
+def test_a_replay_makes_many_objects_of_a_kernel_class_and_keeps_them_in_step(kernel):
+    """("__call__", args) steps on a class or a function of the kernel make its objects in one request; their
+    attributes are then kept in step, so that a later read costs no request and sees the kernel's changes."""
+    k = kernel('''
+        class Entry:
+            def __init__(self, name, size, step=0):
+                self.name, self.size, self.step = name, size, step
+        def make(name, size):
+            return Entry(name, size, 1)
+        def grow(entries, by):
+            for entry in entries.values():
+                entry.size += by
+            return len(entries)
+    ''')
+    k.passes('''
+        from course.checks import replay
+        made = replay(Entry, [("__call__", (f"e{i}", i)) for i in range(20)])
+        entries = {f"e{i}": entry for i, entry in enumerate(made)}
+        made = list(replay(make, [("__call__", ("m", 5))]))
+        assert [(e.name, e.size, e.step) for e in entries.values()][:2] == [("e0", 0, 0), ("e1", 1, 0)]
+        assert (made[0].name, made[0].step) == ("m", 1) and type(made[0]) is Entry
+        assert grow(entries, 10) == 20
+        assert [e.size for e in entries.values()] == [i + 10 for i in range(20)]
+    ''')
+    # One request for the objects, one for the function's object, one for grow and a few for names; not one per
+    # object for each read after grow.
+    assert k.judge.crossings < 15, k.judge.crossings
+
+
 def test_exceptions_keep_their_builtin_base(kernel):
     k = kernel('''
         class BlockError(ValueError):

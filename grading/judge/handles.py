@@ -118,6 +118,20 @@ def _instance_dict(handle: Handle, info: MirrorInfo):
     return found
 
 
+def _keep_in_step(peer, results: list) -> None:
+    """The ``__dict__``s that came with the objects among a replay's results become eager: a test that asked
+    for many objects at once reads them after its next calls too (without this, each read would ask the
+    kernel once for what changed)."""
+    for result in results:
+        if isinstance(result, Handle):
+            try:
+                found = result._judge_dict
+            except AttributeError:
+                continue
+            if found is not _NO_DICT:
+                peer.escape(found)
+
+
 def _known_dict(handle: Handle):
     """The object's ``__dict__`` as it last came from the kernel, without asking; empty when none came."""
     try:
@@ -228,15 +242,17 @@ class Handle:
     @staticmethod
     def judge_replay(target, steps: list):
         """course.checks.replay on an object of the kernel: every step runs there, in one request."""
-        reply = _request(target, "replay", target, steps)  # [whether a step raised, result...]
+        info = info_of(target if isinstance(target, HandleMeta) else type(target))
+        reply = info.peer.request("replay", target, steps)  # [whether a step raised, result...]
         # A result for every step, or for every step before the one that raised: never fewer, so that no check
         # of a test that loops over the results is left out.
         if not (type(reply) is list and reply and type(reply[0]) is bool
                 and (len(reply) - 1 < len(steps) if reply[0] else len(reply) - 1 == len(steps))):
             raise WireError("a malformed answer to a replay")
+        _keep_in_step(info.peer, reply[1:])
         yield from reply[1:]
         if reply[0]:
-            _request(target, "replay_error")  # It raises what the failing step raised.
+            info.peer.request("replay_error", target)  # It raises what the failing step raised.
             raise WireError("the kernel said a replayed step failed, then that none did")
 
     @staticmethod
@@ -342,6 +358,9 @@ class HandleMeta(type):
     @property
     def __dict__(cls):
         return info_of(cls).peer.request("getattr", cls, "__dict__")
+
+    # course.checks.replay on a class of the kernel (``("__call__", args)`` steps make many objects at once).
+    judge_replay = staticmethod(Handle.judge_replay)
 
 
 def make_mirror(info: MirrorInfo, name: str) -> HandleMeta:
