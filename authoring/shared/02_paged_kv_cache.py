@@ -138,13 +138,13 @@ def compare(manager, model, where, summary=False):
     assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
     assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
     assert_plain_equal(manager.allocator.num_free, len(model.free), f"allocator.num_free {where}", reveal=False)
-    for sid in model.table:
-        seq = manager.sequences[sid]
+    sequences = [manager.sequences[sid] for sid in model.table]
+    # The allocator's own blocks for the ids of every sequence, asked in one replay.
+    owned = replay(manager.allocator, [("get_block", (block.block_id,)) for seq in sequences for block in seq.block_table])
+    for sid, seq in zip(model.table, sequences):
         got = [[block.block_id for block in seq.block_table], seq.num_tokens, seq.last_access_step, seq.use_count]
         want = [model.table[sid], model.tokens[sid], model.last[sid], model.uses[sid]]
         assert_plain_equal(got, want, f"[block ids, num_tokens, last_access_step, use_count] of {sid!r} {where}", reveal=False)
-        # The allocator's own blocks for these ids, asked in one replay.
-        owned = replay(manager.allocator, [("get_block", (block.block_id,)) for block in seq.block_table])
         for block in seq.block_table:
             assert block is next(owned), f"{sid!r} holds a block object that is not the allocator's {where}"
             assert_plain_equal([block.filled, block.ref_count], [model.fill[block.block_id], model.ref[block.block_id]],
