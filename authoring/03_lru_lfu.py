@@ -1034,13 +1034,16 @@ def _check_task3_4_2_refuses():
     import random
 
 
-    # The visible part's state, with every block read in one replay.
+    # BEGIN SHARED state (authoring/shared/03_lru_lfu.py)
     def state(manager):
+        """The visible parts' state (sorted ids, num_free, every block's ref_count), with every block of the
+        allocator read in one replay: the hidden parts of 3.4.2 and 3.4.3 use this copy."""
         from course.checks import replay
 
         # Every block of the allocator in one replay (each comes with its attributes).
         blocks = replay(manager.allocator, [("get_block", (i,)) for i in range(manager.allocator.num_blocks)])
         return [sorted(manager.sequences), manager.allocator.num_free, [block.ref_count for block in blocks]]
+    # END SHARED
 
 
     def oracle_feasible(manager, needed, protected):
@@ -1155,12 +1158,16 @@ def _check_task3_4_3_evicts_in_policy_order():
             return min(rows)[1] if rows else None
 
 
+    # BEGIN SHARED state (authoring/shared/03_lru_lfu.py)
     def state(manager):
+        """The visible parts' state (sorted ids, num_free, every block's ref_count), with every block of the
+        allocator read in one replay: the hidden parts of 3.4.2 and 3.4.3 use this copy."""
         from course.checks import replay
 
         # Every block of the allocator in one replay (each comes with its attributes).
         blocks = replay(manager.allocator, [("get_block", (i,)) for i in range(manager.allocator.num_blocks)])
         return [sorted(manager.sequences), manager.allocator.num_free, [block.ref_count for block in blocks]]
+    # END SHARED
 
 
     def oracle_evict(manager, policy, needed, protected):

@@ -124,11 +124,8 @@ def _keep_in_step(peer, results: list) -> None:
     kernel once for what changed)."""
     for result in results:
         if isinstance(result, Handle):
-            try:
-                found = result._judge_dict
-            except AttributeError:
-                continue
-            if found is not _NO_DICT:
+            found = _known_dict(result)
+            if found is not _EMPTY:
                 peer.escape(found)
 
 
