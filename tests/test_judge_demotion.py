@@ -99,3 +99,53 @@ def test_a_demoted_object_in_a_reply_and_in_a_request_crosses_right(kernel):
         caches[1].bump()
         assert table == [[0, 1, 2], [1]] and caches[1].table is table
     ''')
+
+
+QUIET_KERNEL = '''
+    class Box:
+        def __init__(self):
+            self.a, self.b, self.items = 0, 1, [1]
+        def bump(self):
+            self.a += 1
+            return self.a
+        def itself(self):
+            return self
+    def dict_of(box):
+        return vars(box)
+    def b_of(box):
+        return box.b if hasattr(box, "b") else None
+'''
+
+
+def test_a_mirrored_dict_the_test_does_not_hold_is_not_scanned_in_the_judge_and_writes_still_cross(
+        kernel, eager_counts):
+    k = kernel(QUIET_KERNEL)
+    k.passes('''
+        from course.checks import replay
+        boxes = [Box() for _ in range(4)]
+        for _ in range(2):
+            for box in boxes:
+                assert box.a == 0 and box.b == 1  # Read again after the kernel ran: each __dict__ becomes eager.
+        for box in boxes:
+            box.bump()
+        assert [box.a for box in boxes] == [1, 1, 1, 1]
+        boxes[0].b = 5  # A write into a dict the judge does not scan reaches the kernel all the same.
+        assert boxes[0].bump() == 2 and b_of(boxes[0]) == 5
+        raw = boxes[1].__dict__  # The test holds the dict itself: its own writes into it cross.
+        raw["b"] = 7
+        assert b_of(boxes[1]) == 7
+        assert list(replay(boxes[1], [("itself", ())])) == [boxes[1]]  # A replay's objects stay in step ...
+        raw["b"] = 8
+        assert b_of(boxes[1]) == 8  # ... and a dict the test holds stays scanned.
+        returned = dict_of(boxes[2])  # The kernel sends the dict as a value: the test's writes cross too.
+        boxes[2].bump()
+        returned["b"] = 9
+        assert b_of(boxes[2]) == 9 and returned == {"a": 2, "b": 9, "items": [1]} and boxes[2].a == 2
+        del boxes[3].b
+        assert b_of(boxes[3]) is None and boxes[3].a == 1
+    ''')
+    # While the test only reads and calls, the kernel compares the four dicts and the four lists in them at every
+    # message; the judge only the lists.
+    middle = len(eager_counts[0]) // 3
+    assert eager_counts[1][middle] >= 8 and eager_counts[0][middle] <= eager_counts[1][middle] - 4, (
+        eager_counts[0][middle], eager_counts[1][middle])

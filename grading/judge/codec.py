@@ -188,6 +188,8 @@ class Codec:
                 expect(len(node) == 2, "a malformed reference")
                 pair = self.peer.pairs.get(node[1])
                 expect(self.lazy or not pair.lazy, "a reference to a lazy shared value where it must be promoted")
+                if pair.quiet:  # A mirrored __dict__ that the kernel sends as a value: the test may hold it now.
+                    self.peer.pairs.wake(pair)
                 return pair.obj
             if tag == _PROMOTE:
                 return self._decode_promotion(node, depth)
@@ -270,6 +272,8 @@ class Codec:
                     each = self.peer.pairs.get(update[0])
                     self.fill(each, update[1], depth)
                     each.record()
+            elif type(node) is list and len(node) == 2 and node[0] == _REF:
+                pair = self.peer.pairs.get(node[1])  # A known one, which stays quiet if it is (it is not a value).
             else:
                 pair = self.peer.pairs.find(self.decode(node, depth))
         finally:

@@ -82,7 +82,7 @@ def oid_of(handle: Handle) -> int:
 def _changed(handle: Handle, info: MirrorInfo) -> None:
     """The judge wrote into the object's mirrored ``__dict__``: it crosses with the next message."""
     pair = handle._judge_pair
-    if pair.lazy:  # An eager pair's change is found when the next message is sent.
+    if pair.lazy or pair.quiet:  # An eager pair's change is found when the next message is sent.
         info.peer.pairs.dirty.append(pair)
 
 
@@ -114,7 +114,7 @@ def _instance_dict(handle: Handle, info: MirrorInfo):
     if asked_before:
         # A test that reads the object again after the kernel ran is likely to go on doing so: its
         # __dict__ becomes eager, kept in step at every message instead of asked for at every read.
-        info.peer.escape(found)
+        info.peer.escape_dict(found)
     return found
 
 
@@ -126,7 +126,7 @@ def _keep_in_step(peer, results: list) -> None:
         if isinstance(result, Handle):
             found = _known_dict(result)
             if found is not _EMPTY:
-                peer.escape(found)
+                peer.escape_dict(found)
 
 
 def _known_dict(handle: Handle):
@@ -160,6 +160,7 @@ class Handle:
                     return value
                 if name == "__dict__":
                     info.peer.escape(found)
+                    info.peer.pairs.wake(self._judge_pair)  # The test holds the dict itself now.
                     return found
             if name in info.methods:
                 return RemoteMethod(self, name)
@@ -227,6 +228,8 @@ class Handle:
             info = type.__getattribute__(type(self), "_judge_mirror_")
             if info.epoch == info.peer.epoch_number:
                 info.peer.released.append(self._judge_oid)
+                if self._judge_pair.quiet:
+                    info.peer.pairs.orphans.append(self._judge_pair)
         except Exception:  # noqa: BLE001 - a bare instance, or the interpreter is shutting down.
             pass
 

@@ -23,6 +23,11 @@ A pair is *eager* or *lazy*, alike on both sides (codec.py says when each is whi
   A mirrored ``__dict__`` that the test has not read for a while, and what only it holds, become
   lazy again (`PairTable.demote`), on both sides.
 
+On the judge's side an eager mirrored ``__dict__`` is also *quiet* while only its handle holds it
+(`PairTable.quieten`): the test cannot change it but through the handle, which marks the change
+itself, so the judge does not look for changes in it at every message (the kernel, where the
+student's code changes it, still does).
+
 So the cost of a message grows with what the test holds and reads, not with everything that ever
 crossed.
 
@@ -174,10 +179,11 @@ def unshared_base(table: PairTable, tensor: torch.Tensor) -> torch.Tensor | None
 class Pair:
     """One shared pair on one side."""
 
-    __slots__ = ("sid", "tag", "obj", "recorded", "lazy", "valid_at", "read_at", "keep")
+    __slots__ = ("sid", "tag", "obj", "recorded", "lazy", "quiet", "valid_at", "read_at", "keep")
 
     def __init__(self, sid: int, tag: int, obj, lazy: bool) -> None:
         self.sid, self.tag, self.obj, self.lazy = sid, tag, obj, lazy
+        self.quiet = False  # An eager mirrored __dict__ that only the judge's handle holds (`PairTable.quieten`).
         self.recorded = None
         self.valid_at = -1  # The judge's count of the kernel's messages when a lazy pair was last current.
         self.read_at = 0  # The judge's count of its own messages when the test last read a mirrored __dict__.
@@ -200,9 +206,11 @@ class PairTable:
         self.by_sid: dict[int, Pair] = {}
         self.by_id: dict[int, Pair] = {}
         self.eager: dict[int, Pair] = {}  # The eager pairs, by sid: what `scan` looks at.
+        self.quiet: dict[int, Pair] = {}  # The judge's eager pairs that `scan` need not look at (`quieten`).
         self.next_sid = 2 + parity
         self.owners: dict[tuple[str, int], Pair] = {}  # Tensors that own their whole storage, by storage.
         self.dirty: list[Pair] = []  # Lazy pairs this side changed (the judge's writes to a mirrored __dict__).
+        self.orphans: list[Pair] = []  # Quiet pairs whose handle the test let go of (handles.Handle.__del__).
 
     def find(self, obj) -> Pair | None:
         pair = self.by_id.get(id(obj))
@@ -231,8 +239,27 @@ class PairTable:
 
     def demote(self, pair: Pair) -> None:
         """An eager pair becomes lazy (the test has not read it for a while: `remote.JudgePeer.demote_unread`)."""
-        pair.lazy = True
+        pair.lazy, pair.quiet = True, False
         self.eager.pop(pair.sid, None)
+        self.quiet.pop(pair.sid, None)
+
+    def quieten(self, pair: Pair) -> None:
+        """An eager pair that only the judge's own code can change stops being scanned: the mirrored ``__dict__``
+        of a student's object, which the test reads through its handle but does not hold. The judge changes it
+        only in `handles.Handle.__setattr__` and ``__delattr__``, which mark it dirty (`dirty`), and through the
+        kernel's updates, which record it; `wake` puts it back among the scanned ones when the test gets the
+        dict itself (``obj.__dict__``, or the kernel sends it as a value). Both sides still hold it as eager."""
+        if not pair.lazy and not pair.quiet:
+            pair.quiet = True
+            self.eager.pop(pair.sid, None)
+            self.quiet[pair.sid] = pair
+
+    def wake(self, pair: Pair) -> None:
+        """A quiet pair is scanned again (the test can reach the object itself now)."""
+        pair.quiet = False
+        self.quiet.pop(pair.sid, None)
+        if not pair.lazy:
+            self.eager[pair.sid] = pair
 
     def owner_of(self, tensor: torch.Tensor) -> Pair | None:
         """The shared tensor whose storage ``tensor`` views (so that the view crosses as one), if any."""
@@ -252,6 +279,12 @@ class PairTable:
     def scan(self, drop_unreferenced: bool) -> tuple[list[Pair], list[int]]:
         """The eager pairs whose object changed since it last crossed, and (the judge's side) the pairs
         dropped because only this table still held their object; one pass over the eager pairs."""
+        if self.orphans:
+            # Scanned once more, so that one that nothing else holds is dropped now (and its kernel's pair with it).
+            for pair in self.orphans:
+                if pair.quiet and self.by_sid.get(pair.sid) is pair:
+                    self.wake(pair)
+            self.orphans = []
         changed_pairs, dropped = [], []
         is_, getrefcount = operator.is_, sys.getrefcount
         for pair in self.eager.values():
@@ -277,12 +310,12 @@ class PairTable:
         return changed_pairs, dropped
 
     def sweep(self) -> list[int]:
-        """Drop the lazy pairs whose object only this table still holds (the judge's side); their sids."""
+        """Drop the lazy and quiet pairs whose object only this table still holds (the judge's side); their sids."""
         getrefcount, dropped = sys.getrefcount, []
         for pair in self.by_sid.values():
             obj = pair.obj
             # getrefcount sees the Pair's reference, the local name and its own argument.
-            if pair.lazy and getrefcount(obj) <= 3:
+            if (pair.lazy or pair.quiet) and getrefcount(obj) <= 3:
                 dropped.append(pair.sid)
         obj = None
         for sid in dropped:
@@ -294,6 +327,7 @@ class PairTable:
         if pair is None:
             return
         self.eager.pop(sid, None)
+        self.quiet.pop(sid, None)
         if self.by_id.get(id(pair.obj)) is pair:
             del self.by_id[id(pair.obj)]
         if pair.tag is _TENSOR and self.owners.get(storage_key(pair.obj)) is pair:

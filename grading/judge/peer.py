@@ -190,7 +190,7 @@ class Peer:
     def _tree(self, kind: str, seq: int, body: list, raw: bool) -> tuple[list, list]:
         """A message's tree, and the pairs whose new content it carries."""
         pairs, codec = self.pairs, self.codec
-        changed, dropped = pairs.scan(self.parity == 0) if pairs.eager else ([], [])
+        changed, dropped = pairs.scan(self.parity == 0) if pairs.eager or pairs.orphans else ([], [])
         if pairs.dirty:
             changed = changed + pairs.dirty
         extra = self.outgoing(dropped)

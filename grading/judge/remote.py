@@ -33,7 +33,7 @@ _NEVER_LENT = (types.ModuleType, types.FrameType, types.CodeType, types.Tracebac
 _FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType)
 _CLASS_NAMES = 2000  # At most this many attribute names per class node.
 _SWEEP_EVERY = 64  # Messages between two looks for lazy pairs the test let go of (pairs.PairTable.sweep).
-_UNREAD_FOR = 256  # Messages after which a mirrored __dict__ that the test did not read becomes lazy again.
+_UNREAD_FOR = 64  # Messages after which a mirrored __dict__ that the test did not read becomes lazy again.
 _MAPPINGS = frozenset({Tag.DICT, Tag.ODICT})
 _SEQUENCES = frozenset({Tag.LIST, Tag.SET})
 _CONTAINERS = _MAPPINGS | _SEQUENCES
@@ -194,6 +194,16 @@ class JudgePeer(Peer):
         for pair in lazy_pairs_in(self.pairs, [value]):
             self.pairs.promote(pair)
             self.promoted.append(pair.sid)
+
+    def escape_dict(self, found: dict) -> None:
+        """A mirrored ``__dict__`` (and all it holds) becomes eager, as `escape` does; the dict itself becomes
+        quiet here (pairs.PairTable.quieten) when it was lazy, which says that only its handle holds it (the
+        test never held a lazy one: `demote_unread` demotes only what the test does not hold)."""
+        pair = self.pairs.find(found)
+        was_lazy = pair is not None and pair.lazy
+        self.escape(found)
+        if was_lazy:
+            self.pairs.quieten(pair)
 
     def incoming(self, extra) -> None:
         if (type(extra) is not list or len(extra) != 3 or type(extra[0]) is not list or type(extra[1]) is not int
