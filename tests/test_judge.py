@@ -458,3 +458,42 @@ def test_an_object_the_test_reads_again_and_lets_go_at_once_is_forgotten_on_both
             del entry
             assert tick() == 0
     ''')
+
+
+def test_the_student_calls_a_method_of_a_test_object_in_one_request(kernel):
+    """A method of a test object's class is called from the kernel in one request, not read and then called;
+    what is not such a method (a data attribute, an attribute of the object that shadows a method, a property)
+    is still read first, and a method taken without a call works when called later."""
+    k = kernel('''
+        def drive(tier, blocks):
+            for block in blocks:
+                if block not in tier:
+                    tier.insert(block)
+            return tier.capacity, tier.shadowed, tier.size, len(tier)
+        def later(tier):
+            insert = tier.insert
+            return insert(99)
+    ''')
+    k.passes('''
+        class Tier:
+            def __init__(self, capacity):
+                self.capacity, self.blocks, self.shadowed = capacity, [], "own"
+            def __contains__(self, block):
+                return block in self.blocks
+            def __len__(self):
+                return len(self.blocks)
+            def insert(self, block):
+                self.blocks.append(block)
+                return len(self.blocks)
+            def shadowed(self):
+                raise AssertionError("the object's own attribute shadows this method")
+            @property
+            def size(self):
+                return len(self.blocks) * 10
+        tier = Tier(4)
+        assert drive(tier, list(range(40))) == (4, "own", 400, 40)
+        assert tier.blocks == list(range(40))
+        assert later(tier) == 41 and tier.blocks[-1] == 99
+    ''')
+    # drive: one request, 40 "in" and 40 insert callbacks, five reads; later: one request and one call.
+    assert k.judge.crossings < 100, k.judge.crossings

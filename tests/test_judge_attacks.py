@@ -225,6 +225,8 @@ def test_a_callback_lends_calls_and_public_attributes_only():
                 "setattr": lambda: setattr(thing, "value", 0),
                 "frame": lambda: thing.frame,
                 "call a method by its dunder": lambda: thing.__getattribute__("_secret"),
+                "a private method in one request": lambda: repr(object.__getattribute__(
+                    thing, "_judge_peer").call_judge(thing, "method", "__reduce_ex__", (2,), ())),
             }
             seen = {}
             for name, attempt in attempts.items():

@@ -23,7 +23,7 @@ import types
 import torch
 
 from .peer import END, HELLO, NOT_SHARED, READY, REQ, Peer, global_node, keywords
-from .wire import Tag, WireError, expect, text
+from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 FUNCTION, CALLABLE = 1, 2  # Flags of an object node: a plain function (bound as a method), callable.
 # Flags of a class node: which attribute hooks it overrides, and whether its instances have a __dict__.
@@ -217,9 +217,12 @@ class AgentPeer(Peer):
             return getattr(self.exported(node[1]), text(node[2]))
         expect(tag == Tag.OBJECT and len(node) == 5 and type(node[1]) is int and type(node[4]) is int,
                "a malformed object")
+        methods = node[2]
+        expect(methods is None or (type(methods) is list and len(methods) <= CLASS_NAMES), "a malformed object")
         proxy = self.proxies.get(node[1])
         if proxy is None:
-            proxy = _judge_function(self, node[1]) if node[4] & FUNCTION else JudgeObject(self, node[1])
+            proxy = (_judge_function(self, node[1]) if node[4] & FUNCTION else
+                     JudgeObject(self, frozenset(text(name, self.limits) for name in methods or ())))
             self.proxies[node[1]] = proxy
             self.proxy_oids[id(proxy)] = node[1]
         return proxy
@@ -340,18 +343,32 @@ def _judge_function(peer: AgentPeer, oid: int):
     return from_the_test
 
 
+def _judge_method(owner: JudgeObject, name: str):
+    """``owner.name``, a method of a test object: calling it is one request to the judge."""
+
+    def method_of_the_test(*args, **kwargs):
+        return owner._judge_peer.call_judge(owner, "method", name, args, tuple(kwargs.items()))
+
+    method_of_the_test.__name__ = name
+    return method_of_the_test
+
+
 class JudgeObject:
     """An object of the test, lent to the student's code: it can be called, and its public
-    attributes read; nothing else of the judge is reachable through it."""
+    attributes read; nothing else of the judge is reachable through it. A method of its class
+    (``methods``: the judge says which) is called in one request, not read and then called."""
 
-    __slots__ = ("_judge_peer",)
+    __slots__ = ("_judge_peer", "_judge_methods")
 
-    def __init__(self, peer: AgentPeer, oid: int) -> None:
+    def __init__(self, peer: AgentPeer, methods: frozenset[str] = frozenset()) -> None:
         object.__setattr__(self, "_judge_peer", peer)
+        object.__setattr__(self, "_judge_methods", methods)
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(f"an object of the test has no attribute {name!r} here")
+        if name in self._judge_methods:
+            return _judge_method(self, name)
         return self._judge_peer.call_judge(self, "getattr", name)
 
     def __setattr__(self, name: str, value) -> None:

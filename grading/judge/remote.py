@@ -3,7 +3,8 @@
 The kernel's objects arrive as handles and mirrors (handles.py); the judge's own objects that a
 test passes to the student's code (a function, a stand-in model, a class body's methods) are lent
 as callbacks. A request of the kernel may only call one of those, read one of its public
-attributes (no name starting with ``_``), or apply one of `CALLBACK_OPS` to it; an object id or
+attributes (no name starting with ``_``) or call it (``method``: one request where reading and
+calling would take two), or apply one of `CALLBACK_OPS` to it; an object id or
 shared id that the judge never issued is an error, and a module, frame or code object is never
 lent. Every wait for the kernel has a deadline and can be cancelled (`read_chunk`), so a kernel
 that stops answering, or answers forever, ends its test with a timeout.
@@ -25,13 +26,12 @@ from .agent import CALLABLE, COUNT_LAUNCHES, COUNT_TORCH_CALLS, FUNCTION, OPS
 from .handles import Handle, HandleMeta, MirrorInfo, RemoteMethod, make_mirror
 from .pairs import lazy_pairs_in
 from .peer import END, HELLO, NOT_SHARED, READY, Peer, global_node, keywords
-from .wire import Tag, WireError, expect, text
+from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 CALLBACK_OPS = frozenset({"len", "iter", "next", "repr", "str", "bool", "hash", "contains", "getitem", "eq", "ne",
                           "lt", "le", "gt", "ge", "index", "int", "float", "format"})
 _NEVER_LENT = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType, types.CellType)
 _FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType)
-_CLASS_NAMES = 2000  # At most this many attribute names per class node.
 _SWEEP_EVERY = 64  # Messages between two looks for lazy pairs the test let go of (pairs.PairTable.sweep).
 _UNREAD_FOR = 64  # Messages after which a mirrored __dict__ that the test did not read becomes lazy again.
 _MAPPINGS = frozenset({Tag.DICT, Tag.ODICT})
@@ -46,6 +46,22 @@ class JudgeTimeout(BaseException):
 
 class Cancelled(BaseException):
     """The grader says the kernel stopped serving this test (its cell ended)."""
+
+
+def _method_names(value) -> list[str]:
+    """The public plain functions of a test object's class that no attribute of the object shadows: the kernel
+    calls them in one request (``method``) instead of reading the attribute and then calling what it got."""
+    own = getattr(value, "__dict__", None)
+    seen, names = set(), []
+    for klass in type(value).__mro__[:-1]:  # Not object's own.
+        for name, attribute in vars(klass).items():
+            if name in seen:
+                continue
+            seen.add(name)
+            if (type(attribute) is types.FunctionType and not name.startswith("_")
+                    and not (type(own) is dict and name in own)):
+                names.append(name)
+    return names[:CLASS_NAMES]
 
 
 class JudgePeer(Peer):
@@ -140,8 +156,9 @@ class JudgePeer(Peer):
             return node
         if isinstance(value, _NEVER_LENT):
             raise WireError(f"a {type(value).__name__} of the judge cannot be lent to the student's code")
-        oid, _ = self.export(value)
-        return [Tag.OBJECT, oid, None, None, FUNCTION * isinstance(value, _FUNCTIONS) | CALLABLE * callable(value)]
+        oid, new = self.export(value)
+        methods = _method_names(value) if new and not isinstance(value, (type, *_FUNCTIONS)) else None
+        return [Tag.OBJECT, oid, methods, None, FUNCTION * isinstance(value, _FUNCTIONS) | CALLABLE * callable(value)]
 
     def decode_object(self, node: list, depth: int):
         tag = node[0]
@@ -163,7 +180,7 @@ class JudgePeer(Peer):
         name, qualname, module = (text(part, self.limits) for part in node[2:5])
         names = []
         for group in node[6:8]:
-            expect(type(group) is list and len(group) <= _CLASS_NAMES, "a malformed class")
+            expect(type(group) is list and len(group) <= CLASS_NAMES, "a malformed class")
             names.append(frozenset(text(item, self.limits) for item in group))
         info = MirrorInfo(self, self.epoch_number, node[1], module, qualname, node[5], names[0], names[1])
         self.mirrors[node[1]] = cls = make_mirror(info, name)
@@ -294,6 +311,12 @@ class JudgePeer(Peer):
         if op == "call":
             expect(len(args) == 3 and type(args[1]) is tuple, "a malformed call")
             return target(*args[1], **keywords(args[2]))
+        if op == "method":  # ``obj.name(*args)`` in one request (agent.JudgeObject); the name is looked up now.
+            expect(len(args) == 4 and type(args[2]) is tuple, "a malformed method call")
+            name = text(args[1], self.limits)
+            if not name or name.startswith("_"):
+                raise AttributeError(f"the test's objects lend no attribute {name!r} to the student's code")
+            return getattr(target, name)(*args[2], **keywords(args[3]))
         if op == "getattr":
             name = text(args[1], self.limits) if len(args) == 2 else None
             if not name or name.startswith("_"):

@@ -82,6 +82,8 @@ class Tag(IntEnum):
     VALIDATE = 36  # [VALIDATE, sid, content or None, [[sid, content]...]]  a lazy pair and what changed under it
 
 
+CLASS_NAMES = 2000  # At most this many attribute names in a class node, or method names in an object node.
+
 PAIR_TAGS = frozenset({Tag.LIST, Tag.DICT, Tag.ODICT, Tag.SET, Tag.NAMESPACE, Tag.TENSOR, Tag.NDARRAY})
 
 # Modules whose functions and classes each side takes from its own import (GLOBAL, MODULE): the
