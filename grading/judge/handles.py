@@ -82,7 +82,7 @@ def oid_of(handle: Handle) -> int:
 def _changed(handle: Handle, info: MirrorInfo) -> None:
     """The judge wrote into the object's mirrored ``__dict__``: it crosses with the next message."""
     pair = handle._judge_pair
-    if pair.lazy or pair.quiet:  # An eager pair's change is found when the next message is sent.
+    if pair.lazy or pair.quiet:  # A scanned eager pair's change is found when the next message is sent.
         info.peer.pairs.dirty.append(pair)
 
 
