@@ -27,7 +27,7 @@ import nbformat
 import pytest
 from conftest import copy_course
 from payloads import INERT, LEAK_PREFIX, LIVE, MARKER, hostile_submission, read
-from test_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, _free_port, playwright
+from test_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, _free_port, open_menu_item, playwright
 
 from grading.config import ASSIGNMENTS
 from grading.pipeline.feedback import hidden_lines
@@ -256,8 +256,7 @@ def test_formgrader_panel_in_jupyterlab_works_under_the_policy(course, formgrade
     page.set_default_timeout(60_000)
     page.goto(f"{base}/lab/workspaces/formgrader?reset&token={TOKEN}")
     page.wait_for_selector(".jp-LabShell", timeout=90_000)
-    page.click("li.lm-MenuBar-item:has-text('Nbgrader')")
-    page.locator(".lm-Menu-itemLabel", has_text="Formgrader").first.click()
+    open_menu_item(page, "Nbgrader", "Formgrader", assignment)
     frame_element = page.wait_for_selector("iframe[src*='formgrader']")
     frame = frame_element.content_frame()
     frame.wait_for_load_state()

@@ -196,11 +196,12 @@ def loop(machine):
 
 def _honest_student_submits(machine, browser, url, solution, results):
     """Log in, fetch from the Assignments tab, open the notebook, (write the solution), submit."""
+    from test_browser import open_menu_item
+
     _, page = _browser_login(browser, url, machine.names["honest"], machine.passwords["honest"])
     page.wait_for_url("**/user/**/lab**", timeout=180_000)
     page.wait_for_selector(".jp-DirListing-content", timeout=120_000)
-    page.click("li.lm-MenuBar-item:has-text('Nbgrader')")
-    page.locator(".lm-Menu-itemLabel", has_text="Assignment List").first.click()
+    open_menu_item(page, "Nbgrader", "Assignment List", "the honest student")
     page.click("#released_assignments_list button:has-text('Fetch')")
     page.wait_for_selector("#fetched_assignments_list button:has-text('Submit')", timeout=60_000)
     # The student's work: the reference solution, written into the fetched file.

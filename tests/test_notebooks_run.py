@@ -35,8 +35,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from jupyter_client import BlockingKernelClient
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from test_browser import SCREENSHOTS, browser, lab_server  # noqa: F401 - browser: the module's Chromium fixture.
+from test_browser import SCREENSHOTS, browser, lab_server, open_menu_item  # noqa: F401 - browser: the module's Chromium fixture.
 
 from course.plots import CLAIM_PREFIX
 from grading.config import ASSIGNMENTS, ROOT
@@ -109,38 +108,11 @@ def _widget_state(page) -> str:
     }""")
 
 
-def _answer_dialogs(page, assignment: str) -> None:
-    """Accept any dialog JupyterLab shows over the page, and say which: on a busy machine a notebook may ask for its
-    kernel again ("Select Kernel") or report a slow server, and the dialog keeps every click off the menu. What follows
-    still checks that every cell ran without an error, so accepting hides no failure."""
-    dialogs = page.locator(".jp-Dialog")
-    for _ in range(5):
-        if not dialogs.count() or not dialogs.first.is_visible():
-            return
-        text = " ".join(dialogs.first.inner_text().split())
-        print(f"{assignment}: JupyterLab showed a dialog, accepted: {text[:300]}")
-        accept = dialogs.first.locator(".jp-Dialog-button.jp-mod-accept")
-        if accept.count():
-            accept.first.click()
-        else:
-            page.keyboard.press("Escape")
-        page.wait_for_timeout(1000)
-
-
 def _run_all(page, expected: int, assignment: str) -> None:
     """Run All Cells, and wait until every code cell shows its execution number."""
 
     def run_all():
-        # The first page of a JupyterLab that the other worker's batches keep busy may take minutes to answer.
-        deadline = time.time() + 180
-        while True:
-            _answer_dialogs(page, assignment)
-            try:
-                page.click("li.lm-MenuBar-item:has-text('Run')", timeout=15_000)
-                break
-            except PlaywrightTimeoutError:
-                assert time.time() < deadline, f"{assignment}: the Run menu did not open in 180 s"
-        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        open_menu_item(page, "Run", "Run All Cells", assignment)
 
     def prompts():
         return page.evaluate("""() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
