@@ -37,6 +37,8 @@ def check_type(value: Any, expected_type: type | tuple[type, ...], call: str) ->
     Raises:
         AssertionError: naming ``call``, the type returned and the type expected.
     """
+    if type(value) is expected_type:
+        return
     types = expected_type if isinstance(expected_type, tuple) else (expected_type,)
     if not any(type(value) is t for t in types):
         raise AssertionError(
@@ -66,8 +68,17 @@ def assert_plain_equal(
     _compare(actual, expected, call, "", rel_tol, abs_tol, reveal)
 
 
+# Scalars of these exact types that are equal pass every check of `_compare` (a float too: equal floats are within
+# any tolerance), so an equal pair is accepted before any message is built. A long list of results compares in a
+# fraction of the time, with the same verdicts and the same messages.
+_EQUAL_PASSES = frozenset({bool, int, float, str, type(None)})
+
+
 def _compare(actual: Any, expected: Any, call: str, where: str, rel_tol: float, abs_tol: float,
              reveal: bool) -> None:
+    kind = type(expected)
+    if type(actual) is kind and kind in _EQUAL_PASSES and actual == expected:
+        return
     place = f" at {where}" if where else ""
     check_type(actual, type(expected), call + place)
     if isinstance(expected, dict):
@@ -77,16 +88,19 @@ def _compare(actual: Any, expected: Any, call: str, where: str, rel_tol: float, 
             extra = ", ".join(sorted(map(repr, actual_keys - expected_keys))) or "none"
             detail = f"missing keys [{missing}], unexpected keys [{extra}]" if reveal else "a wrong set of keys"
             raise AssertionError(f"{call} returned a dict{place} with {detail}")
-        for key in expected:
-            _compare(actual[key], expected[key], call, f"{where}[{key!r}]", rel_tol, abs_tol, reveal)
+        for key, want in expected.items():
+            got = actual[key]
+            if type(got) is not type(want) or type(want) not in _EQUAL_PASSES or got != want:
+                _compare(got, want, call, f"{where}[{key!r}]", rel_tol, abs_tol, reveal)
         return
     if isinstance(expected, (list, tuple)):
         if len(actual) != len(expected):
             detail = (f"{len(actual)} items; expected {len(expected)}" if reveal
                       else f"{len(actual)} items, which is wrong")
             raise AssertionError(f"{call} returned{place} {detail}")
-        for index, (a, e) in enumerate(zip(actual, expected)):
-            _compare(a, e, call, f"{where}[{index}]", rel_tol, abs_tol, reveal)
+        for index, (got, want) in enumerate(zip(actual, expected)):
+            if type(got) is not type(want) or type(want) not in _EQUAL_PASSES or got != want:
+                _compare(got, want, call, f"{where}[{index}]", rel_tol, abs_tol, reveal)
         return
     if not isinstance(expected, _PLAIN_SCALARS):
         raise TypeError(f"assert_plain_equal: expected value of type {type(expected).__name__} is not plain data")

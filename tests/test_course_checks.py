@@ -219,3 +219,16 @@ def test_a_step_that_branches_on_the_student_s_own_answer():
     assert got == [True, False, [1, 1, 2]]  # 1 in log: add(1); 2 not in log: add(2).
     with pytest.raises(TypeError, match="branches"):
         list(replay(log, [("in", (1,), "add")]))
+
+
+def test_a_difference_deep_inside_is_named_by_its_place():
+    """Equal scalars pass without a message being built (a fast path); the first that differs still names its place."""
+    expected = [[1, 2], {"k": [3, 5.0, "s"], "n": None}, (True, 2.5)]
+    assert_plain_equal([[1, 2], {"n": None, "k": [3, 5.0, "s"]}, (True, 2.5)], expected, "f()")
+    with pytest.raises(AssertionError, match=r"f\(\) returned at \[1\]\['k'\]\[1\] 4.0; expected 5.0"):
+        assert_plain_equal([[1, 2], {"k": [3, 4.0, "s"], "n": None}, (True, 2.5)], expected, "f()")
+    with pytest.raises(AssertionError, match=r"at \[2\]\[0\] returned a value of type int; expected exactly bool"):
+        assert_plain_equal([[1, 2], {"k": [3, 5.0, "s"], "n": None}, (1, 2.5)], expected, "f()")
+    with pytest.raises(AssertionError, match=r"at \[0\]\[1\] returned a value of type float; expected exactly int"):
+        assert_plain_equal([[1, 2.0], {"k": [3, 5.0, "s"], "n": None}, (True, 2.5)], expected, "f()")
+    assert_plain_equal([math.nan, 0.1 + 0.2], [math.nan, 0.3], "f()")  # NaN and a float within tolerance.

@@ -275,8 +275,8 @@ class AgentPeer(Peer):
         if op == "delattr":
             return delattr(args[0], text(args[1]))
         if op == "dict":
-            self.asked = args[0]  # It crosses back with its __dict__, new or what changed in it.
-            return args[0]
+            self.asked = args[0]  # It crosses back with its __dict__, new or what changed in it; small
+            return args[0] if len(args) == 1 else tuple(args)  # ones of the others too (encode_object).
         if op == "call":
             return args[0](*args[1], **keywords(args[2]))
         if op == "method":

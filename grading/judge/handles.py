@@ -12,11 +12,12 @@ access comes with its ``__dict__`` (a small one with the object, any other when 
 as a lazy shared pair (pairs.py). Reading an attribute from it costs nothing while the kernel has
 not run since the dict came; otherwise the judge first asks for what changed in it (one request,
 which brings only the changes). A value the test reads from it (a list, a tensor...) becomes an
-eager pair, kept in step at every message. Writing a plain value (a number, a string) changes the
-judge's copy, which reaches the kernel before it runs anything else; any other value is set in
-the kernel. A method (a plain function of the class, which no attribute of the object shadowed when
-its ``__dict__`` last came) is called in one request (`RemoteMethod`), which looks the name up in
-the kernel.
+eager pair, kept in step at every message. Writing a plain value (a number, a string, a device), a container,
+a tensor or a student's object changes the judge's copy, which reaches the kernel before it runs
+anything else (the dict becomes eager first when the value is not plain); any other value, and any
+attribute of a class that hooks attribute writes or a property, is set in the kernel. A method (a
+plain function of the class, which no attribute of the object shadowed when its ``__dict__`` last
+came) is called in one request (`RemoteMethod`), which looks the name up in the kernel.
 
 A test may subclass a student's class (``class Probe(KVCacheSchedulerSim)``) and make bare
 instances (``object.__new__(Probe)``): the subclass is made in the kernel, its methods calling the
@@ -27,13 +28,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import torch
+
+from .pairs import PAIR_TYPES
 from .wire import WireError
 
 CUSTOM_GET, CUSTOM_SET, CUSTOM_DEL, HAS_DICT = 1, 2, 4, 8  # The flags of a class node (agent.py).
 _SLOTS = ("_judge_oid", "_judge_dict", "_judge_hash", "_judge_pair")
-_NO_DICT = object()
+NO_DICT = object()
 _EMPTY: dict = {}
-_PLAIN = frozenset({int, float, bool, str, bytes, type(None)})  # Values that hold no shared pair.
+_PLAIN = frozenset({int, float, bool, str, bytes, type(None), complex, torch.device, torch.dtype})  # Hold no pair.
+_SHARED_TYPES = frozenset({*PAIR_TYPES, tuple, frozenset})  # Values that are or hold shared pairs.
 
 
 @dataclass(eq=False)
@@ -50,6 +55,7 @@ class MirrorInfo:
     methods: frozenset[str]  # Names of plain functions of the class: called in one request.
     fast_get: bool = field(init=False)  # Attributes are read from the mirrored __dict__.
     fast_set: bool = field(init=False)  # Plain values are written into it.
+    instances: dict = field(init=False, default_factory=dict)  # The handles of this class, by oid (weak references).
 
     def __post_init__(self) -> None:
         self.fast_get = not self.flags & CUSTOM_GET and bool(self.flags & HAS_DICT)
@@ -97,7 +103,7 @@ def _instance_dict(handle: Handle, info: MirrorInfo):
     except AttributeError:
         found = None
     else:
-        if found is _NO_DICT:
+        if found is NO_DICT:
             return None
         pair = handle._judge_pair
         if not pair.lazy or pair.valid_at == info.peer.received:
@@ -106,10 +112,10 @@ def _instance_dict(handle: Handle, info: MirrorInfo):
     oid_of(handle)
     # The reply is the object, with its __dict__ or what changed in it (remote.JudgePeer.handle_of).
     asked_before = found is not None
-    object.__setattr__(handle, "_judge_dict", _NO_DICT)
-    info.peer.request("dict", handle)
+    object.__setattr__(handle, "_judge_dict", NO_DICT)
+    info.peer.ask_dict(handle, info)
     found = handle._judge_dict
-    if found is _NO_DICT:
+    if found is NO_DICT:
         return None
     if asked_before:
         # A test that reads the object again after the kernel ran is likely to go on doing so: its
@@ -135,7 +141,7 @@ def _known_dict(handle: Handle):
         found = handle._judge_dict
     except AttributeError:
         return _EMPTY
-    return _EMPTY if found is _NO_DICT else found
+    return _EMPTY if found is NO_DICT else found
 
 
 class Handle:
@@ -170,12 +176,20 @@ class Handle:
         if name in _SLOTS:
             raise AttributeError(f"{name} is the judge's")
         info = info_of(type(self))
-        plain = info.fast_set and name not in info.data and type(value) in _PLAIN
-        found = _instance_dict(self, info) if plain else None
+        plain = type(value) in _PLAIN
+        # A container or tensor (a shared pair), or a student's object, crosses in the dict as it would as an argument.
+        writable = info.fast_set and name not in info.data and (
+            plain or type(value) in _SHARED_TYPES or isinstance(value, Handle))
+        found = _instance_dict(self, info) if writable else None
         if found is None:
             oid_of(self)
             info.peer.request("setattr", self, name, value)
             return
+        if not plain and self._judge_pair.lazy:
+            # The value will be a shared pair inside this __dict__, and the test may still hold it: the dict
+            # becomes eager first, so that what crosses inside it is eager too and the test's changes to the
+            # value keep crossing (codec.py).
+            info.peer.escape_dict(found)
         found[name] = value
         _changed(self, info)
 

@@ -22,8 +22,8 @@ import weakref
 
 from course import checks, kernels
 
-from .agent import CALLABLE, COUNT_LAUNCHES, COUNT_TORCH_CALLS, FUNCTION, OPS
-from .handles import Handle, HandleMeta, MirrorInfo, RemoteMethod, make_mirror
+from .agent import CALLABLE, COUNT_LAUNCHES, COUNT_TORCH_CALLS, EAGER_DICT_ITEMS, FUNCTION, OPS
+from .handles import NO_DICT, Handle, HandleMeta, MirrorInfo, RemoteMethod, info_of, make_mirror
 from .pairs import lazy_pairs_in
 from .peer import END, HELLO, NOT_SHARED, READY, Peer, global_node, keywords
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
@@ -33,6 +33,7 @@ CALLBACK_OPS = frozenset({"len", "iter", "next", "repr", "str", "bool", "hash", 
 _NEVER_LENT = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType, types.CellType)
 _FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType)
 _SWEEP_EVERY = 64  # Messages between two looks for lazy pairs the test let go of (pairs.PairTable.sweep).
+_SIBLINGS = 63  # Other objects whose __dict__ comes with the one the judge asks for (`stale_siblings`).
 _UNREAD_FOR = 64  # Messages after which a mirrored __dict__ that the test did not read becomes lazy again.
 _MAPPINGS = frozenset({Tag.DICT, Tag.ODICT})
 _SEQUENCES = frozenset({Tag.LIST, Tag.SET})
@@ -140,7 +141,41 @@ class JudgePeer(Peer):
     # Objects.
 
     def adopt(self, oid: int, handle: Handle) -> None:
-        self.handles[oid] = weakref.ref(handle)
+        self.handles[oid] = info_of(type(handle)).instances[oid] = weakref.ref(handle)
+
+    def ask_dict(self, handle: Handle, info) -> None:
+        """Ask the kernel for ``handle``'s ``__dict__`` (the reply sets it on the handle: `handle_of`), and for its
+        stale siblings'. A sibling whose dict had come before was read again after the kernel ran, as far as the
+        judge can tell: its dict becomes eager, as the asked one's does (handles._instance_dict)."""
+        siblings = self.stale_siblings(handle, info)
+        known = [other for other in siblings if getattr(other, "_judge_dict", None) is not None]
+        self.request("dict", handle, *siblings)
+        for other in known:
+            if other._judge_pair.valid_at == self.received:  # It came: what the judge has is current.
+                self.escape_dict(other._judge_dict)
+
+    def stale_siblings(self, handle: Handle, info) -> list[Handle]:
+        """Other handles of ``handle``'s class whose ``__dict__`` the judge would have to ask for too (none came
+        yet, or the kernel ran since), at most `_SIBLINGS`: a test that reads an object's attributes after the
+        kernel ran mostly reads its siblings' next (a cache's entries, a sequence's blocks), and the request for
+        one brings theirs along (agent.AgentPeer's "dict"). Each comes as it would if asked for alone."""
+        found, dead, received = [], [], self.received
+        for oid, ref in info.instances.items():
+            other = ref()
+            if other is None:
+                dead.append(oid)
+            elif other is not handle:
+                known = getattr(other, "_judge_dict", None)
+                pair = getattr(other, "_judge_pair", None)
+                # A dict of more than EAGER_DICT_ITEMS comes only when asked for itself.
+                if known is None or (known is not NO_DICT and pair.lazy and pair.valid_at != received
+                                     and len(known) <= EAGER_DICT_ITEMS):
+                    found.append(other)
+                    if len(found) == _SIBLINGS:
+                        break
+        for oid in dead:
+            del info.instances[oid]
+        return found
 
     def encode_object(self, value, depth: int):
         if isinstance(value, Handle):
@@ -198,7 +233,7 @@ class JudgePeer(Peer):
             handle = object.__new__(cls)
             object.__setattr__(handle, "_judge_oid", oid)
             object.__setattr__(handle, "_judge_hash", hashed)
-            self.handles[oid] = weakref.ref(handle)
+            self.handles[oid] = info_of(cls).instances[oid] = weakref.ref(handle)
         if len(node) == 6:
             pair = self.codec.decode_root(node[5], depth + 1)
             pair.valid_at, pair.read_at = self.received, self.sent
