@@ -122,6 +122,8 @@ def test_reading_many_objects_after_the_kernel_ran_asks_once_per_batch(kernel, s
         assert [entry.key for entry in entries] == list(range({size}))
     ''')
     # Three rounds: each asks once per batch of siblings, plus the big objects one by one, plus a few calls;
-    # asking object by object would cost at least 3 * size.
+    # asking object by object would cost at least 3 * size. The batches follow the order in which the objects
+    # came (remote.JudgePeer.stale_siblings): those after the one asked for first (without that order, 142 crossings
+    # for 189 objects).
     batches = -(-size // (remote._SIBLINGS + 1))
     assert k.judge.crossings <= 3 * (batches + 3) + 12, (size, k.judge.crossings)
