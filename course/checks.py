@@ -74,10 +74,14 @@ def assert_plain_equal(
 _EQUAL_PASSES = frozenset({bool, int, float, str, type(None)})
 
 
+def _passes_at_once(actual: Any, expected: Any) -> bool:
+    kind = type(expected)
+    return type(actual) is kind and kind in _EQUAL_PASSES and actual == expected
+
+
 def _compare(actual: Any, expected: Any, call: str, where: str, rel_tol: float, abs_tol: float,
              reveal: bool) -> None:
-    kind = type(expected)
-    if type(actual) is kind and kind in _EQUAL_PASSES and actual == expected:
+    if _passes_at_once(actual, expected):
         return
     place = f" at {where}" if where else ""
     check_type(actual, type(expected), call + place)
@@ -90,7 +94,7 @@ def _compare(actual: Any, expected: Any, call: str, where: str, rel_tol: float, 
             raise AssertionError(f"{call} returned a dict{place} with {detail}")
         for key, want in expected.items():
             got = actual[key]
-            if type(got) is not type(want) or type(want) not in _EQUAL_PASSES or got != want:
+            if not _passes_at_once(got, want):
                 _compare(got, want, call, f"{where}[{key!r}]", rel_tol, abs_tol, reveal)
         return
     if isinstance(expected, (list, tuple)):
@@ -99,7 +103,7 @@ def _compare(actual: Any, expected: Any, call: str, where: str, rel_tol: float, 
                       else f"{len(actual)} items, which is wrong")
             raise AssertionError(f"{call} returned{place} {detail}")
         for index, (got, want) in enumerate(zip(actual, expected)):
-            if type(got) is not type(want) or type(want) not in _EQUAL_PASSES or got != want:
+            if not _passes_at_once(got, want):
                 _compare(got, want, call, f"{where}[{index}]", rel_tol, abs_tol, reveal)
         return
     if not isinstance(expected, _PLAIN_SCALARS):

@@ -113,7 +113,7 @@ def _instance_dict(handle: Handle, info: MirrorInfo):
     # The reply is the object, with its __dict__ or what changed in it (remote.JudgePeer.handle_of).
     asked_before = found is not None
     object.__setattr__(handle, "_judge_dict", NO_DICT)
-    info.peer.ask_dict(handle, info)
+    info.peer.request("dict", handle, *info.peer.stale_siblings(handle, info))  # Stale siblings' come too.
     found = handle._judge_dict
     if found is NO_DICT:
         return None

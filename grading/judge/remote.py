@@ -143,20 +143,16 @@ class JudgePeer(Peer):
     def adopt(self, oid: int, handle: Handle) -> None:
         self.handles[oid] = info_of(type(handle)).instances[oid] = weakref.ref(handle)
 
-    def ask_dict(self, handle: Handle, info) -> None:
-        """Ask the kernel for ``handle``'s ``__dict__`` (the reply sets it on the handle: `handle_of`), and for its
-        stale siblings'. The siblings' dicts stay lazy: made eager, as the asked one becomes when the test reads it
-        again (handles._instance_dict), they saved notebooks 02, 03, 05 and 08 2,203 more crossings but doubled
-        the pairs the kernel compares at every message (2.3 to 5.6 million)."""
-        self.request("dict", handle, *self.stale_siblings(handle, info))
-
     def stale_siblings(self, handle: Handle, info) -> list[Handle]:
         """Other handles of ``handle``'s class whose ``__dict__`` the judge would have to ask for too (none came
         yet, or a message came since), at most `_SIBLINGS`: a test that reads an object's attributes after the
         kernel ran mostly reads its siblings' next (a cache's entries, a sequence's blocks), and the request for
         one brings theirs along (agent.AgentPeer's "dict"). Each comes as it would if asked for alone. Those that
         came to the judge after ``handle`` come first: the test reads in that order more often than not, and the
-        ones before it, which it has likely read already, count as stale again after this very request."""
+        ones before it, which it has likely read already, count as stale again after this very request. Their
+        dicts stay lazy: made eager, as the asked one becomes when the test reads it again
+        (handles._instance_dict), they saved notebooks 02, 03, 05 and 08 2,203 more crossings but doubled the
+        pairs the kernel compares at every message (2.3 to 5.6 million)."""
         after, before, dead, received, passed = [], [], [], self.received, False
         for oid, ref in info.instances.items():
             other = ref()
