@@ -43,8 +43,9 @@ main: venv
 	$(BIN)/python -m grading.main
 
 # pytest-xdist runs the tests on every core; tests/layers.py keeps the tests that share a graded course, an
-# environment or a judge on one worker (--dist loadgroup).
-PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadgroup
+# environment or a judge on one worker (--dist loadgroup) and orders the groups, longest first (--no-loadscope-reorder
+# keeps that order).
+PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadgroup --no-loadscope-reorder
 
 test: venv
 	$(PYTEST)
