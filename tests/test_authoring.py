@@ -95,3 +95,50 @@ def test_an_edit_of_the_py_reaches_the_ipynb_and_given_cells_are_restored(course
     assert "DEVICE = pick_device()" in _cell(notebook, "setup").source, "the setup cell comes from its template"
     assert "DEVICE = pick_device()" in path.read_text(encoding="utf-8")
     assert normalize(jupytext.read(path), ASSIGNMENT).cells == notebook.cells
+
+
+_MARKED_CELL = '''def _check():
+    assert f(1) == 2, "f(1)"
+    ### BEGIN HIDDEN TESTS
+    assert f(2) == 4, "f(2)"
+    ### END HIDDEN TESTS
+    assert f(3) == 6, "f(3)"
+
+
+_check()'''
+
+
+def test_a_marked_test_cell_keeps_its_lines_and_refuses_a_block_it_cannot_mark():
+    from grading.pipeline.feedback import HIDDEN_MARK, marking_hidden_tests
+
+    marked = marking_hidden_tests(_MARKED_CELL)
+    assert marked.splitlines()[2] == f"    {HIDDEN_MARK}()  ### BEGIN HIDDEN TESTS"
+    assert len(marked.splitlines()) == len(_MARKED_CELL.splitlines()) and marked.splitlines()[3:] == \
+        _MARKED_CELL.splitlines()[3:]
+    # A block that begins with the else of a visible if: a call before it would not compile.
+    unmarkable = "if x:\n    y = 1\n### BEGIN HIDDEN TESTS\nelse:\n    y = 2\n### END HIDDEN TESTS"
+    assert marking_hidden_tests(unmarkable) is None
+
+
+@pytest.mark.parametrize("answer, hidden_ran", [
+    ("def f(x):\n    return 0", False),  # Fails the visible case before the hidden block.
+    ("def f(x):\n    return 2 if x == 1 else 0", True),  # Fails inside the hidden block.
+    ("def f(x):\n    return 2 * x if x < 3 else 0", True),  # Fails the visible case after the hidden block.
+    ("raise ValueError('no')", False),  # The answer itself raises.
+])
+def test_the_harness_says_whether_hidden_tests_ran_before_a_failure(tmp_path, answer, hidden_ran):
+    from grading.authoring.harness import NotebookHarness
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell("def f(x):\n    return 2 * x", metadata={"nbgrader": {
+            "grade_id": "task_f", "solution": True, "grade": False, "locked": False}}),
+        nbformat.v4.new_code_cell(_MARKED_CELL, metadata={"nbgrader": {
+            "grade_id": "test_f", "solution": False, "grade": True, "locked": True, "points": 1}})]
+    nbformat.write(notebook, tmp_path / "tiny.ipynb")
+    harness = NotebookHarness(tmp_path / "tiny.ipynb")
+    assert [r.passed for r in harness.results("task_f", "def f(x):\n    return 2 * x")] == [True]
+    [result] = harness.results("task_f", answer)
+    assert not result.passed and result.hidden_ran is hidden_ran, result
+    # The release's visible tests alone fail each of these answers too, as the marks say where they are False.
+    assert not harness.results("task_f", answer, visible_only=True)[0].passed or hidden_ran

@@ -37,7 +37,7 @@ from pathlib import Path
 import nbformat
 
 from grading.judge import cores
-from grading.pipeline.feedback import without_hidden_tests
+from grading.pipeline.feedback import HIDDEN_MARK, marking_hidden_tests, without_hidden_tests
 
 
 def compile_cell(source: str, name: str):
@@ -82,6 +82,9 @@ class Result:
     passed: bool
     message: str
     points: float
+    # Whether any hidden-test code of the task had run when this cell failed (`NotebookHarness.results`); True
+    # where that is not known.
+    hidden_ran: bool = True
 
     @property
     def score(self) -> float:
@@ -136,15 +139,22 @@ class NotebookHarness:
                 exec(compile_cell(answer, f"answer {grade_id}"), namespace)
         except Exception as error:  # noqa: BLE001 - any exception fails the task, as in nbgrader.
             message = f"the answer raised {type(error).__name__}: {error}"
-            return [Result(test.grade_id, False, message, test.points) for test in task.tests]
-        results = []
+            return [Result(test.grade_id, False, message, test.points, hidden_ran=False) for test in task.tests]
+        results, entered = [], []
         for test in task.tests:
-            source = without_hidden_tests(test.source) if visible_only else test.source
+            source = without_hidden_tests(test.source) if visible_only else marking_hidden_tests(test.source)
+            if source is None:  # Unmarked: whether hidden code runs in it is not known.
+                source = test.source
+                entered.append(True)
+            namespace[HIDDEN_MARK] = lambda: entered.append(True)
             try:
                 with contextlib.redirect_stdout(io.StringIO()):
                     exec(compile_cell(source, f"test {test.grade_id}"), namespace)
             except Exception as error:  # noqa: BLE001 - any exception fails the test cell, as in nbgrader.
-                results.append(Result(test.grade_id, False, f"{type(error).__name__}: {error}", test.points))
+                # A NameError may come from a name that a hidden block makes local, which the visible code alone
+                # would find: that failure is not one the visible tests would give.
+                ran = bool(entered) or visible_only or isinstance(error, NameError)
+                results.append(Result(test.grade_id, False, f"{type(error).__name__}: {error}", test.points, ran))
             else:
                 results.append(Result(test.grade_id, True, "passed", test.points))
         return results

@@ -61,6 +61,34 @@ def without_hidden_tests(source: str) -> str:
     return "\n".join(kept)
 
 
+# The mutation suite's mark of a hidden-test block that ran (grading/authoring/harness.py).
+HIDDEN_MARK = "__course_hidden_tests_ran__"
+
+
+def marking_hidden_tests(source: str) -> str | None:
+    """``source`` with each hidden-test block's BEGIN line replaced by a call of `HIDDEN_MARK` (on the same line, at
+    the indentation of the block's first statement), so that a failure before any such call is known to be one that
+    the visible tests alone give the same way (the statements that ran are the same); None where the marked source
+    does not compile (a block that starts inside a bracket or with ``else:``)."""
+    lines = source.splitlines()
+    for number, line in enumerate(lines):
+        if not line.strip().startswith(BEGIN):
+            continue
+        for later in lines[number + 1:]:
+            stripped = later.strip()
+            if stripped.startswith(END):
+                break
+            if stripped and not stripped.startswith("#"):
+                lines[number] = f"{later[:len(later) - len(later.lstrip())]}{HIDDEN_MARK}()  {line.strip()}"
+                break
+    marked = "\n".join(lines)
+    try:
+        compile(marked, "<marked test cell>", "exec")
+    except SyntaxError:
+        return None
+    return marked
+
+
 def hidden_lines(source: str) -> set[str]:
     """The lines of ``source``'s hidden-test blocks (stripped) that are long enough to recognize."""
     lines, hidden = set(), False
