@@ -141,12 +141,12 @@ class NotebookHarness:
             message = f"the answer raised {type(error).__name__}: {error}"
             return [Result(test.grade_id, False, message, test.points, hidden_ran=False) for test in task.tests]
         results, entered = [], []
+        namespace[HIDDEN_MARK] = lambda: entered.append(True)
         for test in task.tests:
             source = without_hidden_tests(test.source) if visible_only else marking_hidden_tests(test.source)
             if source is None:  # Unmarked: whether hidden code runs in it is not known.
                 source = test.source
                 entered.append(True)
-            namespace[HIDDEN_MARK] = lambda: entered.append(True)
             try:
                 with contextlib.redirect_stdout(io.StringIO()):
                     exec(compile_cell(source, f"test {test.grade_id}"), namespace)
