@@ -12,9 +12,10 @@ import textwrap
 import threading
 
 from grading.judge.agent import AgentPeer
+from grading.judge.names import trusted_names
 from grading.judge.peer import HELLO, ConnectionClosed
 from grading.judge.remote import JudgePeer
-from grading.judge.runner import resolve_trusted, run_test, trusted_names
+from grading.judge.runner import resolve_trusted, run_test
 from grading.judge.wire import WireError
 
 

@@ -82,3 +82,19 @@ def test_each_outcome_has_its_status(tmp_path):
     assert status_of(submission, failed, 60) == "needs a manual look: grading failed: ValueError: bad"
     judged = Done("01", ok=True, judge_error="the judge ended")
     assert status_of(submission, judged, 60).startswith("needs a manual look; the judge failed")
+
+
+def test_loading_the_course_s_nbgrader_config_imports_neither_torch_nor_numpy():
+    """Every nbgrader command and every grading process loads nbgrader_config.py: importing torch there cost each
+    of them about 1.2 s of CPU (the grading processes and nbgrader's steps need neither; the judge imports its own)."""
+    import subprocess
+    import sys
+
+    from grading.config import ROOT
+
+    probe = ("import sys; from traitlets.config.loader import PyFileConfigLoader; "
+             "PyFileConfigLoader('nbgrader_config.py', path=sys.argv[1]).load_config(); "
+             "print(sorted({'torch', 'numpy'} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", probe, str(ROOT)], capture_output=True, text=True, cwd=ROOT,
+                          check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

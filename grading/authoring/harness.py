@@ -288,7 +288,8 @@ class JudgedHarness(_HostedHarness):
     """
 
     def __init__(self, source_path: Path, timeout: float = 60.0) -> None:
-        from grading.judge.runner import resolve_trusted, trusted_names
+        from grading.judge.names import trusted_names
+        from grading.judge.runner import resolve_trusted
 
         self.path = source_path
         self.timeout = timeout

@@ -1,6 +1,8 @@
 """The judge: every graded test cell runs here, outside the student's kernel, which only serves it.
 
-- wire.py: the data-only format (msgpack) and its limits; codec.py: values to wire trees and back;
+- names.py: the modules whose objects each side imports itself, and what the read-only cells import from them
+  (standard library only, so that nbgrader_config.py loads without torch); wire.py: the data-only format
+  (msgpack) and its limits; codec.py: values to wire trees and back;
   pairs.py: mutable containers and tensors kept in step on both sides; peer.py: messages,
   re-entrant requests, exceptions. These, and agent.py (the kernel's side), also run in the
   student's kernel: the grader sends their source as a hidden first cell (prelude.py).

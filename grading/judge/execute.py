@@ -34,7 +34,7 @@ from traitlets import Bool
 
 from grading.isolation.guard import PLAN_VARIABLE, SandboxKernelManager
 from grading.judge import client, prelude
-from grading.judge.runner import trusted_names
+from grading.judge.names import trusted_names
 
 VERDICTS = "judge_verdicts"
 NO_TIMEOUT = 600.0  # The judge's limit for a test cell when nbgrader has none.

@@ -31,8 +31,9 @@ import types
 import torch
 
 from .codec import Codec
+from .names import allowed_module, dotted
 from .pairs import PairTable
-from .wire import LIMITS, Framing, Limits, Tag, WireError, allowed_module, dotted, expect, text
+from .wire import LIMITS, Framing, Limits, Tag, WireError, expect, text
 
 REQ, OK, ERR, READY, END, HELLO = "req", "ok", "err", "ready", "end", "hello"
 _KINDS = frozenset({REQ, OK, ERR, READY, END, HELLO})

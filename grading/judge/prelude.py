@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-AGENT_MODULES = ("wire", "pairs", "codec", "peer", "agent")
+AGENT_MODULES = ("names", "wire", "pairs", "codec", "peer", "agent")
 PACKAGE = "_course_judge_agent"
 
 

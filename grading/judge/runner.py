@@ -5,7 +5,7 @@ The cell runs in a fresh namespace (`CellGlobals`) whose missing names resolve, 
 1. the judge's builtins (a kernel that defines ``sorted`` or ``len`` changes nothing here);
 2. the *trusted names*: what the notebook's own read-only cells import (``torch``, ``math``,
    ``from course.env import pick_device``...), taken from the judge's own imports
-   (`trusted_names`), so that a student who rebinds ``torch`` in the kernel does not reach the test;
+   (`grading.judge.names.trusted_names`), so that a student who rebinds ``torch`` in the kernel does not reach the test;
 3. the kernel's global namespace, by request: data by value, modules of the allowed list and
    their functions and classes as the judge's own, everything else as handles. A name is asked
    once per cell; when the kernel reports that it rebound one, it is asked again.
@@ -18,7 +18,6 @@ kernel that broke the protocol or ended) fails it, with a one-line message.
 
 from __future__ import annotations
 
-import ast
 import builtins
 import contextlib
 import hashlib
@@ -35,7 +34,7 @@ import torch
 
 from .peer import ConnectionClosed
 from .remote import Cancelled, JudgePeer, JudgeTimeout
-from .wire import WireError, allowed_module
+from .wire import WireError
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 
@@ -79,27 +78,6 @@ class CellGlobals(dict):
     def forget(self, names: list[str]) -> None:
         for name in names:
             self.resolved.pop(name, None)
-
-
-def trusted_names(sources: list[str]) -> dict[str, tuple[str, str | None]]:
-    """What the notebook's read-only cells import from allowed modules: name -> (module, attribute or None)."""
-    names: dict[str, tuple[str, str | None]] = {}
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if allowed_module(alias.name):
-                        bound = alias.asname or alias.name.split(".")[0]
-                        names[bound] = (alias.name if alias.asname else alias.name.split(".")[0], None)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and allowed_module(node.module or ""):
-                for alias in node.names:
-                    if alias.name != "*":
-                        names[alias.asname or alias.name] = (node.module, alias.name)
-    return names
 
 
 def resolve_trusted(names: dict[str, tuple[str, str | None]]) -> dict[str, object]:

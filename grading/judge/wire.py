@@ -86,25 +86,6 @@ CLASS_NAMES = 2000  # At most this many attribute names in a class node, or meth
 
 PAIR_TAGS = frozenset({Tag.LIST, Tag.DICT, Tag.ODICT, Tag.SET, Tag.NAMESPACE, Tag.TENSOR, Tag.NDARRAY})
 
-# Modules whose functions and classes each side takes from its own import (GLOBAL, MODULE): the
-# standard library a test cell uses, NumPy, torch and the course's helper package.
-ALLOWED_MODULES = frozenset({
-    "abc", "builtins", "bisect", "collections", "copy", "dataclasses", "enum", "fractions", "functools", "hashlib",
-    "heapq", "itertools", "math", "numbers", "operator", "random", "re", "statistics", "string", "types", "typing",
-    "numpy", "torch", "course"})
-
-
-def dotted(name) -> bool:
-    """Whether ``name`` is a dotted Python name (``torch.nn.functional``, ``Tensor.add``)."""
-    return type(name) is str and len(name) <= 300 and _DOTTED.fullmatch(name) is not None
-
-
-def allowed_module(name) -> bool:
-    """Whether ``name`` is an allowed module or one of their submodules."""
-    return dotted(name) and name.split(".")[0] in ALLOWED_MODULES
-
-
-_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _DEVICE = re.compile(r"[a-z_]+(:[0-9]{1,4})?")
 
 
