@@ -66,7 +66,7 @@ def run_kernel(plan_file: str, code: str, monkeypatch, cwd: str | None = None) -
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     yield tmp_path_factory.mktemp("warm")
-    kernels.stop_warm_processes()
+    kernels.stop_warm_processes(shared_too=True)
 
 
 _LEAVE_TRACES = r'''
@@ -217,6 +217,49 @@ def test_a_kernel_runs_in_its_notebook_s_folder_without_the_sandbox_and_in_its_h
     try:
         assert run_kernel(plain, code, monkeypatch, cwd=str(notebook_folder))["cwd"] == str(notebook_folder)
     finally:
-        kernels.stop_warm_processes()
+        kernels.stop_warm_processes(shared_too=True)
     inside = run_kernel(_plan(folder, 7), code, monkeypatch, cwd=str(notebook_folder))
     assert inside["cwd"] == inside["home"] != str(notebook_folder)
+
+
+_WHERE_AM_I = r'''
+import json, os, resource
+print(json.dumps({"parent": os.getppid(), "cgroups": open("/proc/self/cgroup").read(),
+                  "memory": resource.getrlimit(resource.RLIMIT_DATA)[0]}))
+'''
+
+
+def test_without_the_sandbox_students_share_one_warm_process_and_each_kernel_takes_its_student_s_limits(
+        folder, monkeypatch):
+    """Without the sandbox nothing is isolated, so one warm process serves every student of a grading process (a
+    warm process each cost about 2 s of CPU per student for nothing); each kernel it forks still joins its own
+    student's cgroups and takes their memory limit, as a kernel of the student's own warm process does."""
+    from grading.isolation import limits
+
+    run = limits.setup(f"course-warm-test-{os.getpid()}")
+    if not run.folders:
+        pytest.skip(f"no cgroups here: {run.warning}")
+    found, plans = [], []
+    try:
+        for index, memory in (("21", 3 << 30), ("22", 5 << 30)):
+            sockets = folder / f"sockets-off-{index}"
+            sockets.mkdir(mode=0o700)
+            cgroups = limits.student_cgroups(run, index, memory_bytes=memory, max_processes=None)
+            plan = sandbox.Plan(sandbox=False, socket_dir=str(sockets), kept=sandbox.kept_folders(), cgroups=cgroups,
+                                memory_bytes=memory, environment={"OMP_NUM_THREADS": "1"})
+            plans.append((plan, str(plan.write(folder / f"plan-off-{index}.json"))))
+            found.append(run_kernel(plans[-1][1], _WHERE_AM_I, monkeypatch))
+            kernels.stop_warm_processes()  # After each student, as the worker does: the shared one stays.
+        shared = kernels._WARM[kernels.UNSANDBOXED]
+        assert found[0]["parent"] == found[1]["parent"] == shared.process.pid, found
+        for (plan, _), where in zip(plans, found):
+            assert where["memory"] == plan.memory_bytes, where
+            assert all(os.path.basename(group) in where["cgroups"] for group in plan.cgroups), (plan.cgroups, where)
+        assert not any(os.path.basename(group) in open(f"/proc/{shared.process.pid}/cgroup").read()
+                       for plan, _ in plans for group in plan.cgroups), "the shared one is in no student's cgroup"
+    finally:
+        kernels.stop_warm_processes(shared_too=True)
+        for plan, _ in plans:
+            limits.kill_and_remove(plan.cgroups)
+        limits.teardown(run)
+    assert kernels.UNSANDBOXED not in kernels._WARM

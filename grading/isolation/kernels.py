@@ -7,7 +7,9 @@ scratch: the student's warm process (grading/isolation/zygote.py), started once 
 cgroups, forks it, with torch, numpy, matplotlib, ipykernel and the course package already
 imported. The kernel command that jupyter_client starts and watches is the warm process's client,
 which lives exactly as long as the kernel does. Without a plan (a plain ``nbgrader autograde``,
-the mutation suite) kernels start as jupyter_client starts them.
+the mutation suite) kernels start as jupyter_client starts them. A plan without the sandbox
+(``--sandbox off``, nothing isolated) gets the warm process that every student of the grading
+process shares (`WarmProcess.shared`); each of its kernels joins its own student's cgroups.
 
 The kernel talks to nbgrader over ZMQ's ``ipc`` transport. In the sandbox its sockets are in the
 sandbox's own /tmp (a size-capped tmpfs), which nbgrader reaches from outside through
@@ -51,12 +53,29 @@ PING_TIMEOUT = 30.0
 class WarmProcess:
     """One student's warm process (grading/isolation/zygote.py), in the student's sandbox and cgroups."""
 
-    def __init__(self, plan_file: str):
+    def __init__(self, plan_file: str, own_folder: str | None = None):
         self.plan_file = plan_file
         self.plan = sandbox.Plan.read(plan_file)
         self.control = os.path.join(self.plan.socket_dir, "warm.sock")
         self.process: subprocess.Popen | None = None
         self.init_pid: int | None = None  # The host pid of the sandbox's init (with the sandbox).
+        self.own_folder = own_folder  # The shared one's plan and sockets (`shared`), removed when it stops.
+
+    @classmethod
+    def shared(cls, student_plan: sandbox.Plan) -> WarmProcess:
+        """The warm process that every student of this grading process shares without the sandbox.
+
+        Nothing is isolated there (``--sandbox off``: every kernel runs as the grader, in the notebook's folder), so
+        a warm process per student bought nothing but its imports, about 2 s of CPU per student. This one lives in
+        no student's cgroup and has no student's limits; each kernel it forks joins its own student's cgroups and
+        takes that student's memory limit first (`kernel_command`).
+        """
+        import dataclasses
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="course-warm-")
+        plan = dataclasses.replace(student_plan, socket_dir=folder, cgroups=[], memory_bytes=None, max_processes=None)
+        return cls(str(plan.write(Path(folder) / "plan.json")), own_folder=folder)
 
     def start(self) -> None:
         """Start it and wait until it has imported everything; raise RuntimeError when it does not come up."""
@@ -119,8 +138,13 @@ class WarmProcess:
         """Where the kernel makes them."""
         return zygote.INSIDE_IP if self.plan.sandbox else self.host_ip
 
-    def kernel_command(self, connection_file: str) -> list[str]:
-        return [sys.executable, "-I", "-S", _ZYGOTE_SCRIPT, "attach", self.control, connection_file, self.inside_ip]
+    def kernel_command(self, connection_file: str, student_plan: sandbox.Plan | None = None) -> list[str]:
+        """The client's command; for the shared warm process, with the cgroups and memory limit of the student whose
+        kernel it starts (in the sandbox, the student's warm process is in them already)."""
+        command = [sys.executable, "-I", "-S", _ZYGOTE_SCRIPT, "attach", self.control, connection_file, self.inside_ip]
+        if self.own_folder is not None and student_plan is not None:
+            command.append(json.dumps({"cgroups": student_plan.cgroups, "memory_bytes": student_plan.memory_bytes}))
+        return command
 
     def stop(self) -> None:
         """End it and everything it started (with the sandbox, the sandbox ends with it)."""
@@ -134,6 +158,10 @@ class WarmProcess:
         self.process = None
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.control)
+        if self.own_folder is not None:
+            import shutil
+
+            shutil.rmtree(self.own_folder, ignore_errors=True)
 
 
 def _read_child_pid(fd: int, deadline: float) -> int:
@@ -157,27 +185,39 @@ _WARM: dict[str, WarmProcess] = {}
 _METER: dict = {}
 
 
+# The key of the warm process that a grading process's students share without the sandbox (`WarmProcess.shared`).
+UNSANDBOXED = "unsandboxed"
+
+
+def _key(plan_file: str) -> str:
+    return plan_file if sandbox.Plan.read(plan_file).sandbox else UNSANDBOXED
+
+
 def warm_process(plan_file: str) -> WarmProcess:
-    """The student's warm process: the running one, or a fresh one when it is gone or does not answer."""
-    warm = _WARM.get(plan_file)
+    """The student's warm process (without the sandbox, the shared one): the running one, or a fresh one when it is
+    gone or does not answer."""
+    plan = sandbox.Plan.read(plan_file)
+    key = plan_file if plan.sandbox else UNSANDBOXED
+    warm = _WARM.get(key)
     if warm is not None and warm.responsive():
         return warm
     if warm is not None:
         warm.stop()
-    before = cpu_seconds(sandbox.Plan.read(plan_file).cgroups)
-    warm = WarmProcess(plan_file)
+    before = cpu_seconds(plan.cgroups)
+    warm = WarmProcess(plan_file) if plan.sandbox else WarmProcess.shared(plan)
     warm.start()
-    _WARM[plan_file] = warm
-    after = cpu_seconds(warm.plan.cgroups)
+    _WARM[key] = warm
+    after = cpu_seconds(plan.cgroups)
     if before is not None and after is not None:
         _METER["warm process"] = _METER.get("warm process", 0.0) + after - before
     return warm
 
 
-def stop_warm_processes() -> None:
-    """End every warm process of this grading process (after each student)."""
-    while _WARM:
-        _WARM.popitem()[1].stop()
+def stop_warm_processes(shared_too: bool = False) -> None:
+    """End every student's warm process of this grading process (after each student); ``shared_too``: the shared
+    one too (when the grading process ends)."""
+    for key in [key for key in _WARM if shared_too or key != UNSANDBOXED]:
+        _WARM.pop(key).stop()
 
 
 @contextlib.contextmanager
@@ -206,7 +246,8 @@ def metered(cgroups: list[str], judge_cpu=None):
             costs.update({"warm process cpu": warm,
                           "kernel start cpu": ready - start - warm - (judge_ready - judge_start),
                           "cells cpu": end - ready - (judge_end - judge_ready)})
-        warm_process_now = _WARM.get(os.environ.get(PLAN_VARIABLE, ""))
+        plan_file = os.environ.get(PLAN_VARIABLE, "")
+        warm_process_now = _WARM.get(_key(plan_file)) if plan_file else None
         last = warm_process_now.request({"op": "last"}, PING_TIMEOUT) if warm_process_now else None
         if last:
             costs.update({"kernel ran": last["ran"], "kernel waited": last["waited"], "kernel lived": last["wall"]})
@@ -232,6 +273,7 @@ class SandboxKernelManager(AsyncKernelManager):
         super().__init__(**kwargs)
         plan_file = os.environ.get(PLAN_VARIABLE)
         self._warm = warm_process(plan_file) if plan_file else None
+        self._plan = sandbox.Plan.read(plan_file) if plan_file else None
         if self._warm is not None:
             self.transport = "ipc"
             self.ip = self._warm.host_ip
@@ -241,4 +283,4 @@ class SandboxKernelManager(AsyncKernelManager):
             return super().format_kernel_cmd(extra_arguments)
         # A signal would reach the warm process's client, not the kernel: interrupt with a message.
         self.kernel_spec.interrupt_mode = "message"
-        return self._warm.kernel_command(self.connection_file)
+        return self._warm.kernel_command(self.connection_file, self._plan)

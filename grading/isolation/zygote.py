@@ -19,8 +19,9 @@ Python namespace, runs ipykernel with it. When the kernel ends, or the client is
 kills it to kill the kernel), the warm process kills every other process of the student (they are
 all in its PID namespace), empties the sandbox's home, /tmp and /dev/shm, and reports the exit
 status, which the client exits with. So nothing a notebook's kernel leaves, processes or files, reaches
-the next notebook. (With ``--sandbox off`` nothing is isolated: the kernel's process group ends with it,
-and what left the group, and every file, stays, as it always did.) The warm process cannot be traced or
+the next notebook. (With ``--sandbox off`` nothing is isolated: one warm process serves every student of a
+grading process, each kernel joins its own student's cgroups and memory limit, the kernel's process group
+ends with it, and what left the group, and every file, stays, as it always did.) The warm process cannot be traced or
 read by the kernels it forks (it is not dumpable); a student who kills or stops it only costs their own
 notebooks a fresh sandbox (grading/isolation/kernels.py starts a new one), and it exits itself when it cannot
 clean up.
@@ -131,12 +132,26 @@ def _run_kernel(connection_file: str) -> int:
 _KERNELS = itertools.count()
 
 
-def _fork_kernel(connection: dict, private: list[socket.socket], folder: str | None) -> tuple[int, str]:
+def _take_limits(limits: dict) -> None:
+    """The shared warm process's child (no sandbox) joins its student's cgroups and takes their memory limit."""
+    import resource
+
+    for folder in limits.get("cgroups") or []:
+        with open(os.path.join(folder, "cgroup.procs"), "w") as procs:
+            procs.write(str(os.getpid()))
+    memory = limits.get("memory_bytes")
+    if memory:
+        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+
+
+def _fork_kernel(connection: dict, private: list[socket.socket], folder: str | None,
+                 limits: dict | None = None) -> tuple[int, str]:
     """Fork a child that runs a kernel on ``connection`` in ``folder`` (None: where this process is);
     return its pid and its connection file, which the caller removes when the kernel has ended.
 
     The child closes the ``private`` sockets (the listener and the client's connection) first, so
-    that no kernel can take a request meant for the warm process.
+    that no kernel can take a request meant for the warm process; with ``limits`` (the shared warm
+    process's kernels, without the sandbox), it joins the student's cgroups and takes their memory limit.
     """
     # A file of this kernel's own: without the sandbox every warm process of a grading run shares one home, and
     # a kernel that read the file another warm process had just written would listen on that kernel's ports.
@@ -154,6 +169,8 @@ def _fork_kernel(connection: dict, private: list[socket.socket], folder: str | N
         for private_socket in private:
             os.close(private_socket.detach())
         os.setsid()
+        if limits:
+            _take_limits(limits)
         if folder is not None:
             os.chdir(folder)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -320,8 +337,10 @@ def serve(listener: socket.socket, sandboxed: bool, preload: list[str]) -> None:
             # Without the sandbox a kernel runs where jupyter_client started its client (the notebook's
             # folder), as a kernel it starts itself would; in the sandbox, in the sandbox's home.
             folder = None if sandboxed else request.get("cwd")
+            limits = None if sandboxed else request.get("limits")
             pid, connection_file = _fork_kernel(connection_info, [listener, connection],
-                                                folder if isinstance(folder, str) else None)
+                                                folder if isinstance(folder, str) else None,
+                                                limits if isinstance(limits, dict) else None)
             send_message(connection, {"pid": pid})
             status, last = _watch(connection, pid)
             with contextlib.suppress(OSError):
@@ -343,14 +362,18 @@ def serve(listener: socket.socket, sandboxed: bool, preload: list[str]) -> None:
             raise SystemExit("the warm process could not remove what a kernel left; a fresh sandbox takes over")
 
 
-def attach(control: str, connection_file: str, inside_ip: str) -> int:
-    """The kernel command: have the warm process fork a kernel, and live exactly as long as it does."""
+def attach(control: str, connection_file: str, inside_ip: str, limits: str = "null") -> int:
+    """The kernel command: have the warm process fork a kernel, and live exactly as long as it does.
+
+    ``limits`` (JSON): the student's cgroups and memory limit, for the warm process that students share without the
+    sandbox (grading/isolation/kernels.py: `WarmProcess.shared`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Interrupts go to the kernel as messages.
     with open(connection_file) as handle:
         connection_info = json.load(handle)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.connect(control)
-        send_message(connection, {"op": "spawn", "connection": connection_info, "ip": inside_ip, "cwd": os.getcwd()})
+        send_message(connection, {"op": "spawn", "connection": connection_info, "ip": inside_ip, "cwd": os.getcwd(),
+                                  "limits": json.loads(limits)})
         while True:
             message = read_message(connection)
             if message is None:
@@ -367,10 +390,9 @@ def main(argv: list[str]) -> int:
         os.set_inheritable(listener.fileno(), False)
         serve(listener, argv[2] == "1", json.loads(argv[3]))
         return 0
-    if argv[:1] == ["attach"] and len(argv) == 4:
+    if argv[:1] == ["attach"] and len(argv) in (4, 5):
         return attach(*argv[1:])
-    print("usage: zygote.py serve LISTENER_FD SANDBOXED PRELOAD_JSON | attach CONTROL CONNECTION_FILE INSIDE_IP",
-          file=sys.stderr)
+    print("usage: zygote.py serve FD SANDBOXED PRELOAD | attach CONTROL CONNECTION_FILE IP [LIMITS]", file=sys.stderr)
     return 2
 
 

@@ -164,6 +164,9 @@ def main(argv: list[str]) -> int:
             emit(Crashed(traceback.format_exc()[-4000:]))
     if options.judge:
         client.stop_spawner()
+    from grading.isolation import kernels
+
+    kernels.stop_warm_processes(shared_too=True)  # The one that students share without the sandbox.
     return 0
 
 
