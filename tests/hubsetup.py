@@ -179,7 +179,11 @@ class HubMachine:
         """Stop and remove everything (see the module's docstring); return what was left behind."""
         leftovers: list[str] = []
         if self.hub is not None:
-            _stop_group(self.hub)
+            # JupyterHub stops each user's server and the formgrader service before its proxy: each server gets
+            # SIGINT, then SIGTERM after 10 s and SIGKILL 5 s later (LocalProcessSpawner's defaults). On a loaded
+            # machine that took more than 30 s once (2026-12-03), and the hub, killed then, left its proxy and the
+            # servers behind; it gets 90 s.
+            _stop_group(self.hub, grace=90)
         self._stop_proxy(leftovers)
         survivors = _kill_processes_of(self.uids)
         if survivors:
