@@ -189,15 +189,16 @@ _METER: dict = {}
 UNSANDBOXED = "unsandboxed"
 
 
-def _key(plan_file: str) -> str:
-    return plan_file if sandbox.Plan.read(plan_file).sandbox else UNSANDBOXED
+def _key(plan_file: str, plan: sandbox.Plan) -> str:
+    """Which warm process serves ``plan``'s kernels: the student's own, or without the sandbox the shared one."""
+    return plan_file if plan.sandbox else UNSANDBOXED
 
 
 def warm_process(plan_file: str) -> WarmProcess:
     """The student's warm process (without the sandbox, the shared one): the running one, or a fresh one when it is
     gone or does not answer."""
     plan = sandbox.Plan.read(plan_file)
-    key = plan_file if plan.sandbox else UNSANDBOXED
+    key = _key(plan_file, plan)
     warm = _WARM.get(key)
     if warm is not None and warm.responsive():
         return warm
@@ -247,7 +248,7 @@ def metered(cgroups: list[str], judge_cpu=None):
                           "kernel start cpu": ready - start - warm - (judge_ready - judge_start),
                           "cells cpu": end - ready - (judge_end - judge_ready)})
         plan_file = os.environ.get(PLAN_VARIABLE, "")
-        warm_process_now = _WARM.get(_key(plan_file)) if plan_file else None
+        warm_process_now = _WARM.get(_key(plan_file, sandbox.Plan.read(plan_file))) if plan_file else None
         last = warm_process_now.request({"op": "last"}, PING_TIMEOUT) if warm_process_now else None
         if last:
             costs.update({"kernel ran": last["ran"], "kernel waited": last["waited"], "kernel lived": last["wall"]})
