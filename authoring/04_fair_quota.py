@@ -501,7 +501,7 @@ def _check_task4_1_3_quotas():
 
 
     rng = random.Random(4103)
-    for case in range(300):
+    for case in range(100):
         names = rng.sample(["ann", "bob", "cat", "dan", "eve"], rng.randint(1, 4))
         made = []
         for i in range(rng.randint(0, 10)):
@@ -680,7 +680,7 @@ def _check_task4_1_5_victim_tenant():
 
 
     rng = random.Random(4105)
-    for case in range(900):
+    for case in range(200):
         names = rng.sample(["ann", "bob", "cat", "dan", "eve"], rng.randint(1, 4))
         cache = random_cache(rng, names)
         present = sorted({tenant_of(s) for s in cache})

@@ -897,7 +897,7 @@ def _check_task6_2_3_match():
     import random as _random
 
     _rng = _random.Random(6223)
-    for _case in range(60):
+    for _case in range(20):
         _cache = PrefixCache(10_000, 1, _rng.choice(["lru", "lfu"]))
         _cached = set()
         _hits = _misses = 0
@@ -1032,7 +1032,7 @@ def _check_task6_2_5_pin_unpin():
     import random as _random
 
     _rng = _random.Random(6225)
-    for _case in range(60):
+    for _case in range(20):
         _cache = PrefixCache(100, 1, "lru")
         _ids = list(range(1, 7))
         _cache.insert(_ids, [(torch.zeros(6, 1, 1), torch.zeros(6, 1, 1))])
@@ -1206,7 +1206,7 @@ def _check_task6_2_6_victim():
     # END SHARED
 
     _rng = _random.Random(6226)
-    for _case in range(36):
+    for _case in range(20):
         _policy = ("lru", "lfu")[_case % 2]
         _capacity = [1, 2, 3, 5, 8, 13][(_case // 2) % 6]
         _ids, _paths = _tree(_rng, _rng.randint(6, 30))
@@ -1370,7 +1370,7 @@ def _check_task6_2_7_evict():
     # END SHARED
 
     _rng = _random.Random(6227)
-    for _case in range(36):
+    for _case in range(30):
         _policy = ("lru", "lfu")[_case % 2]
         _capacity = [0, 1, 2, 3, 5, 8][(_case // 2) % 6]
         _ids, _paths = _tree(_rng, _rng.randint(6, 30))
