@@ -1066,7 +1066,7 @@ def _check_task3_4_2_refuses():
 
     rng = random.Random(3402)
     raised = 0
-    for case in range(100):
+    for case in range(60):
         manager = random_manager(rng)
         ids = sorted(manager.sequences)
         protected = frozenset(rng.sample(ids, rng.randint(0, len(ids))))
@@ -1079,7 +1079,7 @@ def _check_task3_4_2_refuses():
         assert_raises(RuntimeError, f"evict_until_fit on random case {case} (not enough freeable blocks)",
                       evict_until_fit, manager, policy, needed, protected)
         assert state(manager) == before, f"evict_until_fit changed the cache before raising on random case {case}"
-    assert raised > 16, "the hidden cases must raise often enough"
+    assert raised > 9, "the hidden cases must raise often enough"
     # A chain of forks with the middle one protected.
     manager = PagedKVCacheManager(num_blocks=5, block_size=2)
     root = manager.allocate_for_sequence("root", 4)
@@ -1200,7 +1200,7 @@ def _check_task3_4_3_evicts_in_policy_order():
 
     rng = random.Random(3404)
     succeeded = 0
-    for case in range(100):
+    for case in range(60):
         manager = random_manager(rng)
         ids = sorted(manager.sequences)
         protected = frozenset(rng.sample(ids, rng.randint(0, len(ids))))
@@ -1213,7 +1213,7 @@ def _check_task3_4_3_evicts_in_policy_order():
         result = evict_until_fit(manager, policy, needed, protected)
         assert_plain_equal(result, expected, f"evict_until_fit on random case {case}", reveal=False)
         assert state(manager) == after, f"evict_until_fit left the cache in the wrong state on random case {case}"
-    assert succeeded > 33, "the hidden cases must succeed often enough"
+    assert succeeded > 19, "the hidden cases must succeed often enough"
     ### END HIDDEN TESTS
 
 

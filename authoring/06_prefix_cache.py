@@ -1206,7 +1206,7 @@ def _check_task6_2_6_victim():
     # END SHARED
 
     _rng = _random.Random(6226)
-    for _case in range(20):
+    for _case in range(15):
         _policy = ("lru", "lfu")[_case % 2]
         _capacity = [1, 2, 3, 5, 8, 13][(_case // 2) % 6]
         _ids, _paths = _tree(_rng, _rng.randint(6, 30))

@@ -444,7 +444,7 @@ def _check_task8_1_3_insert():
         return victims[0], [b for b in order if b != victims[0]] + [block]
 
     _rng = _random.Random(8103)
-    for _case in range(60):
+    for _case in range(40):
         _capacity = _rng.randint(1, 6)
         _tier = LRUTier(_capacity)
         _order = []
@@ -1918,7 +1918,7 @@ def _check_task8_5_2_access():
         return where, victim
 
     _rng = _random.Random(8502)
-    for _case in range(20):
+    for _case in range(15):
         _c1, _c2 = _rng.randint(1, 4), _rng.randint(1, 6)
         _prefill = _rng.sample(range(12), _c2)
         _cache = TwoTierCache(Tier(_c1), Tier(_c2, blocks=_prefill), 3)
@@ -2033,7 +2033,7 @@ def _check_task8_5_3_demote():
     import random as _random
 
     _rng = _random.Random(8503)
-    for _case in range(60):
+    for _case in range(40):
         _policy = _rng.choice(["write_back", "write_through"])
         _c2 = _rng.randint(1, 4)
         _prefill = _rng.sample(range(10), _rng.randint(0, _c2))
@@ -2143,7 +2143,7 @@ def _check_task8_5_4_write_through():
     import random as _random
 
     _rng = _random.Random(8504)
-    for _case in range(60):
+    for _case in range(40):
         _c2 = _rng.randint(1, 4)
         _threshold = _rng.randint(1, 3)
         _cache = TwoTierCache(Tier(2), Tier(_c2), 5, "write_through", Filter(threshold=_threshold) if _case % 2 else None)
