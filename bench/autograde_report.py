@@ -75,6 +75,7 @@ def report(found: dict, students: int, how: str) -> dict:
 def _report_scaling(found: dict, students: int) -> dict:
     summary = {}
     rows = [("now", "now, 1 student")] + ([("before", "before, 1 student")] if "before" in found else [])
+    rows += [("no judge", "no judge, 1 student")] if "no judge" in found else []
     print(f"\n2. the grading command, --jobs 1, all {len(ASSIGNMENTS)} notebooks with feedback:")
     for name, single in rows:
         slope, fixed = scaling(found[single], found[name])
@@ -83,7 +84,7 @@ def _report_scaling(found: dict, students: int) -> dict:
                          "components": breakdown(found[name], slope, cold),
                          "before grading": found[name]["before grading"],
                          "merge and export": found[name]["merge and export"]}
-        print(f"   {name:<7} {found[single]['machine-s']:6.1f} machine-s for 1 student, "
+        print(f"   {name:<8} {found[single]['machine-s']:6.1f} machine-s for 1 student, "
               f"{found[name]['machine-s']:6.1f} for {students}: {slope:5.1f} per student, {fixed:5.1f} per run "
               f"({found[name]['wall'] / students:.1f} s wall per student)")
     for name in [key for key in ("before", "now") if key in summary]:
@@ -98,12 +99,18 @@ def _report_scaling(found: dict, students: int) -> dict:
         else f"; {1 / factor:.1f}x more than before"
     print(f"   target: at most 20 machine-s per student: {now:.1f} / 20 = {now / 20:.2f}{before}; "
           f"{found['nbgrader route']['machine-s'] / now:.1f}x less than nbgrader's route")
+    if "no judge" in summary:
+        plain = summary["no judge"]["per student"]
+        summary["judge factor"] = now / plain
+        print(f"   the judge: {now:.1f} machine-s per student against {plain:.1f} with every test cell in the kernel "
+              f"(the same code and notebooks, judge = False): {now / plain:.2f}x; target at most 1.2x: "
+              f"{now / plain / 1.2:.2f}")
     return summary
 
 
 def _report_components(found: dict, summary: dict) -> None:
     print("\n3. machine-seconds per student, by component:")
-    for name in [key for key in ("before", "now") if key in summary]:
+    for name in [key for key in ("before", "no judge", "now") if key in summary]:
         parts = ", ".join(f"{key} {value:.1f}" for key, value in summary[name]["components"].items())
         print(f"   {name:<7} {parts}")
     now = summary["now"]
@@ -156,6 +163,10 @@ def _readme_rows(found: dict, summary: dict) -> None:
           "`python bench/bench_autograde.py --students 4` |")
     print(f"| throughput, `--jobs 2` against `--jobs 1`, {summary['students']} students | **{one / two:.2f}×** "
           f"({one:.0f} s and {two:.0f} s wall) | ≥ 1.7× on 2 cores | same |")
+    if "judge factor" in summary:
+        print(f"| what the judge costs: the same code and notebooks with every test cell in the student's kernel "
+              f"(`judge = False`) | **{summary['judge factor']:.2f}×** ({now['per student']:.1f} against "
+              f"{summary['no judge']['per student']:.1f} machine-s per student) | ≤ 1.2× | same |")
     print("| where | P | T |\n|---|---|---|")
     for place, cores, _ in _PLACES:
         print(f"| {place} | {cores} | {projection['fixed']:.0f} + 500 · {projection['per student']:.1f} / "
@@ -170,7 +181,9 @@ def plot(summary: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     bars = [("nbgrader's route\n(a process per notebook)", summary["nbgrader route"])]
-    bars += [(f"grading command\n{name}", summary[name]["components"]) for name in ("before", "now") if name in summary]
+    labels = {"before": "grading command\nbefore", "no judge": "now, test cells\nin the kernel (no judge)",
+              "now": "grading command\nnow"}
+    bars += [(labels[name], summary[name]["components"]) for name in ("before", "no judge", "now") if name in summary]
     colours = dict(zip([*COMPONENTS, "autograde"], plt.get_cmap("tab10").colors))
     figure, axes = plt.subplots(figsize=(9, 1.2 + 0.9 * len(bars)))
     for row, (_, parts) in enumerate(bars):

@@ -26,6 +26,8 @@ undercounts.
 5. With ``--slurm`` and a cluster (``SLURM_CONF``): a 3-shard array of deploy/slurm/grade.sbatch and its
    merge against ``--jobs 2`` locally.
 6. The projection for 500 students: ``T = F + S * c / (P * e)``, e the parallel efficiency of 4.
+7. What the judge costs: the same code and notebooks with every test cell in the student's kernel
+   (``c.GradingOptions.judge = False``, as plain nbgrader runs them), on 1 and ``--students`` students.
 
 It prints every figure the README's performance rows need, the targets as ratios (at most 20
 machine-seconds per student; ``--jobs 2`` at least 1.7x on 4 students), and with ``--plot`` draws
@@ -192,6 +194,19 @@ def export(ref: str, target: Path) -> Path:
     return target
 
 
+def without_the_judge(target: Path) -> Path:
+    """This checkout's code and notebooks (uncommitted changes of tracked files included), set to run every test
+    cell in the student's kernel, as plain nbgrader does (``c.GradingOptions.judge = False``): what the judge
+    replaces, on the same tests."""
+    snapshot = subprocess.run(["git", "-C", str(ROOT), "stash", "create"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    code = export(snapshot or "HEAD", target)
+    with open(code / "nbgrader_config.py", "a", encoding="utf-8") as config:
+        config.write("\n# bench/bench_autograde.py: every test cell in the kernel, to measure what the judge costs.\n"
+                     "c.GradingOptions.judge = False\n")
+    return code
+
+
 def measure(args, meter: Meter, scratch: Path) -> dict:
     """Every run of the benchmark, in order; returns their figures."""
     env = {**os.environ, "COURSE_GRADING_CACHE": str(scratch / "cache")}  # Empty: the first run builds it.
@@ -207,6 +222,9 @@ def measure(args, meter: Meter, scratch: Path) -> dict:
              ("now, 1 student", lambda: grading_command(meter, ROOT, one, scratch / "now-1", 1, env)),
              ("now", lambda: grading_command(meter, ROOT, many, scratch / "now-n", 1, env)),
              ("now, --jobs 2", lambda: grading_command(meter, ROOT, many, scratch / "now-jobs2", 2, env))]
+    plain = without_the_judge(scratch / "no-judge-code")
+    runs += [("no judge, 1 student", lambda: grading_command(meter, plain, one, scratch / "no-judge-1", 1, env)),
+             ("no judge", lambda: grading_command(meter, plain, many, scratch / "no-judge-n", 1, env))]
     found = {"slurm": None}
     for name, run in runs:
         print(f"{datetime.now():%H:%M:%S} measuring: {name}", file=sys.stderr, flush=True)

@@ -280,13 +280,16 @@ def test_the_benchmark_report_prints_every_figure_the_readme_needs(tmp_path, cap
     found = {"nbgrader route": {"machine-s": 150.0, "wall": 160.0, "autograde": 120.0, "feedback": 30.0},
              "cold kernel start": 2.0, "before, 1 student": run(1, 60.0, 70), "before": run(3, 160.0, 200),
              "first run on this machine": run(1, 30.0, 40), "now, 1 student": run(1, 20.0, 25),
-             "now": run(3, 50.0, 60), "now, --jobs 2": run(3, 52.0, 34), "slurm": None}
+             "now": run(3, 50.0, 60), "now, --jobs 2": run(3, 52.0, 34), "slurm": None,
+             "no judge, 1 student": run(1, 17.0, 20), "no judge": run(3, 41.0, 50)}
     summary = autograde_report.report(found, 3, "a test")
     printed = capsys.readouterr().out
     assert summary["now"]["per student"] == 15.0 and summary["now"]["fixed"] == 5.0
     assert summary["now"]["components"]["judge"] == 0.4
     assert "15.0 / 20 = 0.75" in printed and "3.3x less than before" in printed
     assert "the judge's share now: 0.4 of 15.0" in printed
+    # The same code with every test cell in the kernel: 12.0 per student, so the judge costs 1.25x.
+    assert summary["no judge"]["per student"] == 12.0 and "1.25x; target at most 1.2x: 1.04" in printed
     assert "**15.0 machine-s per student**" in printed and "**1.76×**" in printed and "| where | P | T |" in printed
     autograde_report.plot(summary, tmp_path / "cost.png")
     assert (tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
