@@ -98,3 +98,11 @@ def test_loading_the_course_s_nbgrader_config_imports_neither_torch_nor_numpy():
     done = subprocess.run([sys.executable, "-c", probe, str(ROOT)], capture_output=True, text=True, cwd=ROOT,
                           check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_nbgrader_config_can_turn_the_judge_off(tmp_path):
+    # The benchmark measures what the judge costs this way (bench/bench_autograde.py: `without_the_judge`).
+    assert options_from(_parser().parse_args([str(tmp_path)]), _course(tmp_path, "c.GradingOptions.judge = False\n")
+                        ).judge is False
+    (tmp_path / "other").mkdir()
+    assert options_from(_parser().parse_args([str(tmp_path)]), _course(tmp_path / "other", "")).judge is True

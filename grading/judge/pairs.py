@@ -62,9 +62,9 @@ def snapshot(tag: int, obj):
         items = vars(obj)
         return list(items), list(items.values())
     if tag == Tag.TENSOR:
-        meta = obj.device.type == "meta"
-        return (obj._version, obj.shape, 0 if meta else obj.data_ptr(),
-                _bytes_of(obj) if "triton" in sys.modules and not meta else None)
+        # A meta tensor has no memory: its data_ptr() is 0, and it has no bytes.
+        return (obj._version, obj.shape, obj.data_ptr(),
+                _bytes_of(obj) if "triton" in sys.modules and not obj.is_meta else None)
     return obj.shape, obj.dtype.str, obj.tobytes()
 
 
@@ -287,6 +287,10 @@ class PairTable:
             self.orphans = []
         changed_pairs, dropped = [], []
         is_, getrefcount = operator.is_, sys.getrefcount
+        # Where Triton is loaded a tensor's bytes are compared too (`snapshot`); elsewhere its version, memory and
+        # shape say whether it changed, read one by one (a snapshot for each of many tensors at every message cost
+        # a third of the scan).
+        bytes_too = "triton" in sys.modules
         for pair in self.eager.values():
             tag, obj, recorded = pair.tag, pair.obj, pair.recorded
             # getrefcount sees the Pair's reference, the local name and its own argument.
@@ -300,7 +304,8 @@ class PairTable:
                         or not all(map(is_, obj.values(), recorded[1]))):
                     changed_pairs.append(pair)
             elif tag is _TENSOR:
-                if obj._version != recorded[0] or snapshot(tag, obj) != recorded:
+                if (obj._version != recorded[0] or obj.data_ptr() != recorded[2] or obj.shape != recorded[1]
+                        or bytes_too and snapshot(tag, obj) != recorded):
                     changed_pairs.append(pair)
             elif changed(tag, obj, recorded):
                 changed_pairs.append(pair)

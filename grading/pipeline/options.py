@@ -82,8 +82,9 @@ class GradingOptions(Configurable):
     isolation = Unicode("auto", help="run each kernel in a bubblewrap sandbox (no network, no view of the course's "
                                      "files); auto: when it works here, with a warning when it does not"
                         ).tag(config=True, flag="--sandbox", choices=["auto", "on", "off"])
-    judge = Bool(True, help="every test cell runs in the judge; False: in the kernel, as plain nbgrader does "
-                            "(the attack tests only)")
+    judge = Bool(True, help="every test cell runs in the judge; False: in the kernel, as plain nbgrader does, which "
+                            "lets a submission forge its score (the attack tests, and bench/bench_autograde.py's "
+                            "measure of what the judge costs)").tag(config=True)
     sanitize = Bool(True, help="sanitize autograded notebooks and feedback; False: its own tests only")
     jobs = Int(help="students graded at once (default: the CPU cores)").tag(config=True, flag="--jobs")
     pin_cpus = Bool(True, help="run each job (its grading process, judge and kernels) on a CPU core of its own: the "

@@ -165,6 +165,9 @@ def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dic
                 log(f"{submission.student}/{submission.assignment}: {submission.failure}")
         root_uid = sandbox.FIRST_UID - 1 if os.geteuid() == 0 else None
         sandbox_on = _isolation(options, root_uid, log)
+        if not options.judge:
+            log("WARNING: every test cell runs in the student's kernel (GradingOptions.judge = False): a submission "
+                "can forge its score there; the judge (grading/judge/) is what prevents that.")
         if options.memory_limit_gb or options.max_processes or options.cpus_per_student:
             limits = cgroup_limits.setup(f"course-grading-{os.getpid()}-{secrets.token_hex(4)}")
             if limits.warning:
