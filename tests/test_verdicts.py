@@ -49,6 +49,7 @@ def answers(monkeypatch):
 
 @pytest.mark.parametrize("message, case", [("AssertionError: insert on random case 14", 14),
                                            ("(t1, t2) at step 3 of random trace 7", 7),
+                                           ("allocator.num_free (case 1, op 11, 5 blocks of 2) returned 0", 1),
                                            ("AssertionError: insert(2) into [0, 1] returned 0", None)])
 def test_the_random_case_of_a_failure_is_read_from_its_message(message, case):
     assert verdicts.random_case(message) == case

@@ -27,13 +27,14 @@ from pathlib import Path
 
 from grading.config import ASSIGNMENTS, ROOT
 
-_RANDOM_CASE = re.compile(r"random (?:case|trace) (\d+)")
+# "on random case 14", "of random trace 3", "(case 14, op 5, ...)": how the notebooks' random loops name a case.
+_RANDOM_CASE = re.compile(r"random (?:case|trace) (\d+)|\(case (\d+),")
 
 
 def random_case(message: str) -> int | None:
-    """The random case a failing check names ("on random case 14", "of random trace 3"), or None."""
+    """The random case a failing check names ("on random case 14", "of random trace 3", "(case 14, op 5"), or None."""
     found = _RANDOM_CASE.search(message)
-    return int(found.group(1)) if found else None
+    return int(found.group(1) or found.group(2)) if found else None
 
 
 def grade_all(assignment: str, harness) -> dict[str, list]:
