@@ -120,7 +120,7 @@ def _report_components(found: dict, summary: dict) -> None:
     print("\n3. machine-seconds per student, by component:")
     for name in [key for key in ("before", "no judge", "now") if key in summary]:
         parts = ", ".join(f"{key} {value:.1f}" for key, value in summary[name]["components"].items())
-        print(f"   {name:<7} {parts}")
+        print(f"   {name:<8} {parts}")
     now = summary["now"]
     print(f"   the judge's share now: {now['components']['judge']:.1f} of {now['per student']:.1f} machine-s "
           f"per student ({100 * now['components']['judge'] / now['per student']:.0f}%)")
