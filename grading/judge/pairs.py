@@ -84,6 +84,11 @@ def _same(items, recorded) -> bool:
 
 
 def changed(tag: int, obj, recorded) -> bool:
+    if tag is _TENSOR:
+        # Its version, memory and shape, read one by one (a snapshot of each of many tensors at every message was
+        # much of a scan's time); where Triton is loaded, its bytes too (`snapshot`).
+        return (obj._version != recorded[0] or obj.data_ptr() != recorded[2] or obj.shape != recorded[1]
+                or "triton" in sys.modules and snapshot(tag, obj) != recorded)
     if tag in (Tag.LIST, Tag.SET):
         return not _same(obj, recorded)
     if tag in (Tag.DICT, Tag.ODICT):
@@ -287,10 +292,6 @@ class PairTable:
             self.orphans = []
         changed_pairs, dropped = [], []
         is_, getrefcount = operator.is_, sys.getrefcount
-        # Where Triton is loaded a tensor's bytes are compared too (`snapshot`); elsewhere its version, memory and
-        # shape say whether it changed, read one by one (a snapshot for each of many tensors at every message cost
-        # a third of the scan).
-        bytes_too = "triton" in sys.modules
         for pair in self.eager.values():
             tag, obj, recorded = pair.tag, pair.obj, pair.recorded
             # getrefcount sees the Pair's reference, the local name and its own argument.
@@ -302,10 +303,6 @@ class PairTable:
             elif tag is _DICT or tag is _ODICT:
                 if (len(obj) != len(recorded[0]) or not all(map(is_, obj, recorded[0]))
                         or not all(map(is_, obj.values(), recorded[1]))):
-                    changed_pairs.append(pair)
-            elif tag is _TENSOR:
-                if (obj._version != recorded[0] or obj.data_ptr() != recorded[2] or obj.shape != recorded[1]
-                        or bytes_too and snapshot(tag, obj) != recorded):
                     changed_pairs.append(pair)
             elif changed(tag, obj, recorded):
                 changed_pairs.append(pair)
