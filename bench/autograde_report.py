@@ -19,6 +19,9 @@ COMPONENTS = ("warm process", "kernel start", "cells", "judge", "nbgrader's step
 # The grading command's report of each notebook (grading/pipeline/worker.py), by component.
 _KEYS = {"warm process cpu": "warm process", "kernel start cpu": "kernel start", "cells cpu": "cells",
          "judge cpu": "judge", "nbgrader cpu": "nbgrader's steps", "feedback cpu": "feedback"}
+# The grading command's runs, in the order they are printed and drawn, and their labels in the plot.
+RUNS = {"before": "grading command\nbefore", "no judge": "now, test cells\nin the kernel (no judge)",
+        "now": "grading command\nnow"}
 _PLACES = (("one 32-core server, `--jobs 32`", 32, 0.0), ("20 nodes of 32 cores, `--array=1-20`", 640, None))
 
 
@@ -118,7 +121,7 @@ def _report_scaling(found: dict, students: int) -> dict:
 
 def _report_components(found: dict, summary: dict) -> None:
     print("\n3. machine-seconds per student, by component:")
-    for name in [key for key in ("before", "no judge", "now") if key in summary]:
+    for name in [key for key in RUNS if key in summary]:
         parts = ", ".join(f"{key} {value:.1f}" for key, value in summary[name]["components"].items())
         print(f"   {name:<8} {parts}")
     now = summary["now"]
@@ -189,9 +192,7 @@ def plot(summary: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     bars = [("nbgrader's route\n(a process per notebook)", summary["nbgrader route"])]
-    labels = {"before": "grading command\nbefore", "no judge": "now, test cells\nin the kernel (no judge)",
-              "now": "grading command\nnow"}
-    bars += [(labels[name], summary[name]["components"]) for name in ("before", "no judge", "now") if name in summary]
+    bars += [(label, summary[name]["components"]) for name, label in RUNS.items() if name in summary]
     colours = dict(zip([*COMPONENTS, "autograde"], plt.get_cmap("tab10").colors))
     figure, axes = plt.subplots(figsize=(9, 1.2 + 0.9 * len(bars)))
     for row, (_, parts) in enumerate(bars):
