@@ -22,6 +22,7 @@ task gives partial credit: one test cell per method or behaviour).
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import linecache
@@ -304,6 +305,10 @@ class JudgedHarness(_HostedHarness):
         # The judge (this thread, while it grades) and the answers' kernels share one core (grading/judge/cores.py).
         self.core = cores.current_core()
         self._start_host(["grading.judge.host", socket_path], core=self.core)
+        # This process is the judge here: what it has imported (torch...) is not walked again by the collector at
+        # each collection that the messages start (as in the grading command's judge, grading/judge/server.py).
+        gc.collect()
+        gc.freeze()
         self._ask({"setup": setup_sources, "solutions": [task.solution for task in self.tasks.values()]})
 
     def _ask(self, request: dict) -> dict:

@@ -14,6 +14,7 @@ answer has a fresh namespace and process, and costs a fork.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import os
@@ -69,6 +70,10 @@ def main(argv: list[str]) -> int:
     first = json.loads(next(lines))
     for index, source in enumerate([*first["setup"], *first["solutions"]]):
         _run(source, f"<setup {index}>", base)
+    # As in a warm kernel process (grading/isolation/zygote.py): what every answer shares is not walked again by
+    # the collector in each of them.
+    gc.collect()
+    gc.freeze()
     print(json.dumps({"ready": True}), flush=True)
     for line in lines:
         request = json.loads(line)
