@@ -143,6 +143,33 @@ def test_a_view_crosses_with_its_whole_storage(kernel):
     ''')
 
 
+def test_a_write_through_a_view_crosses_once(kernel):
+    # A view and its base share their memory and version counter: the update written into one changes the other on
+    # the receiving side, which must not send it back (each side would then send it at every message, for ever).
+    k = kernel('''
+        def rows(pool, start, stop):
+            return pool[start:stop]
+        def total(pool):
+            return float(pool.sum())
+    ''')
+    updates = []
+    for side in (k.judge, k.agent):
+        pack = side.framing.pack
+        side.framing.pack = lambda tree, pack=pack: updates.append(len(tree[3][0])) or pack(tree)
+    k.passes('''
+        import torch
+        pool = torch.zeros(6, 2)
+        part = rows(pool, 1, 3)
+        part.fill_(1.0)
+        for _ in range(20):
+            assert total(pool) == 4.0
+        part.add_(1.0)
+        for _ in range(20):
+            assert total(pool) == 8.0
+    ''')
+    assert sum(updates) <= 4, updates
+
+
 def test_the_student_s_objects_behave_as_themselves(kernel):
     k = kernel('''
         import copy, dataclasses

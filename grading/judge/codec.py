@@ -24,7 +24,6 @@ import torch
 from . import pairs as shared
 from .wire import (
     LIMITS,
-    NOT_A_LEAF,
     PAIR_TAGS,
     Limits,
     Tag,
@@ -40,8 +39,19 @@ from .wire import (
 )
 
 _SCALARS = (type(None), bool, float, str, bytes)
+# The types a value may have to cross as itself, with no node and no count (an int only within 64 bits).
+_PLAIN = frozenset(_SCALARS)
+_PLAIN_AND_INT = frozenset((*_SCALARS, int))
+_PLAIN_AND_TUPLE = frozenset((*_SCALARS, int, tuple))
+_TUPLE_TAG = Tag.TUPLE
+_SMALLEST_INT, _BEYOND_INT = -(1 << 63), 1 << 64
 _SEQUENCES = {tuple: Tag.TUPLE, frozenset: Tag.FROZENSET, torch.Size: Tag.SIZE}
-_REF, _VIEW, _PROMOTE = int(Tag.REF), int(Tag.VIEW), int(Tag.PROMOTE)
+_REF, _VIEW, _PROMOTE, _TUPLE = int(Tag.REF), int(Tag.VIEW), int(Tag.PROMOTE), int(Tag.TUPLE)
+# The tags `Codec._decode_structure` reads, and those of leaves (wire.decode_leaf); any other is an object's.
+_STRUCTURES = frozenset(int(tag) for tag in (Tag.FROZENSET, Tag.SIZE, Tag.SLICE, Tag.RANGE, Tag.MAPPINGPROXY,
+                                             Tag.PROPERTY, Tag.STATICMETHOD, Tag.CLASSMETHOD))
+_LEAVES = frozenset(int(tag) for tag in (Tag.BIGINT, Tag.COMPLEX, Tag.DTYPE, Tag.DEVICE, Tag.ELLIPSIS,
+                                         Tag.NOTIMPLEMENTED, Tag.NPSCALAR))
 # Errors that decoding data can raise (an unhashable key, a bad slice); they mean a malformed message.
 _DATA_ERRORS = (TypeError, ValueError, OverflowError, RuntimeError, IndexError, KeyError)
 
@@ -55,6 +65,8 @@ class Codec:
         self.items = 0
         self.lazy = False  # Whether what is encoded or decoded now is in a lazy pair's content.
         self.touched: list[shared.Pair] = []  # Pairs whose snapshot is taken once the message is sent.
+        # Whether decoding the message wrote into a tensor or array this side already held (`PairTable.settle`).
+        self.wrote_memory = False
 
     def start(self) -> None:
         self.items = 0
@@ -83,11 +95,29 @@ class Codec:
             return self._encode_pair(value, tag, depth)
         tag = _SEQUENCES.get(kind)
         if tag is not None:
-            return [tag, *[self.encode(item, depth + 1) for item in value]]
+            return [tag, *self._encode_items(value, depth)]
         if kind is slice or kind is range:
             return [Tag.SLICE if kind is slice else Tag.RANGE, *(self.encode(getattr(value, name), depth + 1)
                                                                  for name in ("start", "stop", "step"))]
         return self._encode_other(value, kind, depth)
+
+    def _encode_items(self, values, depth: int) -> list:
+        """The nodes of a sequence's items. Items that all cross as themselves (see `encode`) are taken as they
+        are, in one step: most of what a test sends is lists and tuples of numbers and strings."""
+        kinds = set(map(type, values))
+        if kinds <= _PLAIN or (kinds <= _PLAIN_AND_INT and _ints_fit(values, kinds)):
+            return list(values)
+        if kinds <= _PLAIN_AND_TUPLE:  # Such as the steps of a replay: ("in", (block,), ("hit", "insert")).
+            return [self._encode_tuple(item, depth + 1) if type(item) is tuple else self.encode(item, depth + 1)
+                    for item in values]
+        return [self.encode(item, depth + 1) for item in values]
+
+    def _encode_tuple(self, value: tuple, depth: int) -> list:
+        """What `encode` makes of a tuple, without asking what it is."""
+        self.items += 1
+        if self.items > self.limits.items or depth > self.limits.depth:
+            self._count(depth)
+        return [_TUPLE_TAG, *self._encode_items(value, depth)]
 
     def _encode_other(self, value, kind: type, depth: int):
         leaf = encode_leaf(value)
@@ -147,7 +177,7 @@ class Codec:
         outer, self.lazy = self.lazy, pair.lazy
         try:
             if tag is Tag.LIST or tag is Tag.SET:
-                return [self.encode(item, depth + 1) for item in obj]
+                return self._encode_items(obj, depth)
             return self._flat((vars(obj) if tag is Tag.NAMESPACE else obj).items(), depth)
         finally:
             self.lazy = outer
@@ -182,6 +212,8 @@ class Codec:
             raise WireError("a list without its tag")
         tag = node[0]
         try:
+            if tag == _TUPLE:
+                return tuple(self._decode_items(node[1:], depth))
             if tag in PAIR_TAGS:
                 return self._decode_pair(node, depth)
             if tag == _REF:
@@ -202,11 +234,24 @@ class Codec:
             raise WireError(f"a malformed value ({type(error).__name__}: {error})") from None
 
     def _items(self, node, depth: int, start: int = 1) -> list:
-        return [self.decode(item, depth + 1) for item in node[start:]]
+        return self._decode_items(node[start:], depth)
+
+    def _decode_items(self, nodes: list, depth: int) -> list:
+        """The values of a list of nodes; one without a list (or a map) among them holds only plain values, which
+        decode to themselves (see `decode`), and is taken as it is."""
+        kinds = set(map(type, nodes))
+        if list not in kinds and dict not in kinds:
+            return nodes
+        return [self.decode(item, depth + 1) for item in nodes]
 
     def _decode_value(self, tag: int, node: list, depth: int):
-        if tag == Tag.TUPLE:
-            return tuple(self._items(node, depth))
+        if tag in _STRUCTURES:
+            return self._decode_structure(tag, node, depth)
+        if tag in _LEAVES:
+            return decode_leaf(node)
+        return self.peer.decode_object(node, depth)
+
+    def _decode_structure(self, tag: int, node: list, depth: int):
         if tag == Tag.FROZENSET:
             return frozenset(self._items(node, depth))
         if tag == Tag.SIZE:
@@ -231,10 +276,7 @@ class Codec:
             expect(len(node) == 2, "a malformed method wrapper")
             function = self.decode(node[1], depth + 1)
             return staticmethod(function) if tag == Tag.STATICMETHOD else classmethod(function)
-        value = decode_leaf(node)
-        if value is not NOT_A_LEAF:
-            return value
-        return self.peer.decode_object(node, depth)
+        raise WireError(f"an unknown structure (tag {tag})")
 
     def _decode_pair(self, node: list, depth: int):
         expect(len(node) == 3, "a malformed shared value")
@@ -304,16 +346,15 @@ class Codec:
     def fill(self, pair: shared.Pair, content, depth: int = 0) -> None:
         """Give ``pair`` the ``content`` the other side sent (a new pair, or an update), in place."""
         tag = pair.tag
-        if tag == Tag.TENSOR:
-            shared.apply(tag, pair.obj, decode_tensor(content, self.limits))
-            return
-        if tag == Tag.NDARRAY:
-            shared.apply(tag, pair.obj, decode_ndarray(content, self.limits))
+        if tag == Tag.TENSOR or tag == Tag.NDARRAY:
+            decode = decode_tensor if tag == Tag.TENSOR else decode_ndarray
+            shared.apply(tag, pair.obj, decode(content, self.limits))
+            self.wrote_memory = True
             return
         expect(type(content) is list, "a malformed shared value")
         outer, self.lazy = self.lazy, pair.lazy
         try:
-            items = [self.decode(item, depth + 1) for item in content]
+            items = self._decode_items(content, depth)
         finally:
             self.lazy = outer
         if tag in (Tag.DICT, Tag.ODICT, Tag.NAMESPACE):
@@ -324,3 +365,8 @@ class Codec:
             raise
         except _DATA_ERRORS as error:
             raise WireError(f"a malformed shared value ({type(error).__name__}: {error})") from None
+
+
+def _ints_fit(values, kinds: set) -> bool:
+    """Whether every int among ``values`` (all of plain types) crosses as itself; only asked of all-int values."""
+    return kinds == {int} and _SMALLEST_INT <= min(values) and max(values) < _BEYOND_INT if values else True

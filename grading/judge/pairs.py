@@ -228,7 +228,7 @@ class PairTable:
         else:
             expect(type(sid) is int and sid > 0 and sid % 2 != self.parity, "a shared id of the wrong side")
             expect(sid not in self.by_sid, "a shared id that is already taken")
-        pair = Pair(sid, Tag(tag), obj, lazy)
+        pair = Pair(sid, tag if type(tag) is Tag else Tag(tag), obj, lazy)
         self.by_sid[sid] = pair
         self.by_id[id(obj)] = pair
         if not lazy:
@@ -310,6 +310,19 @@ class PairTable:
         for sid in dropped:
             self.drop(sid)
         return changed_pairs, dropped
+
+    def settle(self) -> None:
+        """Record again the eager tensors and arrays that the other side's update just wrote through another one.
+
+        A tensor and its view share their memory and their version counter: an update written into one changes
+        the other too. This side has run nothing of its own since its last message, whose scan recorded every
+        eager pair, so what changed now is only what the update wrote; without this, each side would send the
+        other pair back at every message, for ever. Lazy pairs are left alone: their changes are only looked
+        for when they are read, and an unneeded update then is all it costs."""
+        for pair in self.eager.values():
+            tag = pair.tag
+            if (tag is _TENSOR or tag is Tag.NDARRAY) and pair.recorded is not None and pair.changed():
+                pair.record()
 
     def sweep(self) -> list[int]:
         """Drop the lazy and quiet pairs whose object only this table still holds (the judge's side); their sids."""

@@ -54,8 +54,24 @@ _WELL_KNOWN_IDS = {id(getattr(importlib.import_module(module), name)): (module, 
                    for module, names in _WELL_KNOWN.items() for name in names}
 
 
+# The functions and classes found in an allowed module, by id, with the value itself (so that an id is never reused
+# while it is here): a test sends the same few again and again, and finding one imports and walks its module.
+_GLOBAL_NODES: dict[int, tuple[object, list]] = {}
+
+
 def global_node(value):
     """``[GLOBAL, module, qualname]`` or ``[MODULE, name]`` when the other side has ``value`` itself."""
+    known = _GLOBAL_NODES.get(id(value))
+    if known is not None and known[0] is value:
+        return list(known[1])
+    node = _find_global(value)
+    if node is not None and node[0] == Tag.GLOBAL:
+        _GLOBAL_NODES[id(value)] = (value, node)
+        return list(node)
+    return node
+
+
+def _find_global(value):
     if isinstance(value, types.ModuleType):
         name = getattr(value, "__name__", None)
         return [Tag.MODULE, name] if allowed_module(name) else None
@@ -244,6 +260,7 @@ class Peer:
 
     def _apply(self, kind: str, seq: int, sync: list, body: list) -> tuple[str, int, list]:
         codec = self.codec
+        codec.wrote_memory = False
         with torch._C.DisableTorchFunction():
             self.incoming(sync[1])
             for update in sync[0]:
@@ -251,7 +268,10 @@ class Peer:
                 pair = self.pairs.get(update[0])
                 codec.fill(pair, update[1])
                 pair.record()
-            return kind, seq, [codec.decode(node) for node in body]
+            values = [codec.decode(node) for node in body]
+            if codec.wrote_memory:
+                self.pairs.settle()
+            return kind, seq, values
 
     def request(self, op: str, *args):
         """Ask the other side to do ``op``; serve its requests meanwhile; return or raise its answer."""

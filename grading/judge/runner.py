@@ -37,6 +37,9 @@ from .remote import Cancelled, JudgePeer, JudgeTimeout
 from .wire import WireError
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+# The builtins a cell's code names, as entries of its namespace: a name that a dict subclass lacks costs a call of
+# `CellGlobals.__missing__` and a KeyError at every lookup before Python looks in the builtins.
+_PUBLIC_BUILTINS = {name: value for name, value in vars(builtins).items() if not name.startswith("_")}
 
 
 @dataclass
@@ -57,7 +60,8 @@ class CellGlobals(dict):
     """A test cell's global namespace (see the module's docstring)."""
 
     def __init__(self, peer: JudgePeer, trusted: dict[str, object]) -> None:
-        super().__init__(__name__="__main__", __builtins__=builtins)
+        # Entries in the order of precedence, the first one last: builtins over trusted names.
+        super().__init__(trusted, **_PUBLIC_BUILTINS, __name__="__main__", __builtins__=builtins)
         self.peer = peer
         self.trusted = trusted
         self.resolved: dict[str, object] = {}

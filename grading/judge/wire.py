@@ -162,17 +162,39 @@ def _element_count(shape, limits: Limits) -> int:
     return count
 
 
+# Each dtype's name on the wire and its size in bytes, found once per dtype.
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+_ITEMSIZES: dict[torch.dtype, int] = {}
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
+def _itemsize(dtype: torch.dtype) -> int:
+    size = _ITEMSIZES.get(dtype)
+    if size is None:
+        size = _ITEMSIZES[dtype] = torch.empty((), dtype=dtype).element_size()
+    return size
+
+
 def encode_tensor(tensor: torch.Tensor) -> list:
     """``[dtype, shape, stride or None, device, bytes]``: the values, wherever the tensor lives."""
     if tensor.layout != torch.strided or tensor.is_quantized:
         raise WireError(f"a tensor with layout {tensor.layout} cannot cross")
-    device = str(tensor.device)
+    device = tensor.device
     data = b""
-    if tensor.device.type != "meta":
+    if device.type == "cpu" and tensor.is_contiguous() and not (tensor.is_conj() or tensor.is_neg()):
+        if tensor.numel():  # Most tensors: their memory as it is.
+            data = tensor.detach().reshape(-1).view(torch.uint8).numpy().tobytes()
+    elif device.type != "meta":
         flat = tensor.detach().resolve_conj().resolve_neg().contiguous().cpu().reshape(-1)
         data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
     stride = list(tensor.stride()) if _dense(tensor) else None
-    return [str(tensor.dtype).removeprefix("torch."), list(tensor.shape), stride, device, data]
+    return [_dtype_name(tensor.dtype), list(tensor.shape), stride, str(device), data]
 
 
 def _dense(tensor: torch.Tensor) -> bool:
@@ -198,7 +220,7 @@ def decode_tensor(leaf, limits: Limits = LIMITS) -> torch.Tensor:
     if device.type == "meta":
         expect(not data, "a meta tensor with data")
         return torch.empty(shape, dtype=dtype, device=device)
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = _itemsize(dtype)
     expect(len(data) == count * itemsize, "a tensor whose bytes do not match its shape and dtype")
     flat = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
     values = flat.view(dtype).reshape(shape)
@@ -256,12 +278,22 @@ def decode_dtype(node: list) -> torch.dtype:
     return dtype
 
 
+_DEVICES: dict[str, torch.device] = {}  # The devices decoded so far, by name.
+
+
 def decode_device(node: list) -> torch.device:
-    expect(len(node) == 2 and type(node[1]) is str and _DEVICE.fullmatch(node[1]) is not None, "a malformed device")
+    expect(len(node) == 2 and type(node[1]) is str, "a malformed device")
+    device = _DEVICES.get(node[1])
+    if device is not None:
+        return device
+    expect(_DEVICE.fullmatch(node[1]) is not None, "a malformed device")
     try:
-        return torch.device(node[1])
+        device = torch.device(node[1])
     except RuntimeError:
         raise WireError(f"an unknown device {node[1]!r}") from None
+    if len(_DEVICES) < 64:
+        _DEVICES[node[1]] = device
+    return device
 
 
 def encode_leaf(value):
@@ -283,7 +315,7 @@ def encode_leaf(value):
 
 
 def decode_leaf(node: list):
-    """The value of a leaf node (see `encode_leaf`, and big ints); `NOT_A_LEAF` when ``node`` is not one."""
+    """The value of a leaf node (see `encode_leaf`, and big ints)."""
     tag = node[0]
     if tag == Tag.BIGINT:
         return decode_bigint(node)
@@ -302,7 +334,4 @@ def decode_leaf(node: list):
         return NotImplemented
     if tag == Tag.NPSCALAR:
         return decode_npscalar(node)
-    return NOT_A_LEAF
-
-
-NOT_A_LEAF = object()
+    raise WireError(f"an unknown leaf (tag {tag})")
