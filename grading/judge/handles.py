@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .pairs import PAIR_TYPES
-from .wire import WireError
+from .wire import WireError, same_plain
 
 CUSTOM_GET, CUSTOM_SET, CUSTOM_DEL, HAS_DICT = 1, 2, 4, 8  # The flags of a class node (agent.py).
 _SLOTS = ("_judge_oid", "_judge_dict", "_judge_hash", "_judge_pair")
@@ -190,6 +190,8 @@ class Handle:
             # becomes eager first, so that what crosses inside it is eager too and the test's changes to the
             # value keep crossing (codec.py).
             info.peer.escape_dict(found)
+        elif plain and name in found and same_plain(found[name], value):
+            return  # Nothing changes (``cache.misses += 0``): the dict need not cross again.
         found[name] = value
         _changed(self, info)
 

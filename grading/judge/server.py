@@ -144,15 +144,19 @@ def warm() -> None:
     import torch
 
     torch.set_num_threads(1)
+    import numpy.random  # noqa: F401 - every test cell seeds it (runner.py), which would import it in each judge.
+
     import course.checks  # noqa: F401 - imported now, before any test cell needs it.
     import grading.judge.runner  # noqa: F401 - the same.
 
     # What is imported now lives as long as the judge: the collector need not walk it again. Importing torch leaves
     # some 190,000 objects that it tracks, and every full collection walked them all: a test's messages make many
     # small lists, which start a collection every few hundred, and that tripled the cost of encoding and decoding
-    # them (measured 2026-12-04: 3,000 replay steps took 37.6 ms to encode, send and decode, 14.1 ms frozen).
+    # them (measured 2026-12-04: 3,000 replay steps took 37.4 ms to encode, pack, unpack and decode, 14.1 ms frozen).
     gc.collect()
     gc.freeze()
+    # And the young objects are collected every 10,000 allocations instead of 700: a judge lives for one student.
+    gc.set_threshold(10_000)
 
 
 def serve(control: Control) -> None:

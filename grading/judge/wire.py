@@ -15,6 +15,7 @@ Every limit (`Limits`) is checked when a message is read or built; breaking one 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from enum import IntEnum
@@ -136,6 +137,19 @@ def text(value, limits: Limits = LIMITS) -> str:
     """A name or message from a peer: a str within the text limit."""
     expect(type(value) is str and len(value) <= limits.text, "a name or message that is not a short string")
     return value
+
+
+_SCALAR_TYPES = frozenset({int, float, bool, str, bytes, type(None), torch.device, torch.dtype})
+
+
+def same_plain(old, new) -> bool:
+    """Whether writing the scalar ``new`` over ``old`` changes nothing anyone could see (-0.0 is not 0.0)."""
+    if old is new:
+        return True
+    kind = type(old)
+    if kind is not type(new) or kind not in _SCALAR_TYPES:
+        return False
+    return old == new and (kind is not float or math.copysign(1.0, old) == math.copysign(1.0, new))
 
 
 def encode_int(value: int):
