@@ -321,7 +321,7 @@ class PairTable:
         for when they are read, and an unneeded update then is all it costs."""
         for pair in self.eager.values():
             tag = pair.tag
-            if (tag is _TENSOR or tag is Tag.NDARRAY) and pair.recorded is not None and pair.changed():
+            if (tag is _TENSOR or tag is Tag.NDARRAY) and pair.changed():
                 pair.record()
 
     def sweep(self) -> list[int]:

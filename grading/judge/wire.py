@@ -15,6 +15,7 @@ Every limit (`Limits`) is checked when a message is read or built; breaking one 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -139,15 +140,13 @@ def text(value, limits: Limits = LIMITS) -> str:
     return value
 
 
-_SCALAR_TYPES = frozenset({int, float, bool, str, bytes, type(None), torch.device, torch.dtype})
-
-
 def same_plain(old, new) -> bool:
-    """Whether writing the scalar ``new`` over ``old`` changes nothing anyone could see (-0.0 is not 0.0)."""
+    """Whether writing ``new``, a value that holds nothing shared (an int, a str, a device...), over ``old`` changes
+    nothing anyone could see: the same type and an equal value, where -0.0 is not 0.0 (nor complex zeros alike)."""
     if old is new:
         return True
     kind = type(old)
-    if kind is not type(new) or kind not in _SCALAR_TYPES:
+    if kind is not type(new) or kind is complex:
         return False
     return old == new and (kind is not float or math.copysign(1.0, old) == math.copysign(1.0, new))
 
@@ -176,23 +175,15 @@ def _element_count(shape, limits: Limits) -> int:
     return count
 
 
-# Each dtype's name on the wire and its size in bytes, found once per dtype.
-_DTYPE_NAMES: dict[torch.dtype, str] = {}
-_ITEMSIZES: dict[torch.dtype, int] = {}
-
-
+@functools.cache
 def _dtype_name(dtype: torch.dtype) -> str:
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
-    return name
+    """A dtype's name on the wire (found once per dtype)."""
+    return str(dtype).removeprefix("torch.")
 
 
+@functools.cache
 def _itemsize(dtype: torch.dtype) -> int:
-    size = _ITEMSIZES.get(dtype)
-    if size is None:
-        size = _ITEMSIZES[dtype] = torch.empty((), dtype=dtype).element_size()
-    return size
+    return torch.empty((), dtype=dtype).element_size()
 
 
 def encode_tensor(tensor: torch.Tensor) -> list:
@@ -292,22 +283,19 @@ def decode_dtype(node: list) -> torch.dtype:
     return dtype
 
 
-_DEVICES: dict[str, torch.device] = {}  # The devices decoded so far, by name.
-
-
 def decode_device(node: list) -> torch.device:
     expect(len(node) == 2 and type(node[1]) is str, "a malformed device")
-    device = _DEVICES.get(node[1])
-    if device is not None:
-        return device
-    expect(_DEVICE.fullmatch(node[1]) is not None, "a malformed device")
+    return _device_named(node[1])
+
+
+@functools.lru_cache(maxsize=64)
+def _device_named(name: str) -> torch.device:
+    """The device of a well-formed name (the last ones decoded are kept: a test's tensors name one or two)."""
+    expect(_DEVICE.fullmatch(name) is not None, "a malformed device")
     try:
-        device = torch.device(node[1])
+        return torch.device(name)
     except RuntimeError:
-        raise WireError(f"an unknown device {node[1]!r}") from None
-    if len(_DEVICES) < 64:
-        _DEVICES[node[1]] = device
-    return device
+        raise WireError(f"an unknown device {name!r}") from None
 
 
 def encode_leaf(value):
