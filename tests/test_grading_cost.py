@@ -8,7 +8,9 @@
   than it ran.
 - The scratch course and the sandbox probe are made once per machine and kept by content hash.
 - nbgrader's metadata check runs once per distinct metadata and still refuses invalid metadata.
-- Feedback's exporter gives images their alternative text and compiles its templates once.
+- Feedback's exporter gives images their alternative text and compiles its templates once; it renders a
+  markdown cell once per process (the same HTML as nbconvert's), except one with attachments.
+- The worker's gradebooks share one database engine, so that each query compiles once.
 - The benchmark's report prints every figure the README's grading rows need, the judge's share too.
 """
 
@@ -240,6 +242,50 @@ def test_feedback_images_get_their_alternative_text_and_templates_compile_once()
     assert exporters[0].environment is exporters[1].environment, "one template environment per process"
     plain = HTMLExporter(template_name="classic").from_notebook_node(notebook)[0]
     assert plain.count("<img") == html.count("<img") == 2
+
+
+def test_feedback_renders_a_markdown_cell_once_as_nbconvert_does_except_one_with_attachments(monkeypatch):
+    from nbconvert.exporters import HTMLExporter
+    from nbformat.v4 import new_markdown_cell, new_notebook
+
+    from grading.pipeline.feedback import FeedbackExporter
+
+    pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
+    cells = [new_markdown_cell("## 驱逐 $x^2$\n\nThe *victim* is `argmin`.\n\n| a | b |\n|---|---|\n| 1 | 2 |"),
+             new_markdown_cell("![a curve](attachment:curve.png)", attachments={"curve.png": {"image/png": pixel}})]
+    rendered = []
+    original = HTMLExporter.markdown2html
+    monkeypatch.setattr(HTMLExporter, "markdown2html", lambda self, context, source: rendered.append(source)
+                        or original(self, context, source))
+    FeedbackExporter._markdown.clear()
+    pages = [FeedbackExporter(template_name="classic").from_notebook_node(new_notebook(cells=cells))[0]
+             for _ in range(3)]
+    assert rendered.count(cells[0].source) == 1, "a markdown cell without attachments is rendered once"
+    assert rendered.count(cells[1].source) == 3, "a cell with attachments is rendered each time"
+    assert pages[0] == pages[1] == pages[2], "the remembered HTML is the HTML rendered the first time"
+    for fragment in ("<em>victim</em>", "<code>argmin</code>", "<td>1</td>", f"data:image/png;base64,{pixel}"):
+        assert fragment in pages[0], fragment
+
+
+def test_the_workers_gradebooks_share_one_engine_and_still_read_and_write(tmp_path, monkeypatch):
+    from nbgrader import api
+    from nbgrader.api import Gradebook
+
+    from grading.pipeline import worker
+
+    monkeypatch.setattr(api, "create_engine", api.create_engine)  # Undone after the test.
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # nbgrader's alembic.
+    worker._one_engine_per_database()
+    worker._one_engine_per_database()  # Twice: the second call keeps the first cache.
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as first:
+        first.add_student("s1")
+    with Gradebook(url) as second:
+        assert second.engine is first.engine
+        assert [student.id for student in second.students] == ["s1"]
+        second.add_student("s2")
+    with Gradebook(f"sqlite:///{tmp_path / 'other.db'}") as other:
+        assert other.engine is not first.engine and other.students == []
 
 
 def test_a_starved_notebook_is_graded_again_alone_and_its_status_says_so(monkeypatch, tmp_path):

@@ -30,6 +30,7 @@ import html
 import json
 import re
 
+from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.exporters.exporter import ResourcesDict
 from nbconvert.filters import Highlight2HTML, get_metadata
@@ -191,6 +192,23 @@ class FeedbackExporter(HTMLExporter):
     """The feedback page's exporter (see the module's docstring): one template environment per process."""
 
     _environments: dict = {}
+    # A markdown cell's HTML, by its source and the options it depends on, for the grading process's lifetime: the
+    # course's markdown cells are the same for every student, and rendering them was a third of writing feedback.
+    _markdown: dict[tuple, str] = {}
+    MARKDOWN_CELLS = 4096
+
+    @pass_context
+    def markdown2html(self, context, source: str) -> str:
+        """HTMLExporter's markdown filter, remembered for a cell without attachments (images are then links)."""
+        if context.get("cell", {}).get("attachments") or self.embed_images or self.lexer_options:
+            return super().markdown2html(context, source)
+        key = (source, self.anchor_link_text, self.exclude_anchor_links)
+        found = self._markdown.get(key)
+        if found is None:
+            if len(self._markdown) >= self.MARKDOWN_CELLS:
+                self._markdown.clear()
+            found = self._markdown[key] = super().markdown2html(context, source)
+        return found
 
     def default_filters(self):
         yield from super().default_filters()

@@ -31,6 +31,21 @@ from pathlib import Path
 from grading.pipeline.events import Crashed, Done, Event, Finished, Ready, Start, encode
 
 
+def _one_engine_per_database() -> None:
+    """Make nbgrader's gradebooks in this process share one SQLAlchemy engine per database.
+
+    nbgrader opens a gradebook, and with it a new engine, about eleven times per notebook. A new engine
+    compiles every query again (SQLAlchemy keeps compiled queries per engine) and opens a new connection;
+    shared, each query compiles once per worker. The database and every query are the same.
+    """
+    import functools
+
+    from nbgrader import api
+
+    if not hasattr(api.create_engine, "cache_info"):
+        api.create_engine = functools.cache(api.create_engine)
+
+
 def _api(settings: dict, options):
     """nbgrader's API on the scratch course, with the command's options and the job's own gradebook."""
     from nbgrader.apps.api import NbGraderAPI
@@ -49,6 +64,7 @@ def _api(settings: dict, options):
     config.SanitizeNotebook.enabled = options.sanitize
     config.NbGraderAPI.log_level = "WARN"
     config.Exchange.root = str(Path(settings["course"]) / "exchange")  # Not used; nbgrader wants it to exist.
+    _one_engine_per_database()
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
 
 
