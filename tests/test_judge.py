@@ -334,6 +334,54 @@ def test_a_replay_runs_its_steps_in_the_kernel_in_one_request_with_in_process_re
         assert not verdict.passed and "a malformed answer to a replay" in verdict.message, (forged, verdict)
 
 
+def test_a_replay_s_results_cross_as_copies_that_no_pair_holds_on_either_side(kernel, monkeypatch):
+    """A replay's results are copies made for it (course.checks._copied), which nothing in the kernel holds: its
+    lists, dicts, sets and tensors cross as values, and neither side keeps them in step at every message. An object
+    among the results is still the student's, its attributes kept in step."""
+    from grading.judge import pairs
+    from grading.judge.wire import Tag
+
+    k = kernel('''
+        import torch
+        class Box:
+            def __init__(self):
+                self.items, self.weights, self.inner = [1, 2], torch.arange(4.0), None
+            def grow(self):
+                self.bump()
+                return self.items
+            def bump(self):
+                self.items.append(len(self.items) + 1)
+            def parts(self):
+                return {"items": self.items, "seen": {1, 2}, "weights": self.weights}
+    ''')
+    added = []
+    original = pairs.PairTable.add
+
+    def counting_add(self, obj, tag, sid=None, lazy=False):
+        added.append((self.parity, Tag(tag).name, lazy))
+        return original(self, obj, tag, sid, lazy)
+
+    monkeypatch.setattr(pairs.PairTable, "add", counting_add)
+    k.passes('''
+        from course.checks import replay
+        box = Box()
+        box.inner = Box()
+        got = list(replay(box, [("grow", ()), ("items", list), ("weights", None), ("parts", ()), ("inner", None)]))
+        assert got[:2] == [[1, 2, 3], [1, 2, 3]] and torch.equal(got[2], torch.arange(4.0))
+        assert got[3]["items"] == [1, 2, 3] and got[3]["seen"] == {1, 2} and torch.equal(got[3]["weights"], got[2])
+        got[0].append(99)  # A copy: changing it changes nothing in the kernel.
+        got[2].add_(1)
+        box.bump()
+        assert box.items == [1, 2, 3, 4] and torch.equal(box.weights, torch.arange(4.0)), (box.items, box.weights)
+        assert got[4].items == [1, 2]  # The student's object, with its attributes.
+        got[4].bump()
+        assert got[4].items == [1, 2, 3]
+    ''')
+    eager = [(side, tag) for side, tag, lazy in added if not lazy]
+    assert eager == [], eager  # Without copies: 8 eager pairs on each side (the steps too), scanned at every message.
+    assert any(tag == "DICT" for _, tag, _ in added), added  # The objects' attributes still come as pairs.
+
+
 def test_a_replay_makes_many_objects_of_a_kernel_class_and_keeps_them_in_step(kernel):
     """("__call__", args) steps on a class or a function of the kernel make its objects in one request; their
     attributes are then kept in step, so that a later read costs no request and sees the kernel's changes."""

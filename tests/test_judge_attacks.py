@@ -105,6 +105,11 @@ MALFORMED = {
     "not a message": lambda seq: msgpack.packb([1, 2, 3]),
     "a reply to another request": lambda seq: ["ok", "1", seq + 7, [[], [[], 0, 0]], ["a"]],
     "garbage bytes": lambda seq: b"\xc1\xc1\xc1\xc1",
+    "a copy of an array (never one)": _ok([Tag.NDARRAY, 0, ["<f4", [1], b"\x00" * 4]]),
+    "a copy of a dict with a key and no value": _ok([Tag.DICT, 0, [1]]),
+    "a copy of a set with an unhashable item": _ok([Tag.SET, 0, [[Tag.LIST, 0, []]]]),
+    "a copy of a tensor whose bytes do not match its shape": _ok([Tag.TENSOR, 0, ["float32", [4], None, "cpu",
+                                                                                  b"\x00" * 3]]),
 }
 def _nest(depth: int):
     node = "bottom"

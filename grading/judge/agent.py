@@ -305,12 +305,11 @@ class AgentPeer(Peer):
         raise WireError(f"an unknown request {op!r}")
 
     def replay(self, target, steps) -> list:
-        """course.checks.replay's steps on ``target``, here: ``[whether the last one raised, result...]``.
-        What it raised is kept for the judge's next request (``replay_error``). The results sit one level
-        down in the reply, where an object comes with its attributes when it has few (`encode_object`)."""
+        """course.checks.replay's steps on ``target``, here: ``[whether one raised, result...]`` (what it raised waits
+        for the judge's ``replay_error``); results sit one level down, objects with few attributes bring them."""
         from course.checks import apply_step
 
-        expect(type(steps) is list, "replay's steps are not a list")
+        expect(type(steps) is tuple, "replay's steps are not a tuple")  # A tuple: no pair need hold them.
         reply = [False]
         for step in steps:
             try:
@@ -319,6 +318,7 @@ class AgentPeer(Peer):
                 self.replay_failure = error
                 reply[0] = True
                 break
+        self.reply_by_value = True  # The results are copies (course.checks._copied): no pair need hold them.
         return reply
 
     def lookup(self, name: str):

@@ -1,6 +1,7 @@
 """Values to wire trees and back, for one side of the connection (a `peer.Peer`).
 
-Plain data crosses by value; mutable containers and tensors become shared pairs (pairs.py); what
+Plain data crosses by value; mutable containers and tensors become shared pairs (pairs.py), except a
+replay's results, which are copies made for it and cross as values (`Codec.by_value`); what
 is neither is the side's business (`Peer.encode_object` and `Peer.decode_object`: handles,
 callbacks, functions of allowed modules). Both walkers count the values of a message and how deep
 they nest, and stop with `WireError` past the limits, so that no value makes either side recurse
@@ -54,6 +55,9 @@ _LEAVES = frozenset(int(tag) for tag in (Tag.BIGINT, Tag.COMPLEX, Tag.DTYPE, Tag
                                          Tag.NOTIMPLEMENTED, Tag.NPSCALAR))
 # Errors that decoding data can raise (an unhashable key, a bad slice); they mean a malformed message.
 _DATA_ERRORS = (TypeError, ValueError, OverflowError, RuntimeError, IndexError, KeyError)
+# What crosses as a copy while `Codec.by_value` is set: the types of course.checks.replay's copied results.
+_COPIES = frozenset((Tag.LIST, Tag.SET, Tag.DICT, Tag.ODICT, Tag.TENSOR))
+COPY = 0  # The shared id of a value that crossed as a copy: no pair holds it on either side.
 
 
 class Codec:
@@ -67,6 +71,9 @@ class Codec:
         self.touched: list[shared.Pair] = []  # Pairs whose snapshot is taken once the message is sent.
         # Whether decoding the message wrote into a tensor or array this side already held (`PairTable.settle`).
         self.wrote_memory = False
+        # Whether lists, sets, dicts and tensors cross as copies, with no pair (a replay's results: copies that
+        # nothing in the kernel holds, so neither side need keep them in step); what a __dict__ holds never does.
+        self.by_value = False
 
     def start(self) -> None:
         self.items = 0
@@ -141,6 +148,9 @@ class Codec:
         return out
 
     def _encode_pair(self, value, tag: int, depth: int) -> list:
+        if self.by_value and not self.lazy and tag in _COPIES:  # A copy (see `by_value`); never in a __dict__.
+            return [tag, COPY, encode_tensor(value) if tag is Tag.TENSOR else self._encode_items(value, depth)
+                    if tag is Tag.LIST or tag is Tag.SET else self._flat(value.items(), depth)]
         pairs = self.peer.pairs
         pair = pairs.find(value)
         if pair is not None:
@@ -281,6 +291,8 @@ class Codec:
     def _decode_pair(self, node: list, depth: int):
         expect(len(node) == 3, "a malformed shared value")
         tag, sid, content = node
+        if sid == COPY and type(sid) is int:
+            return self._decode_copy(tag, content, depth)
         pairs = self.peer.pairs
         if tag in (Tag.TENSOR, Tag.NDARRAY):
             obj = decode_tensor(content, self.limits) if tag == Tag.TENSOR else decode_ndarray(content, self.limits)
@@ -290,6 +302,17 @@ class Codec:
             self.fill(pair, content, depth)
         pair.record()
         return pair.obj
+
+    def _decode_copy(self, tag: int, content, depth: int):
+        """A list, set, dict or tensor that crossed as a copy (`by_value`): a new object that no pair holds."""
+        expect(tag in _COPIES and (tag == Tag.TENSOR or type(content) is list), "a malformed copy")
+        if tag == Tag.TENSOR:
+            return decode_tensor(content, self.limits)
+        items = self._decode_items(content, depth)
+        expect(tag in (Tag.LIST, Tag.SET) or len(items) % 2 == 0, "a malformed mapping")
+        obj = shared.MAKERS[tag]()
+        shared.apply(tag, obj, items)
+        return obj
 
     def _decode_promotion(self, node: list, depth: int):
         """A lazy pair that the sender promoted, with its whole content (see `_encode_pair`)."""

@@ -259,7 +259,7 @@ class Handle:
     def judge_replay(target, steps: list):
         """course.checks.replay on an object of the kernel: every step runs there, in one request."""
         info = info_of(target if isinstance(target, HandleMeta) else type(target))
-        reply = info.peer.request("replay", target, steps)  # [whether a step raised, result...]
+        reply = info.peer.request("replay", target, tuple(steps))  # [whether a step raised, result...]
         # A result for every step, or for every step before the one that raised: never fewer, so that no check
         # of a test that loops over the results is left out.
         if not (type(reply) is list and reply and type(reply[0]) is bool

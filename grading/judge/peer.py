@@ -133,6 +133,7 @@ class Peer:
         self.seq = 0
         self.sent = self.received = 0  # Messages of this test cell, each way.
         self.requests = 0  # Requests of this test cell, each way: how often the test crossed to the other side.
+        self.reply_by_value = False  # Whether the next message's body crosses as copies (`Codec.by_value`).
 
     # What this side lends the other.
 
@@ -212,7 +213,11 @@ class Peer:
             changed = changed + pairs.dirty
         extra = self.outgoing(dropped)
         updates = [[pair.sid, codec.content(pair)] for pair in changed] if changed else []
-        encoded = body if raw else [codec.encode(value) for value in body]
+        codec.by_value, self.reply_by_value = self.reply_by_value and not raw, False
+        try:
+            encoded = body if raw else [codec.encode(value) for value in body]
+        finally:
+            codec.by_value = False
         return [kind, self.epoch, seq, [updates, extra], encoded], changed
 
     def _roll_back(self, marks: tuple[int, int]) -> None:
