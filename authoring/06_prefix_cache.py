@@ -1144,7 +1144,7 @@ def _check_task6_2_6_victim():
 
     from course.checks import assert_plain_equal, replay
 
-    # BEGIN SHARED _Oracle, _tree (authoring/shared/06_prefix_cache.py)
+    # BEGIN SHARED _Oracle, _tree, _last_answer (authoring/shared/06_prefix_cache.py)
     class _Oracle:
         """The contract, written as directly as possible: recompute every key from scratch."""
 
@@ -1203,6 +1203,17 @@ def _check_task6_2_6_victim():
                 x = parent[x]
             paths[node] = path[::-1]
         return ids, paths
+
+    def _last_answer(cache, steps):
+        """One replay of ``steps``, then ``len(cache)``: the answer of the last step (None when there is none), and the
+        replay's results, which give ``len(cache)`` next."""
+        from course.checks import replay
+
+        results = replay(cache, [*steps, ("len", ())])
+        answer = None
+        for _ in steps:
+            answer = next(results)
+        return answer, results
     # END SHARED
 
     _rng = _random.Random(6226)
@@ -1245,9 +1256,7 @@ def _check_task6_2_6_victim():
             # no step depends on its answer (a pin names blocks the last comparison found).
             if not (_r < 0.4 or _op == 69):
                 continue
-            _results = replay(_cache, [*_steps, ("len", ())])
-            for _step in _steps:
-                _got = next(_results)
+            _got, _results = _last_answer(_cache, _steps)
             if _r < 0.4:
                 assert_plain_equal(_got, _stored, f"{_where}, call {_op}: insert", reveal=False)
             _steps = []
@@ -1319,7 +1328,7 @@ def _check_task6_2_7_evict():
 
     from course.checks import replay
 
-    # BEGIN SHARED _Oracle, _tree (authoring/shared/06_prefix_cache.py)
+    # BEGIN SHARED _Oracle, _tree, _last_answer (authoring/shared/06_prefix_cache.py)
     class _Oracle:
         """The contract, written as directly as possible: recompute every key from scratch."""
 
@@ -1378,6 +1387,17 @@ def _check_task6_2_7_evict():
                 x = parent[x]
             paths[node] = path[::-1]
         return ids, paths
+
+    def _last_answer(cache, steps):
+        """One replay of ``steps``, then ``len(cache)``: the answer of the last step (None when there is none), and the
+        replay's results, which give ``len(cache)`` next."""
+        from course.checks import replay
+
+        results = replay(cache, [*steps, ("len", ())])
+        answer = None
+        for _ in steps:
+            answer = next(results)
+        return answer, results
     # END SHARED
 
     _rng = _random.Random(6227)
@@ -1416,9 +1436,7 @@ def _check_task6_2_7_evict():
             # its last call, and no step depends on its answer (a pin names blocks the last comparison found).
             if not (_r < 0.4 or _op == 69):
                 continue
-            _results = replay(_cache, [*_steps, ("len", ())])
-            for _step in _steps:
-                _got = next(_results)
+            _got, _results = _last_answer(_cache, _steps)
             if _r < 0.4:
                 assert_plain_equal(_got, _stored, f"{_where}, call {_op}: insert", reveal=False)
             _steps = []

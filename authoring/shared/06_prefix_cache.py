@@ -140,3 +140,15 @@ class ToyCache:
 
     def pinned(self):
         return sorted(h for h, count in self.refs.items() if count)
+
+
+def _last_answer(cache, steps):
+    """One replay of ``steps``, then ``len(cache)``: the answer of the last step (None when there is none), and the
+    replay's results, which give ``len(cache)`` next."""
+    from course.checks import replay
+
+    results = replay(cache, [*steps, ("len", ())])
+    answer = None
+    for _ in steps:
+        answer = next(results)
+    return answer, results
