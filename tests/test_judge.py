@@ -378,7 +378,7 @@ def test_a_replay_s_results_cross_as_copies_that_no_pair_holds_on_either_side(ke
         assert got[4].items == [1, 2, 3]
     ''')
     eager = [(side, tag) for side, tag, lazy in added if not lazy]
-    assert eager == [], eager  # Without copies: 8 eager pairs on each side (the steps too), scanned at every message.
+    assert eager == [], eager  # Without copies: an eager pair on each side for every one, scanned at every message.
     assert any(tag == "DICT" for _, tag, _ in added), added  # The objects' attributes still come as pairs.
 
 
