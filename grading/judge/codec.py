@@ -149,8 +149,7 @@ class Codec:
 
     def _encode_pair(self, value, tag: int, depth: int) -> list:
         if self.by_value and not self.lazy and tag in _COPIES:  # A copy (see `by_value`); never in a __dict__.
-            return [tag, COPY, encode_tensor(value) if tag is Tag.TENSOR else self._encode_items(value, depth)
-                    if tag is Tag.LIST or tag is Tag.SET else self._flat(value.items(), depth)]
+            return [tag, COPY, self._content_of(tag, value, depth)]
         pairs = self.peer.pairs
         pair = pairs.find(value)
         if pair is not None:
@@ -179,12 +178,15 @@ class Codec:
 
     def content(self, pair: shared.Pair, depth: int = 0):
         """What a pair holds now, as a tree (in a new pair's node, or in an update)."""
-        tag, obj = pair.tag, pair.obj
+        return self._content_of(pair.tag, pair.obj, depth, pair.lazy)
+
+    def _content_of(self, tag: int, obj, depth: int, lazy: bool = False):
+        """What ``obj``, of a pair's type, holds now, as a tree; ``lazy``: whether it is a lazy pair's content."""
         if tag is Tag.TENSOR:
             return encode_tensor(obj)
         if tag is Tag.NDARRAY:
             return encode_ndarray(obj)
-        outer, self.lazy = self.lazy, pair.lazy
+        outer, self.lazy = self.lazy, lazy
         try:
             if tag is Tag.LIST or tag is Tag.SET:
                 return self._encode_items(obj, depth)
@@ -308,10 +310,8 @@ class Codec:
         expect(tag in _COPIES and (tag == Tag.TENSOR or type(content) is list), "a malformed copy")
         if tag == Tag.TENSOR:
             return decode_tensor(content, self.limits)
-        items = self._decode_items(content, depth)
-        expect(tag in (Tag.LIST, Tag.SET) or len(items) % 2 == 0, "a malformed mapping")
         obj = shared.MAKERS[tag]()
-        shared.apply(tag, obj, items)
+        self._fill_items(tag, obj, content, depth)
         return obj
 
     def _decode_promotion(self, node: list, depth: int):
@@ -377,13 +377,17 @@ class Codec:
         expect(type(content) is list, "a malformed shared value")
         outer, self.lazy = self.lazy, pair.lazy
         try:
-            items = self._decode_items(content, depth)
+            self._fill_items(tag, pair.obj, content, depth)
         finally:
             self.lazy = outer
+
+    def _fill_items(self, tag: int, obj, content: list, depth: int) -> None:
+        """Give the container ``obj``, of a pair's type, the values of ``content``'s nodes, in place."""
+        items = self._decode_items(content, depth)
         if tag in (Tag.DICT, Tag.ODICT, Tag.NAMESPACE):
             expect(len(items) % 2 == 0, "a malformed mapping")
         try:
-            shared.apply(tag, pair.obj, items)
+            shared.apply(tag, obj, items)
         except WireError:
             raise
         except _DATA_ERRORS as error:
