@@ -142,21 +142,29 @@ def _parts(pair: Pair):
     return vars(obj).values() if tag is Tag.NAMESPACE else ()
 
 
+# What can neither be a pair nor hold one: left out of `lazy_pairs_in`'s walk as soon as it is seen.
+_LEAVES = frozenset({int, float, complex, str, bytes, bool, type(None)})
+
+
 def lazy_pairs_in(table: PairTable, values) -> list[Pair]:
     """The lazy pairs among ``values`` and all they hold, through tuples, frozensets and lazy pairs (an
-    eager pair holds only eager ones); the first value's pair first."""
-    found, seen, stack = [], set(), list(reversed(values))
+    eager pair holds only eager ones); the first value's pair first.
+
+    Numbers and strings never go on the walk's stack: a lazy pair is often a long list of block ids, and
+    the kernel walks what an object's ``__dict__`` holds each time the object crosses again."""
+    leaves = _LEAVES
+    found, seen, stack = [], set(), [value for value in reversed(values) if type(value) not in leaves]
     while stack:
         value = stack.pop()
         kind = type(value)
         if kind is tuple or kind is frozenset:
-            stack.extend(value)
+            stack.extend([item for item in value if type(item) not in leaves])
         elif kind in PAIR_TYPES or isinstance(value, torch.Tensor):
             pair = table.find(value)
             if pair is not None and pair.lazy and pair.sid not in seen:
                 seen.add(pair.sid)
                 found.append(pair)
-                stack.extend(_parts(pair))
+                stack.extend([item for item in _parts(pair) if type(item) not in leaves])
     return found
 
 
