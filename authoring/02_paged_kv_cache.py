@@ -1181,10 +1181,11 @@ def _check_task2_4_1_allocate_for_sequence():
 
         assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
         assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
-        assert_plain_equal(manager.allocator.num_free, len(model.free), f"allocator.num_free {where}", reveal=False)
         sequences = [manager.sequences[sid] for sid in model.table]
-        # The allocator's own blocks for the ids of every sequence, asked in one replay.
-        owned = replay(manager.allocator, [("get_block", (block.block_id,)) for seq in sequences for block in seq.block_table])
+        # num_free, then the allocator's own blocks for the ids of every sequence, asked in one replay.
+        owned = replay(manager.allocator, [("num_free", None)]
+                       + [("get_block", (block.block_id,)) for seq in sequences for block in seq.block_table])
+        assert_plain_equal(next(owned), len(model.free), f"allocator.num_free {where}", reveal=False)
         for sid, seq in zip(model.table, sequences):
             got = [[block.block_id for block in seq.block_table], seq.num_tokens, seq.last_access_step, seq.use_count]
             want = [model.table[sid], model.tokens[sid], model.last[sid], model.uses[sid]]
@@ -1393,10 +1394,11 @@ def _check_task2_4_2_append_tokens():
 
         assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
         assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
-        assert_plain_equal(manager.allocator.num_free, len(model.free), f"allocator.num_free {where}", reveal=False)
         sequences = [manager.sequences[sid] for sid in model.table]
-        # The allocator's own blocks for the ids of every sequence, asked in one replay.
-        owned = replay(manager.allocator, [("get_block", (block.block_id,)) for seq in sequences for block in seq.block_table])
+        # num_free, then the allocator's own blocks for the ids of every sequence, asked in one replay.
+        owned = replay(manager.allocator, [("num_free", None)]
+                       + [("get_block", (block.block_id,)) for seq in sequences for block in seq.block_table])
+        assert_plain_equal(next(owned), len(model.free), f"allocator.num_free {where}", reveal=False)
         for sid, seq in zip(model.table, sequences):
             got = [[block.block_id for block in seq.block_table], seq.num_tokens, seq.last_access_step, seq.use_count]
             want = [model.table[sid], model.tokens[sid], model.last[sid], model.uses[sid]]
@@ -1618,10 +1620,11 @@ def _check_task2_4_3_fork_and_copy_on_write():
 
         assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
         assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
-        assert_plain_equal(manager.allocator.num_free, len(model.free), f"allocator.num_free {where}", reveal=False)
         sequences = [manager.sequences[sid] for sid in model.table]
-        # The allocator's own blocks for the ids of every sequence, asked in one replay.
-        owned = replay(manager.allocator, [("get_block", (block.block_id,)) for seq in sequences for block in seq.block_table])
+        # num_free, then the allocator's own blocks for the ids of every sequence, asked in one replay.
+        owned = replay(manager.allocator, [("num_free", None)]
+                       + [("get_block", (block.block_id,)) for seq in sequences for block in seq.block_table])
+        assert_plain_equal(next(owned), len(model.free), f"allocator.num_free {where}", reveal=False)
         for sid, seq in zip(model.table, sequences):
             got = [[block.block_id for block in seq.block_table], seq.num_tokens, seq.last_access_step, seq.use_count]
             want = [model.table[sid], model.tokens[sid], model.last[sid], model.uses[sid]]
@@ -1837,10 +1840,11 @@ def _check_task2_4_4_touch_release_summary():
 
         assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
         assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
-        assert_plain_equal(manager.allocator.num_free, len(model.free), f"allocator.num_free {where}", reveal=False)
         sequences = [manager.sequences[sid] for sid in model.table]
-        # The allocator's own blocks for the ids of every sequence, asked in one replay.
-        owned = replay(manager.allocator, [("get_block", (block.block_id,)) for seq in sequences for block in seq.block_table])
+        # num_free, then the allocator's own blocks for the ids of every sequence, asked in one replay.
+        owned = replay(manager.allocator, [("num_free", None)]
+                       + [("get_block", (block.block_id,)) for seq in sequences for block in seq.block_table])
+        assert_plain_equal(next(owned), len(model.free), f"allocator.num_free {where}", reveal=False)
         for sid, seq in zip(model.table, sequences):
             got = [[block.block_id for block in seq.block_table], seq.num_tokens, seq.last_access_step, seq.use_count]
             want = [model.table[sid], model.tokens[sid], model.last[sid], model.uses[sid]]

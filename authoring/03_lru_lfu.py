@@ -1036,13 +1036,14 @@ def _check_task3_4_2_refuses():
 
     # BEGIN SHARED state (authoring/shared/03_lru_lfu.py)
     def state(manager):
-        """The visible parts' state (sorted ids, num_free, every block's ref_count), with every block of the
-        allocator read in one replay: the hidden parts of 3.4.2 and 3.4.3 use this copy."""
+        """The visible parts' state (sorted ids, num_free, every block's ref_count), with num_free and every block
+        of the allocator read in one replay: the hidden parts of 3.4.2 and 3.4.3 use this copy."""
         from course.checks import replay
 
-        # Every block of the allocator in one replay (each comes with its attributes).
-        blocks = replay(manager.allocator, [("get_block", (i,)) for i in range(manager.allocator.num_blocks)])
-        return [sorted(manager.sequences), manager.allocator.num_free, [block.ref_count for block in blocks]]
+        # num_free, then every block of the allocator (each comes with its attributes), in one replay.
+        num_free, *blocks = replay(manager.allocator, [("num_free", None)]
+                                   + [("get_block", (i,)) for i in range(manager.allocator.num_blocks)])
+        return [sorted(manager.sequences), num_free, [block.ref_count for block in blocks]]
     # END SHARED
 
 
@@ -1059,8 +1060,8 @@ def _check_task3_4_2_refuses():
             seq_id = f"r{index}"
             if manager.sequences and rng.random() < 0.35:
                 manager.fork(manager.sequences[rng.choice(sorted(manager.sequences))], seq_id)
-            elif rng.randint(1, 12) <= manager.allocator.num_free * manager.block_size:
-                manager.allocate_for_sequence(seq_id, rng.randint(1, min(12, manager.allocator.num_free * manager.block_size)))
+            elif rng.randint(1, 12) <= (room := manager.allocator.num_free * manager.block_size):
+                manager.allocate_for_sequence(seq_id, rng.randint(1, min(12, room)))
         return manager
 
 
@@ -1160,13 +1161,14 @@ def _check_task3_4_3_evicts_in_policy_order():
 
     # BEGIN SHARED state (authoring/shared/03_lru_lfu.py)
     def state(manager):
-        """The visible parts' state (sorted ids, num_free, every block's ref_count), with every block of the
-        allocator read in one replay: the hidden parts of 3.4.2 and 3.4.3 use this copy."""
+        """The visible parts' state (sorted ids, num_free, every block's ref_count), with num_free and every block
+        of the allocator read in one replay: the hidden parts of 3.4.2 and 3.4.3 use this copy."""
         from course.checks import replay
 
-        # Every block of the allocator in one replay (each comes with its attributes).
-        blocks = replay(manager.allocator, [("get_block", (i,)) for i in range(manager.allocator.num_blocks)])
-        return [sorted(manager.sequences), manager.allocator.num_free, [block.ref_count for block in blocks]]
+        # num_free, then every block of the allocator (each comes with its attributes), in one replay.
+        num_free, *blocks = replay(manager.allocator, [("num_free", None)]
+                                   + [("get_block", (i,)) for i in range(manager.allocator.num_blocks)])
+        return [sorted(manager.sequences), num_free, [block.ref_count for block in blocks]]
     # END SHARED
 
 
@@ -1191,8 +1193,8 @@ def _check_task3_4_3_evicts_in_policy_order():
             seq_id = f"r{index}"
             if manager.sequences and rng.random() < 0.35:
                 manager.fork(manager.sequences[rng.choice(sorted(manager.sequences))], seq_id)
-            elif rng.randint(1, 12) <= manager.allocator.num_free * manager.block_size:
-                manager.allocate_for_sequence(seq_id, rng.randint(1, min(12, manager.allocator.num_free * manager.block_size)))
+            elif rng.randint(1, 12) <= (room := manager.allocator.num_free * manager.block_size):
+                manager.allocate_for_sequence(seq_id, rng.randint(1, min(12, room)))
         for seq in manager.sequences.values():
             seq.last_access_step = rng.randint(0, 6)
         return manager

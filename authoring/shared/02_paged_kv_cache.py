@@ -137,10 +137,11 @@ def compare(manager, model, where, summary=False):
 
     assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
     assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
-    assert_plain_equal(manager.allocator.num_free, len(model.free), f"allocator.num_free {where}", reveal=False)
     sequences = [manager.sequences[sid] for sid in model.table]
-    # The allocator's own blocks for the ids of every sequence, asked in one replay.
-    owned = replay(manager.allocator, [("get_block", (block.block_id,)) for seq in sequences for block in seq.block_table])
+    # num_free, then the allocator's own blocks for the ids of every sequence, asked in one replay.
+    owned = replay(manager.allocator, [("num_free", None)]
+                   + [("get_block", (block.block_id,)) for seq in sequences for block in seq.block_table])
+    assert_plain_equal(next(owned), len(model.free), f"allocator.num_free {where}", reveal=False)
     for sid, seq in zip(model.table, sequences):
         got = [[block.block_id for block in seq.block_table], seq.num_tokens, seq.last_access_step, seq.use_count]
         want = [model.table[sid], model.tokens[sid], model.last[sid], model.uses[sid]]

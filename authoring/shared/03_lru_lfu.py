@@ -16,10 +16,11 @@ class ListedOrder:
 
 
 def state(manager):
-    """The visible parts' state (sorted ids, num_free, every block's ref_count), with every block of the
-    allocator read in one replay: the hidden parts of 3.4.2 and 3.4.3 use this copy."""
+    """The visible parts' state (sorted ids, num_free, every block's ref_count), with num_free and every block
+    of the allocator read in one replay: the hidden parts of 3.4.2 and 3.4.3 use this copy."""
     from course.checks import replay
 
-    # Every block of the allocator in one replay (each comes with its attributes).
-    blocks = replay(manager.allocator, [("get_block", (i,)) for i in range(manager.allocator.num_blocks)])
-    return [sorted(manager.sequences), manager.allocator.num_free, [block.ref_count for block in blocks]]
+    # num_free, then every block of the allocator (each comes with its attributes), in one replay.
+    num_free, *blocks = replay(manager.allocator, [("num_free", None)]
+                               + [("get_block", (i,)) for i in range(manager.allocator.num_blocks)])
+    return [sorted(manager.sequences), num_free, [block.ref_count for block in blocks]]
