@@ -119,6 +119,28 @@ def test_each_notebook_gets_a_fresh_kernel_and_nothing_of_the_last_one(folder, m
     assert len(second["processes"]) == 3, "only init, the warm process and this kernel: the sleeper is gone"
 
 
+_PLOT = r'''
+import json, sys
+before = "matplotlib" in sys.modules
+from IPython.utils.capture import capture_output
+import matplotlib.pyplot as plt
+with capture_output() as captured:
+    plt.plot([1, 2, 3])
+    plt.show()
+print(json.dumps({"before": before, "backend": plt.get_backend(),
+                  "png": any("image/png" in output.data for output in captured.outputs)}))
+'''
+
+
+def test_a_kernel_imports_matplotlib_only_when_a_cell_plots_and_then_shows_the_figure_inline(folder, monkeypatch):
+    """The warm process does not import matplotlib (no cell that grading runs plots: the plots are in the
+    experiments after the last graded cell, which grading skips); a student's cell that plots still shows its
+    figure in the feedback."""
+    found = run_kernel(_plan(folder, 5), _PLOT, monkeypatch)
+    assert not found["before"], "a fresh kernel has not imported matplotlib"
+    assert "inline" in found["backend"] and found["png"], found
+
+
 _REACH_THE_WARM_PROCESS = r'''
 import json, os, socket
 parent = os.getppid()

@@ -1,8 +1,8 @@
 """A student's warm process: it imports the kernel's libraries once and forks a fresh kernel per notebook.
 
-Starting a kernel costs seconds of CPU, most of it importing torch, numpy, matplotlib, ipykernel and
-the course package, and grading used to pay that for every notebook of every student. The warm
-process pays it once per student, inside that student's sandbox and cgroups (grading/isolation/sandbox.py,
+Starting a kernel costs seconds of CPU, most of it importing torch, numpy, ipykernel and the course
+package, and grading used to pay that for every notebook of every student. The warm process pays it once
+per student, inside that student's sandbox and cgroups (grading/isolation/sandbox.py,
 grading/isolation/limits.py), as the student's uid:
 
     python -I /dev/fd/SCRIPT_FD serve LISTENER_FD SANDBOXED PRELOAD_JSON
@@ -48,11 +48,13 @@ import time
 INSIDE_IP = "/tmp/.kernel"
 # What the sandbox's kernels import (and the judge's agent, msgpack): the warm process imports them first.
 # ipykernel's debugger (debugpy), IPython's history (sqlite3) and pdb are what starting a kernel imports;
-# stack_data and pygments' terminal formatter what its first traceback imports.
-PRELOAD = ("torch", "numpy", "numpy.testing", "torch.testing", "matplotlib.pyplot", "matplotlib_inline.backend_inline",
-           "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger", "IPython",
-           "IPython.core.history", "IPython.core.logger", "sqlite3", "pdb", "stack_data", "pygments.formatters",
-           "pygments.formatters.terminal256", "pygments.styles", "zmq", "comm", "ipywidgets", "msgpack")
+# stack_data and pygments' terminal formatter what its first traceback imports. Not matplotlib (0.3 CPU-s): no
+# cell that grading runs imports it (the plots are in the experiments after the last graded cell, which grading
+# skips), so a kernel imports it only where a student plots in a cell that grading runs.
+PRELOAD = ("torch", "numpy", "numpy.testing", "torch.testing", "ipykernel.kernelapp", "ipykernel.ipkernel",
+           "ipykernel.zmqshell", "ipykernel.debugger", "IPython", "IPython.core.history", "IPython.core.logger",
+           "sqlite3", "pdb", "stack_data", "pygments.formatters", "pygments.formatters.terminal256", "pygments.styles",
+           "zmq", "comm", "ipywidgets", "msgpack")
 _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 4, 36
 _PRIVATE_FOLDERS = ("HOME", "/tmp", "/dev/shm")
 
