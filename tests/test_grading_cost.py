@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -310,6 +311,34 @@ def test_a_starved_notebook_is_graded_again_alone_and_its_status_says_so(monkeyp
     assert records["a"]["assignments"]["01"]["status"].startswith("graded; graded again alone")
     assert records["a"]["assignments"]["02"] == fine and records["b"]["assignments"]["01"] == fine
     assert any("grading it again, alone" in line for line in lines)
+
+
+def test_the_benchmark_grades_once_with_each_code_before_measuring_it(tmp_path, monkeypatch):
+    """Each code keeps a scratch course of its own in the cache (under a hash of the code): a code whose one-student
+    run came first would pay that build there, and its figure per student, the slope, would come out too low."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import bench_autograde
+
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(bench_autograde, "write_students", lambda folder, course, count: f"{count} student(s)")
+    monkeypatch.setattr(bench_autograde, "export", lambda ref, target: f"code of {ref}")
+    monkeypatch.setattr(bench_autograde, "without_the_judge", lambda target: "code without the judge")
+    monkeypatch.setattr(bench_autograde, "nbgrader_route", lambda meter, scratch: {})
+    monkeypatch.setattr(bench_autograde, "cold_kernel_start", lambda meter, scratch: 0.0)
+
+    def grading_command(meter, code, folder, output, jobs, env):
+        calls.append((str(code), folder))
+        return {}
+
+    monkeypatch.setattr(bench_autograde, "grading_command", grading_command)
+    found = bench_autograde.measure(SimpleNamespace(before="abc", students=4, slurm=False), None, tmp_path)
+    names = [name for name in found if name not in ("slurm", "nbgrader route", "cold kernel start")]
+    assert len(names) == len(calls) and {code for code, _ in calls} == {
+        "code of abc", str(bench_autograde.ROOT), "code without the judge"}
+    for index, (name, (code, folder)) in enumerate(zip(names, calls)):
+        if name.endswith(", 1 student"):
+            assert folder == "1 student(s)"
+            assert any(earlier == code for earlier, _ in calls[:index]), f"{name!r} is its code's first run"
 
 
 def test_the_benchmark_report_prints_every_figure_the_readme_needs(tmp_path, capsys):
