@@ -146,3 +146,29 @@ def _check_test_cell(cell):
 def test_summary_and_references(assignment):
     text = "\n".join(c.source for c in _load(assignment).cells if c.cell_type == "markdown")
     assert "## Summary" in text and "## References" in text
+
+
+def _imports(source: str) -> set[str]:
+    """The modules a cell imports (IPython's magic and shell lines left out)."""
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    found = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.update([node.module, *(f"{node.module}.{alias.name}" for alias in node.names)])
+    return found
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_plots_are_only_in_the_experiments_that_grading_skips(assignment):
+    """Grading runs every code cell up to the last graded one and skips the experiments after it
+    (grading/pipeline/prepare.py); its kernels' warm process does not import matplotlib (0.3 CPU-s per student),
+    so a plot before the last graded cell would cost that in every student's notebook."""
+    cells = _load(assignment).cells
+    last = max(index for index, cell in enumerate(cells) if _meta(cell).get("grade_id"))
+    for cell in cells[:last + 1]:
+        if cell.cell_type == "code":
+            plotting = {name for name in _imports(cell.source) if name.split(".")[0] == "matplotlib"
+                        or name.startswith("course.plots")}
+            assert not plotting, f"a cell that grading runs imports {sorted(plotting)}: move the plot after the tasks"
