@@ -11,6 +11,8 @@ import nbformat
 import pytest
 
 from grading.config import ASSIGNMENTS, ROOT, colab_url, install_spec, modelscope_url, raw_url
+from grading.isolation.scan import imported_names
+from grading.pipeline.prepare import mark_experiments
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 LATIN_WORD = re.compile(r"[A-Za-z]{3,}")
@@ -148,27 +150,15 @@ def test_summary_and_references(assignment):
     assert "## Summary" in text and "## References" in text
 
 
-def _imports(source: str) -> set[str]:
-    """The modules a cell imports (IPython's magic and shell lines left out)."""
-    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
-    found = set()
-    for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.update([node.module, *(f"{node.module}.{alias.name}" for alias in node.names)])
-    return found
-
-
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_plots_are_only_in_the_experiments_that_grading_skips(assignment):
-    """Grading runs every code cell up to the last graded one and skips the experiments after it
-    (grading/pipeline/prepare.py); its kernels' warm process does not import matplotlib (0.3 CPU-s per student),
-    so a plot before the last graded cell would cost that in every student's notebook."""
-    cells = _load(assignment).cells
-    last = max(index for index, cell in enumerate(cells) if _meta(cell).get("grade_id"))
-    for cell in cells[:last + 1]:
-        if cell.cell_type == "code":
-            plotting = {name for name in _imports(cell.source) if name.split(".")[0] == "matplotlib"
-                        or name.startswith("course.plots")}
+    """Grading skips the experiments after the last graded cell and runs every other code cell
+    (grading/pipeline/prepare.py: `mark_experiments`); its kernels' warm process does not import matplotlib
+    (0.3 CPU-s per student), so a plot in a cell that grading runs would cost that in every student's notebook."""
+    notebook = _load(assignment)
+    mark_experiments(notebook, "skipped when grading")
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and "skipped when grading" not in cell.metadata.get("tags", []):
+            plotting = {module for module in imported_names([cell.source]).values()
+                        if module.split(".")[0] == "matplotlib" or module.startswith("course.plots")}
             assert not plotting, f"a cell that grading runs imports {sorted(plotting)}: move the plot after the tasks"
