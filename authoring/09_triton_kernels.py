@@ -71,6 +71,12 @@ if importlib.util.find_spec("triton") is None:
     subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", "triton"])
 import triton
 
+if os.environ.get("TRITON_INTERPRET") == "1":
+    # The interpreter sets up triton.language again at every tl.sum, tl.max... in a kernel; once per launch is
+    # enough (the same results, sooner).
+    from course.kernels import speed_up_interpreter
+
+    speed_up_interpreter()
 print(f"triton {triton.__version__}: " + ("kernels compile for the GPU" if torch.cuda.is_available() else
       "no CUDA device, so TRITON_INTERPRET=1: kernels run in Triton's interpreter on the CPU"))
 

@@ -94,6 +94,70 @@ def test_count_launches_counts_interpreted_launches(monkeypatch):
     assert (jit.JITFunction.run, interpreter.GridExecutor.__call__) == before, "the launch methods are put back"
 
 
+# Run in a process of its own: triton.language's device functions (tl.sum...) are interpreted only when
+# TRITON_INTERPRET was set before triton was first imported.
+DEVICE_FUNCTIONS = textwrap.dedent('''
+    import torch, triton
+    import triton.language as tl
+    from triton.runtime import interpreter
+    from course import kernels
+
+    set_up = []
+    own_patch_lang = interpreter._patch_lang
+    interpreter._patch_lang = lambda fn: set_up.append(fn.__name__) or own_patch_lang(fn)
+
+    @triton.jit
+    def row_sums(x_ptr, out_ptr, rows, COLUMNS: tl.constexpr):
+        columns = tl.arange(0, COLUMNS)
+        for row in range(0, tl.cdiv(rows * COLUMNS, COLUMNS)):
+            tl.store(out_ptr + row, tl.sum(tl.load(x_ptr + row * COLUMNS + columns)))
+
+    @triton.jit
+    def fail_after_a_sum(out_ptr):
+        tl.store(out_ptr + tl.arange(0, 3), tl.sum(tl.full([2], 1, tl.int32)))  # 3 lanes: not a power of 2
+
+    x = torch.arange(24, dtype=torch.float32).reshape(6, 4)
+    language = {name: getattr(tl, name) for name in ("arange", "load", "sum", "range", "cdiv")}
+
+    def launch_twice():
+        set_up.clear()
+        outputs = [torch.zeros(6) for _ in range(2)]
+        for out in outputs:
+            row_sums[(1,)](x, out, 6, COLUMNS=4)
+        assert torch.equal(outputs[0], outputs[1])
+        return outputs[0], sorted(set_up)
+
+    expected, by_triton = launch_twice()
+    assert torch.equal(expected, x.sum(1)), expected
+    assert by_triton.count("sum") == 12 and by_triton.count("row_sums") == 2, by_triton  # 6 rows, 2 launches
+    assert kernels.speed_up_interpreter() and kernels.speed_up_interpreter(), "in effect with the pinned Triton"
+    found, quicker = launch_twice()
+    assert torch.equal(found, expected), found
+    assert quicker == ["cdiv", "cdiv", "row_sums", "row_sums", "sum", "sum"], quicker
+    assert {name: getattr(tl, name) for name in language} == language, "each launch undoes its set-up"
+    set_up.clear()
+    assert tl.cdiv(10, 4) == 3 and tl.cdiv(11, 4) == 3 and set_up == ["cdiv", "cdiv"], set_up  # Outside a launch.
+    try:
+        fail_after_a_sum[(1,)](torch.zeros(4, dtype=torch.int32))
+    except Exception as error:  # A launch that fails ends too: the next one sets up again.
+        assert "power of 2" in repr(error), repr(error)
+    else:
+        raise AssertionError("a range of 3 lanes did not fail")
+    again, quicker = launch_twice()
+    assert torch.equal(again, expected) and quicker.count("sum") == 2, quicker
+    print("ok")
+''')
+
+
+def test_the_interpreter_sets_up_each_device_function_once_per_launch_with_the_same_results():
+    """speed_up_interpreter: a kernel that calls tl.sum and tl.cdiv in a loop sets triton.language up once
+    per launch for each, not at every call; its results, and triton.language after the launch, are those of
+    Triton's own interpreter; outside a launch, and after a launch that failed, nothing changes."""
+    environment = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
+    result = subprocess.run([sys.executable, "-c", DEVICE_FUNCTIONS], capture_output=True, text=True,
+                            env=environment, cwd=ROOT, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+
 def test_only_triton_notebooks_turn_on_the_interpreter_before_importing_triton():
     entries = catalogue()
     for assignment in ASSIGNMENTS:
