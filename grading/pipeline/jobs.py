@@ -92,6 +92,15 @@ class Job:
             return "(no log)"
         return lines[-1][:300] if lines else "(no output)"
 
+    def ask_to_end(self) -> None:
+        """Tell the process that no request will follow (it ends once it has read that), without waiting for it:
+        the grading processes of a run end together, not one after another."""
+        if self.process is not None:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+
     def stop(self, graceful: bool = False) -> None:
         """End the process: at once (it is stuck past a time limit), or once it has read its last request."""
         if self.process is not None:

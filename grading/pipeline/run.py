@@ -182,6 +182,8 @@ def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dic
         _retry_starved(run, todo, records, log)
         shard_dir.mkdir(parents=True, exist_ok=True)
         for job in jobs:
+            job.ask_to_end()
+        for job in jobs:
             job.stop(graceful=True)
             work = {student: [a for a, r in record["assignments"].items() if r.get("job") == job.number]
                     for student, record in records.items()}
