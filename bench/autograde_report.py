@@ -132,10 +132,18 @@ def _report_components(found: dict, summary: dict) -> None:
         print(f"     {assignment:<24} " + "  ".join(f"{value:5.2f}" for value in row.values()))
 
 
+def throughput_walls(found: dict) -> tuple[float, float, list[tuple[float, float]]]:
+    """The summed wall times of the ``--jobs 1`` and ``--jobs 2`` runs on the same students, and each pair's."""
+    pairs = [(found[one]["wall"], found[two]["wall"])
+             for one, two in (("now", "now, --jobs 2"), ("now, again", "now, --jobs 2, again")) if two in found]
+    return sum(one for one, _ in pairs), sum(two for _, two in pairs), pairs
+
+
 def _report_throughput(found: dict, students: int) -> float:
-    one, two = found["now"]["wall"], found["now, --jobs 2"]["wall"]
-    print(f"\n4. throughput, --jobs 2 against --jobs 1 on {students} students: {one / two:.2f}x "
-          f"({one:.0f} s and {two:.0f} s wall); target at least 1.7x: {one / two:.2f} / 1.7 = {one / two / 1.7:.2f}")
+    one, two, pairs = throughput_walls(found)
+    each = ", ".join(f"{a:.0f} s and {b:.0f} s: {a / b:.2f}x" for a, b in pairs)
+    print(f"\n4. throughput, --jobs 2 against --jobs 1 on {students} students, {len(pairs)} pair(s) of runs in turn: "
+          f"{one / two:.2f}x ({each}); target at least 1.7x: {one / two:.2f} / 1.7 = {one / two / 1.7:.2f}")
     if found["slurm"] is not None:
         print(f"\n5. Slurm, 3 shards and a merge job: {found['slurm']:.0f} s against {two:.0f} s with --jobs 2 "
               f"locally: {(found['slurm'] - two) / 3:+.1f} s per shard")
@@ -162,7 +170,7 @@ def _readme_rows(found: dict, summary: dict) -> None:
     cut = summary["before"]["per student"] / now["per student"] if "before" in summary else None
     ratio = f"{cut:.1f}× less" if cut and cut >= 1 else f"{1 / cut:.1f}× more" if cut else ""
     before = f"; {summary['before']['per student']:.1f} before ({ratio} now)" if cut else ""
-    one, two = found["now"]["wall"], found["now, --jobs 2"]["wall"]
+    one, two, pairs = throughput_walls(found)
     projection = summary["projection"]
     print(f"\n7. README rows ({datetime.now():%Y-%m-%d}, load average {os.getloadavg()[0]:.1f}):")
     print(f"| grading one student's whole course ({len(ASSIGNMENTS)} notebooks, sandbox, judge and feedback), "
@@ -172,8 +180,9 @@ def _readme_rows(found: dict, summary: dict) -> None:
           f"`nbgrader autograde` and one `generate_feedback` process per notebook: "
           f"**{route / now['per student']:.1f}×** less{before} | ≤ 20 machine-s | "
           "`python bench/bench_autograde.py --students 4` |")
+    walls = "; ".join(f"{a:.0f} s and {b:.0f} s wall" for a, b in pairs)
     print(f"| throughput, `--jobs 2` against `--jobs 1`, {summary['students']} students | **{one / two:.2f}×** "
-          f"({one:.0f} s and {two:.0f} s wall) | ≥ 1.7× on 2 cores | same |")
+          f"({walls}) | ≥ 1.7× on 2 cores | same |")
     if "judge factor" in summary:
         print(f"| what the judge costs: the same code and notebooks with every test cell in the student's kernel "
               f"(`judge = False`) | **{summary['judge factor']:.2f}×** ({now['per student']:.1f} against "

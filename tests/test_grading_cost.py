@@ -359,7 +359,8 @@ def test_the_benchmark_report_prints_every_figure_the_readme_needs(tmp_path, cap
              # Code from before warm processes reports no kernel start: a cold one per notebook is counted.
              "before": run(3, 160.0, 200, without="kernel start cpu"),
              "first run on this machine": run(1, 30.0, 40), "now, 1 student": run(1, 20.0, 25),
-             "now": run(3, 50.0, 60), "now, --jobs 2": run(3, 52.0, 34), "slurm": None,
+             "now": run(3, 50.0, 60), "now, --jobs 2": run(3, 52.0, 34), "now, again": run(3, 50.0, 66),
+             "now, --jobs 2, again": run(3, 52.0, 36), "slurm": None,
              "no judge, 1 student": run(1, 17.0, 20), "no judge": run(3, 41.0, 50)}
     summary = autograde_report.report(found, 3, "a test")
     printed = capsys.readouterr().out
@@ -371,6 +372,8 @@ def test_the_benchmark_report_prints_every_figure_the_readme_needs(tmp_path, cap
     assert "the judge's share now: 0.4 of 15.0" in printed
     # The same code with every test cell in the kernel: 12.0 per student, so the judge costs 1.25x.
     assert summary["no judge"]["per student"] == 12.0 and "1.25x; target at most 1.2x: 1.04" in printed
-    assert "**15.0 machine-s per student**" in printed and "**1.76×**" in printed and "| where | P | T |" in printed
+    # The two pairs of runs in turn: (60 + 66) / (34 + 36) = 1.80, each pair printed too.
+    assert "**15.0 machine-s per student**" in printed and "**1.80×**" in printed and "| where | P | T |" in printed
+    assert "60 s and 34 s: 1.76x, 66 s and 36 s: 1.83x" in printed and summary["jobs 2 speedup"] == 1.8
     autograde_report.plot(summary, tmp_path / "cost.png")
     assert (tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
