@@ -105,10 +105,10 @@ class Job:
         """End the process: at once (it is stuck past a time limit), or once it has read its last request."""
         if self.process is not None:
             if graceful:
+                self.ask_to_end()
                 try:
-                    self.process.stdin.close()
                     self.process.wait(timeout=30)
-                except (OSError, subprocess.TimeoutExpired):
+                except subprocess.TimeoutExpired:
                     pass
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
