@@ -236,6 +236,8 @@ class _DevicePatchesOncePerLaunch:
         return self.patch_lang(fn)
 
     def launch(self):
+        """What replaces ``GridExecutor.__call__``: a plain function, which binds to each launch (a bound method
+        of this object would not get the launch as its first argument)."""
         device_patches, run_launch = self, self.run_launch
 
         def run_once_per_launch(executor, *args, **kwargs):
