@@ -197,6 +197,84 @@ def test_writing_an_attribute_s_own_value_again_crosses_nothing(kernel):
     assert sum(updates) <= 2, updates
 
 
+def test_an_object_whose_attributes_the_test_sets_one_by_one_crosses_once_per_message(kernel):
+    # A test that builds a bare object (``object.__new__``) sets a dozen attributes before it calls a method: the
+    # object's __dict__ goes with that call once, not once for each attribute set.
+    k = kernel('''
+        class Table:
+            def total(self):
+                return self.a + self.b + self.c + self.d + sum(self.rows)
+    ''')
+    updates = []
+    pack = k.judge.framing.pack
+    k.judge.framing.pack = lambda tree: updates.append(len(tree[3][0])) or pack(tree)
+    k.passes('''
+        table = object.__new__(Table)
+        for round in range(5):
+            table.a, table.b, table.c, table.d = 1, 2, 3, round
+            table.rows = [round, 10]
+            assert table.total() == 16 + 2 * round
+    ''')
+    # Per round, one update of the __dict__, and one of the new list on the first round.
+    assert sum(updates) <= 5 + 1, updates
+
+
+def test_a_bare_instance_comes_with_its_empty_dict(kernel):
+    # ``object.__new__(Cls)`` is made in the kernel at its first use; the reply brings the object's (empty) __dict__,
+    # so that setting attributes and calling a method cost one request more, not two. The hash stays the kernel's.
+    k = kernel('''
+        class Table:
+            def total(self):
+                return self.a + self.b
+        class Unhashable:
+            __hash__ = None
+    ''')
+    k.passes('''
+        table = object.__new__(Table)
+        table.a, table.b = 1, 2
+        assert table.total() == 3 and table.__dict__ == {"a": 1, "b": 2}
+        assert type(table) is Table and isinstance(table, Table)
+        other = object.__new__(Table)
+        other.a, other.b = 5, 5
+        assert other.total() == 10 and table is not other and hash(table) != hash(other)
+    ''')
+    # The name Table; new and total, twice; the __dict__ read after total ran (8 when a bare instance's dict was asked
+    # for on its own).
+    assert k.judge.crossings == 1 + 2 * 2 + 1, k.judge.crossings
+    k.passes('''
+        bare = object.__new__(Unhashable)
+        bare.x = 1
+        assert bare.x == 1
+        try:
+            hash(bare)
+        except TypeError:
+            pass
+        else:
+            raise AssertionError("an unhashable object of the kernel must not be hashable in the judge")
+    ''')
+    # A kernel that answers with another object (one the test holds, one of another class, a number) fails the test
+    # cell; a fresh object of the class asked for is what a kernel makes anyway.
+    for forged in ("held", "another class", "number"):
+        handle = k.agent._handle
+
+        def forge(op, args, handle=handle, forged=forged):
+            if op != "new":
+                return handle(op, args)
+            other = object.__new__(k.namespace["Unhashable"])
+            return {"held": k.namespace["table"], "another class": other, "number": 7}[forged]
+
+        k.namespace["table"] = k.namespace["Table"]()
+        k.agent._handle = forge
+        verdict = k.run('''
+            held = table
+            bare = object.__new__(Table)
+            bare.a, bare.b = 1, 2
+            assert bare.total() == 3
+        ''')
+        k.agent._handle = handle
+        assert not verdict.passed and "malformed object" in verdict.message, (forged, verdict.message)
+
+
 def test_the_student_s_objects_behave_as_themselves(kernel):
     k = kernel('''
         import copy, dataclasses

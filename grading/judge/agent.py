@@ -285,10 +285,8 @@ class AgentPeer(Peer):
             return self.lookup(text(args[0]))
         if op == "new":
             obj = object.__new__(args[0])
-            oid, _ = self.export(obj)
-            self.hashes[oid] = hash(obj)
-            self.class_node(args[0])
-            return oid, self.hashes[oid]
+            self.asked = obj  # It crosses with its (empty) __dict__ (encode_object).
+            return obj
         if op == "subclass":
             name, bases, namespace = text(args[0]), args[1], args[2]
             return types.new_class(name, bases, exec_body=lambda body: body.update(namespace))

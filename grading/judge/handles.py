@@ -75,21 +75,24 @@ def oid_of(handle: Handle) -> int:
         return handle._judge_oid
     except AttributeError:
         pass
-    info = info_of(type(handle))
-    oid, value = info.peer.request("new", type(handle))
-    if type(oid) is not int:
+    peer = info_of(type(handle)).peer
+    # The kernel answers with the new object itself, its empty ``__dict__`` with it (no request for that
+    # follows), and this handle becomes that object's (remote.JudgePeer.handle_of).
+    peer.adopting = handle
+    try:
+        made = peer.request("new", type(handle))
+    finally:
+        peer.adopting = None
+    if made is not handle:
         raise WireError("the kernel answered a malformed object")
-    object.__setattr__(handle, "_judge_oid", oid)
-    object.__setattr__(handle, "_judge_hash", value)
-    info.peer.adopt(oid, handle)
-    return oid
+    return handle._judge_oid
 
 
 def _changed(handle: Handle, info: MirrorInfo) -> None:
     """The judge wrote into the object's mirrored ``__dict__``: it crosses with the next message."""
     pair = handle._judge_pair
     if pair.lazy or pair.quiet:  # A scanned eager pair's change is found when the next message is sent.
-        info.peer.pairs.dirty.append(pair)
+        info.peer.pairs.dirty[pair.sid] = pair
 
 
 def _request(handle, op: str, *args):
@@ -102,7 +105,10 @@ def _instance_dict(handle: Handle, info: MirrorInfo):
         found = handle._judge_dict
     except AttributeError:
         found = None
-    else:
+        if not hasattr(handle, "_judge_oid"):
+            oid_of(handle)  # A bare instance, made in the kernel now: its __dict__ came with it.
+            found = getattr(handle, "_judge_dict", None)
+    if found is not None:
         if found is NO_DICT:
             return None
         pair = handle._judge_pair

@@ -222,7 +222,9 @@ class PairTable:
         self.quiet: dict[int, Pair] = {}  # The judge's eager pairs that `scan` need not look at (`quieten`).
         self.next_sid = 2 + parity
         self.owners: dict[tuple[str, int], Pair] = {}  # Tensors that own their whole storage, by storage.
-        self.dirty: list[Pair] = []  # Lazy or quiet pairs the judge changed (its writes to a mirrored __dict__).
+        # Lazy or quiet pairs the judge changed (its writes to a mirrored __dict__), by sid: each crosses once per
+        # message, however many attributes the test set since the last one.
+        self.dirty: dict[int, Pair] = {}
         self.orphans: list[Pair] = []  # Quiet pairs whose handle the test let go of (handles.Handle.__del__).
 
     def find(self, obj) -> Pair | None:

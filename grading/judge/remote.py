@@ -74,6 +74,7 @@ class JudgePeer(Peer):
         self.deadline: float | None = None
         self.control = control  # The grader's channel (server.Control): a line on it cancels the test.
         self.on_rebound = None  # Called with the global names the kernel rebound (runner.CellGlobals).
+        self.adopting = None  # A bare instance that becomes the object the kernel sends next (handles.oid_of).
         super().__init__(connection, *(limits,) if limits else ())
         # A blocking receive that gives up every slice, so that the deadline and the grader's
         # cancellation are looked at without a select() before every message.
@@ -229,7 +230,8 @@ class JudgePeer(Peer):
         found = self.handles.get(oid)
         handle = found() if found is not None else None
         if handle is None or type(handle) is not cls:
-            handle = object.__new__(cls)
+            adopting, self.adopting = self.adopting, None
+            handle = adopting if type(adopting) is cls and not hasattr(adopting, "_judge_oid") else object.__new__(cls)
             object.__setattr__(handle, "_judge_oid", oid)
             object.__setattr__(handle, "_judge_hash", hashed)
             self.handles[oid] = info_of(cls).instances[oid] = weakref.ref(handle)
