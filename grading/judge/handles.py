@@ -1,27 +1,24 @@
 """The judge's view of the student's objects: handles, whose every use is a request to the kernel.
 
-A class of the kernel becomes a *mirror*: a real class of the judge (made with `HandleMeta` from
-its names only), so that ``type(block) is KVBlock`` holds for two handles exactly when it holds in
-the kernel, and ``isinstance`` and ``issubclass`` ask the kernel. An instance becomes a `Handle`
-of its class's mirror, the same handle every time the same object comes back. What a test does to
-a handle (call it, read an attribute, ``len``, ``in``, ``==``, ``repr``, ``copy.deepcopy``...)
-becomes a request; its answer comes back by value.
+A class of the kernel becomes a *mirror*: a real class of the judge (made with `HandleMeta` from its names only), so
+that ``type(block) is KVBlock`` holds for two handles exactly when it holds in the kernel, and ``isinstance`` and
+``issubclass`` ask the kernel. An instance becomes a `Handle` of its class's mirror, the same handle every time the
+same object comes back. What a test does to a handle (call it, read an attribute, ``len``, ``in``, ``==``, ``repr``,
+``copy.deepcopy``...) becomes a request; its answer comes back by value.
 
-Plain attributes are read where the test runs: an object whose class does not hook attribute
-access comes with its ``__dict__`` (a small one with the object, any other when the test asks),
-as a lazy shared pair (pairs.py). Reading an attribute from it costs nothing while the kernel has
-not run since the dict came; otherwise the judge first asks for what changed in it (one request,
-which brings only the changes). A value the test reads from it (a list, a tensor...) becomes an
-eager pair, kept in step at every message. Writing a plain value (a number, a string, a device), a container,
-a tensor or a student's object changes the judge's copy, which reaches the kernel before it runs
-anything else (the dict becomes eager first when the value is not plain); any other value, and any
-attribute of a class that hooks attribute writes or a property, is set in the kernel. A method (a
-plain function of the class, which no attribute of the object shadowed when its ``__dict__`` last
-came) is called in one request (`RemoteMethod`), which looks the name up in the kernel.
+Plain attributes are read where the test runs: an object whose class does not hook attribute access comes with its
+``__dict__`` (a small one with the object, any other when the test asks), as a lazy shared pair (pairs.py). Reading
+an attribute from it costs nothing while the kernel has not run since the dict came; otherwise the judge first asks
+for what changed in it (one request, which brings only the changes). A value the test reads from it (a list, a
+tensor...) becomes an eager pair, kept in step at every message. Writing a plain value (a number, a string, a
+device), a container, a tensor or a student's object changes the judge's copy, which reaches the kernel before it
+runs anything else (the dict becomes eager first when the value is not plain); any other value, and any attribute of
+a class that hooks attribute writes or a property, is set in the kernel. A method (a plain function of the class
+that no attribute of the object shadowed when its ``__dict__`` last came) is one request (`RemoteMethod`).
 
-A test may subclass a student's class (``class Probe(KVCacheSchedulerSim)``) and make bare
-instances (``object.__new__(Probe)``): the subclass is made in the kernel, its methods calling the
-test's functions back; a bare instance is made in the kernel when it is first used.
+A test may subclass a student's class (``class Probe(KVCacheSchedulerSim)``) and make bare instances
+(``object.__new__(Probe)``): the subclass is made in the kernel, its methods calling the test's functions back; a
+bare instance is made in the kernel when it is first used.
 """
 
 from __future__ import annotations
@@ -70,14 +67,12 @@ def info_of(cls: type) -> MirrorInfo:
 
 
 def oid_of(handle: Handle) -> int:
-    """The handle's object id; a bare instance (``object.__new__(Mirror)``) is made in the kernel now."""
+    """The handle's object id. A bare instance (``object.__new__(Mirror)``) is made in the kernel now: the kernel
+    answers with the object, its empty ``__dict__`` with it, and this handle becomes its (JudgePeer.handle_of)."""
     try:
         return handle._judge_oid
     except AttributeError:
-        pass
-    peer = info_of(type(handle)).peer
-    # The kernel answers with the new object itself, its empty ``__dict__`` with it (no request for that
-    # follows), and this handle becomes that object's (remote.JudgePeer.handle_of).
+        peer = info_of(type(handle)).peer
     peer.adopting = handle
     try:
         made = peer.request("new", type(handle))
