@@ -68,7 +68,7 @@ def info_of(cls: type) -> MirrorInfo:
 
 def oid_of(handle: Handle) -> int:
     """The handle's object id. A bare instance (``object.__new__(Mirror)``) is made in the kernel now: the kernel
-    answers with the object, its empty ``__dict__`` with it, and this handle becomes its (JudgePeer.handle_of)."""
+    answers with the object, its empty ``__dict__`` with it, and this handle becomes the object's (handle_of)."""
     try:
         return handle._judge_oid
     except AttributeError:

@@ -141,9 +141,6 @@ class JudgePeer(Peer):
 
     # Objects.
 
-    def adopt(self, oid: int, handle: Handle) -> None:
-        self.handles[oid] = info_of(type(handle)).instances[oid] = weakref.ref(handle)
-
     def stale_siblings(self, handle: Handle, info) -> list[Handle]:
         """Other handles of ``handle``'s class whose ``__dict__`` the judge would have to ask for too (none came
         yet, or a message came since), at most `_SIBLINGS`: a test that reads an object's attributes after the
