@@ -305,8 +305,10 @@ def replay(target: Any, steps: list) -> Any:
     ``list(target.attribute.items())``. A step ``(name, args, (if_true, if_false))`` does
     ``(name, args)``, then calls ``target.if_true(*args)`` when its result is true, else
     ``target.if_false(*args)``; its result is the first one's. Each result is a copy as it was at its
-    step (lists, dicts, sets and tensors in it are copied). A step that raises raises in its
-    place, and the later steps do not run.
+    step (lists, dicts, sets and tensors in it are copied). So are the arguments: each step gets
+    copies, all made before the first step runs, and what the target does to them never reaches the
+    caller's own lists and tensors. A step that raises raises in its place, and the later steps do
+    not run.
 
     When grading, the steps run in the student's process in one request before the first result
     comes (grading/judge/): until it has read every result, a test does nothing else with ``target``.
@@ -319,8 +321,16 @@ def replay(target: Any, steps: list) -> Any:
     if replayed_elsewhere is not None:
         yield from replayed_elsewhere(target, steps)
         return
+    steps = [_with_copied_arguments(step) for step in steps]  # All made before the first step runs, as when grading.
     for step in steps:
         yield apply_step(target, step)
+
+
+def _with_copied_arguments(step: Any) -> Any:
+    """``step`` with copies of its arguments (see `replay`); a malformed step as it is, for `apply_step` to refuse."""
+    if type(step) is tuple and len(step) in (2, 3) and type(step[1]) is tuple:
+        return (step[0], _copied(step[1]), *step[2:])
+    return step
 
 
 def assert_steps(target: Any, plan: list, reveal: bool = True) -> None:

@@ -182,6 +182,40 @@ def test_replay_yields_each_step_s_result_as_it_was_at_that_step():
     assert got[0] is not log.items and got[5] is not log.items
 
 
+def test_replay_gives_each_step_copies_of_its_arguments_made_before_the_first_step_runs():
+    """What the target does to a step's arguments never reaches the caller, and a step that branches passes both
+    calls the same copies; the copies are made up front, as when the steps cross to the student's process at once."""
+
+    class Keeper:
+        def __init__(self):
+            self.kept = []
+
+        def keep(self, items, weights):
+            items.append(0)
+            weights.add_(1)
+            self.kept.append((items, weights))
+            return len(self.kept)
+
+        def again(self, items):
+            self.kept.append((items, None))
+
+        def __contains__(self, item):
+            return True
+
+    keeper, items, weights = Keeper(), [1, 2], torch.zeros(2)
+    got = list(replay(keeper, [("keep", (items, weights)), ("keep", (items, weights)), ("in", (items,), ("again", "x"))]))
+    assert got == [1, 2, True] and items == [1, 2] and torch.equal(weights, torch.zeros(2))
+    first, second, branched = keeper.kept
+    assert first[0] == second[0] == [1, 2, 0] and first[0] is not second[0] and first[0] is not items
+    assert branched[0] is not items and branched[0] == [1, 2]  # The "in" step's own copy, passed on to "again".
+    held = Keeper()
+    held.keep(items, weights)  # The target holds the caller's list itself; a replay's first step changes it ...
+    steps = [("grow", ()), ("keep", (items, weights))]
+    held.grow = lambda: held.kept[0][0].append(5)
+    list(replay(held, steps))
+    assert held.kept[1][0] == [1, 2, 0, 0], held.kept  # ... and the second step's copy was made before it ran.
+
+
 def test_replay_raises_in_the_failing_step_s_place_and_runs_no_later_step():
     log = _Log()
     results = replay(log, [("add", (1,)), ("add", (None,)), ("add", (3,))])

@@ -460,6 +460,45 @@ def test_a_replay_s_results_cross_as_copies_that_no_pair_holds_on_either_side(ke
     assert any(tag == "DICT" for _, tag, _ in added), added  # The objects' attributes still come as pairs.
 
 
+def test_a_replay_s_arguments_cross_as_copies_as_in_process(kernel, monkeypatch):
+    """A replay's steps carry copies of their arguments, as course.checks.replay makes them in process: what the
+    student's code does to them, or keeps of them, stays in the kernel, and no pair holds them on either side (before,
+    every list and tensor a step passed stayed an eager pair, looked over at every later message)."""
+    from grading.judge import pairs
+    from grading.judge.wire import Tag
+
+    k = kernel('''
+        import torch
+        class Keeper:
+            def __init__(self):
+                self.kept = []
+            def keep(self, items, weights):
+                items.append(0)
+                weights.add_(1)
+                self.kept.append((items, weights))
+                return len(self.kept)
+    ''')
+    added = []
+    original = pairs.PairTable.add
+
+    def counting_add(self, obj, tag, sid=None, lazy=False):
+        added.append((self.parity, Tag(tag).name, lazy))
+        return original(self, obj, tag, sid, lazy)
+
+    monkeypatch.setattr(pairs.PairTable, "add", counting_add)
+    k.passes('''
+        from course.checks import replay
+        keeper, items, weights = Keeper(), [1, 2], torch.zeros(2)
+        got = list(replay(keeper, [("keep", (items, weights)), ("keep", (items, {"w": weights}["w"]))]))
+        assert got == [1, 2] and items == [1, 2] and torch.equal(weights, torch.zeros(2)), (got, items, weights)
+        first, second = keeper.kept
+        assert first[0] == second[0] == [1, 2, 0] and torch.equal(second[1], torch.ones(2)), keeper.kept
+    ''')
+    steps = [(side, tag) for side, tag, lazy in added if not lazy]
+    # Only what the test itself read afterwards, kept: its list of tuples, their lists and tensors (kernel's pairs).
+    assert all(side == 1 for side, _ in steps), steps
+
+
 def test_a_replay_makes_many_objects_of_a_kernel_class_and_keeps_them_in_step(kernel):
     """("__call__", args) steps on a class or a function of the kernel make its objects in one request; their
     attributes are then kept in step, so that a later read costs no request and sees the kernel's changes."""

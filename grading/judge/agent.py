@@ -316,7 +316,7 @@ class AgentPeer(Peer):
                 self.replay_failure = error
                 reply[0] = True
                 break
-        self.reply_by_value = True  # The results are copies (course.checks._copied): no pair need hold them.
+        self.send_by_value = True  # The results are copies (course.checks._copied): no pair need hold them.
         return reply
 
     def lookup(self, name: str):

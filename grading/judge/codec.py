@@ -1,7 +1,7 @@
 """Values to wire trees and back, for one side of the connection (a `peer.Peer`).
 
 Plain data crosses by value; mutable containers and tensors become shared pairs (pairs.py), except a
-replay's results, which are copies made for it and cross as values (`Codec.by_value`); what
+replay's arguments and results, which are copies made for it and cross as values (`Codec.by_value`); what
 is neither is the side's business (`Peer.encode_object` and `Peer.decode_object`: handles,
 callbacks, functions of allowed modules). Both walkers count the values of a message and how deep
 they nest, and stop with `WireError` past the limits, so that no value makes either side recurse
@@ -55,7 +55,7 @@ _LEAVES = frozenset(int(tag) for tag in (Tag.BIGINT, Tag.COMPLEX, Tag.DTYPE, Tag
                                          Tag.NOTIMPLEMENTED, Tag.NPSCALAR))
 # Errors that decoding data can raise (an unhashable key, a bad slice); they mean a malformed message.
 _DATA_ERRORS = (TypeError, ValueError, OverflowError, RuntimeError, IndexError, KeyError)
-# What crosses as a copy while `Codec.by_value` is set: the types of course.checks.replay's copied results.
+# What crosses as a copy while `Codec.by_value` is set: what course.checks.replay copies, its steps' and results'.
 _COPIES = frozenset((Tag.LIST, Tag.SET, Tag.DICT, Tag.ODICT, Tag.TENSOR))
 COPY = 0  # The shared id of a value that crossed as a copy: no pair holds it on either side.
 

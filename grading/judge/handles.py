@@ -258,11 +258,11 @@ class Handle:
 
     @staticmethod
     def judge_replay(target, steps: list):
-        """course.checks.replay on an object of the kernel: every step runs there, in one request."""
+        """course.checks.replay on a kernel's object: all steps in one request, their arguments copies as in process."""
         info = info_of(target if isinstance(target, HandleMeta) else type(target))
+        info.peer.send_by_value = True
         reply = info.peer.request("replay", target, tuple(steps))  # [whether a step raised, result...]
-        # A result for every step, or for every step before the one that raised: never fewer, so that no check
-        # of a test that loops over the results is left out.
+        # A result for every step, or for every step before one that raised, never fewer: a test may loop over them.
         if not (type(reply) is list and reply and type(reply[0]) is bool
                 and (len(reply) - 1 < len(steps) if reply[0] else len(reply) - 1 == len(steps))):
             raise WireError("a malformed answer to a replay")

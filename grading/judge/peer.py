@@ -133,7 +133,7 @@ class Peer:
         self.seq = 0
         self.sent = self.received = 0  # Messages of this test cell, each way.
         self.requests = 0  # Requests of this test cell, each way: how often the test crossed to the other side.
-        self.reply_by_value = False  # Whether the next message's body crosses as copies (`Codec.by_value`).
+        self.send_by_value = False  # Whether the next message's body crosses as copies (`Codec.by_value`).
 
     # What this side lends the other.
 
@@ -188,11 +188,12 @@ class Peer:
         codec, pairs = self.codec, self.pairs
         codec.items = 0
         touched = codec.touched = []
+        by_value, self.send_by_value = self.send_by_value and not raw, False
         marks = (pairs.next_sid, self.next_oid)
         try:
             # What the codec does to tensors is no torch operation of the test's (course.checks counts those).
             with torch._C.DisableTorchFunction():
-                tree, changed = self._tree(kind, seq, body, raw)
+                tree, changed = self._tree(kind, seq, body, raw, by_value)
             data = self.framing.pack(tree)
         except BaseException:
             self._roll_back(marks)
@@ -205,8 +206,9 @@ class Peer:
                 for pair in itertools.chain(changed, touched):
                     pair.record()
 
-    def _tree(self, kind: str, seq: int, body: list, raw: bool) -> tuple[list, list]:
-        """A message's tree, and the pairs whose new content it carries."""
+    def _tree(self, kind: str, seq: int, body: list, raw: bool, by_value: bool) -> tuple[list, list]:
+        """A message's tree, and the pairs whose new content it carries; ``by_value``: the body's containers and
+        tensors cross as copies."""
         pairs, codec = self.pairs, self.codec
         changed, dropped = pairs.scan(self.parity == 0) if pairs.eager or pairs.orphans else ([], [])
         if pairs.dirty:
@@ -214,7 +216,7 @@ class Peer:
             changed = changed + [pair for sid, pair in pairs.dirty.items() if sid not in scanned]
         extra = self.outgoing(dropped)
         updates = [[pair.sid, codec.content(pair)] for pair in changed] if changed else []
-        codec.by_value, self.reply_by_value = self.reply_by_value and not raw, False
+        codec.by_value = by_value
         try:
             encoded = body if raw else [codec.encode(value) for value in body]
         finally:
