@@ -412,13 +412,26 @@ def test_a_replay_runs_its_steps_in_the_kernel_in_one_request_with_in_process_re
         assert not verdict.passed and "a malformed answer to a replay" in verdict.message, (forged, verdict)
 
 
+def _pairs_added(monkeypatch) -> list:
+    """Every pair either side adds from now on, as (side's parity, tag name, lazy): 0 is the judge, 1 the kernel."""
+    from grading.judge import pairs
+    from grading.judge.wire import Tag
+
+    added = []
+    original = pairs.PairTable.add
+
+    def counting_add(self, obj, tag, sid=None, lazy=False):
+        added.append((self.parity, Tag(tag).name, lazy))
+        return original(self, obj, tag, sid, lazy)
+
+    monkeypatch.setattr(pairs.PairTable, "add", counting_add)
+    return added
+
+
 def test_a_replay_s_results_cross_as_copies_that_no_pair_holds_on_either_side(kernel, monkeypatch):
     """A replay's results are copies made for it (course.checks._copied), which nothing in the kernel holds: its
     lists, dicts, sets and tensors cross as values, and neither side keeps them in step at every message. An object
     among the results is still the student's, its attributes kept in step."""
-    from grading.judge import pairs
-    from grading.judge.wire import Tag
-
     k = kernel('''
         import torch
         class Box:
@@ -432,14 +445,7 @@ def test_a_replay_s_results_cross_as_copies_that_no_pair_holds_on_either_side(ke
             def parts(self):
                 return {"items": self.items, "seen": {1, 2}, "weights": self.weights}
     ''')
-    added = []
-    original = pairs.PairTable.add
-
-    def counting_add(self, obj, tag, sid=None, lazy=False):
-        added.append((self.parity, Tag(tag).name, lazy))
-        return original(self, obj, tag, sid, lazy)
-
-    monkeypatch.setattr(pairs.PairTable, "add", counting_add)
+    added = _pairs_added(monkeypatch)
     k.passes('''
         from course.checks import replay
         box = Box()
@@ -464,9 +470,6 @@ def test_a_replay_s_arguments_cross_as_copies_as_in_process(kernel, monkeypatch)
     """A replay's steps carry copies of their arguments, as course.checks.replay makes them in process: what the
     student's code does to them, or keeps of them, stays in the kernel, and no pair holds them on either side (before,
     every list and tensor a step passed stayed an eager pair, looked over at every later message)."""
-    from grading.judge import pairs
-    from grading.judge.wire import Tag
-
     k = kernel('''
         import torch
         class Keeper:
@@ -478,14 +481,7 @@ def test_a_replay_s_arguments_cross_as_copies_as_in_process(kernel, monkeypatch)
                 self.kept.append((items, weights))
                 return len(self.kept)
     ''')
-    added = []
-    original = pairs.PairTable.add
-
-    def counting_add(self, obj, tag, sid=None, lazy=False):
-        added.append((self.parity, Tag(tag).name, lazy))
-        return original(self, obj, tag, sid, lazy)
-
-    monkeypatch.setattr(pairs.PairTable, "add", counting_add)
+    added = _pairs_added(monkeypatch)
     k.passes('''
         from course.checks import replay
         keeper, items, weights = Keeper(), [1, 2], torch.zeros(2)
