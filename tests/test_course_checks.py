@@ -203,7 +203,8 @@ def test_replay_gives_each_step_copies_of_its_arguments_made_before_the_first_st
             return True
 
     keeper, items, weights = Keeper(), [1, 2], torch.zeros(2)
-    got = list(replay(keeper, [("keep", (items, weights)), ("keep", (items, weights)), ("in", (items,), ("again", "x"))]))
+    steps = [("keep", (items, weights)), ("keep", (items, weights)), ("in", (items,), ("again", "x"))]
+    got = list(replay(keeper, steps))
     assert got == [1, 2, True] and items == [1, 2] and torch.equal(weights, torch.zeros(2))
     first, second, branched = keeper.kept
     assert first[0] == second[0] == [1, 2, 0] and first[0] is not second[0] and first[0] is not items
