@@ -22,6 +22,7 @@ The tests are per task (``pytest -m task2_4``, tests/layers.py); each answer is 
 
 from __future__ import annotations
 
+import ast
 import re
 
 import nbformat
@@ -201,6 +202,41 @@ def test_release_stub_fails(suite, assignment, grade_id):
     assert "raise NotImplementedError()" in stubs[grade_id]
     passed, _ = suite.open(assignment).grade(grade_id, stubs[grade_id])
     assert not passed, f"the release stub of {grade_id} passes its tests"
+
+
+# What a stub that computes nothing does: each body below replaces every function and method the task defines.
+EMPTY_BODIES = {"returns None": "return None", "returns 0": "return 0", "returns -1": "return -1",
+                "returns []": "return []", "returns its first argument": "return args[0] if args else None",
+                "raises ValueError": "raise ValueError('nothing computed')"}
+
+
+def computes_nothing(solution: str, body: str) -> str:
+    """``solution`` with every function ``body`` and every class an object whose every method is ``body``; imports
+    and constants stay."""
+    lines = []
+    for node in ast.parse(solution).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines.append(f"def {node.name}(*args, **kwargs):\n    {body}")
+        elif isinstance(node, ast.ClassDef):
+            lines.append(f"class {node.name}:\n    def __init__(self, *args, **kwargs):\n        pass\n\n"
+                         f"    def __getattr__(self, name):\n        if name.startswith('__'):\n"
+                         f"            raise AttributeError(name)\n\n        def method(*args, **kwargs):\n"
+                         f"            {body}\n        return method")
+        else:
+            lines.append(ast.unparse(node))
+    return "\n\n".join(lines)
+
+
+@task
+def test_a_stub_that_computes_nothing_earns_no_part(suite, assignment, grade_id):
+    """A task graded in parts gives no part's points to code that computes nothing: a check that counts torch
+    operations or expects an error passes such a stub unless its cell asks for a right answer too."""
+    harness = suite.open(assignment)
+    earned = []
+    for name, body in EMPTY_BODIES.items():
+        results = harness.results(grade_id, computes_nothing(harness.tasks[grade_id].solution, body))
+        earned += [f"{name}: {result.grade_id}" for result in results if result.passed]
+    assert not earned, f"{assignment} {grade_id}: test cells that a stub passes: {earned}"
 
 
 @task
