@@ -894,11 +894,13 @@ def _check_task9_3_1_multi_head():
                  dict(lengths=[5, 12], block_size=4, num_heads=1, head_dim=4, seed=33, extra_table_columns=1)):
         batch = paged_batch(device=device, **spec)
         q = torch.randn(len(spec["lengths"]), spec["num_heads"], spec["head_dim"], generator=generator).to(device)
+        expected = reference(q, batch)  # Before the call: what paged_decode does to its inputs cannot move it.
         assert_same_tensor(paged_decode(q, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths),
-                           reference(q, batch), f"paged_decode on paged_batch({spec}) vs scaled_dot_product_attention "
+                           expected, f"paged_decode on paged_batch({spec}) vs scaled_dot_product_attention "
                            f"on {device}", atol=1e-5, rtol=1e-5)
+    expected = reference(q, batch, scale=0.3)
     assert_same_tensor(paged_decode(q, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths, scale=0.3),
-                       reference(q, batch, scale=0.3), f"paged_decode(..., scale=0.3) on {device}", atol=1e-5, rtol=1e-5)
+                       expected, f"paged_decode(..., scale=0.3) on {device}", atol=1e-5, rtol=1e-5)
     mean = torch.stack([batch.v_cache[batch.block_tables[s, :(length + 3) // 4].long()].flatten(0, 1)[:length].mean(0)
                         for s, length in enumerate(batch.lengths.tolist())])  # blocks of 4 slots
     assert_same_tensor(paged_decode(q, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths, scale=0.0),
@@ -927,8 +929,9 @@ def _check_task9_3_1_multi_head():
                              interleaved=_case % 2 == 0, free_blocks=_rng.randint(0, 3))
         _q = (torch.randn(len(_lengths), _heads, _dim, generator=generator) * 2).to(device)
         _scale = None if _case % 3 else _rng.uniform(0.05, 1.0)
+        _expected = _oracle(_q, _batch, _dim ** -0.5 if _scale is None else _scale)
         _got = paged_decode(_q, _batch.k_cache, _batch.v_cache, _batch.block_tables, _batch.lengths, scale=_scale)
-        assert_same_tensor(_got, _oracle(_q, _batch, _dim ** -0.5 if _scale is None else _scale),
+        assert_same_tensor(_got, _expected,
                            f"paged_decode on random case {_case} (lengths {_lengths}, block_size {_block}, {_heads} "
                            f"heads, head_dim {_dim}, scale {_scale})", atol=1e-5, rtol=1e-5, reveal=False)
     ### END HIDDEN TESTS
@@ -968,8 +971,9 @@ def _check_task9_3_2_grouped_heads():
                               (dict(lengths=[6], block_size=2, num_heads=2, head_dim=4, seed=43), 4)):
         batch = paged_batch(device=device, **spec)
         q = torch.randn(len(spec["lengths"]), num_q_heads, spec["head_dim"], generator=generator).to(device)
+        expected = reference(q, batch)  # Before the call: what paged_decode does to its inputs cannot move it.
         assert_same_tensor(paged_decode(q, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths),
-                           reference(q, batch), f"paged_decode with {num_q_heads} query heads on paged_batch({spec}) "
+                           expected, f"paged_decode with {num_q_heads} query heads on paged_batch({spec}) "
                            f"vs scaled_dot_product_attention(enable_gqa=True) on {device}", atol=1e-5, rtol=1e-5)
 
     ### BEGIN HIDDEN TESTS
@@ -982,8 +986,9 @@ def _check_task9_3_2_grouped_heads():
         _lengths = [_rng.randint(1, 3 * _block) for _ in range(_rng.randint(1, 3))]
         _batch = paged_batch(_lengths, _block, _kv, _dim, device=device, seed=9310 + _case, interleaved=_case % 2 == 1)
         _q = torch.randn(len(_lengths), _q_heads, _dim, generator=generator).to(device)
+        _expected = reference(_q, _batch)
         assert_same_tensor(paged_decode(_q, _batch.k_cache, _batch.v_cache, _batch.block_tables, _batch.lengths),
-                           reference(_q, _batch), f"paged_decode with {_q_heads} query heads and {_kv} KV heads, "
+                           _expected, f"paged_decode with {_q_heads} query heads and {_kv} KV heads, "
                            f"random case {_case}", atol=1e-5, rtol=1e-5, reveal=False)
     ### END HIDDEN TESTS
 
@@ -1017,18 +1022,21 @@ def _check_task9_3_3_float16_large_scores():
     generator = torch.Generator().manual_seed(933)
     batch = paged_batch([11, 4, 8], 4, 2, 16, dtype=torch.float16, device=device, seed=51, interleaved=True)
     q = torch.randn(3, 4, 16, generator=generator).to(device=device, dtype=torch.float16)
+    expected = reference(q, batch)  # Before each call: what paged_decode does to its inputs cannot move it.
     assert_same_tensor(paged_decode(q, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths),
-                       reference(q, batch), f"paged_decode in float16 (lengths [11, 4, 8], 4 query heads, 2 KV heads) "
+                       expected, f"paged_decode in float16 (lengths [11, 4, 8], 4 query heads, 2 KV heads) "
                        f"on {device}", atol=2e-3, rtol=2e-3)
     batch = paged_batch([13, 6], 4, 2, 8, device=device, seed=52)
     loud = torch.randn(2, 2, 8, generator=generator).to(device) * 300
+    expected = reference(loud, batch)
     assert_same_tensor(paged_decode(loud, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths),
-                       reference(loud, batch), f"paged_decode with 300 * q on {device}: scores in the hundreds must "
+                       expected, f"paged_decode with 300 * q on {device}: scores in the hundreds must "
                        "not overflow the softmax", atol=1e-4, rtol=1e-4)
     batch.k_cache.abs_().add_(0.5)  # positive keys, so that a negative query scores every token below -100
     low = -torch.full((2, 2, 8), 200.0, device=device)
+    expected = reference(low, batch)
     assert_same_tensor(paged_decode(low, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths),
-                       reference(low, batch), f"paged_decode with every score below -100 on {device} (the running max "
+                       expected, f"paged_decode with every score below -100 on {device} (the running max "
                        "starts at -inf, not 0)", atol=1e-4, rtol=1e-4)
 
     ### BEGIN HIDDEN TESTS
@@ -1043,9 +1051,9 @@ def _check_task9_3_3_float16_large_scores():
                              dtype=torch.float16 if _half else torch.float32, interleaved=_case % 3 == 0)
         _q = torch.randn(len(_lengths), _kv * _rng.randint(1, 2), _dim, generator=generator) * (1 if _half else 200)
         _q = _q.to(device=device, dtype=_batch.k_cache.dtype)
-        _tolerance = 2e-3 if _half else 1e-4
+        _tolerance, _expected = 2e-3 if _half else 1e-4, reference(_q, _batch)
         assert_same_tensor(paged_decode(_q, _batch.k_cache, _batch.v_cache, _batch.block_tables, _batch.lengths),
-                           reference(_q, _batch), f"paged_decode on random case {_case} ({_batch.k_cache.dtype})",
+                           _expected, f"paged_decode on random case {_case} ({_batch.k_cache.dtype})",
                            atol=_tolerance, rtol=_tolerance, reveal=False)
     ### END HIDDEN TESTS
 

@@ -207,21 +207,42 @@ def test_release_stub_fails(suite, assignment, grade_id):
 # What a stub that computes nothing does: each body below replaces every function and method the task defines.
 EMPTY_BODIES = {"returns None": "return None", "returns 0": "return 0", "returns -1": "return -1",
                 "returns []": "return []", "returns its first argument": "return args[0] if args else None",
+                "returns its last argument": "return args[-1] if args else None",
+                "returns zeros shaped as its first tensor": "return next((torch.zeros_like(value) for value in args "
+                                                            "if isinstance(value, torch.Tensor)), None)",
                 "raises ValueError": "raise ValueError('nothing computed')"}
 
+# A stub may also empty what it was given first (the test's tensors zeroed, its lists, dicts and sets cleared, the
+# tensors an object holds zeroed): a test whose oracle reads those objects after the call then expects nothing.
+EMPTY_THE_INPUTS = """
+def empty_the_inputs(args, kwargs):
+    import torch
 
-def computes_nothing(solution: str, body: str) -> str:
-    """``solution`` with every function ``body`` and every class an object whose every method is ``body``; imports
-    and constants stay."""
-    lines = []
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, (list, dict, set)):
+            value.clear()
+        for tensor in [value] if isinstance(value, torch.Tensor) else getattr(value, "__dict__", {}).values():
+            if isinstance(tensor, torch.Tensor) and tensor.numel() and not tensor.is_inference():
+                tensor.detach().zero_()
+"""
+
+
+def computes_nothing(solution: str, body: str, empty_inputs: bool = False) -> str:
+    """``solution`` with every function ``body`` and every class an object whose every method is ``body``, each
+    emptying its inputs first where ``empty_inputs`` says so; imports and constants stay."""
+    def block(indent: str) -> str:
+        return (f"{indent}empty_the_inputs(args, kwargs)\n" if empty_inputs else "") + f"{indent}{body}"
+
+    lines = ["import torch", EMPTY_THE_INPUTS]
     for node in ast.parse(solution).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            lines.append(f"def {node.name}(*args, **kwargs):\n    {body}")
+            lines.append(f"def {node.name}(*args, **kwargs):\n{block(' ' * 4)}")
         elif isinstance(node, ast.ClassDef):
-            lines.append(f"class {node.name}:\n    def __init__(self, *args, **kwargs):\n        pass\n\n"
+            lines.append(f"class {node.name}:\n    def __init__(self, *args, **kwargs):\n"
+                         f"        {'empty_the_inputs(args, kwargs)' if empty_inputs else 'pass'}\n\n"
                          f"    def __getattr__(self, name):\n        if name.startswith('__'):\n"
                          f"            raise AttributeError(name)\n\n        def method(*args, **kwargs):\n"
-                         f"            {body}\n        return method")
+                         f"{block(' ' * 12)}\n        return method")
         else:
             lines.append(ast.unparse(node))
     return "\n\n".join(lines)
@@ -229,13 +250,16 @@ def computes_nothing(solution: str, body: str) -> str:
 
 @task
 def test_a_stub_that_computes_nothing_earns_no_part(suite, assignment, grade_id):
-    """A task graded in parts gives no part's points to code that computes nothing: a check that counts torch
-    operations or expects an error passes such a stub unless its cell asks for a right answer too."""
+    """A task graded in parts gives no part's points to code that computes nothing, also when it empties what the
+    test gave it first: a check that counts torch operations or expects an error passes such a stub unless its cell
+    asks for a right answer too, and an oracle that reads the test's objects after the call expects nothing."""
     harness = suite.open(assignment)
     earned = []
-    for name, body in EMPTY_BODIES.items():
-        results = harness.results(grade_id, computes_nothing(harness.tasks[grade_id].solution, body))
-        earned += [f"{name}: {result.grade_id}" for result in results if result.passed]
+    for empty_inputs in (False, True):
+        for name, body in EMPTY_BODIES.items():
+            results = harness.results(grade_id, computes_nothing(harness.tasks[grade_id].solution, body, empty_inputs))
+            label = f"{name}{' (its inputs emptied first)' if empty_inputs else ''}"
+            earned += [f"{label}: {result.grade_id}" for result in results if result.passed]
     assert not earned, f"{assignment} {grade_id}: test cells that a stub passes: {earned}"
 
 
