@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from pathlib import Path
 
 import pytest
 from conftest import sandbox_problem
@@ -244,6 +245,17 @@ def test_a_kernel_runs_in_its_notebook_s_folder_without_the_sandbox_and_in_its_h
     assert inside["cwd"] == inside["home"] != str(notebook_folder)
 
 
+def _in_cgroup(group: str, proc_cgroup: str) -> bool:
+    """Whether a process whose /proc/PID/cgroup reads ``proc_cgroup`` is in the cgroup folder ``group``.
+
+    Compares the folder's last two names (the run, which carries the test's pid, then the student) with the end of
+    each line's path: a bare student name such as "21" can also be found inside a container's hexadecimal cgroup
+    id, which made this test fail in CI.
+    """
+    tail = "/" + "/".join(Path(group).parts[-2:])
+    return any(line.split(":", 2)[2].endswith(tail) for line in proc_cgroup.splitlines() if line.count(":") >= 2)
+
+
 _WHERE_AM_I = r'''
 import json, os, resource
 print(json.dumps({"parent": os.getppid(), "cgroups": open("/proc/self/cgroup").read(),
@@ -276,9 +288,10 @@ def test_without_the_sandbox_students_share_one_warm_process_and_each_kernel_tak
         assert found[0]["parent"] == found[1]["parent"] == shared.process.pid, found
         for (plan, _), where in zip(plans, found):
             assert where["memory"] == plan.memory_bytes, where
-            assert all(os.path.basename(group) in where["cgroups"] for group in plan.cgroups), (plan.cgroups, where)
-        assert not any(os.path.basename(group) in open(f"/proc/{shared.process.pid}/cgroup").read()
-                       for plan, _ in plans for group in plan.cgroups), "the shared one is in no student's cgroup"
+            assert all(_in_cgroup(group, where["cgroups"]) for group in plan.cgroups), (plan.cgroups, where)
+        shared_cgroup = Path(f"/proc/{shared.process.pid}/cgroup").read_text()
+        assert not any(_in_cgroup(group, shared_cgroup) for plan, _ in plans for group in plan.cgroups), (
+            "the shared one is in no student's cgroup", shared_cgroup)
     finally:
         kernels.stop_warm_processes(shared_too=True)
         for plan, _ in plans:
