@@ -1208,10 +1208,10 @@ def _check_task4_3_4_no_loop():
     def assert_right_without_loop(small, large, call):
         # Counting operations rewards only a function that decides right: a stub that returns 0 makes none at all.
         for args in (small, large):
-            expected, columns = victim(args), [column.clone() for column in args if type(column) is torch.Tensor]
+            tensors = [column for column in args if type(column) is torch.Tensor]
+            expected, before = victim(args), [tensor.clone() for tensor in tensors]
             assert_plain_equal(fair_victim_t(*args), expected, f"{call} on {args[4]} sequences of {len(args[3])} tenants")
-            assert all(torch.equal(before, after) for before, after in
-                       zip(columns, [column for column in args if type(column) is torch.Tensor])), \
+            assert all(map(torch.equal, before, tensors)), \
                 f"{call} changed its input tensors ({args[4]} sequences of {len(args[3])} tenants)"
         assert_no_python_loop(fair_victim_t, small, large, call)
 

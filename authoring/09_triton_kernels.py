@@ -1051,7 +1051,8 @@ def _check_task9_3_3_float16_large_scores():
                              dtype=torch.float16 if _half else torch.float32, interleaved=_case % 3 == 0)
         _q = torch.randn(len(_lengths), _kv * _rng.randint(1, 2), _dim, generator=generator) * (1 if _half else 200)
         _q = _q.to(device=device, dtype=_batch.k_cache.dtype)
-        _tolerance, _expected = 2e-3 if _half else 1e-4, reference(_q, _batch)
+        _tolerance = 2e-3 if _half else 1e-4
+        _expected = reference(_q, _batch)
         assert_same_tensor(paged_decode(_q, _batch.k_cache, _batch.v_cache, _batch.block_tables, _batch.lengths),
                            _expected, f"paged_decode on random case {_case} ({_batch.k_cache.dtype})",
                            atol=_tolerance, rtol=_tolerance, reveal=False)
