@@ -92,6 +92,58 @@ def test_containers_and_tensors_keep_their_identity_and_every_change_crosses_in_
     ''')
 
 
+
+def test_a_change_to_a_container_that_only_a_student_object_holds_reaches_the_kernel(kernel):
+    # Once ``cache.items.append(3)`` ends, only the judge's table of shared values holds that list: an object with
+    # __slots__, a dataclass with slots, or one whose state lives in a global has no mirrored __dict__ to hold it.
+    # The change must cross before the list is forgotten on both sides.
+    k = kernel('''
+        from dataclasses import dataclass, field
+        from functools import lru_cache
+        class Slotted:
+            __slots__ = ("items",)
+            def __init__(self):
+                self.items = [1, 2]
+            def count(self):
+                return len(self.items)
+        @dataclass(slots=True)
+        class Record:
+            table: list = field(default_factory=list)
+            def count(self):
+                return len(self.table)
+        _STATE = {}
+        class Block:
+            def __init__(self, block_id):
+                self.block_id, self.filled = block_id, 0
+        class Allocator:
+            def __init__(self, n):
+                _STATE[id(self)] = {"free": list(range(n))}
+            @property
+            def free(self):
+                return _STATE[id(self)]["free"]
+            @lru_cache(maxsize=None)
+            def get_block(self, block_id):
+                return Block(block_id)
+    ''')
+    k.passes('''
+        slotted = Slotted()
+        slotted.items.append(3)
+        assert slotted.count() == 3, "an append to a list that a __slots__ object holds"
+        record = Record()
+        record.table.extend([7, 8])
+        assert record.count() == 2, "an extend of a list that a dataclass with slots holds"
+        for case in range(3):
+            allocator = Allocator(4)
+            allocator.free.pop()
+            assert len(allocator.free) == 3, "a pop from a list that a global holds"
+            expected = [0, 0]
+            for op in range(6):
+                allocator.get_block(op % 2).filled = op
+                expected[op % 2] = op
+                assert [allocator.get_block(i).filled for i in range(2)] == expected, "blocks that a cache holds"
+    ''')
+
+
 def test_a_view_of_a_shared_tensor_stays_a_view(kernel):
     k = kernel('''
         def rows(pool, start, stop):
@@ -103,6 +155,33 @@ def test_a_view_of_a_shared_tensor_stays_a_view(kernel):
         part = rows(pool, 1, 3)
         pool.zero_()
         assert part.tolist() == [[0.0, 0.0], [0.0, 0.0]], "a view the kernel returned sees the test's write"
+    ''')
+
+
+
+def test_a_tensor_of_one_element_crosses_at_any_stride(kernel):
+    # torch calls a tensor of one element contiguous whatever its stride (``zeros(1, 2)[:, 0]`` has stride 2), but
+    # its memory cannot be read as bytes through a view: it crosses as a copy of its value, both ways.
+    k = kernel('''
+        import torch
+        class Scores:
+            def __init__(self, n):
+                self.priority = torch.zeros((n, 2), dtype=torch.float64)[:, 0]
+            def touch(self, slot, value):
+                self.priority[slot] = value
+        def first_column(rows):
+            return torch.arange(rows * 3.0).reshape(rows, 3)[:, 0]
+        def double(tensor):
+            return tensor * 2
+    ''')
+    k.passes('''
+        import torch
+        scores = Scores(1)
+        scores.touch(0, 2.5)
+        assert scores.priority.tolist() == [2.5] and scores.priority.stride() == (2,), "a view keeps its layout"
+        assert first_column(1).tolist() == [0.0] and first_column(2).tolist() == [0.0, 3.0]
+        odd = torch.ones(1, 4, dtype=torch.int16)[:, 1]
+        assert double(odd).tolist() == [2] and double(odd.expand(3)).tolist() == [2, 2, 2]
     ''')
 
 

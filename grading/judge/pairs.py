@@ -44,7 +44,7 @@ from types import SimpleNamespace
 import numpy
 import torch
 
-from .wire import Tag, WireError, expect
+from .wire import Tag, WireError, expect, flat_bytes
 
 PAIR_TYPES = {list: Tag.LIST, dict: Tag.DICT, OrderedDict: Tag.ODICT, set: Tag.SET, SimpleNamespace: Tag.NAMESPACE,
               torch.Tensor: Tag.TENSOR, numpy.ndarray: Tag.NDARRAY}
@@ -73,10 +73,7 @@ def _bytes_of(tensor: torch.Tensor) -> bytes | None:
     (compiled, or interpreted: the interpreter copies its results back through ``.data``) writes a
     tensor's memory without bumping its version, so where Triton is loaded a tensor changed when its
     bytes did. None for a layout that has no plain bytes."""
-    if tensor.layout != torch.strided:
-        return None
-    flat = tensor.detach().reshape(-1).contiguous()
-    return flat.view(torch.uint8).cpu().numpy().tobytes() if flat.numel() else b""
+    return flat_bytes(tensor) if tensor.layout == torch.strided else None
 
 
 def _same(items, recorded) -> bool:
@@ -126,7 +123,8 @@ def _apply_tensor(obj: torch.Tensor, new: torch.Tensor) -> None:
         expect(new.device.type == "meta", "a meta tensor got data")
         return
     with torch.no_grad():
-        if obj.shape == new.shape and obj.stride() == new.stride():
+        # Strides that differ only where torch ignores them (a dimension of one element) are the same layout.
+        if obj.shape == new.shape and (obj.stride() == new.stride() or obj.is_contiguous() and new.is_contiguous()):
             obj.copy_(new)
         else:
             obj.set_(new.to(obj.device))
@@ -304,8 +302,10 @@ class PairTable:
         is_, getrefcount = operator.is_, sys.getrefcount
         for pair in self.eager.values():
             tag, obj, recorded = pair.tag, pair.obj, pair.recorded
-            # getrefcount sees the Pair's reference, the local name and its own argument.
-            if drop_unreferenced and getrefcount(obj) <= 3:
+            # getrefcount sees the Pair's reference, the local name and its own argument. One that changed since it
+            # last crossed is dropped at a later scan: its change crosses first (``obj.items.append(x)`` changes a
+            # list that only this table holds once the statement ends, when the object keeps it in a slot).
+            if drop_unreferenced and getrefcount(obj) <= 3 and pair.sid not in self.dirty and not pair.changed():
                 dropped.append(pair.sid)
             elif tag is _LIST or tag is _SET:
                 if len(obj) != len(recorded) or not all(map(is_, obj, recorded)):
@@ -335,12 +335,15 @@ class PairTable:
                 pair.record()
 
     def sweep(self) -> list[int]:
-        """Drop the lazy and quiet pairs whose object only this table still holds (the judge's side); their sids."""
-        getrefcount, dropped = sys.getrefcount, []
+        """Drop the lazy and quiet pairs whose object only this table still holds (the judge's side), but for those
+        whose change the message being sent carries (`dirty`); their sids."""
+        getrefcount, dropped, dirty = sys.getrefcount, [], self.dirty
         for pair in self.by_sid.values():
             obj = pair.obj
-            # getrefcount sees the Pair's reference, the local name and its own argument.
-            if (pair.lazy or pair.quiet) and getrefcount(obj) <= 3:
+            # getrefcount sees the Pair's reference, the local name and its own argument. A dirty one (the test wrote
+            # to the student's object through its handle, then let go of it) crosses with this message: a later
+            # sweep drops it.
+            if (pair.lazy or pair.quiet) and getrefcount(obj) <= 3 and pair.sid not in dirty:
                 dropped.append(pair.sid)
         obj = None
         for sid in dropped:

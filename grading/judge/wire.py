@@ -191,15 +191,20 @@ def encode_tensor(tensor: torch.Tensor) -> list:
     if tensor.layout != torch.strided or tensor.is_quantized:
         raise WireError(f"a tensor with layout {tensor.layout} cannot cross")
     device = tensor.device
-    data = b""
-    if device.type == "cpu" and tensor.is_contiguous() and not (tensor.is_conj() or tensor.is_neg()):
-        if tensor.numel():  # Most tensors: their memory as it is.
-            data = tensor.detach().reshape(-1).view(torch.uint8).numpy().tobytes()
-    elif device.type != "meta":
-        flat = tensor.detach().resolve_conj().resolve_neg().contiguous().cpu().reshape(-1)
-        data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+    data = flat_bytes(tensor) if device.type != "meta" else b""
     stride = list(tensor.stride()) if _dense(tensor) else None
     return [_dtype_name(tensor.dtype), list(tensor.shape), stride, str(device), data]
+
+
+def flat_bytes(tensor: torch.Tensor) -> bytes:
+    """The values of a strided tensor in row-major order, as bytes on the CPU (b"" when it has none)."""
+    flat = tensor.detach().resolve_conj().resolve_neg().reshape(-1)  # A view of a contiguous tensor, else a copy.
+    if not flat.numel():
+        return b""
+    if flat.stride(0) != 1:
+        # One element may lie at any stride (``torch.zeros(1, 2)[:, 0]``), and torch calls that contiguous.
+        flat = flat.clone(memory_format=torch.contiguous_format)
+    return flat.cpu().view(torch.uint8).numpy().tobytes()
 
 
 def _dense(tensor: torch.Tensor) -> bool:

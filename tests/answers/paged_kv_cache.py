@@ -610,6 +610,9 @@ ALTERNATIVES = {
             """),
     },
     SEQ: {
+        # Without a __dict__, nothing in the judge holds the block table between two calls (grading/judge/pairs.py).
+        "a dataclass with slots": ref.edit(SEQ, ("@dataclass\nclass SequenceKVCache:",
+                                                 "@dataclass(slots=True)\nclass SequenceKVCache:")),
         "default_factory lambda": ref.solve(SEQ, todo={
             "2.3.1": """
                 seq_id: str
@@ -633,6 +636,10 @@ ALTERNATIVES = {
             """}),
     },
     MANAGER: {
+        "__slots__ instead of a __dict__ (the tests put sequences into manager.sequences by hand)": ref.edit(
+            MANAGER, ("    def __init__(self, num_blocks=512, block_size=16):",
+                      '    __slots__ = ("allocator", "block_size", "sequences", "_step")\n\n'
+                      "    def __init__(self, num_blocks=512, block_size=16):")),
         "token-by-token filling with a helper, checked up front": ref.solve(MANAGER, todo={
             "2.4.1": """
                 self.allocator = BlockAllocator(num_blocks, block_size)

@@ -263,6 +263,10 @@ ALTERNATIVES = {
             """}),
     },
     SIM: {
+        "__slots__ instead of a __dict__": ref.edit(
+            SIM, ("    def __init__(self, capacity_bytes=1024):",
+                  '    __slots__ = ("capacity_bytes", "current_bytes", "time", "entries", "queue", "log")\n\n'
+                  "    def __init__(self, capacity_bytes=1024):")),
         "a sorted list (bisect) instead of heapq": ref.solve(
             SIM, before="import bisect",
             _refresh_queue="""
@@ -353,6 +357,12 @@ ALTERNATIVES = {
                   "            self._evict_until_fit(bytes_)\n        self.entries[prefix]")),
     },
     TENSOR: {
+        # A view at stride 2: with one entry, torch calls it contiguous, and it crosses as one value.
+        "priority as a column of a wider tensor, written in place": ref.edit(
+            TENSOR, ("self.priority = torch.zeros(**zeros, dtype=torch.float64)",
+                     "self.priority = torch.zeros((max_entries, 2), device=self.device, dtype=torch.float64)[:, 0]"),
+            ("self.priority = torch.where(self.alive, scores, self.priority)",
+             "self.priority[:] = torch.where(self.alive, scores, self.priority)")),
         "torch.sort-based victim (two stable sorts)": ref.solve(TENSOR, todo={"5.3.3": """
             live = torch.nonzero(self.alive).flatten()
             by_time = live[torch.sort(self.last_used[live], stable=True).indices]

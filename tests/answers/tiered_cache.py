@@ -506,6 +506,9 @@ WRONG = {
 
 ALTERNATIVES = {
     LRU: {
+        "__slots__ instead of a __dict__": ref.edit(
+            LRU, ("    def __init__(self, capacity):",
+                  '    __slots__ = ("capacity", "blocks")\n\n    def __init__(self, capacity):')),
         "a for/else search for the victim": ref.solve(LRU, todo={"8.1.3": """
             if block in self.blocks:
                 raise ValueError(f"{block!r} is resident")
