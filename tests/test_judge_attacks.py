@@ -135,6 +135,16 @@ NEVER_ISSUED = {
     "a class never sent": _ok([Tag.OBJECT, 5, [Tag.CLASSREF, 41], None, 0]),
     "a module the judge does not allow": _ok([Tag.MODULE, "os"]),
     "a function of a module the judge does not allow": _ok([Tag.GLOBAL, "subprocess", "run"]),
+    # The judge takes only classes that hold data from the kernel (grading/judge/peer.py, kernel_may_name): never
+    # one of its own functions or modules that a test could then call with the kernel's arguments.
+    "the judge's own exec": _ok([Tag.GLOBAL, "builtins", "exec"]),
+    "the judge's own setattr": _ok([Tag.GLOBAL, "builtins", "setattr"]),
+    "a method of the judge's builtins' loader": _ok([Tag.GLOBAL, "builtins", "__loader__.load_module"]),
+    "the judge's module of checks": _ok([Tag.MODULE, "course.checks"]),
+    "the judge's builtins module": _ok([Tag.MODULE, "builtins"]),
+    "a class that opens files": _ok([Tag.GLOBAL, "numpy", "memmap"]),
+    "a class that makes functions": _ok([Tag.GLOBAL, "types", "FunctionType"]),
+    "a function of the course": _ok([Tag.GLOBAL, "course.checks", "assert_plain_equal"]),
     "a view outside its tensor": lambda seq: ["ok", "1", seq, [[], [[], 0, 0]],
                                               [[Tag.VIEW, 9, [Tag.REF, 1], [5], [1], 0]]],
 }
@@ -256,6 +266,58 @@ def test_a_callback_lends_calls_and_public_attributes_only():
                      if any(word in what for word in ("hidden", "Thing", "os", "frame", "_check"))}
             assert leaks == {}, leaks
             assert seen["setattr"].startswith("refused") and (value, doubled) == (5, 10)
+        ''')
+    finally:
+        honest.close()
+
+
+def test_a_test_that_calls_what_the_student_s_code_gave_it_runs_the_kernel_s_code_never_the_judge_s():
+    """A test's code calls things the student's code handed it: a method of an object the student made
+    (``cache.admission.admits(victim)``), or, in a function of the test lent to the kernel (a method of a test's
+    subclass), a method of the ``self`` the student's code passed. Whatever the student names there, the
+    judge's own ``exec``, ``setattr``, ``open``, a module or a class that makes functions, it runs in the kernel:
+    only classes that hold data cross as the judge's own (int, OrderedDict, torch.Tensor), and they stay them."""
+    honest = Kernel('''
+        import builtins, collections, os, types
+        import numpy, torch
+        import course.checks
+        NAMED = {"exec": builtins.exec, "eval": builtins.eval, "setattr": builtins.setattr, "open": builtins.open,
+                 "import": builtins.__import__, "checks": course.checks, "builtins": builtins, "os": os,
+                 "function": types.FunctionType, "code": types.CodeType, "memmap": numpy.memmap,
+                 "load": torch.load, "check": course.checks.assert_plain_equal}
+        DATA = {"int": int, "odict": collections.OrderedDict, "tensor": torch.Tensor, "int64": numpy.int64}
+        class Cache:
+            def __init__(self, name):
+                self.admission = types.SimpleNamespace(admits=NAMED[name])
+        class Base:
+            def __init_subclass__(cls, **kwargs):
+                super().__init_subclass__(**kwargs)
+                for name, value in NAMED.items():  # A method of the test's subclass, with a self of the student's.
+                    cls.check(types.SimpleNamespace(helper=value), name)
+        def data_classes():
+            return DATA
+    ''')
+    try:
+        honest.passes('''
+            import builtins, collections, os, types
+            import numpy, torch
+            import course.checks
+            own = {"exec": builtins.exec, "eval": builtins.eval, "setattr": builtins.setattr, "open": builtins.open,
+                   "import": builtins.__import__, "checks": course.checks, "builtins": builtins, "os": os,
+                   "function": types.FunctionType, "code": types.CodeType, "memmap": numpy.memmap,
+                   "load": torch.load, "check": course.checks.assert_plain_equal}
+            taken = [name for name in own if Cache(name).admission.admits is own[name]]
+            assert taken == [], f"a test's call of what the student's object holds would run the judge's own {taken}"
+            helpers = []
+            class Probe(Base):
+                def check(self, name):
+                    helpers.append((name, self.helper is own[name]))
+            assert len(helpers) == len(own) and not any(is_own for _, is_own in helpers), helpers
+            # What still crosses as the judge's own: classes that hold data.
+            assert data_classes() == {"int": int, "odict": collections.OrderedDict, "tensor": torch.Tensor,
+                                      "int64": numpy.int64}
+            assert all(value is own_class for value, own_class in zip(data_classes().values(), (
+                int, collections.OrderedDict, torch.Tensor, numpy.int64)))
         ''')
     finally:
         honest.close()

@@ -22,7 +22,7 @@ import types
 
 import torch
 
-from .peer import END, HELLO, NOT_SHARED, READY, REQ, Peer, global_node, keywords
+from .peer import END, HELLO, NOT_SHARED, READY, REQ, Peer, global_node, kernel_may_name, keywords
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 FUNCTION, CALLABLE = 1, 2  # Flags of an object node: a plain function (bound as a method), callable.
@@ -170,7 +170,9 @@ class AgentPeer(Peer):
         oid = self.proxy_oids.get(id(value))
         if oid is not None and self.proxies.get(oid) is value:
             return [Tag.YOURS, oid]
-        node = global_node(value)
+        # Only classes that hold data cross as the judge's own; functions and modules, even of allowed modules, cross
+        # as the kernel's objects (peer.kernel_may_name).
+        node = global_node(value) if kernel_may_name(value) else None
         if node is not None:
             return node
         if isinstance(value, type):

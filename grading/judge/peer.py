@@ -22,6 +22,7 @@ This module runs in the student's kernel too (see grading/judge/wire.py).
 
 from __future__ import annotations
 
+import abc
 import builtins
 import importlib
 import itertools
@@ -89,6 +90,47 @@ def _find_global(value):
         return None
 
 
+def _plain_classes() -> frozenset:
+    """The classes of allowed modules that only hold data: calling one runs no code of the kernel's choosing and
+    touches nothing outside the new object (see `kernel_may_name`)."""
+    import collections.abc
+    import dataclasses
+    import enum
+    import fractions
+    import numbers
+
+    import numpy
+
+    found = set()
+    for module in (builtins, collections, collections.abc, numbers, fractions, enum, abc):
+        found.update(value for name, value in vars(module).items() if isinstance(value, type) and name[0] != "_")
+    found.discard(super)
+    found.update((dataclasses.Field, dataclasses.InitVar, dataclasses.FrozenInstanceError, types.SimpleNamespace,
+                  types.MappingProxyType, numpy.ndarray, numpy.dtype, torch.Tensor, torch.Size, torch.dtype,
+                  torch.device, torch.finfo, torch.iinfo))
+    found.update(value for value in vars(numpy).values()
+                 if isinstance(value, type) and issubclass(value, numpy.generic))
+    return frozenset(found)
+
+
+def kernel_may_name(value) -> bool:
+    """Whether a value of the kernel's crosses to the judge as a global, which the judge takes from its own import:
+    the well-known objects, and classes that only hold data (``int``, ``OrderedDict``, ``torch.Tensor``, NumPy's
+    scalar types). The kernel's functions and modules, even those of allowed modules, and every other class cross
+    as the kernel's objects (handles, mirrors): the judge never calls code of its own that the kernel named, such
+    as ``builtins.exec`` lent as a method of an object that a test's function calls."""
+    return id(value) in _WELL_KNOWN_IDS or (isinstance(value, type) and value in _PLAIN_CLASSES)
+
+
+def from_kernel(module: str, qualname: str):
+    """The judge's own ``module.qualname`` for a global the kernel sent, only where `kernel_may_name` allows it."""
+    expect((module, qualname) in _WELL_KNOWN_IDS.values() or dotted(qualname) and not any(
+        part.startswith("_") for part in qualname.split(".")), f"{module}.{qualname} cannot cross from the kernel")
+    value = resolve_global(module, qualname)
+    expect(kernel_may_name(value), f"{module}.{qualname} cannot cross from the kernel: only classes that hold data do")
+    return value
+
+
 def resolve_global(module: str, qualname: str):
     """This side's own ``module.qualname``, only in an allowed module."""
     expect(allowed_module(module) and dotted(qualname), f"{module}.{qualname} is not in a module the judge allows")
@@ -98,6 +140,7 @@ def resolve_global(module: str, qualname: str):
     return value
 
 
+_PLAIN_CLASSES = _plain_classes()
 NOT_SHARED = object()
 
 
@@ -110,6 +153,10 @@ class Peer:
 
     parity = 0  # 0: the judge's ids are even; the kernel's class sets 1.
     answered: tuple[type, ...] = (Exception,)  # What a request may raise and still get a reply.
+    # What a GLOBAL node from the other side becomes, and whether a MODULE node may come: the judge sets
+    # `from_kernel` and False (it takes only data classes from the kernel); the kernel takes whatever the judge names.
+    resolve_global = staticmethod(resolve_global)
+    takes_modules = True
 
     def __init__(self, connection: socket.socket, limits: Limits = LIMITS) -> None:
         self.connection = connection
@@ -323,8 +370,9 @@ class Peer:
             return self.exported(node[1])
         if tag == Tag.GLOBAL:
             expect(len(node) == 3, "a malformed global")
-            return resolve_global(text(node[1]), text(node[2]))
+            return self.resolve_global(text(node[1]), text(node[2]))
         if tag == Tag.MODULE:
+            expect(self.takes_modules, "a module cannot cross from the kernel")
             expect(len(node) == 2 and allowed_module(node[1]), "a module the other side may not send")
             return importlib.import_module(node[1])
         if tag == Tag.EXCEPTION:

@@ -25,7 +25,7 @@ from course import checks, kernels
 from .agent import CALLABLE, COUNT_LAUNCHES, COUNT_TORCH_CALLS, EAGER_DICT_ITEMS, FUNCTION, OPS
 from .handles import NO_DICT, Handle, HandleMeta, MirrorInfo, RemoteMethod, info_of, make_mirror
 from .pairs import lazy_pairs_in
-from .peer import END, HELLO, NOT_SHARED, READY, Peer, global_node, keywords
+from .peer import END, HELLO, NOT_SHARED, READY, Peer, from_kernel, global_node, keywords
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 CALLBACK_OPS = frozenset({"len", "iter", "next", "repr", "str", "bool", "hash", "contains", "getitem", "eq", "ne",
@@ -67,6 +67,8 @@ def _method_names(value) -> list[str]:
 
 class JudgePeer(Peer):
     parity = 0
+    resolve_global = staticmethod(from_kernel)  # Only classes that hold data (peer.kernel_may_name).
+    takes_modules = False
 
     def __init__(self, connection, limits=None, control=None) -> None:
         self.epoch_number = 0
