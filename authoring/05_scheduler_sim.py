@@ -739,28 +739,31 @@ def _check_task5_2_5_touch():
     from course.checks import assert_plain_equal, assert_raises, check_type
 
 
+    recorded = []  # How touch called the stand-ins; the test keeps it, where the student's code cannot rewrite it.
+
     class Probe(KVCacheSchedulerSim):
         """touch alone: the two helpers are stand-ins that only record how touch calls them (nothing is evicted)."""
 
         def _evict_until_fit(self, needed):
-            self.calls.append(["_evict_until_fit", needed, sorted(self.entries)])
+            recorded.append(["_evict_until_fit", needed, sorted(self.entries)])
 
         def _refresh_queue(self, prefix):
             entry = self.entries[prefix]
-            self.calls.append(["_refresh_queue", prefix, entry.hits, entry.last_used, entry.bytes])
+            recorded.append(["_refresh_queue", prefix, entry.hits, entry.last_used, entry.bytes])
 
 
     def bare(entries=()):
         """A Probe with capacity 100 whose state this test sets directly (its __init__ does not run)."""
         sim = object.__new__(Probe)
-        sim.capacity_bytes, sim.time, sim.log, sim.queue, sim.calls = 100, 0, [], [], []
+        sim.capacity_bytes, sim.time, sim.log, sim.queue = 100, 0, [], []
+        recorded.clear()
         sim.entries = {e.prefix: e for e in entries}
         sim.current_bytes = sum(e.bytes for e in entries)
         return sim
 
 
     def state(sim):
-        return [sim.time, sim.current_bytes, list(sim.log), [list(c) for c in sim.calls],
+        return [sim.time, sim.current_bytes, list(sim.log), [list(c) for c in recorded],
                 {k: [e.prefix, e.hits, e.last_used, e.bytes] for k, e in sim.entries.items()}]
 
 
@@ -790,7 +793,7 @@ def _check_task5_2_5_touch():
     # A miss that fits: calling _evict_until_fit is allowed (it would evict nothing), not required.
     sim = bare()
     sim.touch("z", 10)
-    calls = [c for c in sim.calls if c[0] != "_evict_until_fit" or c != ["_evict_until_fit", 10, []]]
+    calls = [c for c in recorded if c[0] != "_evict_until_fit" or c != ["_evict_until_fit", 10, []]]
     assert_plain_equal([sim.time, sim.current_bytes, sim.log, calls], [1, 10, ["add:z"], [["_refresh_queue", "z", 1, 1, 10]]],
                        "[time, current_bytes, log, calls] after touch('z', 10) on an empty cache", reveal=False)
     sim.touch("z", 100)
@@ -804,7 +807,7 @@ def _check_task5_2_5_touch():
         sim, model, used, clock = bare(), {}, 0, 0
         for _ in range(rng.randint(1, 20)):
             name, size = rng.choice("abcdef"), rng.randint(1, 100)
-            sim.calls = []
+            recorded.clear()
             sim.touch(name, size)
             clock += 1
             if name in model:
@@ -812,7 +815,7 @@ def _check_task5_2_5_touch():
                 want = [["_refresh_queue", name, model[name][1], clock, model[name][3]]]
                 line = "reuse:" + name
             else:
-                evict_calls = [c for c in sim.calls if c[0] == "_evict_until_fit"]
+                evict_calls = [c for c in recorded if c[0] == "_evict_until_fit"]
                 if used + size > 100:
                     assert_plain_equal(evict_calls, [["_evict_until_fit", size, sorted(model)]],
                                        f"the _evict_until_fit calls of a miss on random case {case}", reveal=False)
@@ -820,7 +823,7 @@ def _check_task5_2_5_touch():
                 used += size
                 want = [["_refresh_queue", name, 1, clock, size]]
                 line = "add:" + name
-            assert_plain_equal([c for c in sim.calls if c[0] == "_refresh_queue"], want,
+            assert_plain_equal([c for c in recorded if c[0] == "_refresh_queue"], want,
                                f"the _refresh_queue calls of touch on random case {case}", reveal=False)
             assert_plain_equal(sim.log[-1], line, f"the last log line on random case {case}", reveal=False)
         assert_plain_equal([sim.time, sim.current_bytes, state(sim)[4]], [clock, used, model],

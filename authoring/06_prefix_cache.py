@@ -1565,62 +1565,65 @@ def _check_task6_3_1_counts():
 
     # BEGIN SHARED ToyCache (authoring/shared/06_prefix_cache.py)
     class ToyCache:
-        """An unbounded cache that keeps PrefixCache's contract and records how serve calls it."""
+        """An unbounded cache that keeps PrefixCache's contract and records how serve calls it.
+
+        What it holds and records has private names: the student's code can call its public methods (grading
+        lends them), but not change its record or its pins by hand."""
 
         def __init__(self, block_size):
             self.block_size = block_size
-            self.kv, self.refs, self.log = {}, {}, []
-            self.fail_insert = False
+            self._kv, self._refs, self._log = {}, {}, []
+            self._fail_insert = False
 
         def match(self, hashes):
-            self.log.append(("match", list(hashes)))
+            self._log.append(("match", list(hashes)))
             count = 0
-            while count < len(hashes) and hashes[count] in self.kv:
+            while count < len(hashes) and hashes[count] in self._kv:
                 count += 1
             return count
 
         def pin(self, hashes):
-            self.log.append(("pin", list(hashes)))
-            if any(h not in self.kv for h in hashes):
+            self._log.append(("pin", list(hashes)))
+            if any(h not in self._kv for h in hashes):
                 raise KeyError("pin of a block that is not cached")
             for h in hashes:
-                self.refs[h] = self.refs.get(h, 0) + 1
+                self._refs[h] = self._refs.get(h, 0) + 1
 
         def unpin(self, hashes):
-            self.log.append(("unpin", list(hashes)))
-            if any(self.refs.get(h, 0) < list(hashes).count(h) for h in hashes):
+            self._log.append(("unpin", list(hashes)))
+            if any(self._refs.get(h, 0) < list(hashes).count(h) for h in hashes):
                 raise ValueError("unpin of a block that is not pinned")
             for h in hashes:
-                self.refs[h] -= 1
+                self._refs[h] -= 1
 
         def get_kv(self, hashes):
-            self.log.append(("get_kv", list(hashes)))
-            if any(self.refs.get(h, 0) < 1 for h in hashes):
+            self._log.append(("get_kv", list(hashes)))
+            if any(self._refs.get(h, 0) < 1 for h in hashes):
                 raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
             if not hashes:
                 return []
-            return [tuple(torch.cat([self.kv[h][layer][side] for h in hashes]) for side in (0, 1))
-                    for layer in range(len(self.kv[hashes[0]]))]
+            return [tuple(torch.cat([self._kv[h][layer][side] for h in hashes]) for side in (0, 1))
+                    for layer in range(len(self._kv[hashes[0]]))]
 
         def insert(self, hashes, kv):
-            self.log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
-            if self.fail_insert:
+            self._log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
+            if self._fail_insert:
                 raise RuntimeError("insert failed (the test's cache raises on purpose)")
             for i, h in enumerate(hashes):
-                if h not in self.kv:
+                if h not in self._kv:
                     rows = slice(i * self.block_size, (i + 1) * self.block_size)
-                    self.kv[h] = [(k[rows].clone(), v[rows].clone()) for k, v in kv]
+                    self._kv[h] = [(k[rows].clone(), v[rows].clone()) for k, v in kv]
             return len(hashes)
 
-        def calls(self, name=None):
+        def _calls(self, name=None):
             """The calls since the last look (of one method, or all), without those on an empty list
             (serve may make them or not), as (method, hashes); the log starts again."""
-            calls = [entry[:2] for entry in self.log if entry[1] and name in (None, entry[0])]
-            self.log.clear()
+            calls = [entry[:2] for entry in self._log if entry[1] and name in (None, entry[0])]
+            self._log.clear()
             return calls
 
         def pinned(self):
-            return sorted(h for h, count in self.refs.items() if count)
+            return sorted(h for h, count in self._refs.items() if count)
     # END SHARED
 
     model = TinyDecoder(vocab_size=64, num_layers=2, num_heads=2, head_dim=8, seed=0)
@@ -1638,7 +1641,7 @@ def _check_task6_3_1_counts():
         check_type(counts, dict, f"{name}[1]")
         assert_plain_equal(counts, {"tokens_reused": reused, "tokens_computed": computed}, f"{name}: counts")
         hashes = block_hashes(tokens, 4)
-        assert_plain_equal(cache.calls("match"), [("match", hashes)] if hashes else [],
+        assert_plain_equal(cache._calls("match"), [("match", hashes)] if hashes else [],
                            f"{name}: its calls of cache.match (one call, with the hashes of ALL full blocks)")
     assert_raises(ValueError, "serve(model, cache, [])", serve, model, cache, [])
 
@@ -1665,7 +1668,7 @@ def _check_task6_3_1_counts():
                                          "tokens_computed": len(_tokens) - _blocks * _block_size},
                                f"{_where}: counts", reveal=False)
             _hashes = block_hashes(_tokens, _block_size)
-            assert_plain_equal(_cache.calls("match"), [("match", _hashes)] if _hashes else [],
+            assert_plain_equal(_cache._calls("match"), [("match", _hashes)] if _hashes else [],
                                f"{_where}: its calls of cache.match", reveal=False)
             for _b in range(1, len(_tokens) // _block_size + 1):
                 _seen.add(tuple(_tokens[:_b * _block_size]))
@@ -1689,62 +1692,65 @@ def _check_task6_3_2_logits():
 
     # BEGIN SHARED ToyCache (authoring/shared/06_prefix_cache.py)
     class ToyCache:
-        """An unbounded cache that keeps PrefixCache's contract and records how serve calls it."""
+        """An unbounded cache that keeps PrefixCache's contract and records how serve calls it.
+
+        What it holds and records has private names: the student's code can call its public methods (grading
+        lends them), but not change its record or its pins by hand."""
 
         def __init__(self, block_size):
             self.block_size = block_size
-            self.kv, self.refs, self.log = {}, {}, []
-            self.fail_insert = False
+            self._kv, self._refs, self._log = {}, {}, []
+            self._fail_insert = False
 
         def match(self, hashes):
-            self.log.append(("match", list(hashes)))
+            self._log.append(("match", list(hashes)))
             count = 0
-            while count < len(hashes) and hashes[count] in self.kv:
+            while count < len(hashes) and hashes[count] in self._kv:
                 count += 1
             return count
 
         def pin(self, hashes):
-            self.log.append(("pin", list(hashes)))
-            if any(h not in self.kv for h in hashes):
+            self._log.append(("pin", list(hashes)))
+            if any(h not in self._kv for h in hashes):
                 raise KeyError("pin of a block that is not cached")
             for h in hashes:
-                self.refs[h] = self.refs.get(h, 0) + 1
+                self._refs[h] = self._refs.get(h, 0) + 1
 
         def unpin(self, hashes):
-            self.log.append(("unpin", list(hashes)))
-            if any(self.refs.get(h, 0) < list(hashes).count(h) for h in hashes):
+            self._log.append(("unpin", list(hashes)))
+            if any(self._refs.get(h, 0) < list(hashes).count(h) for h in hashes):
                 raise ValueError("unpin of a block that is not pinned")
             for h in hashes:
-                self.refs[h] -= 1
+                self._refs[h] -= 1
 
         def get_kv(self, hashes):
-            self.log.append(("get_kv", list(hashes)))
-            if any(self.refs.get(h, 0) < 1 for h in hashes):
+            self._log.append(("get_kv", list(hashes)))
+            if any(self._refs.get(h, 0) < 1 for h in hashes):
                 raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
             if not hashes:
                 return []
-            return [tuple(torch.cat([self.kv[h][layer][side] for h in hashes]) for side in (0, 1))
-                    for layer in range(len(self.kv[hashes[0]]))]
+            return [tuple(torch.cat([self._kv[h][layer][side] for h in hashes]) for side in (0, 1))
+                    for layer in range(len(self._kv[hashes[0]]))]
 
         def insert(self, hashes, kv):
-            self.log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
-            if self.fail_insert:
+            self._log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
+            if self._fail_insert:
                 raise RuntimeError("insert failed (the test's cache raises on purpose)")
             for i, h in enumerate(hashes):
-                if h not in self.kv:
+                if h not in self._kv:
                     rows = slice(i * self.block_size, (i + 1) * self.block_size)
-                    self.kv[h] = [(k[rows].clone(), v[rows].clone()) for k, v in kv]
+                    self._kv[h] = [(k[rows].clone(), v[rows].clone()) for k, v in kv]
             return len(hashes)
 
-        def calls(self, name=None):
+        def _calls(self, name=None):
             """The calls since the last look (of one method, or all), without those on an empty list
             (serve may make them or not), as (method, hashes); the log starts again."""
-            calls = [entry[:2] for entry in self.log if entry[1] and name in (None, entry[0])]
-            self.log.clear()
+            calls = [entry[:2] for entry in self._log if entry[1] and name in (None, entry[0])]
+            self._log.clear()
             return calls
 
         def pinned(self):
-            return sorted(h for h, count in self.refs.items() if count)
+            return sorted(h for h, count in self._refs.items() if count)
     # END SHARED
 
     class CountingDecoder(TinyDecoder):
@@ -1752,10 +1758,10 @@ def _check_task6_3_2_logits():
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
-            self.calls = []
+            self._calls = []  # Private: the student's code, which gets the model, cannot rewrite the record.
 
         def forward(self, tokens, past_kv=None):
-            self.calls.append((len(tokens), 0 if past_kv is None else int(past_kv[0][0].shape[0])))
+            self._calls.append((len(tokens), 0 if past_kv is None else int(past_kv[0][0].shape[0])))
             return super().forward(tokens, past_kv)
 
     first = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7]
@@ -1766,12 +1772,12 @@ def _check_task6_3_2_logits():
         cache = ToyCache(block_size=4)
         for tokens, reused in ((first, 0), (second, 8), (first[:8], 4)):
             expected, _ = plain(torch.tensor(tokens, device=device))
-            model.calls.clear()
+            model._calls.clear()
             logits, _ = serve(model, cache, tokens)
             name = f"serve(model on {device}, cache, {len(tokens)} tokens, {reused} of them cached)"
             assert_same_tensor(logits, expected[reused:], f"{name}: logits (the rows of the computed positions, "
                                "equal to the logits without a cache)", atol=1e-5, rtol=1e-5)
-            assert_plain_equal(model.calls, [(len(tokens) - reused, reused)],
+            assert_plain_equal(model._calls, [(len(tokens) - reused, reused)],
                                f"{name}: the model's calls as (new tokens, past tokens) (one call, on the tokens "
                                "not reused, after their K/V)")
 
@@ -1796,11 +1802,11 @@ def _check_task6_3_2_logits():
                 _reused = _blocks * _block_size
                 _where = (f"serve(model on {device}, cache with block_size {_block_size}, request {_turn} of "
                           f"{len(_tokens)} tokens)")
-                _model.calls.clear()
+                _model._calls.clear()
                 _logits, _ = serve(_model, _cache, _tokens)
                 _full, _ = _plain(torch.tensor(_tokens, device=device))
                 assert_same_tensor(_logits, _full[_reused:], f"{_where}: logits", atol=1e-4, rtol=1e-4, reveal=False)
-                assert_plain_equal(_model.calls, [(len(_tokens) - _reused, _reused)], f"{_where}: the model's calls",
+                assert_plain_equal(_model._calls, [(len(_tokens) - _reused, _reused)], f"{_where}: the model's calls",
                                    reveal=False)
                 for _b in range(1, len(_tokens) // _block_size + 1):
                     _seen.add(tuple(_tokens[:_b * _block_size]))
@@ -1822,62 +1828,65 @@ def _check_task6_3_3_protocol():
 
     # BEGIN SHARED ToyCache (authoring/shared/06_prefix_cache.py)
     class ToyCache:
-        """An unbounded cache that keeps PrefixCache's contract and records how serve calls it."""
+        """An unbounded cache that keeps PrefixCache's contract and records how serve calls it.
+
+        What it holds and records has private names: the student's code can call its public methods (grading
+        lends them), but not change its record or its pins by hand."""
 
         def __init__(self, block_size):
             self.block_size = block_size
-            self.kv, self.refs, self.log = {}, {}, []
-            self.fail_insert = False
+            self._kv, self._refs, self._log = {}, {}, []
+            self._fail_insert = False
 
         def match(self, hashes):
-            self.log.append(("match", list(hashes)))
+            self._log.append(("match", list(hashes)))
             count = 0
-            while count < len(hashes) and hashes[count] in self.kv:
+            while count < len(hashes) and hashes[count] in self._kv:
                 count += 1
             return count
 
         def pin(self, hashes):
-            self.log.append(("pin", list(hashes)))
-            if any(h not in self.kv for h in hashes):
+            self._log.append(("pin", list(hashes)))
+            if any(h not in self._kv for h in hashes):
                 raise KeyError("pin of a block that is not cached")
             for h in hashes:
-                self.refs[h] = self.refs.get(h, 0) + 1
+                self._refs[h] = self._refs.get(h, 0) + 1
 
         def unpin(self, hashes):
-            self.log.append(("unpin", list(hashes)))
-            if any(self.refs.get(h, 0) < list(hashes).count(h) for h in hashes):
+            self._log.append(("unpin", list(hashes)))
+            if any(self._refs.get(h, 0) < list(hashes).count(h) for h in hashes):
                 raise ValueError("unpin of a block that is not pinned")
             for h in hashes:
-                self.refs[h] -= 1
+                self._refs[h] -= 1
 
         def get_kv(self, hashes):
-            self.log.append(("get_kv", list(hashes)))
-            if any(self.refs.get(h, 0) < 1 for h in hashes):
+            self._log.append(("get_kv", list(hashes)))
+            if any(self._refs.get(h, 0) < 1 for h in hashes):
                 raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
             if not hashes:
                 return []
-            return [tuple(torch.cat([self.kv[h][layer][side] for h in hashes]) for side in (0, 1))
-                    for layer in range(len(self.kv[hashes[0]]))]
+            return [tuple(torch.cat([self._kv[h][layer][side] for h in hashes]) for side in (0, 1))
+                    for layer in range(len(self._kv[hashes[0]]))]
 
         def insert(self, hashes, kv):
-            self.log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
-            if self.fail_insert:
+            self._log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
+            if self._fail_insert:
                 raise RuntimeError("insert failed (the test's cache raises on purpose)")
             for i, h in enumerate(hashes):
-                if h not in self.kv:
+                if h not in self._kv:
                     rows = slice(i * self.block_size, (i + 1) * self.block_size)
-                    self.kv[h] = [(k[rows].clone(), v[rows].clone()) for k, v in kv]
+                    self._kv[h] = [(k[rows].clone(), v[rows].clone()) for k, v in kv]
             return len(hashes)
 
-        def calls(self, name=None):
+        def _calls(self, name=None):
             """The calls since the last look (of one method, or all), without those on an empty list
             (serve may make them or not), as (method, hashes); the log starts again."""
-            calls = [entry[:2] for entry in self.log if entry[1] and name in (None, entry[0])]
-            self.log.clear()
+            calls = [entry[:2] for entry in self._log if entry[1] and name in (None, entry[0])]
+            self._log.clear()
             return calls
 
         def pinned(self):
-            return sorted(h for h, count in self.refs.items() if count)
+            return sorted(h for h, count in self._refs.items() if count)
     # END SHARED
 
     model = TinyDecoder(vocab_size=64, num_layers=2, num_heads=2, head_dim=8, seed=0)
@@ -1886,14 +1895,14 @@ def _check_task6_3_3_protocol():
     second = first[:8] + [32, 38, 46, 2]
     serve(model, cache, first)
     hashes = block_hashes(first, 4)
-    inserts = [entry for entry in cache.log if entry[0] == "insert"]
+    inserts = [entry for entry in cache._log if entry[0] == "insert"]
     assert_plain_equal(inserts, [("insert", hashes, [10, 10])],
                        "serve(model, empty cache, 10 tokens): its calls of cache.insert as (name, hashes, tokens of kv "
                        "per layer) (all full-block hashes, with the model's kv of all 10 tokens in both layers)")
-    cache.log.clear()
+    cache._log.clear()
     serve(model, cache, second)
     hashes = block_hashes(second, 4)
-    assert_plain_equal(cache.calls(), [("match", hashes), ("pin", hashes[:2]), ("get_kv", hashes[:2]),
+    assert_plain_equal(cache._calls(), [("match", hashes), ("pin", hashes[:2]), ("get_kv", hashes[:2]),
                                        ("insert", hashes), ("unpin", hashes[:2])],
                        "serve(model, cache, second): its calls of the cache, in order (calls on an empty list left out)")
     assert_plain_equal(cache.pinned(), [], "the blocks still pinned after serve returned")
@@ -1901,7 +1910,7 @@ def _check_task6_3_3_protocol():
                   "model raises ValueError, and serve must let it through)", serve, model, cache, first[:8] + [999])
     assert_plain_equal(cache.pinned(), [], "the blocks still pinned after the model raised inside serve (unpin in a "
                        "finally block)")
-    cache.fail_insert = True
+    cache._fail_insert = True
     assert_raises(RuntimeError, "serve(model, cache whose insert raises RuntimeError, second)", serve, model, cache,
                   second)
     assert_plain_equal(cache.pinned(), [], "the blocks still pinned after cache.insert raised inside serve (unpin in a "
@@ -1936,9 +1945,9 @@ def _check_task6_3_3_protocol():
                 assert_raises(ValueError, f"{_where}, a token outside the vocabulary", serve, model, _cache, _tokens)
                 _want = [("match", _hashes), ("pin", _reused), ("get_kv", _reused), ("unpin", _reused)]
             elif _failure == "insert":
-                _cache.fail_insert = True
+                _cache._fail_insert = True
                 assert_raises(RuntimeError, f"{_where}, insert raises", serve, model, _cache, _tokens)
-                _cache.fail_insert = False
+                _cache._fail_insert = False
                 _want = [("match", _hashes), ("pin", _reused), ("get_kv", _reused), ("insert", _hashes),
                          ("unpin", _reused)]
             else:
@@ -1948,8 +1957,8 @@ def _check_task6_3_3_protocol():
                 for _b in range(1, len(_tokens) // _block_size + 1):
                     _seen.add(tuple(_tokens[:_b * _block_size]))
                 _conversations[_c] = _tokens + [_rng.randrange(64) for _ in range(_rng.randint(1, 7))]
-            _log = list(_cache.log)
-            assert_plain_equal(_cache.calls(), [entry for entry in _want if entry[1]], f"{_where}: the calls of the cache",
+            _log = list(_cache._log)
+            assert_plain_equal(_cache._calls(), [entry for entry in _want if entry[1]], f"{_where}: the calls of the cache",
                                reveal=False)
             for _entry in _log:
                 if _entry[0] == "insert":

@@ -84,62 +84,65 @@ def _tree(rng, size):
 
 
 class ToyCache:
-    """An unbounded cache that keeps PrefixCache's contract and records how serve calls it."""
+    """An unbounded cache that keeps PrefixCache's contract and records how serve calls it.
+
+    What it holds and records has private names: the student's code can call its public methods (grading
+    lends them), but not change its record or its pins by hand."""
 
     def __init__(self, block_size):
         self.block_size = block_size
-        self.kv, self.refs, self.log = {}, {}, []
-        self.fail_insert = False
+        self._kv, self._refs, self._log = {}, {}, []
+        self._fail_insert = False
 
     def match(self, hashes):
-        self.log.append(("match", list(hashes)))
+        self._log.append(("match", list(hashes)))
         count = 0
-        while count < len(hashes) and hashes[count] in self.kv:
+        while count < len(hashes) and hashes[count] in self._kv:
             count += 1
         return count
 
     def pin(self, hashes):
-        self.log.append(("pin", list(hashes)))
-        if any(h not in self.kv for h in hashes):
+        self._log.append(("pin", list(hashes)))
+        if any(h not in self._kv for h in hashes):
             raise KeyError("pin of a block that is not cached")
         for h in hashes:
-            self.refs[h] = self.refs.get(h, 0) + 1
+            self._refs[h] = self._refs.get(h, 0) + 1
 
     def unpin(self, hashes):
-        self.log.append(("unpin", list(hashes)))
-        if any(self.refs.get(h, 0) < list(hashes).count(h) for h in hashes):
+        self._log.append(("unpin", list(hashes)))
+        if any(self._refs.get(h, 0) < list(hashes).count(h) for h in hashes):
             raise ValueError("unpin of a block that is not pinned")
         for h in hashes:
-            self.refs[h] -= 1
+            self._refs[h] -= 1
 
     def get_kv(self, hashes):
-        self.log.append(("get_kv", list(hashes)))
-        if any(self.refs.get(h, 0) < 1 for h in hashes):
+        self._log.append(("get_kv", list(hashes)))
+        if any(self._refs.get(h, 0) < 1 for h in hashes):
             raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
         if not hashes:
             return []
-        return [tuple(torch.cat([self.kv[h][layer][side] for h in hashes]) for side in (0, 1))
-                for layer in range(len(self.kv[hashes[0]]))]
+        return [tuple(torch.cat([self._kv[h][layer][side] for h in hashes]) for side in (0, 1))
+                for layer in range(len(self._kv[hashes[0]]))]
 
     def insert(self, hashes, kv):
-        self.log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
-        if self.fail_insert:
+        self._log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
+        if self._fail_insert:
             raise RuntimeError("insert failed (the test's cache raises on purpose)")
         for i, h in enumerate(hashes):
-            if h not in self.kv:
+            if h not in self._kv:
                 rows = slice(i * self.block_size, (i + 1) * self.block_size)
-                self.kv[h] = [(k[rows].clone(), v[rows].clone()) for k, v in kv]
+                self._kv[h] = [(k[rows].clone(), v[rows].clone()) for k, v in kv]
         return len(hashes)
 
-    def calls(self, name=None):
+    def _calls(self, name=None):
         """The calls since the last look (of one method, or all), without those on an empty list
         (serve may make them or not), as (method, hashes); the log starts again."""
-        calls = [entry[:2] for entry in self.log if entry[1] and name in (None, entry[0])]
-        self.log.clear()
+        calls = [entry[:2] for entry in self._log if entry[1] and name in (None, entry[0])]
+        self._log.clear()
         return calls
 
     def pinned(self):
-        return sorted(h for h, count in self.refs.items() if count)
+        return sorted(h for h, count in self._refs.items() if count)
 
 
 def _last_answer(cache, steps):
