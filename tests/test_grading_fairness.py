@@ -62,5 +62,7 @@ def test_a_student_who_keeps_every_core_busy_costs_honest_students_nothing(built
     seconds = hostile_result["seconds"]
     assert seconds["cells cpu"] > 2, "the hostile processes ran"
     assert seconds["cells cpu"] <= 1.25 * seconds["kernel lived"] + 1, "on one core at most"
-    last_honest = max(results[student]["graded_at"] for student in HONEST)
-    assert results[HOSTILE]["graded_at"] < last_honest, "honest students were graded while it ran"
+    # The hostile notebook is graded first and runs past its 10 s limit; an honest student graded before it ended
+    # was graded while it ran. (Whether any is graded after it ended is a race: all eight may finish first.)
+    first_honest = min(results[student]["graded_at"] for student in HONEST)
+    assert first_honest < results[HOSTILE]["graded_at"], "honest students were graded while it ran"
