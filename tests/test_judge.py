@@ -92,7 +92,6 @@ def test_containers_and_tensors_keep_their_identity_and_every_change_crosses_in_
     ''')
 
 
-
 def test_a_change_to_a_container_that_only_a_student_object_holds_reaches_the_kernel(kernel):
     # Once ``cache.items.append(3)`` ends, only the judge's table of shared values holds that list: an object with
     # __slots__, a dataclass with slots, or one whose state lives in a global has no mirrored __dict__ to hold it.
@@ -156,7 +155,6 @@ def test_a_view_of_a_shared_tensor_stays_a_view(kernel):
         pool.zero_()
         assert part.tolist() == [[0.0, 0.0], [0.0, 0.0]], "a view the kernel returned sees the test's write"
     ''')
-
 
 
 def test_a_tensor_of_one_element_crosses_at_any_stride(kernel):
@@ -731,7 +729,6 @@ def test_triton_launches_are_counted_in_the_kernel_and_their_writes_cross(kernel
         assert count_launches(pool.fill, 5.0) == (None, 1)
         assert cache.tolist() == [5.0] * 4 and pool.cache is cache, cache
     ''')
-
 
 
 def test_an_object_the_test_reads_again_and_lets_go_at_once_is_forgotten_on_both_sides(kernel):
