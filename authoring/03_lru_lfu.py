@@ -1352,11 +1352,11 @@ def _check_task3_5_lru_victim_t():
             assert s.cpu().tolist() == steps and e.cpu().tolist() == flags, f"lru_victim_t changed its input on random case {case}"
         # Agreement with the dict version: sorted seq_ids <-> indices.
         ids = sorted(f"seq-{i:04d}" for i in rng.sample(range(10000), 50))
-        cache = {i: SequenceKVCache(i, last_access_step=rng.randint(0, 5)) for i in ids}
+        last_step = {i: rng.randint(0, 5) for i in ids}  # seq_id -> last_access_step, as the dict LRU reads it.
         protected = set(rng.sample(ids, 20))
-        index = lru_victim_t(torch.tensor([cache[i].last_access_step for i in ids], device=device),
+        index = lru_victim_t(torch.tensor([last_step[i] for i in ids], device=device),
                              torch.tensor([i not in protected for i in ids], device=device))
-        expected = min((s.last_access_step, k) for k, s in cache.items() if k not in protected)[1]
+        expected = min((step, k) for k, step in last_step.items() if k not in protected)[1]
         assert_plain_equal(ids[index], expected, f"seq_ids[lru_victim_t(...)] against the dict LRU ({device})", reveal=False)
         assert_raises(ValueError, f"lru_victim_t(2-D steps) on {device}", lru_victim_t,
                       torch.zeros(2, 2, dtype=torch.int64, device=device), torch.ones(2, 2, dtype=torch.bool, device=device))
@@ -1515,12 +1515,13 @@ def _check_task3_6_lfu_victim_t():
             assert c.cpu().tolist() == counts and s.cpu().tolist() == steps and e.cpu().tolist() == flags, \
                 f"lfu_victim_t changed its input on random case {case}"
         ids = sorted(f"seq-{i:04d}" for i in rng.sample(range(10000), 50))
-        cache = {i: SequenceKVCache(i, last_access_step=rng.randint(0, 5), use_count=rng.randint(1, 2)) for i in ids}
+        # seq_id -> (last_access_step, use_count), as the dict LFU reads them.
+        state = {i: (rng.randint(0, 5), rng.randint(1, 2)) for i in ids}
         protected = set(rng.sample(ids, 20))
-        index = lfu_victim_t(torch.tensor([cache[i].use_count for i in ids], device=device),
-                             torch.tensor([cache[i].last_access_step for i in ids], device=device),
+        index = lfu_victim_t(torch.tensor([state[i][1] for i in ids], device=device),
+                             torch.tensor([state[i][0] for i in ids], device=device),
                              torch.tensor([i not in protected for i in ids], device=device))
-        expected = min((s.use_count, s.last_access_step, k) for k, s in cache.items() if k not in protected)[2]
+        expected = min((count, step, k) for k, (step, count) in state.items() if k not in protected)[2]
         assert_plain_equal(ids[index], expected, f"seq_ids[lfu_victim_t(...)] against the dict LFU ({device})", reveal=False)
         assert_raises(ValueError, f"lfu_victim_t(mask of another length) on {device}", lfu_victim_t,
                       torch.arange(3, device=device), torch.arange(3, device=device), torch.ones(2, dtype=torch.bool, device=device))

@@ -610,23 +610,27 @@ def _check_task5_2_3_refresh_queue():
     rng = random.Random(5233)
     for case in range(60):
         names = [f"p{i}" for i in range(rng.randint(1, 8))]
-        entries = [CacheEntry(priority=rng.random(), last_used=rng.randint(0, 9), prefix=n, hits=rng.randint(0, 5),
-                              bytes=rng.randint(1, 99)) for n in names]
+        # The expected values come from this test's own numbers, never from what the student's objects report.
+        fields = {n: dict(priority=rng.random(), last_used=rng.randint(0, 9), prefix=n, hits=rng.randint(0, 5),
+                          bytes=rng.randint(1, 99)) for n in names}
+        entries = [CacheEntry(**row) for row in fields.values()]
         queue = [(rng.random() * 60, rng.randint(0, 9), rng.choice(names)) for _ in range(rng.randint(0, 10))]
         sim = bare(entries, queue)
         chosen = rng.choice(names)
-        before = {e.prefix: (e.last_used, e.hits, e.bytes) for e in sim.entries.values()}
-        others = {e.prefix: e.priority for e in sim.entries.values() if e.prefix != chosen}
+        before = {n: (row["last_used"], row["hits"], row["bytes"]) for n, row in fields.items()}
+        others = {n: row["priority"] for n, row in fields.items() if n != chosen}
         sim._refresh_queue(chosen)
-        entry = sim.entries[chosen]
-        expected = 10.0 * entry.hits + entry.bytes / 1000 + entry.last_used / 100
+        row, entry = fields[chosen], sim.entries[chosen]
+        expected = 10.0 * row["hits"] + row["bytes"] / 1000 + row["last_used"] / 100
         assert_plain_equal(entry.priority, expected, f"the priority stored by _refresh_queue on random case {case}", reveal=False)
-        assert_plain_equal(sorted(sim.queue), sorted(queue + [(expected, entry.last_used, chosen)]),
+        assert_plain_equal(sorted(sim.queue), sorted(queue + [(expected, row["last_used"], chosen)]),
                            f"sorted(queue) after _refresh_queue on random case {case}", reveal=False)
         assert is_heap(sim.queue), f"queue is not a heap after _refresh_queue on random case {case}"
-        assert {e.prefix: (e.last_used, e.hits, e.bytes) for e in sim.entries.values()} == before and \
-            {e.prefix: e.priority for e in sim.entries.values() if e.prefix != chosen} == others, \
-            f"_refresh_queue changed another field or entry on random case {case}"
+        assert_plain_equal({p: (e.last_used, e.hits, e.bytes) for p, e in sim.entries.items()}, before,
+                           f"the entries' (last_used, hits, bytes) after _refresh_queue on random case {case} (it must "
+                           "not change them)", reveal=False)
+        assert_plain_equal({p: e.priority for p, e in sim.entries.items() if p != chosen}, others,
+                           f"the other entries' priorities after _refresh_queue on random case {case}", reveal=False)
         item = [i for i in sim.queue if i[2] == chosen and i[0] == expected][0]
         assert type(item) is tuple and type(item[0]) is float and type(item[1]) is int and type(item[2]) is str, \
             f"a queue item must be a tuple (float, int, str); got {item!r} on random case {case}"
@@ -905,14 +909,16 @@ def _check_task5_2_7_snapshot():
 
     rng = random.Random(5277)
     for case in range(60):
-        entries = [CacheEntry(priority=rng.choice([1.0, 1.123456789, 2.5, rng.random() * 5]), last_used=rng.randint(0, 5),
-                              prefix=f"p{i}", hits=rng.randint(1, 5), bytes=rng.randint(1, 128)) for i in range(rng.randint(0, 9))]
-        expected = [(e.prefix, e.bytes, round(e.priority, 4), e.hits)
-                    for e in sorted(entries, key=lambda e: (-e.priority, e.last_used, e.prefix))]
-        sim = bare(entries)
+        # The expected snapshot comes from this test's own numbers, never from what the student's objects report.
+        rows = [dict(priority=rng.choice([1.0, 1.123456789, 2.5, rng.random() * 5]), last_used=rng.randint(0, 5),
+                     prefix=f"p{i}", hits=rng.randint(1, 5), bytes=rng.randint(1, 128)) for i in range(rng.randint(0, 9))]
+        expected = [(r["prefix"], r["bytes"], round(r["priority"], 4), r["hits"])
+                    for r in sorted(rows, key=lambda r: (-r["priority"], r["last_used"], r["prefix"]))]
+        sim = bare([CacheEntry(**row) for row in rows])
         assert_plain_equal(sim.snapshot(), expected, f"snapshot() on random case {case}", reveal=False)
-        assert [e.priority for e in sim.entries.values()] == [e.priority for e in entries], \
-            f"snapshot() changed a priority on random case {case}"
+        assert_plain_equal([e.priority for e in sim.entries.values()], [r["priority"] for r in rows],
+                           f"the entries' priorities after snapshot() on random case {case} (it must not change them)",
+                           reveal=False)
     ### END HIDDEN TESTS
 
 
