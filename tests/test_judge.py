@@ -183,6 +183,31 @@ def test_a_tensor_of_one_element_crosses_at_any_stride(kernel):
     ''')
 
 
+def test_a_write_that_the_version_counter_never_sees_crosses_too(kernel):
+    # ``.data``, a NumPy array over the tensor's memory and raw pointers write without bumping the tensor's version:
+    # the kernel compares bytes, so these writes reach the test as they do in one process.
+    k = kernel('''
+        import torch
+        def write_data(pool, slots, values):
+            pool.data.view(-1)[slots] = values
+        def write_numpy(pool, slot, value):
+            pool.numpy().reshape(-1)[slot] = value
+        def write_half(pool, slot):
+            pool.data[slot] = 7
+    ''')
+    k.passes('''
+        import torch
+        pool = torch.zeros(2, 3)
+        write_data(pool, torch.tensor([5, 0]), torch.tensor([4.0, 1.0]))
+        assert pool.tolist() == [[1.0, 0.0, 0.0], [0.0, 0.0, 4.0]], pool
+        write_numpy(pool, 2, float("nan"))
+        assert pool.isnan().tolist() == [[False, False, True], [False, False, False]], pool
+        column = torch.zeros(4, 2, dtype=torch.bfloat16)[:, 1]
+        write_half(column, 3)
+        assert column.tolist() == [0.0, 0.0, 0.0, 7.0], column
+    ''')
+
+
 def test_an_object_twice_in_one_message_crosses_once(kernel):
     # Its __dict__ crosses with the first occurrence; the second only names it.
     kernel('''

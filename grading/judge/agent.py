@@ -22,6 +22,7 @@ import types
 
 import torch
 
+from .pairs import compare_bytes
 from .peer import END, HELLO, NOT_SHARED, READY, REQ, Peer, global_node, kernel_may_name, keywords
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
@@ -135,6 +136,8 @@ class AgentPeer(Peer):
         self.counted = self.launched = 0
         # What the judge counts now (COUNT_TORCH_CALLS, COUNT_LAUNCHES: course.checks, course.kernels).
         self.counting = 0
+        # The student's code may write a tensor through .data or a NumPy array, which its version never shows.
+        compare_bytes()
         super().__init__(connection)
 
     def reset(self) -> None:

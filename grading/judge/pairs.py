@@ -6,8 +6,10 @@ neither side can name a pair the other made up. The receiver of new content upda
 in place (`apply`), so that every reference to it stays valid. Change detection never calls a
 value's ``__eq__`` (which for a handle would be a remote call): containers compare the identity of
 their items with a shallow snapshot, tensors compare autograd's version counter (views share it)
-and, in a process where Triton is loaded (its kernels write through raw pointers, which the
-counter never sees), their bytes too; NumPy arrays compare their bytes. A view of part of a
+and, where the counter cannot be trusted, their bytes too; NumPy arrays compare their bytes. The
+counter never sees a write through ``.data``, through a NumPy array that shares the tensor's memory,
+or through a Triton kernel's raw pointers: so the student's kernel, where any of these may run,
+compares bytes (`compare_bytes`), and so does any process where Triton is loaded. A view of part of a
 tensor's storage crosses with the whole storage (`unshared_base`), so that both sides' views
 share what lies around them as they do in one process.
 
@@ -52,6 +54,18 @@ _LIST, _SET, _DICT, _ODICT, _TENSOR = Tag.LIST, Tag.SET, Tag.DICT, Tag.ODICT, Ta
 MAKERS = {Tag.LIST: list, Tag.DICT: dict, Tag.ODICT: OrderedDict, Tag.SET: set, Tag.NAMESPACE: SimpleNamespace}
 
 
+_BYTES = {"always": False}  # Whether tensors are compared by their bytes in every process (`compare_bytes`).
+
+
+def compare_bytes() -> None:
+    """From now on this process compares tensors by their bytes too (the student's kernel calls it)."""
+    _BYTES["always"] = True
+
+
+def _by_bytes() -> bool:
+    return _BYTES["always"] or "triton" in sys.modules
+
+
 def snapshot(tag: int, obj):
     """What `changed` compares with: the items themselves (for identity), or a tensor's version."""
     if tag in (Tag.LIST, Tag.SET):
@@ -63,16 +77,37 @@ def snapshot(tag: int, obj):
         return list(items), list(items.values())
     if tag == Tag.TENSOR:
         # A meta tensor has no memory: its data_ptr() is 0, and it has no bytes.
-        return (obj._version, obj.shape, obj.data_ptr(),
-                _bytes_of(obj) if "triton" in sys.modules and not obj.is_meta else None)
+        if not _by_bytes() or obj.is_meta:
+            return obj._version, obj.shape, obj.data_ptr(), None, None
+        view = _memory_of(obj)
+        return obj._version, obj.shape, obj.data_ptr(), view, _bytes_of(obj) if view is None else view.tobytes()
     return obj.shape, obj.dtype.str, obj.tobytes()
 
 
+_SAME_SIZE_INTEGER = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _memory_of(tensor: torch.Tensor):
+    """A NumPy array over a CPU tensor's own memory, elements viewed as integers of the same size (so that NumPy
+    knows the dtype and a NaN is its bits), whose ``tobytes()`` reads the tensor's content now in a fraction of
+    the time `_bytes_of` takes; None where there is none (another device, a conjugate or negative view, a
+    layout or an element size without one). It is only read while the tensor's memory stays where it was
+    (`changed` compares ``data_ptr()`` first)."""
+    integer = _SAME_SIZE_INTEGER.get(tensor.element_size())
+    if (integer is None or tensor.device.type != "cpu" or tensor.layout != torch.strided or tensor.is_conj()
+            or tensor.is_neg() or tensor.dtype.is_complex):
+        return None
+    try:
+        return tensor.detach().view(integer).numpy()
+    except (RuntimeError, TypeError):
+        return None
+
+
 def _bytes_of(tensor: torch.Tensor) -> bytes | None:
-    """A tensor's content, for a process whose version counters cannot be trusted: a Triton kernel
-    (compiled, or interpreted: the interpreter copies its results back through ``.data``) writes a
-    tensor's memory without bumping its version, so where Triton is loaded a tensor changed when its
-    bytes did. None for a layout that has no plain bytes."""
+    """A tensor's content, for a process whose version counters cannot be trusted: ``.data``, a NumPy array
+    that shares the memory and a Triton kernel (compiled, or interpreted: the interpreter copies its results
+    back through ``.data``) write a tensor's memory without bumping its version, so there a tensor changed
+    when its bytes did. None for a layout that has no plain bytes."""
     return flat_bytes(tensor) if tensor.layout == torch.strided else None
 
 
@@ -83,9 +118,14 @@ def _same(items, recorded) -> bool:
 def changed(tag: int, obj, recorded) -> bool:
     if tag is _TENSOR:
         # Its version, memory and shape, read one by one (a snapshot of each of many tensors at every message was
-        # much of a scan's time); where Triton is loaded, its bytes too (`snapshot`).
-        return (obj._version != recorded[0] or obj.data_ptr() != recorded[2] or obj.shape != recorded[1]
-                or "triton" in sys.modules and snapshot(tag, obj) != recorded)
+        # much of a scan's time); where the counter cannot be trusted, its bytes too (`snapshot`).
+        if obj._version != recorded[0] or obj.data_ptr() != recorded[2] or obj.shape != recorded[1]:
+            return True
+        if recorded[4] is None:
+            # Recorded while versions were trusted (Triton was imported since), or a layout without plain bytes.
+            return _by_bytes() and not obj.is_meta and _bytes_of(obj) is not None
+        view = recorded[3]
+        return (_bytes_of(obj) if view is None else view.tobytes()) != recorded[4]
     if tag in (Tag.LIST, Tag.SET):
         return not _same(obj, recorded)
     if tag in (Tag.DICT, Tag.ODICT):
