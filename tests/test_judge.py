@@ -208,6 +208,72 @@ def test_a_write_that_the_version_counter_never_sees_crosses_too(kernel):
     ''')
 
 
+def test_a_tensor_made_under_inference_mode_crosses_and_stays_in_step(kernel):
+    # Such a tensor has no version counter (reading it raises): it is compared by its bytes.
+    k = kernel('''
+        import torch
+        @torch.inference_mode()
+        def keep(n):
+            return torch.arange(n)
+        class Scores:
+            @torch.inference_mode()
+            def __init__(self, n):
+                self.values = torch.zeros(n)
+            @torch.inference_mode()
+            def add(self, slot, amount):
+                self.values[slot] += amount
+    ''')
+    k.passes('''
+        import torch
+        assert keep(3).tolist() == [0, 1, 2]
+        scores = Scores(3)
+        values = scores.values
+        scores.add(1, 2.5)
+        assert values.tolist() == [0.0, 2.5, 0.0] and scores.values.tolist() == [0.0, 2.5, 0.0], values
+        scores.add(1, 1.0)
+        assert values.tolist() == [0.0, 3.5, 0.0], values
+    ''')
+
+
+def test_a_numpy_array_of_python_objects_is_lent_as_an_object(kernel):
+    # It has no bytes to cross by value; it stays in the kernel, where the student's object keeps it.
+    k = kernel('''
+        import numpy
+        class Recent:
+            def __init__(self):
+                self.ids = numpy.array([], dtype=object)
+                self.count = 0
+            def record(self, block):
+                item = numpy.empty(1, dtype=object)
+                item[0] = block
+                self.ids = numpy.concatenate([self.ids, item])
+                self.count += 1
+                return len(self.ids)
+    ''')
+    k.passes('''
+        recent = Recent()
+        assert recent.record(("a", 1)) == 1 and recent.record("b") == 2 and recent.count == 2
+        ids = recent.ids
+        assert len(ids) == 2 and ids[1] == "b" and ids[0] == ("a", 1), ids
+    ''')
+
+
+def test_a_test_object_s_methods_are_found_on_its_class_too(kernel):
+    # The student's code may call a method through the class: ``type(policy).select_victim(policy, ...)``.
+    k = kernel('''
+        def victim(policy, cache):
+            first = type(policy).select_victim(policy, cache)
+            second = policy.__class__.select_victim(policy, cache)
+            return first, second, "select_victim" in vars(type(policy)), policy.select_victim(cache)
+    ''')
+    k.passes('''
+        class Oldest:
+            def select_victim(self, cache):
+                return min(cache)
+        assert victim(Oldest(), {"b": 1, "a": 2}) == ("a", "a", True, "a")
+    ''')
+
+
 def test_an_object_twice_in_one_message_crosses_once(kernel):
     # Its __dict__ crosses with the first occurrence; the second only names it.
     kernel('''

@@ -227,7 +227,7 @@ class AgentPeer(Peer):
         proxy = self.proxies.get(node[1])
         if proxy is None:
             proxy = (_judge_function(self, node[1]) if node[4] & FUNCTION else
-                     JudgeObject(self, frozenset(text(name, self.limits) for name in methods or ())))
+                     _proxy_class(frozenset(text(name, self.limits) for name in methods or ()))(self))
             self.proxies[node[1]] = proxy
             self.proxy_oids[id(proxy)] = node[1]
         return proxy
@@ -346,32 +346,30 @@ def _judge_function(peer: AgentPeer, oid: int):
     return from_the_test
 
 
-def _judge_method(owner: JudgeObject, name: str):
-    """``owner.name``, a method of a test object: calling it is one request to the judge."""
+def _judge_method(name: str):
+    """A method of a test object's class, as a function of its proxy's class: calling it is one request."""
 
-    def method_of_the_test(*args, **kwargs):
-        return owner._judge_peer.call_judge(owner, "method", name, args, tuple(kwargs.items()))
+    def method_of_the_test(self, *args, **kwargs):
+        return self._judge_peer.call_judge(self, "method", name, args, tuple(kwargs.items()))
 
-    method_of_the_test.__name__ = name
+    method_of_the_test.__name__ = method_of_the_test.__qualname__ = name
     return method_of_the_test
 
 
 class JudgeObject:
     """An object of the test, lent to the student's code: it can be called, and its public
-    attributes read; nothing else of the judge is reachable through it. A method of its class
-    (``methods``: the judge says which) is called in one request, not read and then called."""
+    attributes read; nothing else of the judge is reachable through it. The methods of its class
+    (the judge says which) are functions of the proxy's class (`_proxy_class`), called in one request
+    each, so that ``type(policy).select_victim(policy, ...)`` works as it does in one process."""
 
-    __slots__ = ("_judge_peer", "_judge_methods")
+    __slots__ = ("_judge_peer",)
 
-    def __init__(self, peer: AgentPeer, methods: frozenset[str] = frozenset()) -> None:
+    def __init__(self, peer: AgentPeer) -> None:
         object.__setattr__(self, "_judge_peer", peer)
-        object.__setattr__(self, "_judge_methods", methods)
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(f"an object of the test has no attribute {name!r} here")
-        if name in self._judge_methods:
-            return _judge_method(self, name)
         return self._judge_peer.call_judge(self, "getattr", name)
 
     def __setattr__(self, name: str, value) -> None:
@@ -392,6 +390,17 @@ def _forward(name: str):
 for _name in ("len", "iter", "next", "repr", "str", "bool", "hash", "contains", "getitem", "eq", "ne", "lt", "le",
               "gt", "ge", "index", "int", "float", "format"):
     setattr(JudgeObject, f"__{_name}__", _forward(_name))
+
+_PROXY_CLASSES: dict[frozenset, type] = {frozenset(): JudgeObject}
+
+
+def _proxy_class(methods: frozenset[str]) -> type:
+    """The class of a test object's proxy whose class has the public ``methods``: one per set of names."""
+    found = _PROXY_CLASSES.get(methods)
+    if found is None:
+        body = {name: _judge_method(name) for name in methods if name.isidentifier() and not name.startswith("_")}
+        found = _PROXY_CLASSES[methods] = type("JudgeObject", (JudgeObject,), {"__slots__": (), **body})
+    return found
 
 
 def connect(path: str, namespace: dict) -> AgentPeer:

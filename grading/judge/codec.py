@@ -98,8 +98,8 @@ class Codec:
         if self.items > self.limits.items or depth > self.limits.depth:
             self._count(depth)
         tag = shared.PAIR_TYPES.get(kind)
-        if tag is not None:
-            return self._encode_pair(value, tag, depth)
+        if tag is not None and not (tag is Tag.NDARRAY and value.dtype.hasobject):
+            return self._encode_pair(value, tag, depth)  # An array of Python objects is lent as an object instead.
         tag = _SEQUENCES.get(kind)
         if tag is not None:
             return [tag, *self._encode_items(value, depth)]

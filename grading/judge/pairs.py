@@ -77,14 +77,21 @@ def snapshot(tag: int, obj):
         return list(items), list(items.values())
     if tag == Tag.TENSOR:
         # A meta tensor has no memory: its data_ptr() is 0, and it has no bytes.
-        if not _by_bytes() or obj.is_meta:
+        if not (_by_bytes() or obj.is_inference()) or obj.is_meta:
             return obj._version, obj.shape, obj.data_ptr(), None, None
         view = _memory_of(obj)
-        return obj._version, obj.shape, obj.data_ptr(), view, _bytes_of(obj) if view is None else view.tobytes()
+        return (_version_of(obj), obj.shape, obj.data_ptr(), view,
+                _bytes_of(obj) if view is None else view.tobytes())
     return obj.shape, obj.dtype.str, obj.tobytes()
 
 
 _SAME_SIZE_INTEGER = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _version_of(tensor: torch.Tensor) -> int:
+    """Autograd's version counter; -1 for a tensor made under ``torch.inference_mode()``, which has none (such a
+    tensor is always compared by its bytes)."""
+    return -1 if tensor.is_inference() else tensor._version
 
 
 def _memory_of(tensor: torch.Tensor):
@@ -119,11 +126,11 @@ def changed(tag: int, obj, recorded) -> bool:
     if tag is _TENSOR:
         # Its version, memory and shape, read one by one (a snapshot of each of many tensors at every message was
         # much of a scan's time); where the counter cannot be trusted, its bytes too (`snapshot`).
-        if obj._version != recorded[0] or obj.data_ptr() != recorded[2] or obj.shape != recorded[1]:
+        if _version_of(obj) != recorded[0] or obj.data_ptr() != recorded[2] or obj.shape != recorded[1]:
             return True
         if recorded[4] is None:
             # Recorded while versions were trusted (Triton was imported since), or a layout without plain bytes.
-            return _by_bytes() and not obj.is_meta and _bytes_of(obj) is not None
+            return (_by_bytes() or obj.is_inference()) and not obj.is_meta and _bytes_of(obj) is not None
         view = recorded[3]
         return (_bytes_of(obj) if view is None else view.tobytes()) != recorded[4]
     if tag in (Tag.LIST, Tag.SET):
@@ -162,7 +169,8 @@ def _apply_tensor(obj: torch.Tensor, new: torch.Tensor) -> None:
     if obj.device.type == "meta":
         expect(new.device.type == "meta", "a meta tensor got data")
         return
-    with torch.no_grad():
+    # A tensor made under inference mode can only be written in it.
+    with torch.inference_mode() if obj.is_inference() else torch.no_grad():
         # Strides that differ only where torch ignores them (a dimension of one element) are the same layout.
         if obj.shape == new.shape and (obj.stride() == new.stride() or obj.is_contiguous() and new.is_contiguous()):
             obj.copy_(new)
