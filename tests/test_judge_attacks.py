@@ -15,11 +15,13 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from pathlib import Path
 
 import msgpack
 import pytest
 from judge_kernel import Kernel
 
+from grading.judge import server
 from grading.judge.remote import JudgePeer
 from grading.judge.runner import run_test
 from grading.judge.wire import Framing, Limits, Tag
@@ -111,6 +113,12 @@ MALFORMED = {
     "a copy of a tensor whose bytes do not match its shape": _ok([Tag.TENSOR, 0, ["float32", [4], None, "cpu",
                                                                                   b"\x00" * 3]]),
 }
+def _colliding(k: int) -> list:
+    """A big int node of k * (2**61 - 1), whose hash is 0 whatever k is."""
+    value = k * ((1 << 61) - 1)
+    return [Tag.BIGINT, value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)]
+
+
 def _nest(depth: int):
     node = "bottom"
     for _ in range(depth):
@@ -126,6 +134,11 @@ LIMITS = {
     "a tensor of an unknown dtype": _ok([Tag.TENSOR, 1, ["os.system", [1], None, "cpu", b"\x00"]]),
     "a huge shape": _ok([Tag.TENSOR, 1, ["float32", [1 << 40, 1 << 40], None, "cpu", b""]]),
     "a big int past the limit": _ok([Tag.BIGINT, b"\x01" * 10_000]),
+    # Keys that all hash alike (k * (2**61 - 1) hashes to 0) take time that grows with the square of their number to
+    # build into a set or dict: a message of a million of them would hold the judge for hours.
+    "a set of keys that all hash alike": _ok([Tag.SET, 1, [_colliding(k) for k in range(1, 200)]]),
+    "a frozenset of keys that all hash alike": _ok([Tag.FROZENSET, *(_colliding(k) for k in range(1, 200))]),
+    "a dict of keys that all hash alike": _ok([Tag.DICT, 1, [x for k in range(1, 200) for x in (_colliding(k), 0)]]),
 }
 NEVER_ISSUED = {
     "an object of the judge's it never lent": _ok([Tag.YOURS, 4242]),
@@ -394,6 +407,11 @@ def test_a_dead_judge_fails_the_student_s_remaining_cells_with_its_reason(tmp_pa
         judge.stop()
 
 
+def _data_held(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmData:")).split()[1]) * 1024
+
+
 def test_judges_forked_by_the_spawner_serve_start_cheaply_and_end_like_started_ones(tmp_path):
     """grading/judge/spawner.py: a worker's judges are forks of one process that imported torch and the judge."""
     from grading.judge import client
@@ -410,6 +428,10 @@ def test_judges_forked_by_the_spawner_serve_start_cheaply_and_end_like_started_o
             assert verdict["message"].startswith("KernelError: the kernel never connected"), verdict
         # The fork has the imports already: serving a notebook costs it a fraction of what importing torch costs.
         assert first.cpu_seconds() < 0.5, first.cpu_seconds()
+        # Whatever a kernel sends, its judge allocates at most JUDGE_MEMORY_BYTES more than the spawner held.
+        limits = Path(f"/proc/{first.process.pid}/limits").read_text()
+        data_limit = int(next(line for line in limits.splitlines() if line.startswith("Max data size")).split()[3])
+        assert data_limit <= _data_held(first.process.pid) + server.JUDGE_MEMORY_BYTES, limits
         first.process.kill()
         first.process.wait(10)
         assert first.process.poll() is not None and second.process.poll() is None

@@ -265,7 +265,9 @@ class Codec:
 
     def _decode_structure(self, tag: int, node: list, depth: int):
         if tag == Tag.FROZENSET:
-            return frozenset(self._items(node, depth))
+            items = self._items(node, depth)
+            shared.spread_keys(items)
+            return frozenset(items)
         if tag == Tag.SIZE:
             dims = self._items(node, depth)
             expect(all(type(d) is int for d in dims), "a malformed torch.Size")
@@ -280,6 +282,7 @@ class Codec:
         if tag == Tag.MAPPINGPROXY:
             expect(len(node) == 2 and type(node[1]) is list and len(node[1]) % 2 == 0, "a malformed mapping")
             flat = self._items(node[1], depth, start=0)
+            shared.spread_keys(flat[0::2])
             return MappingProxyType(dict(zip(flat[0::2], flat[1::2])))
         if tag == Tag.PROPERTY:
             expect(len(node) == 5 and (node[4] is None or type(node[4]) is str), "a malformed property")

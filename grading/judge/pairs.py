@@ -143,16 +143,33 @@ def changed(tag: int, obj, recorded) -> bool:
     return snapshot(tag, obj) != recorded
 
 
+_SAME_HASH = 64  # At most this many keys of one set or dict from the other side may share a hash.
+
+
+def spread_keys(keys) -> None:
+    """Refuse keys of which more than `_SAME_HASH` share one hash: a set or dict of them would take time that grows
+    with the square of their number to build (ints k * (2**61 - 1) all hash to 0), so that one message could
+    hold the judge past every time limit. Sets and dicts of fewer keys cost little whatever their hashes."""
+    if len(keys) > _SAME_HASH:
+        counts: dict[int, int] = {}
+        for key in keys:
+            code = hash(key)
+            counts[code] = found = counts.get(code, 0) + 1
+            expect(found <= _SAME_HASH, f"a set or dict with more than {_SAME_HASH} keys of one hash")
+
+
 def apply(tag: int, obj, content) -> None:
     """Give ``obj`` (of the pair's type) the decoded ``content``, in place."""
     if tag == Tag.LIST:
         obj[:] = content
     elif tag == Tag.SET:
+        spread_keys(content)
         obj.clear()
         obj.update(content)
     elif tag in (Tag.DICT, Tag.ODICT, Tag.NAMESPACE):
         items = vars(obj) if tag == Tag.NAMESPACE else obj
         keys, values = content[0::2], content[1::2]
+        spread_keys(keys)
         if tag == Tag.NAMESPACE:
             expect(all(type(key) is str for key in keys), "a namespace with a name that is not a string")
         items.clear()

@@ -157,6 +157,30 @@ def warm() -> None:
     gc.freeze()
     # And the young objects are collected every 10,000 allocations instead of 700: a judge lives for one student.
     gc.set_threshold(10_000)
+    limit_memory()
+
+
+JUDGE_MEMORY_BYTES = 2 << 30  # What a judge may allocate beyond what it holds once it has imported everything.
+
+
+def limit_memory() -> None:
+    """Let this process (and the judges forked from it) allocate at most `JUDGE_MEMORY_BYTES` more than it holds now.
+
+    A judge is not in its student's memory cgroup on cgroup v1 (grading/isolation/limits.py, `join_cpu`), and the
+    values it decodes take up to about 80 times the bytes of the message that brought them (a byte of msgpack can
+    be an empty list): without this, a kernel's messages could make its judge as large as the grading process may
+    be, on top of the kernel's own limit. Past it, the judge fails that student's test cells (a MemoryError)."""
+    import resource
+
+    with open("/proc/self/status") as status:
+        held = next((int(line.split()[1]) * 1024 for line in status if line.startswith("VmData:")), None)
+    if held is None:
+        return
+    limit = held + JUDGE_MEMORY_BYTES
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
 def serve(control: Control) -> None:
