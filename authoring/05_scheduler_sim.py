@@ -903,6 +903,10 @@ def _check_task5_2_7_snapshot():
                        [("a", 3.421875), ("b", 1.40625), ("c", 1.40625), ("d", 1.40625)],
                        "the entries and their priorities after snapshot() (snapshot must not change them)")
     assert_plain_equal(bare([]).snapshot(), [], "snapshot() of an empty cache")
+    # Priorities that differ by less than round(..., 4) shows: the order comes from the priorities themselves.
+    assert_plain_equal(bare([CacheEntry(1.00001, 1, "x", 1, 8), CacheEntry(1.00002, 5, "y", 1, 8)]).snapshot(),
+                       [("y", 8, 1.0, 1), ("x", 8, 1.0, 1)],
+                       "snapshot() of x 1.00001@1 and y 1.00002@5 (y is worth more, though both round to 1.0)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -990,13 +994,18 @@ def _check_task5_2_8_whole_simulator():
         assert_plain_equal({k: [e.hits, e.bytes, e.last_used] for k, e in sim.entries.items()},
                            {k: v[:3] for k, v in exp_live.items()}, f"entries on random case {case}", reveal=False)
         for k, e in sim.entries.items():
-            assert type(e) is CacheEntry and e.prefix == k, f"entries[{k!r}] must be the CacheEntry of {k!r} (case {case})"
+            prefix = e.prefix
+            assert type(e) is CacheEntry and type(prefix) is str and prefix == k, \
+                f"entries[{k!r}] must be the CacheEntry of {k!r} (case {case})"
         items = list(sim.queue)
         for item in items:
             assert type(item) is tuple and len(item) == 3 and type(item[0]) is float and type(item[1]) is int \
                 and type(item[2]) is str, f"queue items must be (priority: float, last_used: int, prefix: str); got {item!r}"
         for k, e in sim.entries.items():
-            assert (e.priority, e.last_used, k) in items, \
+            priority, last_used = e.priority, e.last_used  # Read once; compared only as a float and an int.
+            assert type(priority) is float and type(last_used) is int, \
+                f"entries[{k!r}] must hold a float priority and an int last_used; got {priority!r}, {last_used!r}"
+            assert (priority, last_used, k) in items, \
                 f"queue lacks the current item (priority, last_used, prefix) of live entry {k!r} on case {case}"
         assert [heapq.heappop(items) for _ in range(len(items))] == sorted(sim.queue), f"queue is not a heap on case {case}"
     ### END HIDDEN TESTS
@@ -1610,6 +1619,11 @@ def _check_task5_3_5_snapshot():
         assert_plain_equal(bare([(None, 0, 0, 0, 0.0)] * 3, device).snapshot(), [], f"snapshot() with every slot free on {device}")
         assert_plain_equal(s.priority.tolist(), [1.40625, 9.0, 3.421875, 1.40625, 1.40625],
                            f"the priorities after snapshot() on {device} (snapshot must not change them)")
+        # Priorities that differ by less than round(..., 4) shows: the order comes from the priorities themselves.
+        close = bare([("x", 1, 8, 1, 1.00001), ("y", 1, 8, 5, 1.00002)], device)
+        assert_plain_equal(close.snapshot(), [("y", 8, 1.0, 1), ("x", 8, 1.0, 1)],
+                           f"snapshot() of x 1.00001@1 and y 1.00002@5 on {device} (y is worth more, though both round "
+                           "to 1.0)")
 
     ### BEGIN HIDDEN TESTS
     import random

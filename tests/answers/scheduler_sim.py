@@ -219,8 +219,27 @@ WRONG = {
                      "                      - 0.25 * self.bytes.to(torch.float64) / self.capacity_bytes)\n"
                      "            self.priority = torch.where(self.alive, scores, self.priority)\n"
                      "        if slot is not None:")),
+        "snapshot sorts by the rounded priority": ref.edit(
+            TENSOR, ("key=lambda item: (-priority[item[1]], last_used[item[1]], item[0])",
+                     "key=lambda item: (-round(priority[item[1]], 4), last_used[item[1]], item[0])")),
     },
 }
+
+WRONG[SIM]["snapshot sorts by the rounded priority"] = ref.edit(
+    SIM, ("key=lambda e: (-e.priority, e.last_used, e.prefix)", "key=lambda e: (-round(e.priority, 4), e.last_used, e.prefix)"))
+# A red-team answer (2026-12-05): the heap holds 0.0 for every priority and eviction scans the entries, and the stored
+# priority is a float subclass whose == says it equals 0.0, so that 5.2.8's "the queue holds each live entry's item"
+# took the rigged value's word. 5.2.8 now reads the priority once and compares it only as an exact float.
+WRONG[SIM]["heap items hold 0.0, the entries a float whose == agrees"] = "class _Liar(float):\n" + (
+    "    def __eq__(self, other):\n"
+    "        return (type(other) is float and other == 0.0) or float.__eq__(self, other)\n"
+    "    __hash__ = float.__hash__\n\n\n") + ref.edit(
+    SIM, ("        entry.priority = self._score(entry.hits, entry.bytes, entry.last_used)\n"
+          "        heapq.heappush(self.queue, (entry.priority, entry.last_used, prefix))",
+          "        entry.priority = _Liar(self._score(entry.hits, entry.bytes, entry.last_used))\n"
+          "        heapq.heappush(self.queue, (0.0, entry.last_used, prefix))"),
+    ("            while self.queue:\n                priority, last_used, prefix = heapq.heappop(self.queue)",
+     "            while False:\n                priority, last_used, prefix = heapq.heappop(self.queue)"))
 
 ALTERNATIVES = {
     ENTRY: {
