@@ -265,7 +265,8 @@ def _check_task1_2_eviction_order():
     assert_plain_equal(eviction_order({}), [], "eviction_order({})")
     values = {"p": (1, 9), "q": (1, 2), "r": (0, 50)}
     assert_plain_equal(eviction_order(values), ["r", "q", "p"], "eviction_order({'p': (1, 9), 'q': (1, 2), 'r': (0, 50)})")
-    assert_plain_equal(values, {"p": (1, 9), "q": (1, 2), "r": (0, 50)}, "values after eviction_order (it must not change them)")
+    assert_plain_equal(list(values.items()), [("p", (1, 9)), ("q", (1, 2)), ("r", (0, 50))],
+                       "list(values.items()) after eviction_order (it must not change values, nor their order)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -285,7 +286,8 @@ def _check_task1_2_eviction_order():
             values = {k: (rng.randint(0, 1), rng.uniform(0, 1) if rng.random() < 0.3 else 0.5) for k in keys}
         copy = dict(values)
         assert_plain_equal(eviction_order(values), oracle(copy), f"eviction_order on random case {case}", reveal=False)
-        assert values == copy, f"eviction_order changed its input on random case {case}"
+        assert list(values.items()) == list(copy.items()), \
+            f"eviction_order changed its input (or the order of its keys) on random case {case}"
     ### END HIDDEN TESTS
 
 
@@ -385,12 +387,16 @@ def _check_task1_3_quotas():
     assert_raises(ValueError, "quotas({'a': 0, 'b': 0}, 10) (weights sum to 0)", quotas, {"a": 0, "b": 0}, 10)
     assert_raises(ValueError, "quotas({}, 10) (no weights: they sum to 0)", quotas, {}, 10)
     assert_raises(ValueError, "quotas({'a': 1}, -5)", quotas, {"a": 1}, -5)
-    weights = {"a": 1.0, "b": 3.0}
+    weights = {"b": 3.0, "a": 1.0}
     quotas(weights, 64)
-    assert_plain_equal(weights, {"a": 1.0, "b": 3.0}, "weights after quotas (it must not change them)")
+    assert_plain_equal(list(weights.items()), [("b", 3.0), ("a", 1.0)],
+                       "list(weights.items()) after quotas({'b': 3.0, 'a': 1.0}, 64) (it must not change weights, nor "
+                       "their order)")
     bad = {"a": 1.0, "b": -0.5}
     assert_raises(ValueError, "quotas({'a': 1.0, 'b': -0.5}, 64)", quotas, bad, 64)
     assert_plain_equal(bad, {"a": 1.0, "b": -0.5}, "weights after quotas raised ValueError (it changed them before raising)")
+    assert_raises(ValueError, "quotas({'a': float('nan')}, 0) (the weights are checked when total_blocks is 0 too)",
+                  quotas, {"a": float("nan")}, 0)
 
     ### BEGIN HIDDEN TESTS
     import math
@@ -412,13 +418,24 @@ def _check_task1_3_quotas():
         result = quotas(weights, total)
         assert_plain_equal(result, oracle(copy, total), f"quotas on random case {case}", rel_tol=1e-9, abs_tol=1e-9,
                            reveal=False)
-        assert weights == copy, f"quotas changed its input on random case {case}"
+        assert list(weights.items()) == list(copy.items()), \
+            f"quotas changed its input (or the order of its keys) on random case {case}"
         assert result is not weights, f"quotas on random case {case} returned its input dict, not a new one"
     for bad in ({"a": float("nan"), "b": 1.0}, {"a": 1.0, "b": float("nan")}, {"a": float("inf")},
                 {"a": 1.0, "b": float("-inf")}, {"a": 1.0, "b": -0.5}, {}, {"x": 0.0}, {"x": 0, "y": 0.0}):
         copy = dict(bad)
         assert_raises(ValueError, f"quotas({bad}, 64)", quotas, bad, 64)
         assert bad == copy, f"quotas({copy}, 64) changed its input before raising"
+    for bad in ({"b": 1.0, "a": float("nan")}, {"z": float("inf"), "y": 2}, {"b": 1.0, "a": -0.5}, {}, {"y": 0, "x": 0.0}):
+        copy = dict(bad)
+        assert_raises(ValueError, f"quotas({bad}, 0)", quotas, bad, 0)
+        assert list(bad.items()) == list(copy.items()), f"quotas({copy}, 0) changed its input before raising"
+    weights = {"tenant3": 2.0, "tenant1": 1, "tenant2": 0.5}
+    copy = dict(weights)
+    assert_plain_equal(quotas(weights, 70), {"tenant3": 40.0, "tenant1": 20.0, "tenant2": 10.0},
+                       "quotas({'tenant3': 2.0, 'tenant1': 1, 'tenant2': 0.5}, 70)", reveal=False)
+    assert list(weights.items()) == list(copy.items()), \
+        f"quotas({copy}, 70) changed its input (or the order of its keys)"
     assert_raises(ValueError, "quotas({'a': 1.0}, -1)", quotas, {"a": 1.0}, -1)
     assert_plain_equal(quotas({"solo": 0.25}, 10), {"solo": 10.0}, "quotas({'solo': 0.25}, 10)")
     assert_plain_equal(quotas({"a": 3, "b": 0}, 7), {"a": 7.0, "b": 0.0}, "quotas({'a': 3, 'b': 0}, 7)")
@@ -578,6 +595,9 @@ def _check_task1_5_victim_tenant():
     assert_plain_equal(victim_tenant({"newcomer": 1}, {"idle": 8.0}), "newcomer",
                        "victim_tenant({'newcomer': 1}, {'idle': 8.0}) (no quota: every block is overuse)")
     check_type(victim_tenant({}, {}), type(None), "victim_tenant({}, {})")
+    assert_plain_equal(victim_tenant({"a": 3, "b": 1}, {"a": 3 - 1e-12, "b": 1.0}), "a",
+                       "victim_tenant({'a': 3, 'b': 1}, {'a': 3 - 1e-12, 'b': 1.0}) (any overuse above 0 counts, "
+                       "however small)")
     usage, quota = {"a": 3}, {"a": 1.0}
     victim_tenant(usage, quota)
     assert_plain_equal((usage, quota), ({"a": 3}, {"a": 1.0}), "usage and quota after victim_tenant (it must not change them)")
@@ -610,6 +630,8 @@ def _check_task1_5_victim_tenant():
         assert usage == u and quota == q, f"victim_tenant changed its input on random case {case}"
     assert_plain_equal(victim_tenant({"z": 9, "y": 9, "x": 1}, {}), "y", "victim_tenant({'z': 9, 'y': 9, 'x': 1}, {})",
                        reveal=False)
+    assert_plain_equal(victim_tenant({"x": 1, "y": 7}, {"x": 0.9999999999999999, "y": 7.0}), "x",
+                       "victim_tenant({'x': 1, 'y': 7}, {'x': 0.9999999999999999, 'y': 7.0})", reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -1008,6 +1030,8 @@ def _check_task1_8_quotas_tensor():
             assert_raises(ValueError, f"quotas_tensor({bad}, 10) on {device} ({why})", quotas_tensor,
                           torch.tensor(bad, device=device), 10)
         assert_raises(ValueError, f"quotas_tensor([1.], -1) on {device}", quotas_tensor, torch.tensor([1.0], device=device), -1)
+        assert_raises(ValueError, f"quotas_tensor([nan], 0) on {device} (the weights are checked when total_blocks is 0 too)",
+                      quotas_tensor, torch.tensor([float("nan")], device=device), 0)
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -1033,6 +1057,9 @@ def _check_task1_8_quotas_tensor():
                           torch.tensor(bad, dtype=torch.float64, device=device), 64)
         assert_raises(ValueError, f"quotas_tensor(int64 [0, 0], 64) on {device}", quotas_tensor,
                       torch.tensor([0, 0], device=device), 64)
+        for bad in ([1.0, float("nan")], [float("-inf")], [2.0, -1.0], [], [0.0, 0.0]):
+            assert_raises(ValueError, f"quotas_tensor({bad}, 0) on {device}", quotas_tensor,
+                          torch.tensor(bad, dtype=torch.float64, device=device), 0)
         assert_raises(ValueError, f"quotas_tensor([1.], -1) on {device}", quotas_tensor, torch.tensor([1.0], device=device), -1)
     ### END HIDDEN TESTS
 

@@ -658,6 +658,15 @@ def _check_task3_2_LRUPolicy():
                        "LRUPolicy().select_victim(x: step 7, y: step 3 count 50, z: step 4 count 0) (use_count plays no part)")
     check_type(LRUPolicy().select_victim(cache, frozenset(cache)), type(None), "LRUPolicy().select_victim(every id protected)")
     check_type(LRUPolicy().select_victim({}), type(None), "LRUPolicy().select_victim({})")
+    policy = LRUPolicy()
+    cache = cache_of([("a", 5, 1), ("b", 2, 3), ("c", 7, 0)])
+    assert_plain_equal(policy.select_victim(cache), "b", "policy.select_victim(a: step 5, b: step 2, c: step 7)")
+    cache["b"].last_access_step = 8
+    assert_plain_equal(policy.select_victim(cache), "a",
+                       "the same policy's select_victim after b was used at step 8 (each call ranks the cache as it "
+                       "is now)")
+    cache["d"] = SequenceKVCache("d", last_access_step=1)
+    assert_plain_equal(policy.select_victim(cache), "d", "the same policy's select_victim after adding d: step 1")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -696,6 +705,28 @@ def _check_task3_2_LRUPolicy():
     cache = cache_of([("x", 7, 1), ("y", 3, 50), ("z", 4, 0)])
     assert_plain_equal([policy.select_victim(cache), policy.select_victim(cache)], ["y", "y"],
                        "the same LRUPolicy object called twice on the same cache (a policy keeps no state)")
+    # One policy object while the cache changes: a sequence used, one added, one removed (the expected victims come
+    # from the test's own rows, seq_id -> last_access_step).
+    rng = random.Random(3212)
+    policy = LRUPolicy()
+    rows = {f"s{i}": rng.randint(0, 20) for i in range(6)}
+    cache = {seq_id: SequenceKVCache(seq_id, last_access_step=step) for seq_id, step in rows.items()}
+    step = 21
+    for turn in range(12):
+        protected = frozenset(rng.sample(sorted(rows), rng.randint(0, 2)))
+        expected = min((t, k) for k, t in rows.items() if k not in protected)[1]
+        assert_plain_equal(policy.select_victim(cache, protected), expected,
+                           f"one LRUPolicy object after {turn} changes of the cache", reveal=False)
+        change, seq_id = turn % 3, rng.choice(sorted(rows))
+        if change == 0:
+            cache[seq_id].last_access_step = rows[seq_id] = step
+        elif change == 1:
+            seq_id = f"n{turn}"
+            rows[seq_id] = rng.randint(0, step)
+            cache[seq_id] = SequenceKVCache(seq_id, last_access_step=rows[seq_id])
+        else:
+            del rows[seq_id], cache[seq_id]
+        step += 1
     ### END HIDDEN TESTS
 
 
@@ -777,6 +808,17 @@ def _check_task3_3_LFUPolicy():
                        "LFUPolicy().select_victim(d, b: count 1 step 4, a: count 1 step 6, in this dict order) (then the smaller id)")
     check_type(LFUPolicy().select_victim(cache, {"a", "b", "c", "d"}), type(None), "LFUPolicy().select_victim(every id protected)")
     check_type(LFUPolicy().select_victim({}), type(None), "LFUPolicy().select_victim({})")
+    policy = LFUPolicy()
+    cache = cache_of([("a", 5, 2), ("b", 2, 1), ("c", 7, 3)])
+    assert_plain_equal(policy.select_victim(cache), "b",
+                       "policy.select_victim(a: count 2 step 5, b: count 1 step 2, c: count 3 step 7)")
+    cache["b"].use_count, cache["b"].last_access_step = 2, 8
+    assert_plain_equal(policy.select_victim(cache), "a",
+                       "the same policy's select_victim after b was used again (count 2, step 8; each call ranks the "
+                       "cache as it is now)")
+    cache["d"] = SequenceKVCache("d", last_access_step=9, use_count=0)
+    assert_plain_equal(policy.select_victim(cache), "d",
+                       "the same policy's select_victim after adding d: count 0 step 9")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -808,6 +850,30 @@ def _check_task3_3_LFUPolicy():
     cache = cache_of([("a", 30, 1), ("b", 10, 1), ("c", 20, 1), ("d", 5, 2)])
     assert_plain_equal(LFUPolicy().select_victim(cache), "b", "LFUPolicy().select_victim(a: 1@30, b: 1@10, c: 1@20, d: 2@5)",
                        reveal=False)
+    # One policy object while the cache changes: a sequence used, one added, one removed (the expected victims come
+    # from the test's own rows, seq_id -> (use_count, last_access_step)).
+    rng = random.Random(3313)
+    policy = LFUPolicy()
+    rows = {f"s{i}": (rng.randint(0, 3), rng.randint(0, 20)) for i in range(6)}
+    cache = {seq_id: SequenceKVCache(seq_id, last_access_step=step, use_count=count)
+             for seq_id, (count, step) in rows.items()}
+    step = 21
+    for turn in range(12):
+        protected = frozenset(rng.sample(sorted(rows), rng.randint(0, 2)))
+        expected = min((*rows[k], k) for k in rows if k not in protected)[2]
+        assert_plain_equal(policy.select_victim(cache, protected), expected,
+                           f"one LFUPolicy object after {turn} changes of the cache", reveal=False)
+        change, seq_id = turn % 3, rng.choice(sorted(rows))
+        if change == 0:
+            rows[seq_id] = (rows[seq_id][0] + 1, step)
+            cache[seq_id].use_count, cache[seq_id].last_access_step = rows[seq_id]
+        elif change == 1:
+            seq_id = f"n{turn}"
+            rows[seq_id] = (rng.randint(0, 3), rng.randint(0, step))
+            cache[seq_id] = SequenceKVCache(seq_id, last_access_step=rows[seq_id][1], use_count=rows[seq_id][0])
+        else:
+            del rows[seq_id], cache[seq_id]
+        step += 1
     ### END HIDDEN TESTS
 
 

@@ -489,6 +489,13 @@ def _check_task4_1_3_quotas():
     assert_plain_equal(policy._quotas({}), {"a": 64.0},
                        "FairPolicy({'a': 2}, 64)._quotas({}) after a call with tenant b (never change the stored weights)")
     assert weights == {"a": 2}, "FairPolicy._quotas changed the caller's weights"
+    mine = {"a": 1, "b": 1}
+    policy = FairPolicy(mine, 8)
+    mine["a"] = 3
+    mine["c"] = 4
+    assert_plain_equal(policy._quotas({}), {"a": 4.0, "b": 4.0},
+                       "FairPolicy(weights := {'a': 1, 'b': 1}, 8)._quotas({}) after the caller set weights['a'] = 3 "
+                       "and weights['c'] = 4 (__init__ keeps a copy of the weights)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -522,6 +529,14 @@ def _check_task4_1_3_quotas():
             expected = {t: weights.get(t, 1.0) / weight_sum * total for t in tenants}
             assert_plain_equal(policy._quotas(cache), expected, call, reveal=False)
             assert_plain_equal(policy._quotas(cache), expected, call + " (called a second time)", reveal=False)
+    mine = {"ann": 1.0, "bob": 3.0}
+    policy = FairPolicy(mine, 40)
+    mine.clear()
+    mine["ann"] = 0.0
+    cache = {seq.seq_id: seq for seq in (make_sequence("ann::1", 2, 0), make_sequence("cat::1", 1, 1))}
+    assert_plain_equal(policy._quotas(cache), {"ann": 8.0, "bob": 24.0, "cat": 8.0},
+                       "FairPolicy({'ann': 1.0, 'bob': 3.0}, 40)._quotas(ann::1, cat::1) after the caller changed its "
+                       "dict", reveal=False)
     ### END HIDDEN TESTS
 
 

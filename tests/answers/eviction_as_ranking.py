@@ -40,6 +40,12 @@ WRONG = {
         "ties to the larger key": ref.edit(
             ORDER, ("return sorted(values, key=lambda seq_id: (values[seq_id], seq_id))",
                     "return sorted(sorted(values, reverse=True), key=values.get)")),
+        "sorts the caller's dict in place (reorders its keys)": whole(ORDER, """
+            items = sorted(values.items(), key=lambda item: (item[1], item[0]))
+            values.clear()
+            values.update(items)
+            return list(values)
+        """),
     },
     QUOTAS: {
         "NaN weights accepted (checks weight < 0 and inf only)": ref.edit(
@@ -60,6 +66,13 @@ WRONG = {
                      "{tenant: (weight / total_weight * total_blocks if weight else 0) for")),
         "zeros when the weights sum to 0": ref.edit(
             QUOTAS, ('raise ValueError("weights must not sum to 0")', "return {tenant: 0.0 for tenant in weights}")),
+        "zeros when total_blocks is 0, before checking the weights": ref.edit(
+            QUOTAS, ("    for tenant, weight in weights.items():\n        if not math.isfinite",
+                     "    if total_blocks == 0:\n        return {tenant: 0.0 for tenant in weights}\n"
+                     "    for tenant, weight in weights.items():\n        if not math.isfinite")),
+        "sorts the caller's weights in place (reorders its keys)": ref.edit(
+            QUOTAS, ("    if total_blocks < 0:\n", "    items = sorted(weights.items())\n    weights.clear()\n"
+                     "    weights.update(items)\n    if total_blocks < 0:\n")),
     },
     OVERUSE: {
         "only tenants that hold blocks": ref.edit(
@@ -83,6 +96,8 @@ WRONG = {
             TENANT, ("(-over[tenant], tenant)", "(-usage.get(tenant, 0), tenant)")),
         "a tenant even when nobody is over quota": ref.edit(
             TENANT, ("overuse(usage, quota).items() if amount > 0}", "overuse(usage, quota).items()}")),
+        "a float tolerance: overuse > 1e-9 counts as over quota": ref.edit(
+            TENANT, ("if amount > 0}", "if amount > 1e-9}")),
     },
     ARGMIN: {
         "masks with +inf (crashes on int64)": whole(ARGMIN, """
@@ -201,6 +216,10 @@ WRONG = {
                        "    weights /= total_weight\n    weights *= total_blocks\n    return weights")),
         "an empty tensor gives an empty tensor": ref.edit(
             QUOTAS_T, ("if float(total_weight) == 0.0:", "if weights.numel() and float(total_weight) == 0.0:")),
+        "zeros when total_blocks is 0, before checking the weights": ref.edit(
+            QUOTAS_T, ("    weights = weights.to(torch.float64)\n",
+                       "    weights = weights.to(torch.float64)\n    if total_blocks == 0:\n"
+                       "        return torch.zeros_like(weights)\n")),
     },
 }
 

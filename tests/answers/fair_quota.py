@@ -92,6 +92,9 @@ WRONG = {
              "        weights.update(self.tenant_weights)\n",
              "        weights = self.tenant_weights\n        for seq_id in sequences:\n"
              "            weights.setdefault(self._tenant_of(seq_id), 1.0)\n")),
+        "keeps the caller's dict (no copy), without changing it": ref.edit(
+            FAIR, ("        weights = dict(tenant_weights or {})\n",
+                   "        weights = tenant_weights if tenant_weights is not None else {}\n")),
     },
     JAIN: {
         "forgets the factor n": ref.edit(JAIN, ("(len(values) * square_sum)", "square_sum")),

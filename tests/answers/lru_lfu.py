@@ -56,9 +56,20 @@ WRONG = {
         """}),
         "evicts the victim itself (removes it from sequences)": ref.edit(
             LRU, (f"return {_LRU_MIN}", f"victim = {_LRU_MIN}\n        del sequences[victim]\n        return victim")),
+        "ranks the sequences on the first call only (a stale ranking on later calls)": ref.solve(LRU, todo={"3.2.2": """
+            if getattr(self, "_ranking", None) is None:
+                self._ranking = sorted(sequences, key=lambda seq_id: (sequences[seq_id].last_access_step, seq_id))
+            return next((seq_id for seq_id in self._ranking if seq_id in candidates), candidates[0])
+        """}),
     },
     LFU: {
         "LFU without the recency tie-break": ref.edit(LFU, (_LFU_KEY, "(sequences[seq_id].use_count, seq_id)")),
+        "ranks the sequences on the first call only (a stale ranking on later calls)": ref.solve(
+            LFU, todo={"3.3.2": f"""
+            if getattr(self, "_ranking", None) is None:
+                self._ranking = sorted(sequences, key=lambda seq_id: {_LFU_KEY})
+            return next((seq_id for seq_id in self._ranking if seq_id in candidates), candidates[0])
+        """}),
         "ties broken by the larger id": ref.edit(
             LFU, (f"min(candidates, key=lambda seq_id: {_LFU_KEY})",
                   "max(candidates, key=lambda seq_id: (-sequences[seq_id].use_count, "

@@ -512,6 +512,13 @@ ALTERNATIVES = {
         "dataclass(eq=True) with not free_slots": ref.solve(BLOCK, todo={
             "2.1.2": "return not self.free_slots",
             "2.1.3": "return max(0, self.capacity - self.filled)"}),
+        "properties inherited from a mixin base class (property() calls)": ref.edit(
+            BLOCK, ("@dataclass\nclass KVBlock:",
+                    "class _Slots:\n    is_full = property(lambda self: self._is_full())\n"
+                    "    free_slots = property(lambda self: self._free_slots())\n\n\n"
+                    "@dataclass\nclass KVBlock(_Slots):"),
+            ("    @property\n    def is_full(self)", "    def _is_full(self)"),
+            ("    @property\n    def free_slots(self)", "    def _free_slots(self)")),
     },
     ALLOC: {
         "a sorted list with bisect": ref.solve(
