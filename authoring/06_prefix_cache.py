@@ -881,6 +881,7 @@ def _check_task6_2_3_match():
     cache = PrefixCache(capacity_blocks=8, block_size=1)
     cache.insert([1, 2], toy_kv([1, 2], 1))
     cache.insert([5], toy_kv([5], 1))
+    before = cache.stats
     matched = cache.match([1, 2, 3])
     check_type(matched, int, "match([1, 2, 3])")
     assert_plain_equal(matched, 2, "match([1, 2, 3]) with 1 and 2 cached")
@@ -892,6 +893,9 @@ def _check_task6_2_3_match():
                        "cache.stats after match([1, 2, 3]), match([9, 2]), match([5, 1]) and match([]) "
                        "(misses: 1 + 2 + 0 + 0)")
     assert_plain_equal(len(cache), 3, "len(cache) after the match calls (match stores nothing)")
+    assert_plain_equal(before, {"hits": 0, "misses": 0, "evictions": 0},
+                       "the dict cache.stats returned before the match calls, read after them (stats is a new dict "
+                       "each time: one read earlier does not change)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -939,7 +943,6 @@ def _check_task6_2_4_get_kv():
         k_cache = torch.arange(24, dtype=torch.float32, device=device).reshape(6, 2, 2)  # 3 blocks, 2 heads
         kv = [(k_cache, -k_cache), (k_cache + 100, k_cache - 100)]  # 2 layers
         cache.insert([1, 2, 3], kv)
-        stats = cache.stats
         got = cache.get_kv([1, 2])
         check_type(got, list, f"get_kv([1, 2]) on {device}")
         assert_plain_equal(len(got), 2, f"len(get_kv([1, 2])) on {device} (one pair per layer)")
@@ -952,7 +955,8 @@ def _check_task6_2_4_get_kv():
                            f"get_kv([3, 1])[0][0] on {device} (in the order of the hashes: block 3, then block 1)")
         assert_plain_equal(cache.get_kv([]), [], "get_kv([])")
         assert_raises(KeyError, "get_kv([1, 404])", cache.get_kv, [1, 404])
-        assert_plain_equal(cache.stats, stats, "cache.stats after get_kv calls (get_kv is not an access)")
+        assert_plain_equal(cache.stats, {"hits": 0, "misses": 0, "evictions": 0},
+                           "cache.stats after insert([1, 2, 3]) and get_kv calls (get_kv is not an access)")
         assert_plain_equal(len(cache), 3, "len(cache) after get_kv calls")
     half = PrefixCache(capacity_blocks=2, block_size=1)
     k_half = torch.tensor([[[1.5, -2.0]]], dtype=torch.float16)
@@ -1138,6 +1142,15 @@ def _check_task6_2_6_victim():
     cache = filled(2, "lfu", ("insert", [9]), ("insert", [4]), ("match", [9, 4]))
     evicts(cache, [5], [4, 9], [4], "LFU, blocks 9 and 4 used twice each, last by the same match call (the smaller "
            "hash goes)")
+    cache = filled(3, "lru", ("insert", [2]), ("insert", [9, 2, 3]))
+    evicts(cache, [4], [2, 3, 9], [3], "LRU, 2 inserted, then insert([9, 2, 3]) stored 9 and 3 in one call (one clock "
+           "tick per call, not per stored block: a tie, and the smaller hash goes)")
+    cache = filled(2, "lfu", ("insert", [1]), ("insert", [2]))
+    for _ in range(2):
+        cache.pin([1])
+        cache.unpin([1])
+    evicts(cache, [3], [1, 2], [1], "LFU, 1 then 2 inserted, then pin([1]), unpin([1]) twice (pin and unpin are not "
+           "accesses: they change no use_count, so both are used once and the least recent goes)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -1759,9 +1772,11 @@ def _check_task6_3_2_logits():
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self._calls = []  # Private: the student's code, which gets the model, cannot rewrite the record.
+            self._dtypes = []  # The dtype of the tokens of each call, as a string.
 
         def forward(self, tokens, past_kv=None):
             self._calls.append((len(tokens), 0 if past_kv is None else int(past_kv[0][0].shape[0])))
+            self._dtypes.append(str(tokens.dtype) if isinstance(tokens, torch.Tensor) else type(tokens).__name__)
             return super().forward(tokens, past_kv)
 
     first = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7]
@@ -1773,6 +1788,7 @@ def _check_task6_3_2_logits():
         for tokens, reused in ((first, 0), (second, 8), (first[:8], 4)):
             expected, _ = plain(torch.tensor(tokens, device=device))
             model._calls.clear()
+            model._dtypes.clear()
             logits, _ = serve(model, cache, tokens)
             name = f"serve(model on {device}, cache, {len(tokens)} tokens, {reused} of them cached)"
             assert_same_tensor(logits, expected[reused:], f"{name}: logits (the rows of the computed positions, "
@@ -1780,6 +1796,8 @@ def _check_task6_3_2_logits():
             assert_plain_equal(model._calls, [(len(tokens) - reused, reused)],
                                f"{name}: the model's calls as (new tokens, past tokens) (one call, on the tokens "
                                "not reused, after their K/V)")
+            assert_plain_equal(model._dtypes, ["torch.int64"], f"{name}: the dtype of the tokens given to the model "
+                               "(a torch.long tensor)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -1803,11 +1821,14 @@ def _check_task6_3_2_logits():
                 _where = (f"serve(model on {device}, cache with block_size {_block_size}, request {_turn} of "
                           f"{len(_tokens)} tokens)")
                 _model._calls.clear()
+                _model._dtypes.clear()
                 _logits, _ = serve(_model, _cache, _tokens)
                 _full, _ = _plain(torch.tensor(_tokens, device=device))
                 assert_same_tensor(_logits, _full[_reused:], f"{_where}: logits", atol=1e-4, rtol=1e-4, reveal=False)
                 assert_plain_equal(_model._calls, [(len(_tokens) - _reused, _reused)], f"{_where}: the model's calls",
                                    reveal=False)
+                assert_plain_equal(_model._dtypes, ["torch.int64"], f"{_where}: the dtype of the tokens given to the "
+                                   "model", reveal=False)
                 for _b in range(1, len(_tokens) // _block_size + 1):
                     _seen.add(tuple(_tokens[:_b * _block_size]))
                 _conversations[_c] = _tokens + [_rng.randrange(50) for _ in range(_rng.randint(1, 7))]

@@ -1320,10 +1320,11 @@ _check_task7_5_pyramid_budgets()
 #
 # - step `t` runs `tokens[:, t:t + 1]` with the cache and `position=t` (its true position: after an eviction the
 #   cache holds fewer slots than `t`), with `return_attention=True`, and keeps its logits;
-# - each layer keeps **scores**, float `[batch, num_heads, num_slots]`, one per cache slot: the accumulated attention
-#   the slot received, the sum of its attention at every step since it entered the cache (the step's own token
-#   included: the new slot starts at the attention it paid to itself). After step `t`, add the step's attention row
-#   (`attention[layer][:, :, 0, :]`) to the scores, with a new entry for the new slot;
+# - each layer keeps **scores**, `[batch, num_heads, num_slots]` in the attention's dtype (float32 here), one per
+#   cache slot: the accumulated attention the slot received, the sum of its attention at every step since it entered
+#   the cache (the step's own token included: the new slot starts at the attention it paid to itself). After step
+#   `t`, add the step's attention row (`attention[layer][:, :, 0, :]`) to the scores, with a new entry for the new
+#   slot;
 # - then, when a layer holds more than `budget` slots, call `keep = keep_fn(scores, budget)` for that layer and keep
 #   the masked slots of its K/V (`course.model.prune_cache`) **and** of its scores, so that slot $j$'s score stays
 #   slot $j$'s. `keep` must be a `bool` tensor of the scores' shape with exactly `budget` `True` per row (`ValueError`
@@ -1349,7 +1350,7 @@ _check_task7_5_pyramid_budgets()
 # 生成时缓存每步增加一个 token，驱逐策略必须**边生成边**驱逐：StreamingLLM 和 H2O 每一步都这样做。`decode_with_eviction(model, tokens, budget, keep_fn)` 把整数张量 `tokens` `[batch, length]`（与模型在同一设备上）一次一个 token 地送入 `model`（一个 `TinyDecoder`；按批次调用的方式见模型的文档字符串），每一步之后用驱逐策略 `keep_fn` 把每一层裁剪回 `budget` 个槽位：
 #
 # - 第 `t` 步用当前缓存运行 `tokens[:, t:t + 1]`，传入 `position=t`（这是它真实的位置：驱逐之后缓存中的槽位数少于 `t`）和 `return_attention=True`，并保存这一步的 logits；
-# - 每一层维护**分数**：浮点张量 `[batch, num_heads, num_slots]`，每个缓存槽位一项，即这个槽位收到的累积注意力，也就是它进入缓存以来每一步得到的注意力之和（包括它进入缓存的那一步：新槽位的初始分数，就是这一步的查询对它的注意力）。第 `t` 步之后，把这一步的注意力行（`attention[layer][:, :, 0, :]`）加到分数上，并为新槽位添加一项；
+# - 每一层维护**分数**：`[batch, num_heads, num_slots]` 张量，数据类型与注意力相同（这里是 float32），每个缓存槽位一项，即这个槽位收到的累积注意力，也就是它进入缓存以来每一步得到的注意力之和（包括它进入缓存的那一步：新槽位的初始分数，就是这一步的查询对它的注意力）。第 `t` 步之后，把这一步的注意力行（`attention[layer][:, :, 0, :]`）加到分数上，并为新槽位添加一项；
 # - 然后，若某一层的槽位多于 `budget` 个，就对这一层调用 `keep = keep_fn(scores, budget)`，按掩码保留它的 K/V（`course.model.prune_cache`）**以及**它的分数，使第 $j$ 个槽位的分数仍然属于第 $j$ 个槽位。`keep` 必须是与分数形状相同的 `bool` 张量，且每一行恰好有 `budget` 个 `True`（否则抛出 `ValueError`：保留多了或少了的策略有错误，应当报告出来，而不是悄悄掩盖）。
 #
 # 返回 `(logits, kv)`：`logits` 的形状为 `[batch, length, vocab_size]`（第 `t` 步的 logits 在 `[:, t]`），`kv` 是最终的缓存。`budget >= length` 时什么也不驱逐，每一步的 logits 都与全缓存模型的**相等**。`tokens` 可以是任何整数数据类型（`int64`、`int32`、`uint8` …）。`tokens` 不是整数张量、`budget` 不是 Python `int`（`True` 和 numpy 的 `int64` 都不算），或 `keep_fn` 不可调用时，抛出 `TypeError`；`tokens` 不是二维或一个 token 都没有，或 `budget < 1` 时，抛出 `ValueError`。这些检查在第一步之前完成：即使什么都不需要驱逐，不可调用的 `keep_fn` 也要抛出 `TypeError`。掩码的形状必须恰好等于分数的形状：能够广播成分数形状的 `[num_heads, num_slots]` 或 `[num_slots]` 掩码也要抛出 `ValueError`。逐步执行的循环就是解码循环本身；在一步之内，不对序列、注意力头或槽位写 Python 循环（对层的循环可以）。陷阱：在这一步自己的 token 进入缓存之前就驱逐（下一步就看不到它了）；槽位移动了，分数却留在原处（要用同一个掩码裁剪分数）；驱逐之后把缓存的长度当作位置；把一层的分数用于所有层（每一层有自己的分数）。

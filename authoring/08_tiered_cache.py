@@ -1653,47 +1653,51 @@ def _check_task8_5_1_init():
 
     # BEGIN SHARED Tier, Filter (authoring/shared/08_tiered_cache.py)
     class Tier:
-        """A small LRU tier for these tests (blocks: a list, least recent first); it logs the calls it gets."""
+        """A small LRU tier for these tests (_blocks: a list, least recent first); it logs the calls it gets in _log.
+
+        Its records have private names: the cache under test gets this object, and may use only what the task names
+        (capacity, in, len, hit, insert).
+        """
 
         def __init__(self, capacity, blocks=()):
-            self.capacity, self.blocks, self.log = capacity, list(blocks), []
+            self.capacity, self._blocks, self._log = capacity, list(blocks), []
 
         def __contains__(self, block):
-            return block in self.blocks
+            return block in self._blocks
 
         def __len__(self):
-            return len(self.blocks)
+            return len(self._blocks)
 
         def hit(self, block):
-            self.log.append(("hit", block))
-            self.blocks.remove(block)
-            self.blocks.append(block)
+            self._log.append(("hit", block))
+            self._blocks.remove(block)
+            self._blocks.append(block)
 
         def insert(self, block, pinned=frozenset()):
-            assert block not in self.blocks, f"the cache called insert({block!r}) on a tier that already holds it"
-            self.log.append(("insert", block, sorted(pinned)))
+            assert block not in self._blocks, f"the cache called insert({block!r}) on a tier that already holds it"
+            self._log.append(("insert", block, sorted(pinned)))
             victim = None
-            if len(self.blocks) >= self.capacity:
-                victim = next((b for b in self.blocks if b not in pinned), None)
+            if len(self._blocks) >= self.capacity:
+                victim = next((b for b in self._blocks if b not in pinned), None)
                 if victim is None:
                     raise RuntimeError("every block of the tier is pinned")
-                self.blocks.remove(victim)
-            self.blocks.append(block)
+                self._blocks.remove(victim)
+            self._blocks.append(block)
             return victim
 
     class Filter:
-        """Admits the blocks of `admitted`, or else those recorded at least `threshold` times."""
+        """Admits the blocks of `admitted`, or else those recorded at least `threshold` times (counts in _seen)."""
 
         def __init__(self, threshold=1, admitted=None):
-            self.threshold, self.admitted, self.seen = threshold, admitted, {}
+            self._threshold, self._admitted, self._seen = threshold, admitted, {}
 
         def record(self, block):
-            self.seen[block] = self.seen.get(block, 0) + 1
+            self._seen[block] = self._seen.get(block, 0) + 1
 
         def admits(self, block):
-            if self.admitted is not None:
-                return block in self.admitted
-            return self.seen.get(block, 0) >= self.threshold
+            if self._admitted is not None:
+                return block in self._admitted
+            return self._seen.get(block, 0) >= self._threshold
     # END SHARED
 
     class NotCallable(Tier):
@@ -1733,6 +1737,21 @@ def _check_task8_5_1_init():
          "an admission whose admits is True, not a method"),
     ]:
         assert_raises(error, f"TwoTierCache with {what}", TwoTierCache, *args, **kwargs)
+
+    class EqualTier(Tier):
+        """A tier equal to every other EqualTier (as two empty dataclass tiers are), yet a distinct object."""
+
+        def __eq__(self, other):
+            return type(other) is EqualTier
+
+        def __hash__(self):
+            return 0
+
+    a, b = EqualTier(2), EqualTier(2)
+    twins = TwoTierCache(a, b, 10)
+    assert twins.tier1 is a and twins.tier2 is b, (
+        "TwoTierCache(a, b, 10) with two distinct tiers that compare equal (a == b, but a is not b) must accept and "
+        "keep them: only tier1 is tier2 is a ValueError")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -1794,64 +1813,77 @@ def _check_task8_5_2_access():
 
     # BEGIN SHARED Tier, Filter (authoring/shared/08_tiered_cache.py)
     class Tier:
-        """A small LRU tier for these tests (blocks: a list, least recent first); it logs the calls it gets."""
+        """A small LRU tier for these tests (_blocks: a list, least recent first); it logs the calls it gets in _log.
+
+        Its records have private names: the cache under test gets this object, and may use only what the task names
+        (capacity, in, len, hit, insert).
+        """
 
         def __init__(self, capacity, blocks=()):
-            self.capacity, self.blocks, self.log = capacity, list(blocks), []
+            self.capacity, self._blocks, self._log = capacity, list(blocks), []
 
         def __contains__(self, block):
-            return block in self.blocks
+            return block in self._blocks
 
         def __len__(self):
-            return len(self.blocks)
+            return len(self._blocks)
 
         def hit(self, block):
-            self.log.append(("hit", block))
-            self.blocks.remove(block)
-            self.blocks.append(block)
+            self._log.append(("hit", block))
+            self._blocks.remove(block)
+            self._blocks.append(block)
 
         def insert(self, block, pinned=frozenset()):
-            assert block not in self.blocks, f"the cache called insert({block!r}) on a tier that already holds it"
-            self.log.append(("insert", block, sorted(pinned)))
+            assert block not in self._blocks, f"the cache called insert({block!r}) on a tier that already holds it"
+            self._log.append(("insert", block, sorted(pinned)))
             victim = None
-            if len(self.blocks) >= self.capacity:
-                victim = next((b for b in self.blocks if b not in pinned), None)
+            if len(self._blocks) >= self.capacity:
+                victim = next((b for b in self._blocks if b not in pinned), None)
                 if victim is None:
                     raise RuntimeError("every block of the tier is pinned")
-                self.blocks.remove(victim)
-            self.blocks.append(block)
+                self._blocks.remove(victim)
+            self._blocks.append(block)
             return victim
 
     class Filter:
-        """Admits the blocks of `admitted`, or else those recorded at least `threshold` times."""
+        """Admits the blocks of `admitted`, or else those recorded at least `threshold` times (counts in _seen)."""
 
         def __init__(self, threshold=1, admitted=None):
-            self.threshold, self.admitted, self.seen = threshold, admitted, {}
+            self._threshold, self._admitted, self._seen = threshold, admitted, {}
 
         def record(self, block):
-            self.seen[block] = self.seen.get(block, 0) + 1
+            self._seen[block] = self._seen.get(block, 0) + 1
 
         def admits(self, block):
-            if self.admitted is not None:
-                return block in self.admitted
-            return self.seen.get(block, 0) >= self.threshold
+            if self._admitted is not None:
+                return block in self._admitted
+            return self._seen.get(block, 0) >= self._threshold
     # END SHARED
 
-    cache = TwoTierCache(Tier(3), Tier(4, blocks=[7, 8]), 10)
+    # The tiers' records are read from the test's own tier objects (t1, t2), not through the cache.
+    t1, t2 = Tier(3), Tier(4, blocks=[7, 8])
+    cache = TwoTierCache(t1, t2, 10)
     assert_plain_equal(cache.access(1), "miss", "access(1), 1 in no tier")
     assert_plain_equal(cache.access(7), "host", "then access(7), 7 in tier 2 only")
-    assert_plain_equal((cache.tier1.blocks, cache.tier2.blocks), ([1, 7], [8, 7]),
+    assert_plain_equal((t1._blocks, t2._blocks), ([1, 7], [8, 7]),
                        "(tier 1, tier 2) after access(1), access(7) (7 was promoted; tier 2 keeps its copy, now most recent)")
     assert_plain_equal(cache.access(1), "device", "then access(1), 1 in tier 1")
-    assert_plain_equal(cache.tier1.blocks, [7, 1], "tier 1 after access(1) (tier1.hit made 1 the most recent)")
+    assert_plain_equal(t1._blocks, [7, 1], "tier 1 after access(1) (tier1.hit made 1 the most recent)")
     assert_plain_equal((cache.device_hits, cache.host_hits, cache.misses, cache.blocks_to_device, cache.bytes_to_device,
                         cache.blocks_to_host), (1, 1, 1, 1, 10, 0),
                        "(device_hits, host_hits, misses, blocks_to_device, bytes_to_device, blocks_to_host) after them")
-    assert_plain_equal(cache.tier1.log, [("insert", 1, []), ("insert", 7, [1]), ("hit", 1)],
+    assert_plain_equal(t1._log, [("insert", 1, []), ("insert", 7, [1]), ("hit", 1)],
                        "the calls tier 1 got (insert passes the pinned blocks: the keys of ref_count)")
-    assert_plain_equal(cache.tier2.log, [("hit", 7)], "the calls tier 2 got (only the host hit)")
-    both = TwoTierCache(Tier(3, blocks=[5]), Tier(3, blocks=[5]), 1)
-    assert_plain_equal((both.access(5), both.tier2.log), ("device", []), "access(5) with 5 in both tiers (tier 1 first)")
+    assert_plain_equal(t2._log, [("hit", 7)], "the calls tier 2 got (only the host hit)")
+    both_t2 = Tier(3, blocks=[5])
+    both = TwoTierCache(Tier(3, blocks=[5]), both_t2, 1)
+    assert_plain_equal((both.access(5), both_t2._log), ("device", []), "access(5) with 5 in both tiers (tier 1 first)")
+    # The given line of access records every reference in the filter, once, wherever the block is found.
+    seen = Filter()
+    recorded = TwoTierCache(Tier(3), Tier(3, blocks=[4]), 10, admission=seen)
+    assert_plain_equal([recorded.access(b) for b in (1, 1, 4)], ["miss", "device", "host"],
+                       "access(1), access(1), access(4) with a filter, 4 in tier 2 only")
+    assert_plain_equal(seen._seen, {1: 2, 4: 1}, "the filter's counts after them (record is called once per access)")
 
     def stand_in_demote(cache, demoted):
         """Stands in for _demote (graded in part 8.5.3): records the victim, then demotes it as the text says."""
@@ -1865,12 +1897,13 @@ def _check_task8_5_2_access():
 
         return demote
 
-    full = TwoTierCache(Tier(2, blocks=[1, 2]), Tier(4), 10)
+    full_t1, full_t2 = Tier(2, blocks=[1, 2]), Tier(4)
+    full = TwoTierCache(full_t1, full_t2, 10)
     demoted = []
     full._demote = stand_in_demote(full, demoted)
     full.ref_count[1] = 1
     assert_plain_equal(full.access(3), "miss", "access(3) into a full tier 1 [1, 2] with 1 pinned")
-    assert_plain_equal((full.tier1.blocks, demoted, full.tier2.blocks), ([1, 3], [2], [2]),
+    assert_plain_equal((full_t1._blocks, demoted, full_t2._blocks), ([1, 3], [2], [2]),
                        "(tier 1, victims sent to _demote, tier 2) after access(3)")
     # Block 0 is a victim like any other.
     zero = TwoTierCache(Tier(2, blocks=[0, 2]), Tier(4), 10)
@@ -1879,11 +1912,12 @@ def _check_task8_5_2_access():
     assert_plain_equal((zero.access(3), demoted), ("miss", [0]), "(access(3), victims) with tier 1 [0, 2] full")
     # A host hit whose promotion demotes a victim into a full tier 2: tier 2 records the hit first, so the copy of
     # the victim pushes out 8, not the promoted 7.
-    promoted = TwoTierCache(Tier(2, blocks=[1, 2]), Tier(2, blocks=[7, 8]), 10)
+    promoted_t1, promoted_t2 = Tier(2, blocks=[1, 2]), Tier(2, blocks=[7, 8])
+    promoted = TwoTierCache(promoted_t1, promoted_t2, 10)
     demoted = []
     promoted._demote = stand_in_demote(promoted, demoted)
     assert_plain_equal(promoted.access(7), "host", "access(7) with tier 1 [1, 2] and tier 2 [7, 8], both full")
-    assert_plain_equal((promoted.tier1.blocks, promoted.tier2.blocks, demoted, promoted.blocks_to_host,
+    assert_plain_equal((promoted_t1._blocks, promoted_t2._blocks, demoted, promoted.blocks_to_host,
                         promoted.blocks_to_device),
                        ([2, 7], [7, 1], [1], 1, 1),
                        "(tier 1, tier 2, victims, blocks_to_host, blocks_to_device) after access(7)")
@@ -1921,7 +1955,8 @@ def _check_task8_5_2_access():
     for _case in range(15):
         _c1, _c2 = _rng.randint(1, 4), _rng.randint(1, 6)
         _prefill = _rng.sample(range(12), _c2)
-        _cache = TwoTierCache(Tier(_c1), Tier(_c2, blocks=_prefill), 3)
+        _t1, _t2 = Tier(_c1), Tier(_c2, blocks=_prefill)
+        _cache = TwoTierCache(_t1, _t2, 3)
         _victims = []
         _cache._demote = stand_in_demote(_cache, _victims)
         _model = {"t1": [], "t2": list(_prefill), "pins": {}, "c1": _c1, "c2": _c2, "device": 0, "host": 0, "miss": 0}
@@ -1937,7 +1972,7 @@ def _check_task8_5_2_access():
             if _victim is not None:
                 _expected_victims.append(_victim)
             assert_plain_equal(_cache.access(_block), _where, f"access on random case {_case}", reveal=False)
-            assert_plain_equal((_cache.tier1.blocks, _cache.tier2.blocks, _victims), (_model["t1"], _model["t2"], _expected_victims),
+            assert_plain_equal((_t1._blocks, _t2._blocks, _victims), (_model["t1"], _model["t2"], _expected_victims),
                                f"(tier 1, tier 2, victims) after access, random case {_case}", reveal=False)
             assert_plain_equal((_cache.device_hits, _cache.host_hits, _cache.misses, _cache.blocks_to_device, _cache.bytes_to_device),
                                (_model["device"], _model["host"], _model["miss"], _model["host"], 3 * _model["host"]),
@@ -1945,6 +1980,17 @@ def _check_task8_5_2_access():
     _cache = TwoTierCache(Tier(2), Tier(2, blocks=["doc"]), 1)
     assert_plain_equal([_cache.access(b) for b in ("doc", "doc", "sys")], ["host", "device", "miss"],
                        "access of str blocks", reveal=False)
+    _rng = _random.Random(8512)
+    _trace = [_rng.randrange(6) for _ in range(16)]
+    _filter = Filter(threshold=3)
+    _cache = TwoTierCache(Tier(6), Tier(4, blocks=_rng.sample(range(6), 4)), 1, admission=_filter)
+    _counts = {}
+    for _block in _trace:
+        _counts[_block] = _counts.get(_block, 0) + 1
+    for _block in _trace:
+        _cache.access(_block)
+    assert_plain_equal(_filter._seen, _counts, "the filter's counts after a random trace of device hits, host hits and "
+                       "misses (tier 1 holds every block: no victim)", reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -1959,74 +2005,83 @@ def _check_task8_5_3_demote():
 
     # BEGIN SHARED Tier, Filter (authoring/shared/08_tiered_cache.py)
     class Tier:
-        """A small LRU tier for these tests (blocks: a list, least recent first); it logs the calls it gets."""
+        """A small LRU tier for these tests (_blocks: a list, least recent first); it logs the calls it gets in _log.
+
+        Its records have private names: the cache under test gets this object, and may use only what the task names
+        (capacity, in, len, hit, insert).
+        """
 
         def __init__(self, capacity, blocks=()):
-            self.capacity, self.blocks, self.log = capacity, list(blocks), []
+            self.capacity, self._blocks, self._log = capacity, list(blocks), []
 
         def __contains__(self, block):
-            return block in self.blocks
+            return block in self._blocks
 
         def __len__(self):
-            return len(self.blocks)
+            return len(self._blocks)
 
         def hit(self, block):
-            self.log.append(("hit", block))
-            self.blocks.remove(block)
-            self.blocks.append(block)
+            self._log.append(("hit", block))
+            self._blocks.remove(block)
+            self._blocks.append(block)
 
         def insert(self, block, pinned=frozenset()):
-            assert block not in self.blocks, f"the cache called insert({block!r}) on a tier that already holds it"
-            self.log.append(("insert", block, sorted(pinned)))
+            assert block not in self._blocks, f"the cache called insert({block!r}) on a tier that already holds it"
+            self._log.append(("insert", block, sorted(pinned)))
             victim = None
-            if len(self.blocks) >= self.capacity:
-                victim = next((b for b in self.blocks if b not in pinned), None)
+            if len(self._blocks) >= self.capacity:
+                victim = next((b for b in self._blocks if b not in pinned), None)
                 if victim is None:
                     raise RuntimeError("every block of the tier is pinned")
-                self.blocks.remove(victim)
-            self.blocks.append(block)
+                self._blocks.remove(victim)
+            self._blocks.append(block)
             return victim
 
     class Filter:
-        """Admits the blocks of `admitted`, or else those recorded at least `threshold` times."""
+        """Admits the blocks of `admitted`, or else those recorded at least `threshold` times (counts in _seen)."""
 
         def __init__(self, threshold=1, admitted=None):
-            self.threshold, self.admitted, self.seen = threshold, admitted, {}
+            self._threshold, self._admitted, self._seen = threshold, admitted, {}
 
         def record(self, block):
-            self.seen[block] = self.seen.get(block, 0) + 1
+            self._seen[block] = self._seen.get(block, 0) + 1
 
         def admits(self, block):
-            if self.admitted is not None:
-                return block in self.admitted
-            return self.seen.get(block, 0) >= self.threshold
+            if self._admitted is not None:
+                return block in self._admitted
+            return self._seen.get(block, 0) >= self._threshold
     # END SHARED
 
-    cache = TwoTierCache(Tier(2), Tier(3), 10)
+    # The tiers' and filters' records are read from the test's own objects, not through the cache.
+    t2 = Tier(3)
+    cache = TwoTierCache(Tier(2), t2, 10)
     cache._demote(1)
-    assert_plain_equal((cache.tier2.blocks, cache.blocks_to_host, cache.bytes_to_host), ([1], 1, 10),
+    assert_plain_equal((t2._blocks, cache.blocks_to_host, cache.bytes_to_host), ([1], 1, 10),
                        "write-back: _demote(1) with no copy of 1 in tier 2")
     cache._demote(1)
-    assert_plain_equal((cache.tier2.blocks, cache.blocks_to_host), ([1], 1), "write-back: _demote(1) again (tier 2 has a clean copy)")
+    assert_plain_equal((t2._blocks, cache.blocks_to_host), ([1], 1), "write-back: _demote(1) again (tier 2 has a clean copy)")
     for victim in (2, 3, 4):
         cache._demote(victim)
-    assert_plain_equal((cache.tier2.blocks, cache.blocks_to_host), ([2, 3, 4], 4),
+    assert_plain_equal((t2._blocks, cache.blocks_to_host), ([2, 3, 4], 4),
                        "then _demote(2), _demote(3), _demote(4) (tier 2 holds 3 blocks and drops its own victim, 1)")
-    filtered = TwoTierCache(Tier(2), Tier(3), 10, admission=Filter(admitted={2}))
+    filtered_t2 = Tier(3)
+    filtered = TwoTierCache(Tier(2), filtered_t2, 10, admission=Filter(admitted={2}))
     filtered._demote(1)
     filtered._demote(2)
-    assert_plain_equal((filtered.tier2.blocks, filtered.blocks_to_host), ([2], 1),
+    assert_plain_equal((filtered_t2._blocks, filtered.blocks_to_host), ([2], 1),
                        "write-back with a filter that admits only 2: _demote(1), _demote(2)")
-    through = TwoTierCache(Tier(2), Tier(3), 10, "write_through")
+    through_t2 = Tier(3)
+    through = TwoTierCache(Tier(2), through_t2, 10, "write_through")
     through._demote(6)
-    assert_plain_equal((through.tier2.blocks, through.blocks_to_host), ([], 0), "write-through: _demote(6) drops the victim")
+    assert_plain_equal((through_t2._blocks, through.blocks_to_host), ([], 0), "write-through: _demote(6) drops the victim")
     # A demotion is not a sighting: only access records references in the filter.
-    counted = TwoTierCache(Tier(2), Tier(3), 10, admission=Filter(threshold=2))
-    counted.admission.record(5)
+    counted_t2, counted_filter = Tier(3), Filter(threshold=2)
+    counted = TwoTierCache(Tier(2), counted_t2, 10, admission=counted_filter)
+    counted_filter.record(5)
     counted._demote(5)
-    assert_plain_equal((counted.tier2.blocks, counted.admission.seen), ([], {5: 1}),
+    assert_plain_equal((counted_t2._blocks, counted_filter._seen), ([], {5: 1}),
                        "write-back with threshold 2: (tier 2, the filter's counts) after record(5), then _demote(5)")
-    assert_plain_equal(cache.tier2.log, [("insert", 1, []), ("insert", 2, []), ("insert", 3, []), ("insert", 4, [])],
+    assert_plain_equal(t2._log, [("insert", 1, []), ("insert", 2, []), ("insert", 3, []), ("insert", 4, [])],
                        "the calls tier 2 got in the write-back case (a copy is one insert; _demote never calls hit)")
 
     ### BEGIN HIDDEN TESTS
@@ -2039,13 +2094,14 @@ def _check_task8_5_3_demote():
         _prefill = _rng.sample(range(10), _rng.randint(0, _c2))
         _admitted = set(_rng.sample(range(10), _rng.randint(0, 10))) if _case % 3 else None
         _filter = Filter(threshold=2) if _case % 3 == 2 else None if _admitted is None else Filter(admitted=_admitted)
-        _cache = TwoTierCache(Tier(2), Tier(_c2, blocks=_prefill), 5, _policy, _filter)
+        _tier2 = Tier(_c2, blocks=_prefill)
+        _cache = TwoTierCache(Tier(2), _tier2, 5, _policy, _filter)
         _t2, _copies = list(_prefill), 0
         for _step in range(8):
             _victim = _rng.randrange(10)
             if _case % 3 == 2 and _rng.random() < 0.5:
                 _filter.record(_victim)
-            _seen = dict(_filter.seen) if _filter is not None else None
+            _seen = dict(_filter._seen) if _filter is not None else None
             _ok = _filter.admits(_victim) if _filter is not None else True
             if _policy == "write_back" and _victim not in _t2 and _ok:
                 if len(_t2) >= _c2:
@@ -2053,11 +2109,11 @@ def _check_task8_5_3_demote():
                 _t2.append(_victim)
                 _copies += 1
             _cache._demote(_victim)
-            assert_plain_equal((_cache.tier2.blocks, _cache.blocks_to_host, _cache.bytes_to_host), (_t2, _copies, 5 * _copies),
+            assert_plain_equal((_tier2._blocks, _cache.blocks_to_host, _cache.bytes_to_host), (_t2, _copies, 5 * _copies),
                                f"(tier 2, blocks_to_host, bytes_to_host) after _demote, random case {_case} ({_policy})",
                                reveal=False)
             if _filter is not None:
-                assert_plain_equal(_filter.seen, _seen, f"the filter's counts after _demote, random case {_case}",
+                assert_plain_equal(_filter._seen, _seen, f"the filter's counts after _demote, random case {_case}",
                                    reveal=False)
         assert_plain_equal((_cache.blocks_to_device, _cache.device_hits, _cache.host_hits, _cache.misses), (0, 0, 0, 0),
                            f"_demote must not count hits, misses or loads, random case {_case}", reveal=False)
@@ -2075,68 +2131,75 @@ def _check_task8_5_4_write_through():
 
     # BEGIN SHARED Tier, Filter (authoring/shared/08_tiered_cache.py)
     class Tier:
-        """A small LRU tier for these tests (blocks: a list, least recent first); it logs the calls it gets."""
+        """A small LRU tier for these tests (_blocks: a list, least recent first); it logs the calls it gets in _log.
+
+        Its records have private names: the cache under test gets this object, and may use only what the task names
+        (capacity, in, len, hit, insert).
+        """
 
         def __init__(self, capacity, blocks=()):
-            self.capacity, self.blocks, self.log = capacity, list(blocks), []
+            self.capacity, self._blocks, self._log = capacity, list(blocks), []
 
         def __contains__(self, block):
-            return block in self.blocks
+            return block in self._blocks
 
         def __len__(self):
-            return len(self.blocks)
+            return len(self._blocks)
 
         def hit(self, block):
-            self.log.append(("hit", block))
-            self.blocks.remove(block)
-            self.blocks.append(block)
+            self._log.append(("hit", block))
+            self._blocks.remove(block)
+            self._blocks.append(block)
 
         def insert(self, block, pinned=frozenset()):
-            assert block not in self.blocks, f"the cache called insert({block!r}) on a tier that already holds it"
-            self.log.append(("insert", block, sorted(pinned)))
+            assert block not in self._blocks, f"the cache called insert({block!r}) on a tier that already holds it"
+            self._log.append(("insert", block, sorted(pinned)))
             victim = None
-            if len(self.blocks) >= self.capacity:
-                victim = next((b for b in self.blocks if b not in pinned), None)
+            if len(self._blocks) >= self.capacity:
+                victim = next((b for b in self._blocks if b not in pinned), None)
                 if victim is None:
                     raise RuntimeError("every block of the tier is pinned")
-                self.blocks.remove(victim)
-            self.blocks.append(block)
+                self._blocks.remove(victim)
+            self._blocks.append(block)
             return victim
 
     class Filter:
-        """Admits the blocks of `admitted`, or else those recorded at least `threshold` times."""
+        """Admits the blocks of `admitted`, or else those recorded at least `threshold` times (counts in _seen)."""
 
         def __init__(self, threshold=1, admitted=None):
-            self.threshold, self.admitted, self.seen = threshold, admitted, {}
+            self._threshold, self._admitted, self._seen = threshold, admitted, {}
 
         def record(self, block):
-            self.seen[block] = self.seen.get(block, 0) + 1
+            self._seen[block] = self._seen.get(block, 0) + 1
 
         def admits(self, block):
-            if self.admitted is not None:
-                return block in self.admitted
-            return self.seen.get(block, 0) >= self.threshold
+            if self._admitted is not None:
+                return block in self._admitted
+            return self._seen.get(block, 0) >= self._threshold
     # END SHARED
 
-    cache = TwoTierCache(Tier(2), Tier(2), 10, "write_through")
+    # The tiers' and filters' records are read from the test's own objects, not through the cache.
+    t2 = Tier(2)
+    cache = TwoTierCache(Tier(2), t2, 10, "write_through")
     cache._write_through(1)
-    assert_plain_equal((cache.tier2.blocks, cache.blocks_to_host, cache.bytes_to_host), ([1], 1, 10), "_write_through(1)")
+    assert_plain_equal((t2._blocks, cache.blocks_to_host, cache.bytes_to_host), ([1], 1, 10), "_write_through(1)")
     cache._write_through(1)
-    assert_plain_equal((cache.tier2.blocks, cache.blocks_to_host), ([1], 1), "_write_through(1) again (tier 2 has a copy)")
+    assert_plain_equal((t2._blocks, cache.blocks_to_host), ([1], 1), "_write_through(1) again (tier 2 has a copy)")
     cache._write_through(2)
     cache._write_through(3)
-    assert_plain_equal((cache.tier2.blocks, cache.blocks_to_host), ([2, 3], 3), "then _write_through(2), _write_through(3)")
+    assert_plain_equal((t2._blocks, cache.blocks_to_host), ([2, 3], 3), "then _write_through(2), _write_through(3)")
     cache._write_through(1)
-    assert_plain_equal((cache.tier2.blocks, cache.blocks_to_host), ([3, 1], 4),
+    assert_plain_equal((t2._blocks, cache.blocks_to_host), ([3, 1], 4),
                        "then _write_through(1): tier 2 dropped 1, so it is copied again")
-    selective = TwoTierCache(Tier(2), Tier(4), 10, "write_through", Filter(threshold=2))
-    selective.admission.record(5)
+    selective_t2, selective_filter = Tier(4), Filter(threshold=2)
+    selective = TwoTierCache(Tier(2), selective_t2, 10, "write_through", selective_filter)
+    selective_filter.record(5)
     selective._write_through(5)
-    assert_plain_equal(selective.tier2.blocks, [], "selective write-through: 5 seen once, threshold 2")
-    selective.admission.record(5)
+    assert_plain_equal(selective_t2._blocks, [], "selective write-through: 5 seen once, threshold 2")
+    selective_filter.record(5)
     selective._write_through(5)
-    assert_plain_equal((selective.tier2.blocks, selective.blocks_to_host), ([5], 1), "then 5 seen twice")
-    assert_plain_equal(selective.admission.seen, {5: 2},
+    assert_plain_equal((selective_t2._blocks, selective.blocks_to_host), ([5], 1), "then 5 seen twice")
+    assert_plain_equal(selective_filter._seen, {5: 2},
                        "the filter's counts after two records and two _write_through calls (only access records)")
 
     ### BEGIN HIDDEN TESTS
@@ -2146,12 +2209,13 @@ def _check_task8_5_4_write_through():
     for _case in range(40):
         _c2 = _rng.randint(1, 4)
         _threshold = _rng.randint(1, 3)
-        _cache = TwoTierCache(Tier(2), Tier(_c2), 5, "write_through", Filter(threshold=_threshold) if _case % 2 else None)
+        _tier2, _filter = Tier(_c2), Filter(threshold=_threshold) if _case % 2 else None
+        _cache = TwoTierCache(Tier(2), _tier2, 5, "write_through", _filter)
         _t2, _copies, _seen = [], 0, {}
         for _step in range(10):
             _block = _rng.randrange(6)
             if _case % 2:
-                _cache.admission.record(_block)
+                _filter.record(_block)
                 _seen[_block] = _seen.get(_block, 0) + 1
             if _block not in _t2 and (_case % 2 == 0 or _seen[_block] >= _threshold):
                 if len(_t2) >= _c2:
@@ -2159,7 +2223,7 @@ def _check_task8_5_4_write_through():
                 _t2.append(_block)
                 _copies += 1
             _cache._write_through(_block)
-            assert_plain_equal((_cache.tier2.blocks, _cache.blocks_to_host), (_t2, _copies),
+            assert_plain_equal((_tier2._blocks, _cache.blocks_to_host), (_t2, _copies),
                                f"(tier 2, blocks_to_host) after _write_through, random case {_case}", reveal=False)
     ### END HIDDEN TESTS
 
@@ -2175,47 +2239,51 @@ def _check_task8_5_5_pins():
 
     # BEGIN SHARED Tier, Filter (authoring/shared/08_tiered_cache.py)
     class Tier:
-        """A small LRU tier for these tests (blocks: a list, least recent first); it logs the calls it gets."""
+        """A small LRU tier for these tests (_blocks: a list, least recent first); it logs the calls it gets in _log.
+
+        Its records have private names: the cache under test gets this object, and may use only what the task names
+        (capacity, in, len, hit, insert).
+        """
 
         def __init__(self, capacity, blocks=()):
-            self.capacity, self.blocks, self.log = capacity, list(blocks), []
+            self.capacity, self._blocks, self._log = capacity, list(blocks), []
 
         def __contains__(self, block):
-            return block in self.blocks
+            return block in self._blocks
 
         def __len__(self):
-            return len(self.blocks)
+            return len(self._blocks)
 
         def hit(self, block):
-            self.log.append(("hit", block))
-            self.blocks.remove(block)
-            self.blocks.append(block)
+            self._log.append(("hit", block))
+            self._blocks.remove(block)
+            self._blocks.append(block)
 
         def insert(self, block, pinned=frozenset()):
-            assert block not in self.blocks, f"the cache called insert({block!r}) on a tier that already holds it"
-            self.log.append(("insert", block, sorted(pinned)))
+            assert block not in self._blocks, f"the cache called insert({block!r}) on a tier that already holds it"
+            self._log.append(("insert", block, sorted(pinned)))
             victim = None
-            if len(self.blocks) >= self.capacity:
-                victim = next((b for b in self.blocks if b not in pinned), None)
+            if len(self._blocks) >= self.capacity:
+                victim = next((b for b in self._blocks if b not in pinned), None)
                 if victim is None:
                     raise RuntimeError("every block of the tier is pinned")
-                self.blocks.remove(victim)
-            self.blocks.append(block)
+                self._blocks.remove(victim)
+            self._blocks.append(block)
             return victim
 
     class Filter:
-        """Admits the blocks of `admitted`, or else those recorded at least `threshold` times."""
+        """Admits the blocks of `admitted`, or else those recorded at least `threshold` times (counts in _seen)."""
 
         def __init__(self, threshold=1, admitted=None):
-            self.threshold, self.admitted, self.seen = threshold, admitted, {}
+            self._threshold, self._admitted, self._seen = threshold, admitted, {}
 
         def record(self, block):
-            self.seen[block] = self.seen.get(block, 0) + 1
+            self._seen[block] = self._seen.get(block, 0) + 1
 
         def admits(self, block):
-            if self.admitted is not None:
-                return block in self.admitted
-            return self.seen.get(block, 0) >= self.threshold
+            if self._admitted is not None:
+                return block in self._admitted
+            return self._seen.get(block, 0) >= self._threshold
     # END SHARED
 
     cache = TwoTierCache(Tier(2), Tier(4), 10)

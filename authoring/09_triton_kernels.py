@@ -393,6 +393,13 @@ def _check_task9_1_paged_gather():
             ((batch.k_cache, torch.full_like(batch.block_tables, 6), batch.lengths), ValueError,
              "block id 6 in a pool of 5 blocks")]:
         assert_raises(error, f"paged_gather with {what} on {device}", paged_gather, *args)
+    # Any int32 tensors of those shapes will do: here a block table stored column by column and strided lengths.
+    batch = paged_batch([7, 5, 9], 4, 2, 4, device=device, seed=5)
+    want = expected(batch, batch.k_cache)
+    columns, strided = batch.block_tables.t().contiguous().t(), batch.lengths.repeat_interleave(2)[::2]
+    assert_same_tensor(paged_gather(batch.k_cache, columns, strided), want,
+                       f"paged_gather on {device} with block_tables.t().contiguous().t() (the same table, stored column "
+                       "by column: strides (1, num_seqs)) and lengths a view with stride 2")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -409,6 +416,12 @@ def _check_task9_1_paged_gather():
             assert_same_tensor(paged_gather(_cache, _batch.block_tables, _batch.lengths), expected(_batch, _cache),
                                f"paged_gather on random case {_case} (lengths {_lengths}, block_size {_block})",
                                reveal=False)
+    _batch = paged_batch([9, 2, 16, 5], 4, 2, 8, device=device, seed=9111, interleaved=True, extra_table_columns=1)
+    _want = expected(_batch, _batch.v_cache)
+    _wide = torch.stack((_batch.block_tables, torch.zeros_like(_batch.block_tables)), dim=-1)  # [seqs, blocks, 2]
+    assert_same_tensor(paged_gather(_batch.v_cache, _wide[..., 0], _batch.lengths), _want,
+                       "paged_gather with block_tables a strided view (every other int32 of a wider tensor)",
+                       reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -585,6 +598,13 @@ def _check_task9_2_1_copies():
                            f"on {device}")
     copy_blocks(k_cache, v_cache, torch.zeros(0, 2, dtype=torch.int64, device=device))
     assert_same_tensor(storage, want, f"the pools after copy_blocks with no pairs on {device}")
+    # Any int32 or int64 tensor [num_pairs, 2] will do: here int64 pairs stored column by column.
+    k_cache, v_cache, storage = paged_pool(6, 2, 1, 4, device=device, seed=4)
+    pairs = torch.tensor([[0, 3], [1, 4], [2, 5]], device=device).t().contiguous().t()
+    want = expected_storage(storage, k_cache, v_cache, pairs)
+    copy_blocks(k_cache, v_cache, pairs)
+    assert_same_tensor(storage, want, f"the pools after copy_blocks(int64 [[0, 3], [1, 4], [2, 5]] stored column by "
+                       f"column: .t().contiguous().t(), strides (1, 3)) on {device}")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -606,6 +626,12 @@ def _check_task9_2_1_copies():
         copy_blocks(_k, _v, _pairs)
         assert_same_tensor(_storage, _want, f"the pools after copy_blocks on random case {_case} ({_blocks} blocks, "
                            f"pairs {_pairs.tolist()})", reveal=False)
+    _k, _v, _storage = paged_pool(7, 4, 2, 4, device=device, seed=9211, interleaved=True)
+    _pairs = torch.tensor([[6, 3, 0, 3], [5, 3, 1, 3], [4, 3, 2, 3]], device=device)[:, ::2]  # strides (4, 2)
+    _want = expected_storage(_storage, _k, _v, _pairs)
+    copy_blocks(_k, _v, _pairs)
+    assert_same_tensor(_storage, _want, "the pools after copy_blocks with int64 pairs [[6, 0], [5, 1], [4, 2]], a view "
+                       "of every other column of a wider tensor", reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -906,6 +932,13 @@ def _check_task9_3_1_multi_head():
     assert_same_tensor(paged_decode(q, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths, scale=0.0),
                        mean, f"paged_decode(..., scale=0.0) on {device}: a given scale, even 0.0, is used (every token "
                        "weighs the same)", atol=1e-5, rtol=1e-5)
+    batch = paged_batch([10, 3, 16], 4, 2, 8, device=device, seed=34)
+    q = torch.randn(3, 2, 8, generator=generator).to(device)
+    expected = reference(q, batch)
+    columns, strided = batch.block_tables.t().contiguous().t(), batch.lengths.repeat_interleave(2)[::2]
+    assert_same_tensor(paged_decode(q, batch.k_cache, batch.v_cache, columns, strided), expected,
+                       f"paged_decode on {device} with block_tables.t().contiguous().t() (the same table, stored column "
+                       "by column: strides (1, num_seqs)) and lengths a view with stride 2", atol=1e-5, rtol=1e-5)
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -934,6 +967,13 @@ def _check_task9_3_1_multi_head():
         assert_same_tensor(_got, _expected,
                            f"paged_decode on random case {_case} (lengths {_lengths}, block_size {_block}, {_heads} "
                            f"heads, head_dim {_dim}, scale {_scale})", atol=1e-5, rtol=1e-5, reveal=False)
+    _batch = paged_batch([5, 12, 8, 1], 4, 1, 4, device=device, seed=9311, extra_table_columns=1)
+    _q = torch.randn(4, 1, 4, generator=torch.Generator().manual_seed(9311)).to(device)
+    _expected = _oracle(_q, _batch, 0.5)
+    _wide = torch.stack((_batch.block_tables, torch.zeros_like(_batch.block_tables)), dim=-1)  # [seqs, blocks, 2]
+    assert_same_tensor(paged_decode(_q, _batch.k_cache, _batch.v_cache, _wide[..., 0], _batch.lengths, scale=0.5),
+                       _expected, "paged_decode with block_tables a strided view (every other int32 of a wider tensor)",
+                       atol=1e-5, rtol=1e-5, reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -1350,6 +1390,15 @@ def _check_task9_4_1_scores():
     h2o_victims(loud, batch.k_cache, batch.block_tables, batch.lengths, scores, 0, scale=0.5)
     assert_same_tensor(scores, want, f"the scores after h2o_victims with 300 * q and scale 0.5 on {device} "
                        "(scores in the hundreds must not overflow)", atol=2e-5)
+    batch = paged_batch([10, 3, 16], 4, 2, 8, device=device, seed=76)
+    scores = torch.rand(3, 16, generator=generator).to(device)
+    q = torch.randn(3, 2, 8, generator=generator).to(device)
+    want = expected(q, batch, scores)
+    columns, strided = batch.block_tables.t().contiguous().t(), batch.lengths.repeat_interleave(2)[::2]
+    h2o_victims(q, batch.k_cache, columns, strided, scores, 0)
+    assert_same_tensor(scores, want, f"the scores after h2o_victims on {device} with block_tables.t().contiguous().t() "
+                       "(the same table, stored column by column: strides (1, num_seqs)) and lengths a view with "
+                       "stride 2", atol=2e-5)
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -1369,6 +1418,14 @@ def _check_task9_4_1_scores():
         h2o_victims(_q, _batch.k_cache, _batch.block_tables, _batch.lengths, _scores, _rng.randint(0, 3), scale=_scale)
         assert_same_tensor(_scores, _want, f"the scores after h2o_victims on random case {_case} (lengths {_lengths})",
                            atol=2e-5, reveal=False)
+    _batch = paged_batch([6, 13, 2], 4, 2, 4, device=device, seed=9411, extra_table_columns=1)
+    _scores = torch.zeros(3, _batch.block_tables.shape[1] * 4, device=device)
+    _q = torch.randn(3, 4, 4, generator=torch.Generator().manual_seed(9411)).to(device)
+    _want = expected(_q, _batch, _scores)
+    _wide = torch.stack((_batch.block_tables, torch.zeros_like(_batch.block_tables)), dim=-1)  # [seqs, blocks, 2]
+    h2o_victims(_q, _batch.k_cache, _wide[..., 0], _batch.lengths, _scores, 0)
+    assert_same_tensor(_scores, _want, "the scores after h2o_victims with block_tables a strided view (every other "
+                       "int32 of a wider tensor)", atol=2e-5, reveal=False)
     ### END HIDDEN TESTS
 
 

@@ -380,3 +380,9 @@ ALTERNATIVES = {
         """, "3.7.3": "return order[:k]"}),
     },
 }
+
+# The policy's method taken from its class (2026-12-05): a test's object lent to the student's code is a proxy in the
+# kernel whose class has the test class's methods, so this works through the judge as in process.
+ALTERNATIVES.setdefault(FIT, {})["the policy's method called through type(policy)"] = ref.edit(
+    FIT, ("victim = policy.select_victim(manager.sequences, protected)",
+          "victim = type(policy).select_victim(policy, manager.sequences, protected)"))

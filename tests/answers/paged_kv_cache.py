@@ -1092,3 +1092,14 @@ ALTERNATIVES = {
             """}),
     },
 }
+
+# Writes that autograd's version counter never sees (2026-12-05): the judge's kernel side compares shared tensors by
+# their bytes too, and these passed in process but failed through the judge until it did.
+ALTERNATIVES.setdefault(WRITE, {})["writes through .data (an older PyTorch idiom)"] = ref.edit(
+    WRITE, ("flat_k = pool.k_cache.view(", "flat_k = pool.k_cache.data.view("),
+    ("flat_v = pool.v_cache.view(", "flat_v = pool.v_cache.data.view("))
+ALTERNATIVES.setdefault(COPY, {})["copies through .data"] = ref.edit(
+    COPY, ("    pool.k_cache[dst_block] = pool.k_cache[src_block]\n"
+           "    pool.v_cache[dst_block] = pool.v_cache[src_block]",
+           "    pool.k_cache.data[dst_block] = pool.k_cache.data[src_block]\n"
+           "    pool.v_cache.data[dst_block] = pool.v_cache.data[src_block]"))

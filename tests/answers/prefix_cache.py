@@ -237,6 +237,19 @@ WRONG = {
         "_store does not count the parent's children": ref.edit(
             CACHE, ('            self._blocks[parent]["children"] += 1\n            self._leaves.discard(parent)\n',
                     '            self._leaves.discard(parent)\n')),
+        "pin/unpin increment use_count (treated as accesses)": ref.edit(
+            CACHE, ('        for block_hash in hashes:\n            self._blocks[block_hash]["ref_count"] += 1',
+                    '        for block_hash in hashes:\n            self._blocks[block_hash]["ref_count"] += 1\n'
+                    '            self._blocks[block_hash]["use_count"] += 1')),
+        "insert advances the clock once per stored block": ref.edit(
+            CACHE, ("            self._store(index, hashes, kv)\n            stored += 1",
+                    "            self._store(index, hashes, kv)\n            stored += 1\n"
+                    "            self._step += 1")),
+        "stats returns one live dict (the same object every time, updated in place)": ref.edit(
+            CACHE, ('        return {"hits": self._hits, "misses": self._misses, "evictions": self._evictions}',
+                    '        d = self.__dict__.setdefault("_stats_dict", {})\n'
+                    '        d.update(hits=self._hits, misses=self._misses, evictions=self._evictions)\n'
+                    '        return d')),
     },
     SERVE: {
         "typical slips, one per part: blocks counted instead of tokens, the model run without the cached K/V, "
@@ -312,6 +325,7 @@ WRONG = {
         "reuses at most len(tokens) // block_size - 1 blocks": ref.edit(
             SERVE, ("reused = hashes[:min(matched, (len(tokens) - 1) // block_size)]",
                     "reused = hashes[:min(matched, len(tokens) // block_size - 1)]")),
+        "the new tokens as int32": ref.edit(SERVE, ("dtype=torch.long", "dtype=torch.int32")),
     },
 }
 

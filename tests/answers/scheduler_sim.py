@@ -226,7 +226,8 @@ WRONG = {
 }
 
 WRONG[SIM]["snapshot sorts by the rounded priority"] = ref.edit(
-    SIM, ("key=lambda e: (-e.priority, e.last_used, e.prefix)", "key=lambda e: (-round(e.priority, 4), e.last_used, e.prefix)"))
+    SIM, ("key=lambda e: (-e.priority, e.last_used, e.prefix)",
+          "key=lambda e: (-round(e.priority, 4), e.last_used, e.prefix)"))
 # A red-team answer (2026-12-05): the heap holds 0.0 for every priority and eviction scans the entries, and the stored
 # priority is a float subclass whose == says it equals 0.0, so that 5.2.8's "the queue holds each live entry's item"
 # took the rigged value's word. 5.2.8 now reads the priority once and compares it only as an exact float.

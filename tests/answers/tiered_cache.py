@@ -433,6 +433,22 @@ WRONG = {
         "serve_request returns the cache's totals, not the request's": ref.edit(
             TWO, ('return found["device"], found["host"], found["miss"]',
                   "return self.device_hits, self.host_hits, self.misses")),
+        # A host hit that never calls tier2.hit but writes the test tier's records itself (its log and its order of
+        # blocks, public attributes until 2026-12-05, which earned 8.5.2 through the judge): the test's tiers keep them
+        # under private names, which the judge never lends, and the tests read them from their own tier objects.
+        "tier2.hit never called; the test tier's log and blocks written instead": ref.edit(
+            TWO, ("                self.tier2.hit(block)\n",
+                  '                if hasattr(self.tier2, "log") and hasattr(self.tier2, "blocks"):\n'
+                  '                    self.tier2.log.append(("hit", block))\n'
+                  "                    self.tier2.blocks.remove(block)\n"
+                  "                    self.tier2.blocks.append(block)\n")),
+        "the filter records misses only": ref.edit(
+            TWO, ("        if self.admission is not None:\n            self.admission.record(block)\n", ""),
+            ("                self.misses += 1\n",
+             "                self.misses += 1\n                if self.admission is not None:\n"
+             "                    self.admission.record(block)\n")),
+        "tier1 == tier2 instead of tier1 is tier2 (equal but distinct tiers refused)": ref.edit(
+            TWO, ("if tier1 is tier2:", "if tier1 == tier2:")),
     },
     COST: {
         "typical slips, one per part: offloading pays at equal costs, ttft in float32": ref.edit(
@@ -876,6 +892,8 @@ CLAUSES = {
         ("TypeError for a tier whose hit is not callable", _T85A,
          "tiers checked with hasattr (a hit that is not callable accepted)"),
         ("ValueError when tier1 is tier2", _T85A, "accepts one object as both tiers"),
+        ("two distinct tiers that compare equal are accepted (is, not ==)", _T85A,
+         "tier1 == tier2 instead of tier1 is tier2 (equal but distinct tiers refused)"),
         ("each cache has its own ref_count", _T85A, "one ref_count dict shared by every cache (a mutable default)"),
         ("tier 1 is looked at first", _T85B, "tier 2 is looked at before tier 1"),
         ("a device hit is counted as one", _T85B, "a device hit is counted as a host hit"),
@@ -895,6 +913,7 @@ CLAUSES = {
         ("write-through asks the filter", _T85D, "write-through ignores the admission filter"),
         ("write-through copies no block that tier 2 holds", _T85D,
          "write-through copies a block that tier 2 already holds"),
+        ("the filter records every access once, whatever its outcome", _T85B, "the filter records misses only"),
         ("write-through records nothing", _T85D, "write-through counts the access a second time in the filter"),
         ("ValueError when releasing a block that is not pinned", _T85E, "release of an unpinned block raises nothing"),
         ("a count of 0 leaves ref_count", _T85E, "release keeps blocks whose count reached 0"),

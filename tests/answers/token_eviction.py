@@ -392,6 +392,9 @@ WRONG = {
             DECODE, ("keep = keep_fn(layer_scores, budget)", "keep = keep_fn(scores[0], budget)")),
         "keep_fn called at every step, also before the cache is over budget": ref.edit(
             DECODE, ("if kv[0][0].shape[1] > budget:", "if kv[0][0].shape[1] > 0:")),
+        "scores accumulated in float64 (the text keeps them in the attention's dtype)": ref.edit(
+            DECODE, ("        rows = [layer_attention[:, :, 0, :] for layer_attention in attention]",
+                     "        rows = [layer_attention[:, :, 0, :].double() for layer_attention in attention]")),
     },
 }
 

@@ -48,6 +48,12 @@ WRONG = {
         "an int64 block table accepted": ref.edit(
             GATHER, ('check_paged_batch("paged_gather", cache, block_tables, lengths)',
                      'check_paged_batch("paged_gather", cache, block_tables.int(), lengths)')),
+        "block_tables not made contiguous (column stride taken as 1)": ref.edit(
+            GATHER, ("    block_tables, lengths = block_tables.contiguous(), lengths.contiguous()",
+                     "    lengths = lengths.contiguous()")),
+        "lengths not made contiguous (their stride taken as 1)": ref.edit(
+            GATHER, ("    block_tables, lengths = block_tables.contiguous(), lengths.contiguous()",
+                     "    block_tables = block_tables.contiguous()")),
     },
     COPY: {
         "a block both a source and a destination accepted": ref.edit(COPY, ("if bool(both.any()):", "if False:")),
@@ -86,6 +92,8 @@ WRONG = {
                 raise ValueError("copy_blocks: a repeated destination, or a block both a source and a destination")
             return None
         """}),
+        "pairs widened to int64 but not made contiguous": ref.edit(
+            COPY, ("    pairs = pairs.to(torch.int64).contiguous()", "    pairs = pairs.to(torch.int64)")),
     },
     DECODE: {
         "no running max: exp of the raw scores (overflows)": ref.solve(DECODE, todo={"9.3.3": """
@@ -115,6 +123,9 @@ WRONG = {
         "a given scale of 0.0 replaced by the default": ref.edit(
             DECODE, ("    if scale is None:\n        scale = 1.0 / math.sqrt(head_dim)",
                      "    scale = scale or 1.0 / math.sqrt(head_dim)")),
+        "block_tables not made contiguous (column stride taken as 1)": ref.edit(
+            DECODE, ("    block_tables, lengths = block_tables.contiguous(), lengths.contiguous()",
+                     "    lengths = lengths.contiguous()")),
         "query heads that are not a multiple of the KV heads accepted": ref.edit(
             DECODE, ("            or q.shape[1] % num_kv_heads):", "            or q.shape[1] < num_kv_heads):")),
     },
@@ -148,6 +159,9 @@ WRONG = {
         "a NaN score accepted": ref.edit(H2O, ("if not bool(torch.isfinite(scores).all()):", "if False:")),
         "an infinite score accepted (only NaN checked)": ref.edit(
             H2O, ("if not bool(torch.isfinite(scores).all()):", "if bool(torch.isnan(scores).any()):")),
+        "block_tables not made contiguous (column stride taken as 1)": ref.edit(
+            H2O, ("    block_tables, lengths = block_tables.contiguous(), lengths.contiguous()",
+                  "    lengths = lengths.contiguous()")),
     },
 }
 
