@@ -247,9 +247,10 @@ WRONG = {
                     "            self._step += 1")),
         "stats returns one live dict (the same object every time, updated in place)": ref.edit(
             CACHE, ('        return {"hits": self._hits, "misses": self._misses, "evictions": self._evictions}',
-                    '        d = self.__dict__.setdefault("_stats_dict", {})\n'
-                    '        d.update(hits=self._hits, misses=self._misses, evictions=self._evictions)\n'
-                    '        return d')),
+                    '        if not hasattr(self, "_live_stats"):\n'
+                    '            self._live_stats = {}\n'
+                    '        self._live_stats.update(hits=self._hits, misses=self._misses, evictions=self._evictions)\n'
+                    '        return self._live_stats')),
     },
     SERVE: {
         "typical slips, one per part: blocks counted instead of tokens, the model run without the cached K/V, "
