@@ -67,7 +67,8 @@ def _by_bytes() -> bool:
 
 
 def snapshot(tag: int, obj):
-    """What `changed` compares with: the items themselves (for identity), or a tensor's version."""
+    """What `changed` compares with: the items themselves (for identity), or a tensor's version (and, where it is
+    compared by its bytes, those too: `_content`)."""
     if tag in (Tag.LIST, Tag.SET):
         return list(obj)
     if tag in (Tag.DICT, Tag.ODICT):
@@ -76,13 +77,17 @@ def snapshot(tag: int, obj):
         items = vars(obj)
         return list(items), list(items.values())
     if tag == Tag.TENSOR:
-        # A meta tensor has no memory: its data_ptr() is 0, and it has no bytes.
-        if not (_by_bytes() or obj.is_inference()) or obj.is_meta:
-            return obj._version, obj.shape, obj.data_ptr(), None, None
-        view = _memory_of(obj)
-        return (_version_of(obj), obj.shape, obj.data_ptr(), view,
-                _bytes_of(obj) if view is None else view.tobytes())
+        return (_version_of(obj), obj.shape, obj.data_ptr(), *_content(obj))
     return obj.shape, obj.dtype.str, obj.tobytes()
+
+
+def _content(tensor: torch.Tensor) -> tuple:
+    """``(a NumPy view of its memory or None, its bytes)`` where the tensor is compared by its bytes (`_by_bytes`, or
+    made under inference mode); ``(None, None)`` elsewhere, and for a meta tensor, which has no memory."""
+    if not (_by_bytes() or tensor.is_inference()) or tensor.is_meta:
+        return None, None
+    view = _memory_of(tensor)
+    return view, _bytes_of(tensor) if view is None else view.tobytes()
 
 
 _SAME_SIZE_INTEGER = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -130,7 +135,7 @@ def changed(tag: int, obj, recorded) -> bool:
             return True
         if recorded[4] is None:
             # Recorded while versions were trusted (Triton was imported since), or a layout without plain bytes.
-            return (_by_bytes() or obj.is_inference()) and not obj.is_meta and _bytes_of(obj) is not None
+            return _content(obj)[1] is not None
         view = recorded[3]
         return (_bytes_of(obj) if view is None else view.tobytes()) != recorded[4]
     if tag in (Tag.LIST, Tag.SET):

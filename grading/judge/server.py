@@ -25,6 +25,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import resource
 import socket
 import sys
 import time
@@ -170,8 +171,6 @@ def limit_memory() -> None:
     values it decodes take up to about 80 times the bytes of the message that brought them (a byte of msgpack can
     be an empty list): without this, a kernel's messages could make its judge as large as the grading process may
     be, on top of the kernel's own limit. Past it, the judge fails that student's test cells (a MemoryError)."""
-    import resource
-
     with open("/proc/self/status") as status:
         held = next((int(line.split()[1]) * 1024 for line in status if line.startswith("VmData:")), None)
     if held is None:
