@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -161,6 +162,8 @@ def test_only_a_notebook_crowded_out_by_others_is_graded_again(status, seconds, 
 
 def test_the_scratch_course_is_generated_once_per_machine_and_content(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_GRADING_CACHE", str(tmp_path / "cache"))
+    # The scratch courses are made in the test's own folder, not the host's /tmp, where they would stay.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     root = tmp_path / "root"
     (root / "source" / "a1").mkdir(parents=True)
     (root / "source" / "a1" / "a1.ipynb").write_text("{}")
