@@ -156,7 +156,7 @@ print(setup_summary(DEVICE, SEED))
 # kept scores are themselves near `-1e30` (the tests pass such scores), and does not fit in `float16` at all.
 # The tests compare float32 results with a tolerance of about `1e-5`, float16 ones with about `1e-2`, bfloat16 ones
 # with about `5e-2` and float64 ones with about `1e-10`; they use the meta device (shapes without data) as the "other
-# device" on a machine without a GPU.
+# device" on a machine without a GPU (for `keep` too), so check the devices before you read `keep`'s values.
 #
 # Graded in parts: 7.1.1 attention (3) · 7.1.2 bad input (1).
 #
@@ -164,7 +164,7 @@ print(setup_summary(DEVICE, SEED))
 #
 # `attend_kept(query, keys, values, keep)` 在带批次维的张量上计算注意力 $p_j = m_j e^{q \cdot k_j/\sqrt{d}} / \sum_i m_i e^{q \cdot k_i/\sqrt{d}}$、$o = \sum_j p_j v_j$（$d$ 即 `head_dim`）。`query` 是浮点张量 `[..., num_queries, head_dim]`；`keys` 和 `values` 是浮点张量 `[..., num_tokens, head_dim]`，它们的前导维度（例如批次和注意力头）和 `head_dim` 都与 `query` 完全相同；`keep` 是 `bool` 张量 `[..., num_tokens]`，形状恰好等于 `keys` 的形状去掉最后一维。每个查询都能看到所有被保留的位置（缓存中的位置都在查询之前，不需要因果掩码）。返回二元组 `(output, probabilities)`：`output` 的形状为 `[..., num_queries, head_dim]`，`probabilities` 的形状为 `[..., num_queries, num_tokens]`，两者的数据类型和设备都与 `query` 相同；`probabilities` 的每一行在被保留的位置上之和为 1，在被驱逐的位置上**严格为 0**。分数要乘以 $1/\sqrt{\text{head\_dim}}$。任何浮点数据类型都可以（`float16`、`bfloat16`、`float32`、`float64`），但 `query`、`keys` 和 `values` 的数据类型必须相同。不修改任何参数。不允许对 token 写 Python 循环（测试会统计 torch 操作的次数）。
 #
-# 错误：`query`、`keys` 或 `values` 不是浮点 `torch.Tensor`，或 `keep` 不是 `bool` 张量时，抛出 `TypeError`（列表和整数张量都不会被转换）；形状不一致（能够广播的形状也算不一致，例如前导维度 1 对 3）、`query`、`keys` 和 `values` 的数据类型不同、张量不在同一个设备上，或 `keep` 的某一行一个位置都没有保留时，抛出 `ValueError`。陷阱：softmax 之后再乘以掩码，各行之和就不再是 1；一行什么都没保留时会得到 `NaN`（0/0），除非你拒绝这种输入；分数很大时，不减去最大值的 `exp` 会溢出（`torch.softmax` 会减去最大值）；用 `-1e9` 这样很大的有限负数代替 `-inf` 时，如果被保留的分数本身就接近 `-1e30`（测试会传入这样的分数），被驱逐位置的概率就不是“严格为 0”，何况 `-1e9` 根本放不进 `float16`。测试比较结果时，float32 的容差约为 `1e-5`，float16 约为 `1e-2`，bfloat16 约为 `5e-2`，float64 约为 `1e-10`；在没有 GPU 的机器上，测试用 meta 设备（只有形状、没有数据）充当“另一个设备”。
+# 错误：`query`、`keys` 或 `values` 不是浮点 `torch.Tensor`，或 `keep` 不是 `bool` 张量时，抛出 `TypeError`（列表和整数张量都不会被转换）；形状不一致（能够广播的形状也算不一致，例如前导维度 1 对 3）、`query`、`keys` 和 `values` 的数据类型不同、张量不在同一个设备上，或 `keep` 的某一行一个位置都没有保留时，抛出 `ValueError`。陷阱：softmax 之后再乘以掩码，各行之和就不再是 1；一行什么都没保留时会得到 `NaN`（0/0），除非你拒绝这种输入；分数很大时，不减去最大值的 `exp` 会溢出（`torch.softmax` 会减去最大值）；用 `-1e9` 这样很大的有限负数代替 `-inf` 时，如果被保留的分数本身就接近 `-1e30`（测试会传入这样的分数），被驱逐位置的概率就不是“严格为 0”，何况 `-1e9` 根本放不进 `float16`。测试比较结果时，float32 的容差约为 `1e-5`，float16 约为 `1e-2`，bfloat16 约为 `5e-2`，float64 约为 `1e-10`；在没有 GPU 的机器上，测试用 meta 设备（只有形状、没有数据）充当“另一个设备”（`keep` 也是如此），所以要先检查设备，再读取 `keep` 的值。
 #
 # 分部分计分：7.1.1 注意力（3 分）· 7.1.2 错误输入（1 分）。
 
@@ -396,6 +396,8 @@ def _check_task7_1_2_bad_input():
     # The meta device holds shapes without data: here it stands for a second device.
     assert_raises(ValueError, "attend_kept with query on another device (meta), the rest on the CPU", attend_kept,
                   q.to("meta"), k, v, keep)
+    assert_raises(ValueError, "attend_kept with keep on another device (meta), the rest on the CPU", attend_kept,
+                  q, k, v, keep.to("meta"))
     assert_raises(ValueError, "attend_kept with a row that keeps nothing", attend_kept, q, k, v,
                   torch.zeros(3, dtype=torch.bool))
     assert_raises(ValueError, "attend_kept where the second of two rows keeps nothing", attend_kept,
@@ -779,6 +781,10 @@ def _check_task7_3_2_window_ties():
                            f"h2o_keep(scores [0.25, 0.5, 0.25, 0.5, 0.25, 0.25], budget 3, recent 1) on {device}")
         assert_same_tensor(h2o_keep(torch.zeros(2, 16, device=device), 2, 0),
                            torch.arange(16, device=device) < 2, f"h2o_keep of 16 equal scores, budget 2, on {device}")
+        # Many equal scores: an unstable sort (torch.sort without stable=True) returns them in any order.
+        assert_same_tensor(h2o_keep(torch.zeros(2, 40, device=device), 3, 1),
+                           (torch.arange(40, device=device) < 2) | (torch.arange(40, device=device) == 39),
+                           f"h2o_keep of 40 equal scores, budget 3, recent 1, on {device}")
         assert_same_tensor(h2o_keep(attention, 5, 1), torch.ones(5, dtype=torch.bool, device=device),
                            f"h2o_keep(budget 5 = num_tokens) on {device}")
         assert_same_tensor(h2o_keep(attention, 9, 3), torch.ones(5, dtype=torch.bool, device=device),
@@ -819,6 +825,10 @@ def _check_task7_3_2_window_ties():
         _copy = _same.clone()
         h2o_keep(_same[:1], 1, 1)
         assert torch.equal(_same, _copy), "h2o_keep changed its attention (one query, recent 1)"
+        _flat = torch.full((3, 2, 100), 0.25, device=_device)
+        assert_same_tensor(h2o_keep(_flat, 7, 2), (torch.arange(100, device=_device) < 5).expand(3, 100)
+                           | (torch.arange(100, device=_device) >= 98), "h2o_keep of 100 equal scores, budget 7, recent 2",
+                           reveal=False)
         _empty = h2o_keep(torch.zeros(3, 2, 0, device=_device), 0, 0)
         assert_same_tensor(_empty, torch.zeros(3, 0, dtype=torch.bool, device=_device), "h2o_keep on 0 positions",
                            reveal=False)
@@ -978,6 +988,11 @@ def _check_task7_4_1_votes():
         batched = torch.stack((attention, attention)).unsqueeze(1).expand(2, 3, 6, 6)
         assert_same_tensor(snapkv_keep(batched, 3, 2, kernel_size=1), mask("100011", device).expand(2, 3, 6),
                            f"snapkv_keep on [2, 3, 6, 6] attention on {device}")
+        # 40 equal votes (every window row gives 1/64 to each earlier position): ties go to the earlier positions,
+        # which an unstable sort (torch.sort without stable=True) does not promise.
+        assert_same_tensor(snapkv_keep(torch.ones(42, 42, device=device).tril() / 64, 4, 2, kernel_size=1),
+                           mask("11" + "0" * 38 + "11", device),
+                           f"snapkv_keep(40 equal votes, budget 4, window 2, kernel_size 1) on {device}")
         # Every floating dtype (these votes are exact in each).
         for dtype in (torch.float16, torch.bfloat16, torch.float64):
             assert_same_tensor(snapkv_keep(attention.to(dtype), 4, 2, kernel_size=1), mask("100111", device),
@@ -1045,6 +1060,10 @@ def _check_task7_4_1_votes():
                         f"snapkv_keep(budget {_budget}, window {_window}, kernel {_kernel}), random case {_case} "
                         f"({_dtype}) on {_device}")
             assert torch.equal(_att, _before), f"snapkv_keep changed its attention on random case {_case}"
+        _flat = (torch.ones(2, 80, 80, device=_device) / 64).tril()
+        assert_same_tensor(snapkv_keep(_flat, 9, 3, 1), ((torch.arange(80, device=_device) < 6)
+                                                         | (torch.arange(80, device=_device) >= 77)).expand(2, 80),
+                           f"snapkv_keep of 77 equal votes, budget 9, window 3, kernel 1, on {_device}", reveal=False)
     ### END HIDDEN TESTS
 
 

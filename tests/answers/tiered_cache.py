@@ -482,6 +482,8 @@ WRONG = {
                    "            raise ValueError(\"token counts must be >= 0\")\n", "")),
         "ttft accepts float tensors": ref.edit(
             COST, ("counts.dtype.is_floating_point or counts.dtype.is_complex\n                    or ", "")),
+        "ttft accepts complex tensors (only float and bool refused)": ref.edit(
+            COST, ("counts.dtype.is_floating_point or counts.dtype.is_complex\n", "counts.dtype.is_floating_point\n")),
         "ttft returns the total, a Python float": ref.edit(
             COST, (_TTFT, "return float((recomputed_tokens.to(torch.float64) * self.prefill_seconds_per_token\n"
                           "                + loaded_tokens.to(torch.float64) * self.load_seconds_per_token).sum())")),
@@ -942,6 +944,7 @@ CLAUSES = {
         ("ttft accepts every integer dtype", _T86B, "ttft refuses the small integer dtypes"),
         ("ValueError for float tensors", _T86B, "ttft accepts float tensors"),
         ("ValueError for bool tensors", _T86B, "ttft accepts bool tensors"),
+        ("ValueError for complex tensors", _T86B, "ttft accepts complex tensors (only float and bool refused)"),
         ("ValueError for negative counts", _T86B, "ttft accepts negative counts"),
         ("ValueError for a negative loaded count too", _T86B, "ttft checks only the recomputed counts for negatives"),
         ("ValueError for shapes that differ, broadcastable ones included", _T86B,

@@ -83,6 +83,9 @@ WRONG = {
         "values' head_dim not checked": ref.edit(
             ATTEND, ("keys.shape != values.shape", "keys.shape[:-1] != values.shape[:-1]")),
         "devices not checked": ref.edit(ATTEND, (_ATTEND_DEVICES, "")),
+        "keep's device not checked (query, keys and values only)": ref.edit(
+            ATTEND, ("len({query.device, keys.device, values.device, keep.device}) > 1",
+                     "len({query.device, keys.device, values.device}) > 1")),
         "a list keep converted with torch.as_tensor": ref.edit(
             ATTEND, ("    if not isinstance(keep, torch.Tensor)",
                      "    keep = torch.as_tensor(keep)\n    if not isinstance(keep, torch.Tensor)")),
@@ -163,6 +166,8 @@ WRONG = {
         """}),
     },
     H2O: {
+        "an unstable sort (torch.sort without stable=True)": ref.edit(
+            H2O, (_H2O_SORT, _H2O_SORT.replace(", stable=True", ""))),
         "ties to the later position": ref.edit(H2O, (
             _H2O_SORT, "order = older - 1 - torch.sort(scores[..., :older].flip(-1), dim=-1, descending=True,"
                        " stable=True).indices")),
@@ -268,6 +273,8 @@ WRONG = {
             keep[..., prefix:] = True
             return keep
         """}),
+        "an unstable sort (torch.sort without stable=True)": ref.edit(
+            SNAP, (_SNAP_SORT, _SNAP_SORT.replace(", stable=True", ""))),
         "ties to the later position": ref.edit(SNAP, (
             _SNAP_SORT,
             "order = prefix - 1 - torch.sort(pooled.flip(-1), dim=-1, descending=True, stable=True).indices")),
@@ -454,6 +461,17 @@ ALTERNATIVES = {
             if not bool(keep.any(dim=-1).all()):
                 raise ValueError("a row keeps nothing")
         """}),
+        "an additive mask (0 or -inf) added to the scores, the query scaled first": ref.solve(ATTEND, todo={"7.1.2": """
+            scaled = query * (1.0 / math.sqrt(query.shape[-1]))
+            bias = torch.zeros(keep.shape, dtype=query.dtype, device=query.device).masked_fill(~keep, float("-inf"))
+            probabilities = torch.softmax(scaled @ keys.mT + bias.unsqueeze(-2), dim=-1)
+            return probabilities @ values, probabilities
+        """}),
+        "every dtype computed in float64, cast back to the query's dtype": ref.solve(ATTEND, todo={"7.1.2": """
+            scores = (query.double() @ keys.double().transpose(-1, -2)) / math.sqrt(query.shape[-1])
+            probabilities = torch.softmax(scores.masked_fill(~keep[..., None, :], float("-inf")), dim=-1)
+            return (probabilities @ values.double()).to(query.dtype), probabilities.to(query.dtype)
+        """}),
         "half precision computed in float32, returned in the query's dtype": ref.solve(ATTEND, todo={"7.1.2": """
             work = torch.float32 if query.dtype in (torch.float16, torch.bfloat16) else query.dtype
             scores = (query.to(work) @ keys.to(work).transpose(-1, -2)) * query.shape[-1] ** -0.5
@@ -536,6 +554,9 @@ ALTERNATIVES = {
             H2O, ("scores = attention.sum(dim=-2)", "scores = attention.sum(dim=-2, dtype=torch.float64)")),
     },
     SNAP: {
+        "votes summed in float64": ref.edit(
+            SNAP, ("votes = attention[..., prefix:, :prefix].sum(dim=-2)",
+                   "votes = attention[..., prefix:, :prefix].sum(dim=-2, dtype=torch.float64)")),
         "the mean over the window (the same ranking)": ref.edit(
             SNAP, ("votes = attention[..., prefix:, :prefix].sum(dim=-2)",
                    "votes = attention[..., prefix:, :prefix].mean(dim=-2)")),
@@ -675,6 +696,7 @@ CLAUSES = {
         ("ValueError when query, keys and values have different dtypes", _T72,
          "mixed dtypes accepted (keys and values cast to the query's dtype)"),
         ("ValueError for tensors on different devices", _T72, "devices not checked"),
+        ("ValueError for keep on another device", _T72, "keep's device not checked (query, keys and values only)"),
         ("ValueError for a row of keep that keeps nothing", _T72,
          "a row that keeps nothing gives NaN instead of ValueError"),
         ("ValueError when any one row keeps nothing", _T72,
@@ -714,6 +736,8 @@ CLAUSES = {
          "the recent positions compete for the heavy-hitter slots too"),
         ("ties go to the earlier position", _T73A, "ties to the later position"),
         ("ties are broken by the stable order, not by topk", _T73A, "torch.topk (equal scores in any order)"),
+        ("ties are broken by a stable sort (many equal scores)", _T73B,
+         "an unstable sort (torch.sort without stable=True)"),
         ("every position when budget >= num_tokens", _T73A, "no shortcut when the budget covers every position"),
         ("every floating dtype is accepted", _T73A, "half precision refused (only float32 and float64 accepted)"),
         ("no Python loop over rows or tokens", _T73A, "a Python loop over the rows"),
@@ -747,6 +771,8 @@ CLAUSES = {
         ("the whole window is kept", _T74A, "the window not kept"),
         ("ties go to the earlier position", _T74A, "ties to the later position"),
         ("ties are broken by the stable order, not by topk", _T74A, "torch.topk (equal scores in any order)"),
+        ("ties are broken by a stable sort (many equal votes)", _T74A,
+         "an unstable sort (torch.sort without stable=True)"),
         ("every floating dtype is accepted", _T74A, "half precision refused (only float32 and float64 accepted)"),
         ("attention is not changed", _T74A,
          "the votes summed in place into the window's first row (a view of attention)"),
