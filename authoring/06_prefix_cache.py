@@ -1478,7 +1478,8 @@ _check_task6_2_7_evict()
 #    logits of the last position are what the next token is sampled from (vLLM does the same when a whole prompt
 #    hits);
 # 3. `pin` the reused blocks, then `get_kv` them (pass `past_kv=None` when nothing is reused: `[]` is not a valid
-#    `past_kv`);
+#    `past_kv`); the model runs after these K/V as the cache holds them, whichever model wrote them (a test gives
+#    `serve` a cache whose blocks another model wrote);
 # 4. run the model **once**, on the remaining tokens, as a `torch.long` tensor on the model's device
 #    (`model.device`): `logits, kv = model(new_tokens, past_kv=past_kv)`; `kv` covers the whole request;
 # 5. `cache.insert(hashes, kv)`, and `unpin` the reused blocks in a `finally` block, so that they are unpinned also
@@ -1503,7 +1504,7 @@ _check_task6_2_7_evict()
 #
 # 1. `hashes = block_hashes(tokens, cache.block_size)`，`matched = cache.match(hashes)`：对**全部**哈希调用一次 match，使缓存的统计覆盖每个完整块；
 # 2. 复用 `min(matched, (len(tokens) - 1) // block_size)` 个块：至少要计算一个 token，因为下一个 token 是根据最后一个位置的 logits 采样的（整个提示词都命中时 vLLM 也这样做）；
-# 3. 先 `pin` 被复用的块，再对它们调用 `get_kv`（没有复用时传 `past_kv=None`：`[]` 不是合法的 `past_kv`）；
+# 3. 先 `pin` 被复用的块，再对它们调用 `get_kv`（没有复用时传 `past_kv=None`：`[]` 不是合法的 `past_kv`）；模型接在缓存中保存的这些 K/V 之后运行，不论它们是哪个模型写入的（有一个测试给 `serve` 的缓存，其中的块是另一个模型写入的）；
 # 4. 在模型所在的设备（`model.device`）上，把其余 token 作为 `torch.long` 张量，**只调用一次**模型：`logits, kv = model(new_tokens, past_kv=past_kv)`；`kv` 覆盖整个请求；
 # 5. `cache.insert(hashes, kv)`，并在 `finally` 块中对被复用的块调用 `unpin`，这样即使模型或 `insert` 抛出异常，这些块也会被取消固定（异常仍会传给调用者；测试中用的是 `RuntimeError`）。
 #
@@ -1522,8 +1523,9 @@ def serve(model, cache, tokens):
 
     Returns:
         (logits, counts): logits float32 [tokens_computed, vocab_size] on the model's device,
-        equal (up to float32 rounding) to the last tokens_computed rows of the logits of the
-        whole prompt run without a cache; counts {"tokens_reused": int, "tokens_computed": int}
+        those of the model run after the cached K/V as get_kv returns them (so, when this model
+        wrote them, equal up to float32 rounding to the last tokens_computed rows of the logits of
+        the whole prompt run without a cache); counts {"tokens_reused": int, "tokens_computed": int}
         with tokens_reused = block_size * min(matched, (len(tokens) - 1) // block_size),
         tokens_computed >= 1, and their sum len(tokens).
 
@@ -1798,6 +1800,18 @@ def _check_task6_3_2_logits():
                                "not reused, after their K/V)")
             assert_plain_equal(model._dtypes, ["torch.int64"], f"{name}: the dtype of the tokens given to the model "
                                "(a torch.long tensor)")
+        # A cache whose two blocks another model wrote: the model runs after their K/V as the cache holds them.
+        other = TinyDecoder(vocab_size=64, num_layers=2, num_heads=2, head_dim=8, seed=1).to(device)
+        _, other_kv = other(torch.tensor(first[:8], device=device))
+        foreign = ToyCache(block_size=4)
+        foreign.insert(block_hashes(first[:8], 4), other_kv)
+        expected, _ = plain(torch.tensor(first[8:], device=device), past_kv=other_kv)
+        model._calls.clear()
+        logits, _ = serve(model, foreign, first)
+        name = f"serve(model on {device}, a cache whose 2 blocks another model wrote, 10 tokens)"
+        assert_same_tensor(logits, expected, f"{name}: logits (those of the model run after the K/V the cache holds, "
+                           "as get_kv returns them)", atol=1e-5, rtol=1e-5)
+        assert_plain_equal(model._calls, [(2, 8)], f"{name}: the model's calls as (new tokens, past tokens)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -1832,6 +1846,22 @@ def _check_task6_3_2_logits():
                 for _b in range(1, len(_tokens) // _block_size + 1):
                     _seen.add(tuple(_tokens[:_b * _block_size]))
                 _conversations[_c] = _tokens + [_rng.randrange(50) for _ in range(_rng.randint(1, 7))]
+        _other_rng = _random.Random(6333)
+        for _block_size in (1, 2, 3):
+            _other = TinyDecoder(vocab_size=50, num_layers=2, num_heads=2, head_dim=4, seed=30 + _block_size).to(device)
+            _tokens = [_other_rng.randrange(50) for _ in range(_other_rng.randint(_block_size + 1, 4 * _block_size + 1))]
+            _prefix = _tokens[:(len(_tokens) - 1) // _block_size * _block_size]
+            _, _other_kv = _other(torch.tensor(_prefix, device=device))
+            _foreign = ToyCache(_block_size)
+            _foreign.insert(block_hashes(_prefix, _block_size), _other_kv)
+            _want, _ = _plain(torch.tensor(_tokens[len(_prefix):], device=device), past_kv=_other_kv)
+            _model._calls.clear()
+            _logits, _ = serve(_model, _foreign, _tokens)
+            _where = (f"serve(model on {device}, a cache with block_size {_block_size} whose blocks another model wrote, "
+                      f"{len(_tokens)} tokens)")
+            assert_same_tensor(_logits, _want, f"{_where}: logits", atol=1e-4, rtol=1e-4, reveal=False)
+            assert_plain_equal(_model._calls, [(len(_tokens) - len(_prefix), len(_prefix))],
+                               f"{_where}: the model's calls", reveal=False)
     ### END HIDDEN TESTS
 
 

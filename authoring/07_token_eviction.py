@@ -1471,12 +1471,15 @@ def _check_task7_6_1_full_budget():
 
     for device in available_devices():
         model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
+        # The expected values come from a twin that decode_with_eviction never gets, before it runs.
+        twin = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
         tokens = torch.randint(0, 23, (3, 10), generator=torch.Generator().manual_seed(76)).to(device)
         expected, kv = [], None
         for step in range(10):
-            logits, kv = model(tokens[:, step:step + 1], past_kv=kv)
+            logits, kv = twin(tokens[:, step:step + 1], past_kv=kv)
             expected.append(logits)
         expected = torch.cat(expected, dim=1)
+        whole, _ = twin(tokens)
         for budget in (10, 64):
             result = decode_with_eviction(model, tokens, budget, window)
             check_type(result, tuple, f"decode_with_eviction(..., budget={budget})")
@@ -1486,7 +1489,6 @@ def _check_task7_6_1_full_budget():
             assert_plain_equal([tuple(k.shape) for k, _ in final], [(3, 10, 2, 4)] * 2,
                                f"the final cache's shapes with budget {budget} on {device}")
             assert_same_tensor(final[1][1], kv[1][1], f"the final cache's layer-1 values with budget {budget} on {device}")
-        whole, _ = model(tokens)
         assert_same_tensor(decode_with_eviction(model, tokens, 10, window)[0], whole,
                            f"decode_with_eviction(budget 10) against one call on the whole sequence on {device}",
                            atol=1e-5)
@@ -1499,13 +1501,14 @@ def _check_task7_6_1_full_budget():
 
     _rng = _random.Random(7601)
     for _case in range(4):
-        _model = TinyDecoder(vocab_size=11, num_layers=_rng.randint(1, 3), num_heads=_rng.randint(1, 3), head_dim=2,
-                             seed=_case, positions=_rng.choice(["rotary", "sinusoidal"]))
+        _shape = dict(vocab_size=11, num_layers=_rng.randint(1, 3), num_heads=_rng.randint(1, 3), head_dim=2,
+                      seed=_case, positions=_rng.choice(["rotary", "sinusoidal"]))
+        _model, _twin = TinyDecoder(**_shape), TinyDecoder(**_shape)
         _length = _rng.randint(1, 9)
         _tokens = torch.randint(0, 11, (_rng.randint(1, 3), _length), generator=torch.Generator().manual_seed(_case))
         _expected, _kv = [], None
         for _step in range(_length):
-            _logits, _kv = _model(_tokens[:, _step:_step + 1], past_kv=_kv)
+            _logits, _kv = _twin(_tokens[:, _step:_step + 1], past_kv=_kv)
             _expected.append(_logits)
 
         def _refuse(scores, budget):
@@ -1536,17 +1539,19 @@ def _check_task7_6_2_eviction():
 
     for device in available_devices():
         model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
+        # The expected values come from a twin that decode_with_eviction never gets, before it runs.
+        twin = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
         tokens = torch.randint(0, 23, (3, 10), generator=torch.Generator().manual_seed(76)).to(device)
         full, kv = [], None
         for step in range(5):
-            logits, kv = model(tokens[:, step:step + 1], past_kv=kv)
+            logits, kv = twin(tokens[:, step:step + 1], past_kv=kv)
             full.append(logits)
+        # After step 4 the window keeps slots 1-4; step 5 runs at position 5 on them.
+        keep = torch.tensor([False, True, True, True, True], device=device)
+        step5, _ = twin(tokens[:, 5:6], past_kv=prune_cache(kv, [keep, keep]), position=5)
         logits, final = decode_with_eviction(model, tokens, 4, window)
         assert_same_tensor(logits[:, :5], torch.cat(full, dim=1),
                            f"decode_with_eviction(budget 4) logits of steps 0-4 on {device} (nothing evicted yet)")
-        # After step 4 the window keeps slots 1-4; step 5 runs at position 5 on them.
-        keep = torch.tensor([False, True, True, True, True], device=device)
-        step5, _ = model(tokens[:, 5:6], past_kv=prune_cache(kv, [keep, keep]), position=5)
         assert_same_tensor(logits[:, 5], step5[:, 0], f"decode_with_eviction(budget 4) logits of step 5 on {device} "
                                                       "(the cache holds positions 1-4; the token is at position 5)",
                            atol=1e-6)
@@ -1594,13 +1599,13 @@ def _check_task7_6_2_eviction():
     _rng = _random.Random(7602)
     for _device in available_devices():
         for _case in range(6):
-            _model = TinyDecoder(vocab_size=13, num_layers=2, num_heads=2, head_dim=4, seed=10 + _case,
-                                 positions="rotary").to(_device)
+            _model, _twin = (TinyDecoder(vocab_size=13, num_layers=2, num_heads=2, head_dim=4, seed=10 + _case,
+                                         positions="rotary").to(_device) for _ in range(2))
             _tokens = torch.randint(0, 13, (2, 12), generator=torch.Generator().manual_seed(_case)).to(_device)
             _budget = _rng.randint(2, 6)
             _fn = [window, _sinks, _heavy][_case % 3]
+            _want, _want_kv = _oracle(_twin, _tokens.clone(), _budget, _fn)
             _got, _final = decode_with_eviction(_model, _tokens, _budget, _fn)
-            _want, _want_kv = _oracle(_model, _tokens, _budget, _fn)
             assert_same_tensor(_got, _want, f"logits with eviction, random case {_case} on {_device}", atol=1e-5,
                                reveal=False)
             assert_same_tensor(_final[0][1], _want_kv[0][1], f"final values, random case {_case} on {_device}",
@@ -1623,7 +1628,10 @@ def _check_task7_6_3_scores():
 
     for device in available_devices():
         model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
+        # The expected values come from a twin that decode_with_eviction never gets, before it runs.
+        twin = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
         tokens = torch.randint(0, 23, (3, 10), generator=torch.Generator().manual_seed(76)).to(device)
+        _, _, attention = twin(tokens[:, :5], return_attention=True)
         seen = []
 
         def one_sink(scores, budget, seen=seen):
@@ -1637,7 +1645,6 @@ def _check_task7_6_3_scores():
         assert_plain_equal(len(seen), 2 * 6, f"keep_fn calls with budget 4 over 10 steps, 2 layers, on {device}")
         assert_plain_equal([tuple(s.shape) for s in seen[:2]], [(3, 2, 5)] * 2,
                            f"the scores' shapes at the first eviction on {device}")
-        _, _, attention = model(tokens[:, :5], return_attention=True)
         for layer in range(2):
             assert_same_tensor(seen[layer], attention[layer].sum(dim=-2),
                                f"layer {layer}'s scores at the first eviction (after step 4) on {device}: the sum of "
@@ -1651,7 +1658,8 @@ def _check_task7_6_3_scores():
 
     ### BEGIN HIDDEN TESTS
     for _device in available_devices():
-        _model = TinyDecoder(vocab_size=17, num_layers=2, num_heads=3, head_dim=4, seed=3, positions="rotary").to(_device)
+        _model, _twin = (TinyDecoder(vocab_size=17, num_layers=2, num_heads=3, head_dim=4, seed=3,
+                                     positions="rotary").to(_device) for _ in range(2))
         _tokens = torch.randint(0, 17, (2, 11), generator=torch.Generator().manual_seed(3)).to(_device)
         _seen = []
 
@@ -1663,29 +1671,31 @@ def _check_task7_6_3_scores():
             keep[..., -1] = True
             return keep
 
-        decode_with_eviction(_model, _tokens, 3, _heavy)
-        # An independent replay of the scores from the same masks.
-        _kv, _scores, _calls = None, None, 0
+        # An independent replay of the scores with the same policy, on a twin that decode_with_eviction never gets.
+        _want, _kv, _scores = [], None, None
+        from course.model import prune_cache as _prune
+
         for _t in range(11):
-            _, _kv, _att = _model(_tokens[:, _t:_t + 1], past_kv=_kv, position=_t, return_attention=True)
+            _, _kv, _att = _twin(_tokens[:, _t:_t + 1], past_kv=_kv, position=_t, return_attention=True)
             _rows = [_a[:, :, 0, :] for _a in _att]
             _scores = _rows if _scores is None else [torch.cat((_s, torch.zeros_like(_s[..., :1])), -1) + _r
                                                      for _s, _r in zip(_scores, _rows)]
             if _kv[0][0].shape[1] > 3:
                 _keeps = []
-                for _layer, _s in enumerate(_scores):
-                    assert_same_tensor(_seen[_calls], _s, f"scores passed to keep_fn, call {_calls}, on {_device}",
-                                       atol=1e-5, reveal=False)
-                    _calls += 1
+                for _s in _scores:
+                    _want.append(_s.clone())
                     _order = torch.sort(_s[..., :-1], dim=-1, descending=True, stable=True).indices[..., :2]
                     _k = torch.zeros_like(_s, dtype=torch.bool)
                     _k[..., :-1].scatter_(-1, _order, True)
                     _k[..., -1] = True
                     _keeps.append(_k)
-                from course.model import prune_cache as _prune
-
                 _kv = _prune(_kv, _keeps)
                 _scores = [_s[_k].reshape(*_s.shape[:-1], 3) for _s, _k in zip(_scores, _keeps)]
+        decode_with_eviction(_model, _tokens, 3, _heavy)
+        for _calls, (_got, _expected) in enumerate(zip(_seen, _want)):
+            assert_same_tensor(_got, _expected, f"scores passed to keep_fn, call {_calls}, on {_device}", atol=1e-5,
+                               reveal=False)
+        _calls = len(_want)
         assert_plain_equal(len(_seen), _calls, "the number of keep_fn calls", reveal=False)
     ### END HIDDEN TESTS
 

@@ -1379,8 +1379,9 @@ def _check_task8_4_seen_counts_t():
             assert_same_tensor(seen_counts_t(_blocks), torch.tensor(_oracle_seen(_values), dtype=torch.int64, device=_device),
                                f"seen_counts_t on random case {_case} ({_dtype}) on {_device}", reveal=False)
             assert torch.equal(_blocks, _before), f"seen_counts_t changed its input on random case {_case}"
-        _long = torch.tensor([_rng.randrange(50) for _ in range(20000)], device=_device)
-        assert_same_tensor(seen_counts_t(_long), torch.tensor(_oracle_seen(_long.tolist()), device=_device),
+        _long_values = [_rng.randrange(50) for _ in range(20000)]
+        _long_counts = torch.tensor(_oracle_seen(_long_values), device=_device)  # Computed before the call.
+        assert_same_tensor(seen_counts_t(torch.tensor(_long_values, device=_device)), _long_counts,
                            f"seen_counts_t on 20,000 references on {_device}", reveal=False)
         _same = torch.full((3000,), 7, device=_device)
         assert_same_tensor(seen_counts_t(_same), torch.arange(1, 3001, device=_device),

@@ -336,6 +336,83 @@ def test_a_test_that_calls_what_the_student_s_code_gave_it_runs_the_kernel_s_cod
         honest.close()
 
 
+_PLANTER = """
+    import functools
+    import torch
+
+    class Caller:
+        def __call__(self, module, args, output):
+            return torch.zeros_like(output)
+
+        def hook(self, module, args, output):
+            return torch.zeros_like(output)
+
+    def zeroing(module, args, output):
+        return torch.zeros_like(output)
+
+    HOOKS = {"function": lambda: zeroing, "lambda": lambda: (lambda module, args, output: output * 0),
+             "bound method": lambda: Caller().hook, "callable object": Caller,
+             "partial": lambda: functools.partial(zeroing)}
+
+    def plant(model, kind, how):
+        hook = HOOKS[kind]()
+        if how == "forward hook":
+            model.register_forward_hook(hook)
+        else:
+            model.register(hook)
+        return model(torch.ones(1, 2)).abs().sum().item()  # The hook runs here, while the student's code runs.
+
+    def hand_back(model, kind):
+        hook = HOOKS[kind]()
+        model.register(hook)
+        return hook
+"""
+
+_TEST_MODEL = """
+    import torch
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(2, 2)
+            torch.nn.init.ones_(self.linear.weight)
+            self._hooks = []
+
+        def register(self, hook):
+            self._hooks.append(hook)
+
+        def forward(self, x):
+            y = self.linear(x)
+            for hook in self._hooks:
+                y = hook(self, (x,), y)
+            return y
+
+    model = Model()
+"""
+
+
+@pytest.mark.parametrize("how", ["forward hook", "stored by the test's object"])
+@pytest.mark.parametrize("kind", ["function", "lambda", "bound method", "callable object", "partial"])
+def test_what_the_student_s_code_plants_in_a_test_s_object_runs_only_while_that_code_runs(kernel, kind, how):
+    """A student's code that gets one of the test's objects (a model) can hand it a callable (a forward hook, a
+    callback it stores), which the test's object calls later, when the test computes its expected values with it
+    (7.6.2's oracle ran the lent model after the call: a hook zeroed what it returned). Inside the student's
+    call the callable runs; called from the test's own code afterwards, the test cell fails with the reason.
+    A callable that the student's code returns to the test is the test's to call."""
+    attacker = kernel(_PLANTER)
+    planted = attacker.run(_TEST_MODEL + f"""
+    inside = plant(model, {kind!r}, {how!r})
+    assert inside == 0.0, inside  # The hook ran during the student's call.
+    expected = model(torch.ones(1, 2))  # The test's own computation: the hook must not run now.
+    """)
+    assert not planted.passed and "after that code had returned" in planted.message, planted.message
+    attacker.passes(_TEST_MODEL + f"""
+    hook = hand_back(model, {kind!r})
+    assert float(hook(model, (None,), torch.ones(2)).abs().sum()) == 0.0  # Returned to the test: it may call it.
+    assert float(model(torch.ones(1, 2)).abs().sum()) == 0.0
+    """)
+
+
 def test_a_kernel_that_reads_a_replay_s_steps_ahead_learns_only_what_the_steps_say():
     """course.checks.replay sends every step before the first answer. A student's code that looks ahead
     (here: at the frames of the kernel's replay) can forge an answer that a later step gives away; a test

@@ -31,7 +31,7 @@ from .pairs import PAIR_TYPES
 from .wire import WireError, same_plain
 
 CUSTOM_GET, CUSTOM_SET, CUSTOM_DEL, HAS_DICT = 1, 2, 4, 8  # The flags of a class node (agent.py).
-_SLOTS = ("_judge_oid", "_judge_dict", "_judge_hash", "_judge_pair")
+_SLOTS = ("_judge_oid", "_judge_dict", "_judge_hash", "_judge_pair", "_judge_planted")
 NO_DICT = object()
 _EMPTY: dict = {}
 _PLAIN = frozenset({int, float, bool, str, bytes, type(None), complex, torch.device, torch.dtype})  # Hold no pair.
@@ -145,6 +145,10 @@ def _known_dict(handle: Handle):
     return _EMPTY if found is NO_DICT else found
 
 
+class PlantedCallRefused(RuntimeError):
+    """A test's object called a function that the student's code had handed it, after that code returned."""
+
+
 class Handle:
     """An object of the student's kernel (see the module's docstring)."""
 
@@ -226,7 +230,13 @@ class Handle:
         return _request(self, "op", "ne", self, other)
 
     def __call__(self, *args, **kwargs):
-        return _request(self, "call", self, args, tuple(kwargs.items()))
+        info = info_of(type(self))
+        if not info.peer.serving and getattr(self, "_judge_planted", False):
+            raise PlantedCallRefused(
+                f"the test called {type(self).__qualname__!r} of the student's code after that code had returned: "
+                "the student's code gave it to one of the test's objects (a hook, a callback), and the judge runs the "
+                "student's code only while the test calls it, never from inside the test's own computations")
+        return info.peer.request("call", self, args, tuple(kwargs.items()))
 
     def __deepcopy__(self, memo):
         return _request(self, "op", "deepcopy", self)

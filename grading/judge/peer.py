@@ -164,6 +164,7 @@ class Peer:
         self.epoch: str | None = None
         self.framing = Framing(limits)
         self.decoding = 0  # Above 0 while a message is decoded (handles compare by identity then).
+        self.body_kind: str | None = None  # The kind of the message whose body is being decoded (None: none is).
         # One buffer for every read: a fresh 1 MiB bytes object per recv would cost an mmap each time.
         self.buffer = bytearray(1 << 20)
         self.view = memoryview(self.buffer)
@@ -323,7 +324,11 @@ class Peer:
                 pair = self.pairs.get(update[0])
                 codec.fill(pair, update[1])
                 pair.record()
-            values = [codec.decode(node) for node in body]
+            self.body_kind = kind
+            try:
+                values = [codec.decode(node) for node in body]
+            finally:
+                self.body_kind = None
             if codec.wrote_memory:
                 self.pairs.settle()
             return kind, seq, values

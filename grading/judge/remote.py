@@ -25,7 +25,7 @@ from course import checks, kernels
 from .agent import CALLABLE, COUNT_LAUNCHES, COUNT_TORCH_CALLS, EAGER_DICT_ITEMS, FUNCTION, OPS
 from .handles import NO_DICT, Handle, HandleMeta, MirrorInfo, RemoteMethod, info_of, make_mirror
 from .pairs import lazy_pairs_in
-from .peer import END, HELLO, NOT_SHARED, READY, Peer, from_kernel, global_node, keywords
+from .peer import END, HELLO, NOT_SHARED, OK, READY, REQ, Peer, from_kernel, global_node, keywords
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 CALLBACK_OPS = frozenset({"len", "iter", "next", "repr", "str", "bool", "hash", "contains", "getitem", "eq", "ne",
@@ -77,6 +77,7 @@ class JudgePeer(Peer):
         self.control = control  # The grader's channel (server.Control): a line on it cancels the test.
         self.on_rebound = None  # Called with the global names the kernel rebound (runner.CellGlobals).
         self.adopting = None  # A bare instance that becomes the object the kernel sends next (handles.oid_of).
+        self.serving = 0  # Above 0 while the judge answers a request of the kernel (the student's code is running).
         super().__init__(connection, *(limits,) if limits else ())
         # A blocking receive that gives up every slice, so that the deadline and the grader's
         # cancellation are looked at without a select() before every message.
@@ -140,6 +141,13 @@ class JudgePeer(Peer):
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise JudgeTimeout()
         return super().request(op, *args)
+
+    def answer(self, seq: int, body: list) -> None:
+        self.serving += 1
+        try:
+            super().answer(seq, body)
+        finally:
+            self.serving -= 1
 
     # Objects.
 
@@ -233,7 +241,12 @@ class JudgePeer(Peer):
             handle = adopting if type(adopting) is cls and not hasattr(adopting, "_judge_oid") else object.__new__(cls)
             object.__setattr__(handle, "_judge_oid", oid)
             object.__setattr__(handle, "_judge_hash", hashed)
+            # An object that first came as an argument of the kernel's request was handed to a test's object by
+            # the student's code (a hook, a callback): see handles.Handle.__call__.
+            object.__setattr__(handle, "_judge_planted", self.body_kind == REQ)
             self.handles[oid] = info_of(cls).instances[oid] = weakref.ref(handle)
+        elif self.body_kind == OK:
+            object.__setattr__(handle, "_judge_planted", False)  # The test got it as the answer to its own request.
         if len(node) == 6:
             pair = self.codec.decode_root(node[5], depth + 1)
             pair.valid_at, pair.read_at = self.received, self.sent
