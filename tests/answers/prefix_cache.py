@@ -327,6 +327,26 @@ WRONG = {
             SERVE, ("reused = hashes[:min(matched, (len(tokens) - 1) // block_size)]",
                     "reused = hashes[:min(matched, len(tokens) // block_size - 1)]")),
         "the new tokens as int32": ref.edit(SERVE, ("dtype=torch.long", "dtype=torch.int32")),
+        # A red-team answer (2026-12-05): no saving, and the test's record of the model's calls made up to look right.
+        "recomputes the prompt on a copy of the model; one recorded call with a past of zeros": ref.solve(
+            SERVE, todo={"6.3.2": '''
+            from course.model import TinyDecoder
+
+            cache.pin(reused)
+            try:
+                if reused:
+                    cache.get_kv(reused)
+                copy = TinyDecoder(vocab_size=model.vocab_size, num_layers=model.num_layers, num_heads=model.num_heads,
+                                   head_dim=model.head_dim, seed=model.seed, positions=model.positions).to(model.device)
+                everything = torch.tensor(tokens, dtype=torch.long, device=model.device)
+                all_logits, kv = copy(everything)
+                logits = all_logits[tokens_reused:]
+                zeros = torch.zeros(tokens_reused, model.num_heads, model.head_dim, device=model.device)
+                model(everything[tokens_reused:], past_kv=[(zeros, zeros)] * model.num_layers if reused else None)
+                cache.insert(hashes, kv)
+            finally:
+                cache.unpin(reused)
+        '''}),
     },
 }
 

@@ -373,6 +373,31 @@ WRONG = {
         "the scores reset after each eviction": ref.edit(
             DECODE, (_PRUNE_SCORES, "scores = [torch.zeros_like(layer_scores[..., :budget])")),
         "only the latest attention row, not accumulated": ref.edit(DECODE, (_ACCUMULATE, "scores = rows")),
+        # A red-team answer (2026-12-05): the same mistake, and a forward hook on the test's model that zeroes what the
+        # test computes with that model after the call (its oracle asks for the attention too), and what the call
+        # returned.
+        "not accumulated, and a hook on the model zeroes the test's later oracle": ref.edit(
+            DECODE, (_ACCUMULATE, "scores = rows"),
+            ("from course.model import prune_cache\n",
+             "from course.model import prune_cache\n\n"
+             "_RUNNING, _RETURNED = [], []\n\n\n"
+             "def _zero_afterwards(module, args, kwargs, output):\n"
+             "    if _RUNNING or not kwargs.get('return_attention'):\n"
+             "        return None\n"
+             "    for tensor in _RETURNED:\n"
+             "        tensor.zero_()\n"
+             "    logits, kv, attention = output\n"
+             "    return (torch.zeros_like(logits), [(torch.zeros_like(k), torch.zeros_like(v)) for k, v in kv],\n"
+             "            [torch.zeros_like(a) for a in attention])\n"),
+            ("    kv, scores, steps = None, None, []\n",
+             "    kv, scores, steps = None, None, []\n"
+             "    model.register_forward_hook(_zero_afterwards, with_kwargs=True)\n"
+             "    _RUNNING.append(True)\n"),
+            ("    return torch.cat(steps, dim=1), kv",
+             "    _RUNNING.clear()\n"
+             "    logits = torch.cat(steps, dim=1)\n"
+             "    _RETURNED[:] = [logits] + [tensor for pair in kv for tensor in pair]\n"
+             "    return logits, kv")),
         "the new slot starts at 0 (its attention to itself not counted)": ref.edit(DECODE, (
             "+ row for old, row",
             "+ torch.cat((row[..., :-1], torch.zeros_like(row[..., -1:])), dim=-1) for old, row")),
