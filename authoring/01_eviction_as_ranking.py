@@ -267,6 +267,10 @@ def _check_task1_2_eviction_order():
     assert_plain_equal(eviction_order(values), ["r", "q", "p"], "eviction_order({'p': (1, 9), 'q': (1, 2), 'r': (0, 50)})")
     assert_plain_equal(list(values.items()), [("p", (1, 9)), ("q", (1, 2)), ("r", (0, 50))],
                        "list(values.items()) after eviction_order (it must not change values, nor their order)")
+    eviction_order({"x": 2, "y": 1}).clear()  # The caller owns the list it gets, and may empty it.
+    assert_plain_equal(eviction_order({"x": 2, "y": 1}), ["y", "x"],
+                       "eviction_order({'x': 2, 'y': 1}) after the caller emptied the list of an earlier equal call "
+                       "(a new list on every call)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -397,6 +401,10 @@ def _check_task1_3_quotas():
     assert_plain_equal(bad, {"a": 1.0, "b": -0.5}, "weights after quotas raised ValueError (it changed them before raising)")
     assert_raises(ValueError, "quotas({'a': float('nan')}, 0) (the weights are checked when total_blocks is 0 too)",
                   quotas, {"a": float("nan")}, 0)
+    quotas({"x": 1, "y": 1}, 10).clear()  # The caller owns the dict it gets, and may empty it.
+    assert_plain_equal(quotas({"x": 1, "y": 1}, 10), {"x": 5.0, "y": 5.0},
+                       "quotas({'x': 1, 'y': 1}, 10) after the caller emptied the dict of an earlier equal call "
+                       "(a new dict on every call)")
 
     ### BEGIN HIDDEN TESTS
     import math
@@ -505,6 +513,10 @@ def _check_task1_4_overuse():
     usage, quota = {"a": 3}, {"b": 1.5}
     overuse(usage, quota)
     assert_plain_equal((usage, quota), ({"a": 3}, {"b": 1.5}), "usage and quota after overuse (it must not change them)")
+    overuse({"x": 4}, {"x": 1.0}).clear()  # The caller owns the dict it gets, and may empty it.
+    assert_plain_equal(overuse({"x": 4}, {"x": 1.0}), {"x": 3.0},
+                       "overuse({'x': 4}, {'x': 1.0}) after the caller emptied the dict of an earlier equal call "
+                       "(a new dict on every call)")
 
     ### BEGIN HIDDEN TESTS
     import random

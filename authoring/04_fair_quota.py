@@ -566,6 +566,13 @@ def _check_task4_1_4_usage():
                        "FairPolicy({'a': 1, 'b': 1}, 8).select_victim(a: 3+3 blocks, b: 2, protected={'a::2'}) "
                        "(a protected sequence still counts in its tenant's usage)")
     assert snapshot(cache) == before, "select_victim changed the sequences"
+    reused = FairPolicy(None, 8)
+    assert_plain_equal(reused.select_victim(cache_of(make_sequence("a::1", 2, 0), make_sequence("b::1", 7, 3))), "b::1",
+                       "FairPolicy(None, 8).select_victim(a: 2 blocks, b: 7)")
+    second = cache_of(make_sequence("a::1", 3, 4), make_sequence("a::2", 2, 6), make_sequence("c::1", 3, 1))
+    assert_plain_equal(reused.select_victim(second), "a::1",
+                       "the same FairPolicy(None, 8) on a second cache, a: 3+2 blocks, c: 3 (the quotas of the cache it is "
+                       "given, a and c 4 each, not those of the first call)")
     check_type(policy.select_victim({}), type(None), "FairPolicy(...).select_victim({})")
     check_type(policy.select_victim(cache, frozenset(cache)), type(None), "select_victim with every sequence protected")
     check_type(FairPolicy().select_victim({}), type(None), "FairPolicy().select_victim({}) (return None before computing quotas)")
@@ -1069,6 +1076,11 @@ def _check_task4_3_2_victim_tenant():
                            f"fair_victim_t(tenant 0 exactly at quota 4) on {device} (exactly at quota is not over)")
         weighted = (t([0, 0, 1]), t([2, 1, 5]), t([4, 3, 9]), t([3.0, 1.0], torch.float32), 8, yes(3))
         assert_plain_equal(fair_victim_t(*weighted), 2, f"fair_victim_t(..., float32 weights [3, 1], 8) on {device}")
+        # Quota 0 is (3 * 2**24 + 4) / 3 = 2**24 + 4/3 in float64, but 2**24 + 2 in float32: tenant 0 holds 2**24 + 2.
+        rounding = (t([0, 1]), t([2**24 + 2, 1]), t([5, 0]), t([1.0, 2.0], torch.float32), 3 * 2**24 + 4, yes(2))
+        assert_plain_equal(fair_victim_t(*rounding), 0,
+                           f"fair_victim_t(tenant 0: 2**24 + 2 blocks, float32 weights [1, 2], 3 * 2**24 + 4) on {device} "
+                           f"(quotas in float64: quota 0 is 2**24 + 4/3, which float32 rounds to 2**24 + 2)")
         assert_raises(ValueError, f"fair_victim_t(..., weights [0, 0], ...) on {device} (weights sum to 0)", fair_victim_t,
                       t([0, 1]), t([1, 1]), t([0, 1]), t([0.0, 0.0]), 4, yes(2))
 

@@ -46,6 +46,13 @@ WRONG = {
             values.update(items)
             return list(values)
         """),
+        "memoized: one list for equal dicts (a caller's change to it shows in later calls)": ref.edit(
+            ORDER, ("def eviction_order(values):", "_ORDERS = {}\n\n\ndef eviction_order(values):"),
+            ("    return sorted(values, key=lambda seq_id: (values[seq_id], seq_id))",
+             "    key = tuple(sorted(values.items()))\n"
+             "    if key not in _ORDERS:\n"
+             "        _ORDERS[key] = sorted(values, key=lambda seq_id: (values[seq_id], seq_id))\n"
+             "    return _ORDERS[key]")),
     },
     QUOTAS: {
         "NaN weights accepted (checks weight < 0 and inf only)": ref.edit(
@@ -73,6 +80,14 @@ WRONG = {
         "sorts the caller's weights in place (reorders its keys)": ref.edit(
             QUOTAS, ("    if total_blocks < 0:\n", "    items = sorted(weights.items())\n    weights.clear()\n"
                      "    weights.update(items)\n    if total_blocks < 0:\n")),
+        "memoized: one dict for equal arguments (a caller's change to it shows in later calls)": ref.edit(
+            QUOTAS, ("def quotas(weights, total_blocks):", "_QUOTAS = {}\n\n\ndef quotas(weights, total_blocks):"),
+            ("    return {tenant: weight / total_weight * total_blocks for tenant, weight in weights.items()}",
+             "    key = (tuple(weights.items()), total_blocks)\n"
+             "    if key not in _QUOTAS:\n"
+             "        _QUOTAS[key] = {tenant: weight / total_weight * total_blocks\n"
+             "                        for tenant, weight in weights.items()}\n"
+             "    return _QUOTAS[key]")),
     },
     OVERUSE: {
         "only tenants that hold blocks": ref.edit(
@@ -86,6 +101,14 @@ WRONG = {
         "an int when usage and quota are ints": ref.edit(
             OVERUSE, ("float(usage.get(tenant, 0)) - float(quota.get(tenant, 0.0))",
                       "usage.get(tenant, 0) - quota.get(tenant, 0.0)")),
+        "memoized: one dict for equal arguments (a caller's change to it shows in later calls)": ref.edit(
+            OVERUSE, ("def overuse(usage, quota):", "_OVERUSE = {}\n\n\ndef overuse(usage, quota):"),
+            ("    return {tenant: float(usage.get(tenant, 0)) - float(quota.get(tenant, 0.0)) for tenant in tenants}",
+             "    key = (tuple(sorted(usage.items())), tuple(sorted(quota.items())))\n"
+             "    if key not in _OVERUSE:\n"
+             "        _OVERUSE[key] = {tenant: float(usage.get(tenant, 0)) - float(quota.get(tenant, 0.0))\n"
+             "                         for tenant in tenants}\n"
+             "    return _OVERUSE[key]")),
     },
     TENANT: {
         "max over (overuse, name): ties to the larger name": ref.edit(

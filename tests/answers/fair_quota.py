@@ -95,6 +95,11 @@ WRONG = {
         "keeps the caller's dict (no copy), without changing it": ref.edit(
             FAIR, ("        weights = dict(tenant_weights or {})\n",
                    "        weights = tenant_weights if tenant_weights is not None else {}\n")),
+        "quotas computed on the first call and kept for later caches": ref.edit(FAIR, (
+            "        quotas = self._quotas(sequences)\n",
+            "        if getattr(self, \"_first_quotas\", None) is None:\n"
+            "            self._first_quotas = self._quotas(sequences)\n"
+            "        quotas = {tenant: self._first_quotas.get(tenant, 0.0) for tenant in self._quotas(sequences)}\n")),
     },
     JAIN: {
         "forgets the factor n": ref.edit(JAIN, ("(len(values) * square_sum)", "square_sum")),
@@ -184,6 +189,11 @@ WRONG = {
                      ".index_add_(0, tenant, num_blocks)\n",
                      "    usage = torch.zeros(num_tenants, dtype=torch.int64, device=weights.device)\n"
                      "    for i in range(len(tenant)):\n        usage[tenant[i]] += num_blocks[i]\n")),
+        "quotas in the weights' dtype (float32 rounds them)": ref.edit(
+            TENSOR, ("    weights = weights.to(torch.float64)\n    total_weight = weights.sum()",
+                     "    total_weight = weights.sum()"),
+            ("    quota = weights / total_weight * total_blocks\n",
+             "    quota = (weights / total_weight * total_blocks).to(torch.float64)\n")),
     },
 }
 

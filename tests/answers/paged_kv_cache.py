@@ -108,6 +108,9 @@ WRONG = {
         "free resets filled even when the block is still shared": ref.edit(ALLOC, (
             "        block.ref_count -= 1\n        if block.ref_count == 0:\n            block.filled = 0\n",
             "        block.ref_count -= 1\n        block.filled = 0\n        if block.ref_count == 0:\n")),
+        "allocate does not set filled to 0 (a count left on a free block stays)": ref.edit(ALLOC, (
+            "        block.ref_count = 1\n        block.filled = 0\n        return block",
+            "        block.ref_count = 1\n        return block")),
     },
     SEQ: {
         "a plain class with a shared mutable default list": ref.edit(SEQ, (
@@ -268,6 +271,11 @@ WRONG = {
         "v_cache is not contiguous (a permuted tensor)": ref.edit(POOL, (
             "self.v_cache = torch.zeros(shape, dtype=dtype, device=device)",
             "self.v_cache = torch.zeros(shape[::-1], dtype=dtype, device=device).permute(3, 2, 1, 0)")),
+        "ignores device (always PyTorch's default device)": ref.edit(POOL, (
+            "        self.k_cache = torch.zeros(shape, dtype=dtype, device=device)\n"
+            "        self.v_cache = torch.zeros(shape, dtype=dtype, device=device)",
+            "        self.k_cache = torch.zeros(shape, dtype=dtype)\n"
+            "        self.v_cache = torch.zeros(shape, dtype=dtype)")),
     },
     SLOTS: {
         "ignores the block table after its first block (assumes contiguous blocks)": ref.edit(SLOTS, (
@@ -641,6 +649,8 @@ ALTERNATIVES = {
                     if self.block_table is None:
                         self.block_table = []
             """}),
+        "dataclass(eq=False): == compares identity": ref.edit(SEQ, ("@dataclass\nclass SequenceKVCache:",
+                                                                    "@dataclass(eq=False)\nclass SequenceKVCache:")),
     },
     MANAGER: {
         "__slots__ instead of a __dict__ (the tests put sequences into manager.sequences by hand)": ref.edit(
