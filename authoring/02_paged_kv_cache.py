@@ -2700,15 +2700,18 @@ def _check_task2_10_paged_attention():
         pool.k_cache.view(-1, 2, 16)[slots] = keys
         pool.v_cache.view(-1, 2, 16)[slots] = values
         q = torch.randn(2, 16, generator=gen).to(device)
-        assert_same_tensor(paged_attention(q, pool, table, 10), dense(q, keys, values),
+        # Every expected value comes before the calls, which get q and the pool.
+        want, want_half, want_flat = dense(q, keys, values), dense(q, keys, values, scale=0.5), values.mean(dim=0)
+        loud = 300 * q
+        want_loud = dense(loud, keys, values)
+        assert_same_tensor(paged_attention(q, pool, table, 10), want,
                            f"paged_attention(q, pool, tensor([6, 1, 4]), 10) vs scaled_dot_product_attention on {device}", atol=1e-5, rtol=1e-5)
-        assert_same_tensor(paged_attention(q, pool, table, 10, scale=0.5), dense(q, keys, values, scale=0.5),
+        assert_same_tensor(paged_attention(q, pool, table, 10, scale=0.5), want_half,
                            f"paged_attention(..., scale=0.5) on {device}", atol=1e-5, rtol=1e-5)
-        assert_same_tensor(paged_attention(q, pool, table, 10, scale=0.0), values.mean(dim=0),
+        assert_same_tensor(paged_attention(q, pool, table, 10, scale=0.0), want_flat,
                            f"paged_attention(..., scale=0.0) on {device}: a given scale, even 0.0, is used (every token weighs the same)",
                            atol=1e-5, rtol=1e-5)
-        loud = 300 * q
-        assert_same_tensor(paged_attention(loud, pool, table, 10), dense(loud, keys, values),
+        assert_same_tensor(paged_attention(loud, pool, table, 10), want_loud,
                            f"paged_attention(300 * q, ...) on {device}: scores in the hundreds must not overflow the softmax",
                            atol=1e-4, rtol=1e-4)
         wide = stand_in_pool(3, 2, 1, 4, device=device, dtype=torch.float64)
@@ -2716,7 +2719,8 @@ def _check_task2_10_paged_attention():
         wide.v_cache.copy_(torch.randn(wide.v_cache.shape, generator=gen))
         q64 = torch.randn(1, 4, generator=gen, dtype=torch.float64).to(device)
         wide_keys, wide_values = wide.k_cache[[2, 0]].flatten(0, 1)[:3], wide.v_cache[[2, 0]].flatten(0, 1)[:3]
-        assert_same_tensor(paged_attention(q64, wide, torch.tensor([2, 0], device=device), 3), dense(q64, wide_keys, wide_values),
+        want_wide = dense(q64, wide_keys, wide_values)
+        assert_same_tensor(paged_attention(q64, wide, torch.tensor([2, 0], device=device), 3), want_wide,
                            f"paged_attention on a float64 pool with table [2, 0], 3 tokens, on {device} (the result in q's dtype)",
                            atol=1e-12, rtol=1e-12)
         assert_raises(ValueError, f"paged_attention(q, pool, table, 0) on {device}", paged_attention, q, pool, table, 0)

@@ -1716,9 +1716,10 @@ def _check_task5_3_6_whole_scheduler():
             sizes = {n: rng.choice(pool) for n in names}
             requests = [(n, sizes[n]) for n in (rng.choice(names) for _ in range(rng.randint(1, 30)))]
             for rescore in (False, True):
-                s = TensorKVCacheScheduler(capacity, len(names), device=device, rescore=rescore)
-                log = s.schedule(requests)
+                # The oracle runs first, and schedule gets a copy: the test's own list stays the test's.
                 exp_log, exp_snap, exp_used = oracle_run(capacity, requests, rescore)
+                s = TensorKVCacheScheduler(capacity, len(names), device=device, rescore=rescore)
+                log = s.schedule(list(requests))
                 where = f"random case {case}, rescore={rescore}, {device}"
                 assert_plain_equal(log, exp_log, f"the log on {where}", reveal=False)
                 assert_plain_equal(s.snapshot(), exp_snap, f"snapshot() on {where}", abs_tol=1e-4, reveal=False)
@@ -1728,7 +1729,8 @@ def _check_task5_3_6_whole_scheduler():
         # The same requests through both simulators, frozen scores: identical logs and snapshots.
         requests = [(f"blk{rng.randint(0, 30)}", rng.choice([16, 32, 64])) for _ in range(200)]
         heap, tensor = KVCacheSchedulerSim(256), TensorKVCacheScheduler(256, 31, device=device)
-        assert_plain_equal(tensor.schedule(requests), heap.schedule(requests), f"tensor vs heap logs ({device})", reveal=False)
+        assert_plain_equal(tensor.schedule(list(requests)), heap.schedule(list(requests)), f"tensor vs heap logs ({device})",
+                           reveal=False)
         assert_plain_equal(tensor.snapshot(), heap.snapshot(), f"tensor vs heap snapshots ({device})", reveal=False)
 
 

@@ -1652,10 +1652,10 @@ def _check_task6_3_1_counts():
             (first[:8], (4, 4), "both blocks cached: the last block is computed again, for the last position's logits"),
             ([5, 6], (0, 2), "shorter than one block: nothing to reuse")):
         name = f"serve(model, cache, {len(tokens)} tokens) ({why})"
-        _, counts = serve(model, cache, tokens)
+        hashes = block_hashes(tokens, 4)
+        _, counts = serve(model, cache, list(tokens))
         check_type(counts, dict, f"{name}[1]")
         assert_plain_equal(counts, {"tokens_reused": reused, "tokens_computed": computed}, f"{name}: counts")
-        hashes = block_hashes(tokens, 4)
         assert_plain_equal(cache._calls("match"), [("match", hashes)] if hashes else [],
                            f"{name}: its calls of cache.match (one call, with the hashes of ALL full blocks)")
     assert_raises(ValueError, "serve(model, cache, [])", serve, model, cache, [])
@@ -1678,11 +1678,11 @@ def _check_task6_3_1_counts():
             while _blocks < _limit and tuple(_tokens[:(_blocks + 1) * _block_size]) in _seen:
                 _blocks += 1
             _where = f"serve(model, cache with block_size {_block_size}, request {_turn} of {len(_tokens)} tokens)"
-            _, _counts = serve(model, _cache, _tokens)
+            _hashes = block_hashes(_tokens, _block_size)
+            _, _counts = serve(model, _cache, list(_tokens))
             assert_plain_equal(_counts, {"tokens_reused": _blocks * _block_size,
                                          "tokens_computed": len(_tokens) - _blocks * _block_size},
                                f"{_where}: counts", reveal=False)
-            _hashes = block_hashes(_tokens, _block_size)
             assert_plain_equal(_cache._calls("match"), [("match", _hashes)] if _hashes else [],
                                f"{_where}: its calls of cache.match", reveal=False)
             for _b in range(1, len(_tokens) // _block_size + 1):
@@ -1791,7 +1791,7 @@ def _check_task6_3_2_logits():
             expected, _ = plain(torch.tensor(tokens, device=device))
             model._calls.clear()
             model._dtypes.clear()
-            logits, _ = serve(model, cache, tokens)
+            logits, _ = serve(model, cache, list(tokens))
             name = f"serve(model on {device}, cache, {len(tokens)} tokens, {reused} of them cached)"
             assert_same_tensor(logits, expected[reused:], f"{name}: logits (the rows of the computed positions, "
                                "equal to the logits without a cache)", atol=1e-5, rtol=1e-5)
@@ -1807,7 +1807,7 @@ def _check_task6_3_2_logits():
         foreign.insert(block_hashes(first[:8], 4), other_kv)
         expected, _ = plain(torch.tensor(first[8:], device=device), past_kv=other_kv)
         model._calls.clear()
-        logits, _ = serve(model, foreign, first)
+        logits, _ = serve(model, foreign, list(first))
         name = f"serve(model on {device}, a cache whose 2 blocks another model wrote, 10 tokens)"
         assert_same_tensor(logits, expected, f"{name}: logits (those of the model run after the K/V the cache holds, "
                            "as get_kv returns them)", atol=1e-5, rtol=1e-5)
@@ -1834,10 +1834,10 @@ def _check_task6_3_2_logits():
                 _reused = _blocks * _block_size
                 _where = (f"serve(model on {device}, cache with block_size {_block_size}, request {_turn} of "
                           f"{len(_tokens)} tokens)")
+                _full, _ = _plain(torch.tensor(_tokens, device=device))
                 _model._calls.clear()
                 _model._dtypes.clear()
-                _logits, _ = serve(_model, _cache, _tokens)
-                _full, _ = _plain(torch.tensor(_tokens, device=device))
+                _logits, _ = serve(_model, _cache, list(_tokens))
                 assert_same_tensor(_logits, _full[_reused:], f"{_where}: logits", atol=1e-4, rtol=1e-4, reveal=False)
                 assert_plain_equal(_model._calls, [(len(_tokens) - _reused, _reused)], f"{_where}: the model's calls",
                                    reveal=False)
@@ -1856,7 +1856,7 @@ def _check_task6_3_2_logits():
             _foreign.insert(block_hashes(_prefix, _block_size), _other_kv)
             _want, _ = _plain(torch.tensor(_tokens[len(_prefix):], device=device), past_kv=_other_kv)
             _model._calls.clear()
-            _logits, _ = serve(_model, _foreign, _tokens)
+            _logits, _ = serve(_model, _foreign, list(_tokens))
             _where = (f"serve(model on {device}, a cache with block_size {_block_size} whose blocks another model wrote, "
                       f"{len(_tokens)} tokens)")
             assert_same_tensor(_logits, _want, f"{_where}: logits", atol=1e-4, rtol=1e-4, reveal=False)
@@ -1944,15 +1944,15 @@ def _check_task6_3_3_protocol():
     cache = ToyCache(block_size=4)
     first = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7]
     second = first[:8] + [32, 38, 46, 2]
-    serve(model, cache, first)
-    hashes = block_hashes(first, 4)
+    hashes, second_hashes = block_hashes(first, 4), block_hashes(second, 4)  # Before the calls.
+    serve(model, cache, list(first))
     inserts = [entry for entry in cache._log if entry[0] == "insert"]
     assert_plain_equal(inserts, [("insert", hashes, [10, 10])],
                        "serve(model, empty cache, 10 tokens): its calls of cache.insert as (name, hashes, tokens of kv "
                        "per layer) (all full-block hashes, with the model's kv of all 10 tokens in both layers)")
     cache._log.clear()
-    serve(model, cache, second)
-    hashes = block_hashes(second, 4)
+    serve(model, cache, list(second))
+    hashes = second_hashes
     assert_plain_equal(cache._calls(), [("match", hashes), ("pin", hashes[:2]), ("get_kv", hashes[:2]),
                                        ("insert", hashes), ("unpin", hashes[:2])],
                        "serve(model, cache, second): its calls of the cache, in order (calls on an empty list left out)")
@@ -1963,7 +1963,7 @@ def _check_task6_3_3_protocol():
                        "finally block)")
     cache._fail_insert = True
     assert_raises(RuntimeError, "serve(model, cache whose insert raises RuntimeError, second)", serve, model, cache,
-                  second)
+                  list(second))
     assert_plain_equal(cache.pinned(), [], "the blocks still pinned after cache.insert raised inside serve (unpin in a "
                        "finally block)")
 
@@ -1993,16 +1993,17 @@ def _check_task6_3_3_protocol():
                 while _blocks < _limit and tuple(_tokens[:(_blocks + 1) * _block_size]) in _seen:
                     _blocks += 1
                 _reused = _hashes[:_blocks]
-                assert_raises(ValueError, f"{_where}, a token outside the vocabulary", serve, model, _cache, _tokens)
+                assert_raises(ValueError, f"{_where}, a token outside the vocabulary", serve, model, _cache,
+                              list(_tokens))
                 _want = [("match", _hashes), ("pin", _reused), ("get_kv", _reused), ("unpin", _reused)]
             elif _failure == "insert":
                 _cache._fail_insert = True
-                assert_raises(RuntimeError, f"{_where}, insert raises", serve, model, _cache, _tokens)
+                assert_raises(RuntimeError, f"{_where}, insert raises", serve, model, _cache, list(_tokens))
                 _cache._fail_insert = False
                 _want = [("match", _hashes), ("pin", _reused), ("get_kv", _reused), ("insert", _hashes),
                          ("unpin", _reused)]
             else:
-                serve(model, _cache, _tokens)
+                serve(model, _cache, list(_tokens))
                 _want = [("match", _hashes), ("pin", _reused), ("get_kv", _reused), ("insert", _hashes),
                          ("unpin", _reused)]
                 for _b in range(1, len(_tokens) // _block_size + 1):
