@@ -656,6 +656,11 @@ def _check_task3_2_LRUPolicy():
     assert_plain_equal(LRUPolicy().select_victim(cache, frozenset({"b"})), "c", "LRUPolicy().select_victim(same, protected={'b'})")
     assert_plain_equal(LRUPolicy().select_victim(cache_of([("x", 7, 9), ("y", 3, 50), ("z", 4, 0)])), "y",
                        "LRUPolicy().select_victim(x: step 7, y: step 3 count 50, z: step 4 count 0) (use_count plays no part)")
+    assert_plain_equal(LRUPolicy().select_victim(cache_of([("q", 3, 5), ("p", 3, 9), ("r", 3, 1)])), "p",
+                       "LRUPolicy().select_victim(q: step 3 count 5, p: step 3 count 9, r: step 3 count 1) (a tie of steps goes "
+                       "to the smaller id: use_count plays no part)")
+    assert_plain_equal(LRUPolicy().select_victim(cache, frozenset({"a", "b", "c"})), "d",
+                       "LRUPolicy().select_victim(a, b, c, d, protected={'a', 'b', 'c'}) (one candidate left)")
     check_type(LRUPolicy().select_victim(cache, frozenset(cache)), type(None), "LRUPolicy().select_victim(every id protected)")
     check_type(LRUPolicy().select_victim({}), type(None), "LRUPolicy().select_victim({})")
     policy = LRUPolicy()
@@ -802,6 +807,8 @@ def _check_task3_3_LFUPolicy():
     assert_plain_equal(snapshot(cache), before, "the cache after select_victim (a policy only chooses: it must not change the cache)")
     assert_plain_equal(LFUPolicy().select_victim(cache, frozenset({"b", "d"})), "a",
                        "LFUPolicy().select_victim(same, protected={'b', 'd'})")
+    assert_plain_equal(LFUPolicy().select_victim(cache, frozenset({"a", "b", "d"})), "c",
+                       "LFUPolicy().select_victim(same, protected={'a', 'b', 'd'}) (one candidate left)")
     assert_plain_equal(LFUPolicy().select_victim(cache_of([("old", 1, 2), ("new", 8, 2)])), "old",
                        "LFUPolicy().select_victim(old: count 2 step 1, new: count 2 step 8) (a tie of counts goes to the least recent)")
     assert_plain_equal(LFUPolicy().select_victim(cache_of([("d", 4, 1), ("b", 4, 1), ("a", 6, 1)])), "b",
@@ -1377,6 +1384,10 @@ def _check_task3_5_lru_victim_t():
         close = torch.tensor([2**62 + 1, 2**62], device=device)
         assert_plain_equal(lru_victim_t(close, torch.ones(2, dtype=torch.bool, device=device)), 1,
                            f"lru_victim_t([2**62 + 1, 2**62], all evictable) on {device} (equal as float64, not as int64)")
+        largest = torch.tensor([2**63 - 1] * 3, device=device)
+        assert_plain_equal(lru_victim_t(largest, torch.tensor([False, True, True], device=device)), 1,
+                           f"lru_victim_t([2**63 - 1] * 3, evictable [F, T, T]) on {device} (a tie at the largest int64 goes to "
+                           "the smaller evictable index)")
         assert_plain_equal(lru_victim_t(step, torch.zeros(4, dtype=torch.bool, device=device)), -1,
                            f"lru_victim_t(steps, nothing evictable) on {device}")
         assert_plain_equal(lru_victim_t(torch.zeros(0, dtype=torch.int64, device=device), torch.zeros(0, dtype=torch.bool, device=device)),
@@ -1548,6 +1559,8 @@ def _check_task3_6_lfu_victim_t():
                   torch.arange(4), torch.arange(3), torch.ones(4, dtype=torch.bool))
     assert_raises(ValueError, "lfu_victim_t(3 counts, 3 steps, 2 flags)", lfu_victim_t,
                   torch.arange(3), torch.arange(3), torch.ones(2, dtype=torch.bool))
+    assert_raises(ValueError, "lfu_victim_t(three tensors of shape (2, 2))", lfu_victim_t, torch.zeros(2, 2, dtype=torch.int64),
+                  torch.zeros(2, 2, dtype=torch.int64), torch.ones(2, 2, dtype=torch.bool))
     small = (torch.zeros(8, dtype=torch.int64), torch.arange(8).flip(0), torch.ones(8, dtype=torch.bool))
     large = (torch.zeros(4096, dtype=torch.int64), torch.arange(4096).flip(0), torch.ones(4096, dtype=torch.bool))
     assert_no_python_loop(lfu_victim_t, small, large, "lfu_victim_t")
@@ -1685,6 +1698,13 @@ def _check_task3_7_evict_order_t():
                            f"evict_order_t([use_count, step], same mask, 2) on {device} (entry 4 comes first but is protected)")
         assert_same_tensor(evict_order_t([count, step], flags, 0), torch.tensor([], dtype=torch.int64, device=device),
                            f"evict_order_t(..., k=0) on {device}")
+        assert_same_tensor(evict_order_t([count, step], torch.zeros(5, dtype=torch.bool, device=device), 3),
+                           torch.tensor([], dtype=torch.int64, device=device), f"evict_order_t(..., nothing evictable, 3) on {device}")
+        keys = [count, step]
+        evict_order_t(keys, flags, 2)
+        assert_plain_equal([key.tolist() for key in keys], [[1, 1, 4, 1, 0], [9, 4, 1, 4, 7]],
+                           f"the list keys = [use_count, step] after evict_order_t(keys, ...) on {device} (evict_order_t must "
+                           "not change keys, nor its order)")
         assert_plain_equal([count.tolist(), step.tolist(), flags.tolist()], [[1, 1, 4, 1, 0], [9, 4, 1, 4, 7], [True] * 4 + [False]],
                            f"[use_count, step, evictable] after evict_order_t on {device} (evict_order_t must not change its input)")
         huge = torch.tensor([2**62, 1, 2**62], device=device)
@@ -1695,6 +1715,8 @@ def _check_task3_7_evict_order_t():
     assert_raises(ValueError, "evict_order_t([step], mask, -1)", evict_order_t, [torch.arange(3)], torch.ones(3, dtype=torch.bool), -1)
     assert_raises(ValueError, "evict_order_t([3 steps, 4 counts], mask of 3, 2)", evict_order_t,
                   [torch.arange(3), torch.arange(4)], torch.ones(3, dtype=torch.bool), 2)
+    assert_raises(ValueError, "evict_order_t([a key of shape (2, 2)], mask of shape (2, 2), 1)", evict_order_t,
+                  [torch.zeros(2, 2, dtype=torch.int64)], torch.ones(2, 2, dtype=torch.bool), 1)
     ties, mask = torch.zeros(300, dtype=torch.int64), torch.arange(300) % 3 != 0
     unprotected = torch.nonzero(mask).flatten()  # Before the call, which gets the mask.
     assert_same_tensor(evict_order_t([ties, ties], mask, 300), unprotected,

@@ -587,13 +587,14 @@ def _check_task5_2_3_refresh_queue():
 
     sim = bare([CacheEntry(priority=0.0, last_used=3, prefix="a", hits=2, bytes=40),
                 CacheEntry(priority=5.0, last_used=2, prefix="b", hits=1, bytes=10)],
-               [(1.0, 1, "b"), (5.0, 2, "b")])
+               [(1.0, 1, "b"), (5.0, 2, "b"), (19.0, 3, "a")])
     sim._refresh_queue("a")
     a = sim.entries["a"]
     assert_plain_equal([a.priority, a.last_used, a.hits, a.bytes], [20.07, 3, 2, 40],
                        "[priority, last_used, hits, bytes] of entry a after _refresh_queue('a') (stand-in score 20.07)")
-    assert_plain_equal(sorted(sim.queue), [(1.0, 1, "b"), (5.0, 2, "b"), (20.07, 3, "a")],
-                       "sorted(queue) after _refresh_queue('a') (the old items stay: lazy deletion)")
+    assert_plain_equal(sorted(sim.queue), [(1.0, 1, "b"), (5.0, 2, "b"), (19.0, 3, "a"), (20.07, 3, "a")],
+                       "sorted(queue) after _refresh_queue('a') with a's old item (19.0, 3, 'a') in it (the old items stay: "
+                       "lazy deletion)")
     sim.entries["c"] = CacheEntry(priority=9.0, last_used=1, prefix="c", hits=0, bytes=5)
     sim._refresh_queue("c")
     assert_plain_equal(sim.entries["c"].priority, 0.015, "entry c's priority after _refresh_queue('c') (stand-in score 0.015)")
@@ -692,6 +693,10 @@ def _check_task5_2_4_evict_until_fit():
     assert_plain_equal(result(sim), [["evict:r", "evict:q"], ["p"], 30],
                        "[log, entries, current_bytes] after _evict_until_fit(60) with an empty heap (p 1.4@5, q 1.4@2, r 1.2@8, "
                        "30 bytes each)")
+    sim._evict_until_fit(150)
+    assert_plain_equal(result(sim), [["evict:r", "evict:q", "evict:p"], [], 0],
+                       "[log, entries, current_bytes] after _evict_until_fit(150), capacity 100, with only p cached (it stops "
+                       "when nothing is cached)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -780,7 +785,7 @@ def _check_task5_2_5_touch():
                        "[time, current_bytes, log, calls, entries] after touch('a', 40) with 'old' (80 bytes) cached "
                        "(the stand-ins evict nothing)")
     # A hit keeps the size, whatever bytes_ says, and does not evict.
-    sim.touch("a", 60)
+    check_type(sim.touch("a", 60), type(None), "touch('a', 60), a hit")
     after = state(sim)
     assert_plain_equal(after[:3] + [after[3][2:], after[4]["a"]],
                        [2, 120, ["add:a", "reuse:a"], [["_refresh_queue", "a", 2, 2, 40]], ["a", 2, 2, 40]],
@@ -1297,6 +1302,9 @@ def _check_task5_3_1_init():
     assert_plain_equal(TensorKVCacheScheduler(64, 4, rescore=True).rescore, True, "TensorKVCacheScheduler(64, 4, rescore=True).rescore")
     assert_raises(ValueError, "TensorKVCacheScheduler(0, 4)", TensorKVCacheScheduler, 0, 4)
     assert_raises(ValueError, "TensorKVCacheScheduler(64, 0)", TensorKVCacheScheduler, 64, 0)
+    one = TensorKVCacheScheduler(1, 1, device="cpu")
+    check_tensors(one, 1, torch.device("cpu"), "TensorKVCacheScheduler(1, 1, device='cpu')")
+    check_type(one.device, torch.device, "TensorKVCacheScheduler(1, 1, device='cpu').device (a str device becomes a torch.device)")
 
     ### BEGIN HIDDEN TESTS
     for args in ((-1, 4), (64, -2), (0, 0)):
@@ -1527,10 +1535,14 @@ def _check_task5_3_4_touch():
         for args in (("", 5), (3, 5), ("x", 0), ("x", 101), ("d", 101)):
             assert_raises(ValueError, f"touch{args!r} on {device}", s.touch, *args)
             assert_plain_equal(state(s), before, f"the state after touch{args!r} raised on {device}")
+        s.touch("d", 5)
+        assert_plain_equal([s.log[-1], row(s, "d")[:4]], ["reuse:d", ["d", 2, 10, 6]],
+                           f"[last log line, d's slot] after touch('d', 5), a hit while all 3 slots are live, on {device}")
         s.touch("e", 100)
-        assert_plain_equal([s.log[-1], sorted(s.slots), row(s, "e")[:4], s.current_bytes], ["add:e", ["e"], ["e", 1, 100, 6], 100],
-                           f"[last log line, slots, e's slot, current_bytes] after touch('e', 100) with all slots live on {device} "
-                           "(eviction frees the slots; a reused slot starts at 1 hit)")
+        assert_plain_equal([s.log[-1], sorted(s.slots), row(s, "e")[:4], s.current_bytes, [p for p in s.prefix_of if p is not None]],
+                           ["add:e", ["e"], ["e", 1, 100, 7], 100, ["e"]],
+                           f"[last log line, slots, e's slot, current_bytes, the prefixes in prefix_of] after touch('e', 100) with "
+                           f"all slots live on {device} (eviction frees the slots; a reused slot starts at 1 hit)")
         s = bare(3, device, rescore=True)
         s.touch("a", 10)
         s.touch("b", 10)

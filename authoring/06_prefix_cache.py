@@ -278,6 +278,8 @@ def block_hashes(tokens, block_size, salt=0):
 
 
 def _check_task6_1_1_checks():
+    import numpy as np
+
     from course.checks import assert_raises, check_type
 
     assert_raises(ValueError, "block_hashes([1, 2], 0)", block_hashes, [1, 2], 0)
@@ -286,6 +288,8 @@ def _check_task6_1_1_checks():
     assert_raises(TypeError, "block_hashes([1, True], 2) (a bool is not a token id)", block_hashes, [1, True], 2)
     assert_raises(TypeError, "block_hashes([1, 2, 3.0], 2) (3.0 is in the partial last block: it is checked too)",
                   block_hashes, [1, 2, 3.0], 2)
+    assert_raises(TypeError, "block_hashes([numpy.int64(3), 4], 2) (a numpy integer is not exactly an int)", block_hashes,
+                  [np.int64(3), 4], 2)
     assert_raises(TypeError, "block_hashes([1, 2], 2.0)", block_hashes, [1, 2], 2.0)
     assert_raises(TypeError, "block_hashes([1, 2], 2, salt=0.5)", block_hashes, [1, 2], 2, salt=0.5)
     check_type(block_hashes([1, 2, 3], 2, salt=-5), list, "block_hashes([1, 2, 3], 2, salt=-5) (valid arguments)")
@@ -1112,6 +1116,9 @@ def _check_task6_2_6_victim():
     cache = filled(2, "lru", ("insert", [30]), ("insert", [10]), ("match", [30, 10]))
     evicts(cache, [20], [10, 30], [10], "LRU, blocks 30 and 10 last touched by the same match call (one clock tick "
            "per call: a tie, and the smaller hash goes)")
+    cache = filled(2, "lru", ("insert", [30]), ("insert", [10]), ("match", [10]), ("match", [30, 10]))
+    evicts(cache, [20], [10, 30], [10], "LRU, blocks 30 (used twice) and 10 (used three times) last touched by the same "
+           "match call (a tie of steps: use_count plays no part in LRU, the smaller hash goes)")
     cache = PrefixCache(3, 2, "lru")
     cache.insert([1, 2], toy_kv([1, 2], 2))
     cache.insert([5], toy_kv([5], 2))
@@ -1313,6 +1320,14 @@ def _check_task6_2_7_evict():
     evicts(cache, [6], [1, 4, 5], [1], "LRU, then block 2 evicted (block 1 is a leaf again)")
     assert_plain_equal(cache.stats["evictions"], 3, "cache.stats['evictions'] after three evictions")
     assert_plain_equal(len(cache), 3, "len(cache) after three evictions in a cache of 3 blocks")
+
+    cache = PrefixCache(2, 1, "lru")
+    cache.insert([1, 2], toy_kv([1, 2], 1))
+    cache.pin([1])
+    evicts(cache, [3], [1, 2], [2], "LRU, the chain 1 -> 2 cached, block 1 pinned")
+    cache.unpin([1])
+    evicts(cache, [4], [1, 3], [1], "LRU, then block 2 evicted while its parent 1 was pinned, and 1 unpinned (1 became a "
+           "leaf when it lost its last child, pinned or not)")
 
     cache = PrefixCache(2, 1, "lru")
     cache.insert([1], toy_kv([1], 1))

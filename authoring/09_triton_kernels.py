@@ -438,7 +438,8 @@ _check_task9_1_paged_gather()
 # `pairs[i, 0]` (the source) onto block `pairs[i, 1]` (the destination) for every row `i`, in both pools, **in one
 # launch** with one program per pair, and returns `None`. `k_cache` and `v_cache` are two float16 or float32 pools of
 # the same shape, strides, dtype and device (the given lines check it); `pairs` is an int32 or int64 tensor
-# `[num_pairs, 2]` on their device. Without pairs there is nothing to launch.
+# `[num_pairs, 2]` on their device. Without pairs there is nothing to launch, but an empty `pairs` is checked like any
+# other (`torch.tensor([])` is a float tensor: `TypeError`).
 #
 # Rejected **before the launch**, so that nothing is copied: `TypeError` when `pairs` is not an int32 or int64
 # tensor (an int16, float or bool tensor, or a list); `ValueError` when it is not `[num_pairs, 2]`, is on another
@@ -453,7 +454,7 @@ _check_task9_1_paged_gather()
 #
 # ## 任务 9.2：copy_blocks（4 分）
 #
-# 写时复制（notebook 02）在序列写入一个共享块之前先复制这个块；束搜索走一步或并行采样分叉之后，引擎要一次复制许多块。`copy_blocks(k_cache, v_cache, pairs)` 对 `pairs` 的每一行 `i`，在两个池中都把块 `pairs[i, 0]`（源）复制到块 `pairs[i, 1]`（目标）上，所有的对在**一次启动**中完成，每对一个程序实例；它返回 `None`。`k_cache` 和 `v_cache` 是两个 float16 或 float32 的池，形状、步长、数据类型和设备都相同（给定的几行会检查这一点）；`pairs` 是与它们位于同一设备上、形状为 `[num_pairs, 2]` 的 int32 或 int64 张量。没有任何对时，不启动内核。
+# 写时复制（notebook 02）在序列写入一个共享块之前先复制这个块；束搜索走一步或并行采样分叉之后，引擎要一次复制许多块。`copy_blocks(k_cache, v_cache, pairs)` 对 `pairs` 的每一行 `i`，在两个池中都把块 `pairs[i, 0]`（源）复制到块 `pairs[i, 1]`（目标）上，所有的对在**一次启动**中完成，每对一个程序实例；它返回 `None`。`k_cache` 和 `v_cache` 是两个 float16 或 float32 的池，形状、步长、数据类型和设备都相同（给定的几行会检查这一点）；`pairs` 是与它们位于同一设备上、形状为 `[num_pairs, 2]` 的 int32 或 int64 张量。没有任何对时，不启动内核，但空的 `pairs` 也要像其他输入一样检查（`torch.tensor([])` 是浮点张量：抛出 `TypeError`）。
 #
 # 以下输入在**启动之前**就被拒绝，因此什么都不会被复制：`pairs` 不是 int32 或 int64 张量（例如 int16、浮点或 bool 张量，或者一个列表）时抛出 `TypeError`；它的形状不是 `[num_pairs, 2]`、位于另一个设备上、含有池之外的块、**同一个目标出现两次**，或者某个块**既是源又是目标**（包括 `(b, b)` 这样的对）时抛出 `ValueError`。一次启动中的程序实例同时运行，没有固定的顺序：目标重复时，哪一次复制最后生效取决于执行的先后，这就是数据竞争；一个块被某个程序实例写入、又被另一个程序实例读取时，读到的可能是写入之前的内容，也可能是写入之后的内容。（同一个源复制到多个目标没有问题：这些程序实例只读取它。）解释器逐个运行程序实例，永远不会暴露这样的数据竞争：所以这项检查是唯一的保护。
 #
@@ -663,7 +664,9 @@ def _check_task9_2_2_rejected_before_launch():
             (torch.tensor([[0, 4], [1, 4]], device=device), ValueError, "destination 4 twice"),
             (torch.tensor([[0, 1], [1, 2]], device=device), ValueError, "block 1 both a destination and a source"),
             (torch.tensor([[2, 3], [3, 5]], device=device), ValueError, "block 3 a destination, then a source"),
-            (torch.tensor([[4, 4]], device=device), ValueError, "the pair (4, 4)")]:
+            (torch.tensor([[4, 4]], device=device), ValueError, "the pair (4, 4)"),
+            (torch.tensor([], device=device), TypeError, "torch.tensor([]) (no pairs, but float32)"),
+            (torch.zeros(0, 3, dtype=torch.int64, device=device), ValueError, "no pairs, of shape [0, 3]")]:
         assert_raises(error, f"copy_blocks with {what} on {device}", copy_blocks, k_cache, v_cache, pairs)
         assert_same_tensor(storage, before, f"the pools after copy_blocks with {what} raised on {device} "
                            "(nothing may be copied)")
@@ -676,6 +679,7 @@ def _check_task9_2_2_rejected_before_launch():
             (torch.tensor([[0, 1], [2, 3], [5, 1]], device=device), ValueError, "destination 1 twice, rows 0 and 2"),
             (torch.tensor([[5, 0], [2, 3], [1, 5]], device=device), ValueError, "block 5 a source, then a destination"),
             (torch.tensor([[0, 1]], dtype=torch.int16, device=device), TypeError, "int16 pairs"),
+            (torch.zeros(0, 2, dtype=torch.int16, device=device), TypeError, "no pairs, int16"),
             (torch.tensor([[True, False]], device=device), TypeError, "bool pairs"),
             ([[0, 1]], TypeError, "a list of pairs"),
             (torch.tensor([[0, 100]], device=device), ValueError, "block 100")]:

@@ -386,3 +386,42 @@ ALTERNATIVES = {
 ALTERNATIVES.setdefault(FIT, {})["the policy's method called through type(policy)"] = ref.edit(
     FIT, ("victim = policy.select_victim(manager.sequences, protected)",
           "victim = type(policy).select_victim(policy, manager.sequences, protected)"))
+
+# Round 5 (2026-12-06), from the task text clause by clause: each of these failed only hidden tests or none; the
+# visible tests of 3.2, 3.3, 3.5, 3.6 and 3.7 now show each case.
+WRONG[LRU]["use_count as a tie-break before the id"] = ref.edit(LRU, (
+    _LRU_MIN, "min(candidates, key=lambda seq_id: (sequences[seq_id].last_access_step, "
+              "sequences[seq_id].use_count, seq_id))"))
+WRONG[LFU]["None when only one candidate is left"] = ref.edit(LFU, (
+    "        if not candidates:\n            return None", "        if len(candidates) <= 1:\n            return None"))
+WRONG[LRU_T]["the fallback takes the last evictable index (a tie at the int64 maximum)"] = ref.edit(LRU_T, (
+    "return int(candidates[0]) if candidates.numel() else -1",
+    "return int(candidates[-1]) if candidates.numel() else -1"))
+WRONG[LFU_T]["shapes compared without the number of dimensions (2-D tensors pass)"] = ref.edit(LFU_T, (
+    "if use_count.dim() != 1 or last_access_step.shape != use_count.shape or evictable.shape != use_count.shape:",
+    "if last_access_step.shape != use_count.shape or evictable.shape != use_count.shape:"))
+WRONG[ORDER_T]["a float32 empty tensor when nothing is evictable"] = ref.edit(ORDER_T, (
+    "    return order[evictable[order]][:k]",
+    "    if not bool(evictable.any()):\n        return torch.tensor([])\n    return order[evictable[order]][:k]"))
+WRONG[ORDER_T]["reverses the caller's keys list in place"] = ref.edit(ORDER_T, (
+    "for key in reversed(keys):", "keys.reverse()\n    for key in keys:"))
+WRONG[ORDER_T]["no check of the number of dimensions (2-D keys and mask pass)"] = ref.edit(ORDER_T, (
+    "if evictable.dim() != 1 or any(", "if any("))
+ALTERNATIVES[LRU]["heapq.nsmallest over (step, id) tuples"] = ref.edit(LRU, (
+    f"return {_LRU_MIN}",
+    "import heapq\n        return heapq.nsmallest(1, ((sequences[s].last_access_step, s) for s in candidates))[0][1]"))
+ALTERNATIVES[LFU]["a loop that keeps the first of equal keys (strict <)"] = ref.solve(LFU, todo={"3.3.2": """
+    best = candidates[0]
+    for seq_id in candidates[1:]:
+        a, b = sequences[seq_id], sequences[best]
+        if (a.use_count, a.last_access_step) < (b.use_count, b.last_access_step):
+            best = seq_id
+    return best
+"""})
+ALTERNATIVES[LRU_T]["two stable sorts: by step, then the protected entries last"] = ref.solve(LRU_T, todo={"3.5.2": """
+    if not bool(evictable.any()):
+        return -1
+    order = torch.sort(last_access_step, stable=True).indices
+    order = order[torch.sort((~evictable[order]).to(torch.int8), stable=True).indices]
+    return int(order[0])
+"""})

@@ -783,3 +783,27 @@ ALTERNATIVES = {
         '''}),
     },
 }
+
+# Round 5 (2026-12-06), from the task text clause by clause: each wrong answer failed only hidden tests or none; the
+# visible tests of 6.1.1, 6.2.6 and 6.2.7 now show each case.
+WRONG[HASHES]["numbers.Integral but not bool (a numpy integer passes)"] = ref.edit(HASHES, (
+    "        if type(token) is not int:\n",
+    "        if not isinstance(token, __import__('numbers').Integral) or isinstance(token, bool):\n"))
+WRONG[CACHE]["LRU with use_count as a tie-break before the hash"] = ref.edit(CACHE, (
+    _LRU_KEY, 'return min(candidates, key=lambda h: (self._blocks[h]["last_access_step"], '
+              'self._blocks[h]["use_count"], h))'))
+WRONG[CACHE]["a parent becomes a leaf again only when it is not pinned"] = ref.edit(CACHE, (
+    '            if self._blocks[parent]["children"] == 0:',
+    '            if self._blocks[parent]["children"] == 0 and self._blocks[parent]["ref_count"] == 0:'))
+ALTERNATIVES[SERVE]["get_kv(reused) or None (get_kv([]) when nothing is reused)"] = ref.edit(SERVE, (
+    "past_kv = cache.get_kv(reused) if reused else None", "past_kv = cache.get_kv(reused) or None"))
+ALTERNATIVES[CACHE]["narrow + clone; get_kv lets the dict raise the KeyError"] = ref.edit(CACHE, (
+    '"kv": [(k_cache[rows].clone(), v_cache[rows].clone()) for k_cache, v_cache in kv],',
+    '"kv": [(k_cache.narrow(0, rows.start, self.block_size).clone(), '
+    'v_cache.narrow(0, rows.start, self.block_size).clone()) for k_cache, v_cache in kv],'), (
+    '        missing = [h for h in hashes if h not in self._blocks]\n        if missing:\n'
+    '            raise KeyError(f"get_kv: blocks not cached: {missing[:3]}")\n'
+    '        if not hashes:\n            return []\n'
+    '        blocks = [self._blocks[h]["kv"] for h in hashes]',
+    '        blocks = [self._blocks[h]["kv"] for h in hashes]\n'
+    '        if not blocks:\n            return []'))

@@ -246,3 +246,12 @@ ALTERNATIVES = {
     return torch.tensor(victims, dtype=torch.int64, device=scores.device)""")),
     },
 }
+
+# Round 5 (2026-12-06): an empty pairs tensor is checked like any other (the text and the visible test of 9.2.2 say so).
+WRONG[COPY]["no pairs: returns before checking them (torch.tensor([]) accepted)"] = ref.edit(COPY, (
+    "    if pairs.dtype not in (torch.int32, torch.int64):",
+    "    if pairs.numel() == 0:\n        return None\n    if pairs.dtype not in (torch.int32, torch.int64):"))
+ALTERNATIVES[COPY]["the overlap found with Python sets of the ids"] = ref.edit(COPY, (
+    "    both = torch.isin(targets, sources)\n    if bool(both.any()):",
+    "    common = set(targets.tolist()) & set(sources.tolist())\n"
+    "    both = torch.tensor([t in common for t in targets.tolist()], dtype=torch.bool)\n    if bool(both.any()):"))
