@@ -215,3 +215,36 @@ def test_a_zip_is_graded_without_following_its_links_or_paths(zip_batch):
     assert rows["l_absolute"][1].startswith(f"needs a manual look: refused '/l_absolute/{FILE}': an absolute")
     assert rows["l_bomb"][1].startswith(f"needs a manual look: refused 'l_bomb/{FILE}': not extracted from the zip: "
                                         "it has more than the 2 MB")
+
+
+# A cell that never ends (its time limit is longer than the student's), so that the student's time limit kills the
+# grading process (grading/pipeline/jobs.py, `Job.stop`) before nbgrader can shut its kernel down.
+_NEVER_ENDS = '''
+import signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True:
+    time.sleep(0.1)
+'''
+
+
+@pytest.fixture(scope="module")
+def killed_batch(tmp_path_factory):
+    work = tmp_path_factory.mktemp("robust-killed")
+    release, answers = release_and_answers()
+    stuck = fill(release, {**answers, "task1_1_select_victim": answers["task1_1_select_victim"] + _NEVER_ENDS})
+    (work / "submissions" / "k_stuck").mkdir(parents=True)
+    nbformat.write(stuck, work / "submissions" / "k_stuck" / FILE)
+    return _grade_isolated(work, work / "submissions", "--cell-timeout", "120", "--student-timeout", "15",
+                           "--jobs", "1")
+
+
+@needs_root_sandbox
+def test_a_grading_process_killed_at_the_student_s_time_limit_leaves_no_file_on_the_host(killed_batch):
+    """jupyter_client wrote each kernel's connection file (its message-signing key) to the grader's $TMPDIR, and only
+    shutting the kernel down removed it: every notebook past the student's time limit left one in /tmp. It is now
+    in the student's socket folder, and the grading process's $TMPDIR is a folder of the run's."""
+    assert killed_batch["exit"] == "exit 0", killed_batch["log"][-3000:]
+    score, status = killed_batch["rows"]["k_stuck"]
+    assert score == 0 and status.startswith("timed out after 15 s"), status
+    assert killed_batch["left"] == [], "nothing of the batch is left in the host's temporary folders"
+    assert killed_batch["processes"] == [], "no process of the batch outlives it"

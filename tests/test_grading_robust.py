@@ -8,6 +8,7 @@ purpose, the cost of each preparation step on notebooks of growing size, and the
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -134,6 +135,88 @@ def test_a_cleanup_step_that_raises_is_a_log_line():
 
 
 # The preparation's time limit, with steps made slow on purpose (the child processes inherit the patches).
+
+@pytest.mark.parametrize("sandboxed", [True, False])
+def test_a_kernel_s_connection_file_is_in_the_student_s_socket_folder_not_in_tmp(tmp_path, monkeypatch, sandboxed):
+    """It holds the key that signs the kernel's messages. jupyter_client made it in $TMPDIR and only shutting the
+    kernel down removed it, so each grading process killed at a student's time limit left one in /tmp; the grading
+    command removes the socket folder (the grader's own, which the sandbox never shows) after every student."""
+    from types import SimpleNamespace
+
+    from grading.isolation import kernels, sandbox
+
+    sockets, temporary = tmp_path / "sockets", tmp_path / "tmp"
+    sockets.mkdir(mode=0o700)
+    temporary.mkdir()
+    plan = sandbox.Plan(sandbox=sandboxed, socket_dir=str(sockets)).write(tmp_path / "plan.json")
+    monkeypatch.setenv(kernels.PLAN_VARIABLE, str(plan))
+    monkeypatch.setattr(kernels, "warm_process", lambda plan_file: SimpleNamespace(host_ip=str(sockets / "kernel")))
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    manager = kernels.SandboxKernelManager()
+    manager.write_connection_file()
+    assert Path(manager.connection_file).parent == sockets and Path(manager.connection_file).exists()
+    assert list(temporary.iterdir()) == []
+    manager.cleanup_connection_file()
+    assert list(sockets.iterdir()) == []
+
+
+def _message(msg_type: str, **content) -> dict:
+    return {"msg_type": msg_type, "header": {"msg_type": msg_type}, "parent_header": {}, "content": content}
+
+
+def test_an_output_that_fits_is_kept_as_it_came_and_a_larger_one_is_cut_with_a_marker():
+    from grading.isolation.outputs import OutputBudget
+
+    budget = OutputBudget(per_output=1000, per_cell=2500, per_notebook=4000)
+    budget.start_cell()
+    honest = _message("display_data", data={"image/png": "iVBOR" * 100, "text/plain": "<Figure>"}, metadata={})
+    assert budget.bound(honest) is honest
+    cut = budget.bound(_message("stream", name="stdout", text="A" * 5000))["content"]
+    assert cut["text"].startswith("A" * 1000) and cut["text"].count("A") == 1000
+    assert "[the grader cut 4,000 bytes of this output here: one output may hold" in cut["text"]
+    error = budget.bound(_message("error", ename="ValueError", evalue="C" * 9000, traceback=["x" * 9000] * 3))
+    content = error["content"]
+    assert content["ename"] == "ValueError" and len(content["evalue"]) + sum(map(len, content["traceback"])) < 1300
+    assert "bytes of this output here" in content["traceback"][-1]
+    # The cell's 2,500 bytes are spent: what follows is dropped, and one line at the end says so.
+    assert budget.bound(_message("stream", name="stdout", text="B" * 100)) is None
+    assert budget.bound(_message("execute_result", data={"text/plain": "1"}, metadata={}, execution_count=1)) is None
+    note = budget.end_cell()
+    assert note.text.startswith("[the grader dropped 2 more outputs of this cell (") and "a cell's outputs" in note.text
+    budget.start_cell()  # The next cell has its own 2,500 bytes, within the notebook's 4,000.
+    assert budget.bound(_message("stream", name="stdout", text="D" * 900))["content"]["text"] == "D" * 900
+    budget.cleared()  # clear_output: the cell's outputs no longer count.
+    assert budget.bound(_message("stream", name="stdout", text="E" * 900))["content"]["text"] == "E" * 900
+    left = budget.bound(_message("stream", name="stderr", text="F" * 900))["content"]["text"]
+    assert left.count("F") < 900 and "a notebook's outputs may hold" in left
+
+
+def test_a_notebook_s_outputs_are_bounded_in_bytes_as_they_arrive(tmp_path):
+    """A print of 300 MB, an exception whose message is 400 MB: nbgrader's LimitOutput counts lines, so they went
+    whole into the grading process, the autograded notebook and the feedback (301 MB, 839 MB; the process above
+    5 GB). Each output, cell and notebook now holds at most its limit (small here), and says what was cut."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from grading.judge.execute import JudgedExecute
+
+    limits = {"max_output_bytes": 100_000, "max_cell_output_bytes": 150_000, "max_notebook_output_bytes": 400_000}
+    cells = ["print('A' * 3_000_000)", "raise ValueError('C' * 3_000_000)",
+             "import sys\nfor _ in range(40):\n    print('B' * 50_000, flush=True)",
+             "from IPython.display import display\ndisplay({'image/png': 'iVBOR' * 100_000}, raw=True)",
+             "print('honest')\n6 * 7", "print('D' * 300_000)"]
+    notebook = new_notebook(cells=[new_code_cell(source) for source in cells])
+    executor = JudgedExecute(judge=False, timeout=60, **limits)
+    executed, _ = executor.preprocess(notebook, {"metadata": {"path": tmp_path}})
+    sizes = [len(json.dumps(cell.outputs)) for cell in executed.cells]
+    assert max(sizes[:4]) < 160_000 and sum(sizes) < 420_000, sizes
+    text = [json.dumps(cell.outputs) for cell in executed.cells]
+    assert "the grader cut 2,900,001 bytes of this output here: one output may hold" in text[0]
+    assert executed.cells[1].outputs[0].ename == "ValueError" and "bytes of this output here" in text[1]
+    assert "the grader cut" in text[2] or "the grader dropped" in text[2]
+    assert "the grader cut" in text[3] and "image/png" not in text[3]
+    assert executed.cells[4].outputs[0].text == "honest\n" and executed.cells[4].outputs[1].data == {"text/plain": "42"}
+    assert "a notebook's outputs may hold" in text[5], text[5][-300:]
+
 
 def _course(tmp_path: Path) -> Path:
     course = tmp_path / "course"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 from grading.isolation import zygote
 
@@ -17,3 +18,14 @@ def test_each_kernel_reads_a_connection_file_of_its_own(tmp_path, monkeypatch):
     assert first[0] == second[0] == 4242 and first[1] != second[1]
     assert json.loads(open(first[1]).read())["key"] == "a" and json.loads(open(second[1]).read())["key"] == "b"
     assert all(path.startswith(str(tmp_path)) for path in (first[1], second[1]))
+
+
+def test_without_the_sandbox_connection_files_go_to_the_warm_process_s_own_folder(tmp_path):
+    # Not the grader's home: a grading process killed at a student's time limit left them there. The grading
+    # command removes the warm process's folder (a folder of the run's) whatever happened.
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(tmp_path / "warm.sock"))
+        assert zygote.connection_folder(listener, sandboxed=False) == str(tmp_path)
+        assert zygote.connection_folder(listener, sandboxed=True) is None  # The sandbox's home, emptied each time.
+    with socket.socket(socket.AF_UNIX) as unbound:
+        assert zygote.connection_folder(unbound, sandboxed=False) is None

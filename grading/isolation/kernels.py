@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -278,6 +279,12 @@ class SandboxKernelManager(AsyncKernelManager):
         if self._warm is not None:
             self.transport = "ipc"
             self.ip = self._warm.host_ip
+            if not self.connection_file:
+                # The kernel's key and sockets, in the student's socket folder (the grader's own, mode 0700, which the
+                # sandbox never shows): jupyter_client's default, a file in the grader's $TMPDIR that only shutting
+                # the kernel down removes, stayed on the host whenever a time limit killed the grading process; the
+                # grading command removes this folder after the student, killed or not (grading/pipeline/run.py).
+                self.connection_file = os.path.join(self._plan.socket_dir, f"connection-{secrets.token_hex(8)}.json")
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         if self._warm is None:

@@ -147,9 +147,10 @@ def _take_limits(limits: dict) -> None:
 
 
 def _fork_kernel(connection: dict, private: list[socket.socket], folder: str | None,
-                 limits: dict | None = None) -> tuple[int, str]:
+                 limits: dict | None = None, files: str | None = None) -> tuple[int, str]:
     """Fork a child that runs a kernel on ``connection`` in ``folder`` (None: where this process is);
-    return its pid and its connection file, which the caller removes when the kernel has ended.
+    return its pid and its connection file, written in ``files`` (None: the home folder), which the caller
+    removes when the kernel has ended.
 
     The child closes the ``private`` sockets (the listener and the client's connection) first, so
     that no kernel can take a request meant for the warm process; with ``limits`` (the shared warm
@@ -157,7 +158,7 @@ def _fork_kernel(connection: dict, private: list[socket.socket], folder: str | N
     """
     # A file of this kernel's own: without the sandbox every warm process of a grading run shares one home, and
     # a kernel that read the file another warm process had just written would listen on that kernel's ports.
-    path = os.path.join(os.environ["HOME"], f".kernel-{os.getpid()}-{next(_KERNELS)}.json")
+    path = os.path.join(files or os.environ["HOME"], f".kernel-{os.getpid()}-{next(_KERNELS)}.json")
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         json.dump(connection, handle)
@@ -304,6 +305,24 @@ def _watch(connection: socket.socket, pid: int) -> tuple[int, dict]:
     return status, {"ran": ran, "waited": waited, "wall": time.monotonic() - started}
 
 
+def connection_folder(listener: socket.socket, sandboxed: bool) -> str | None:
+    """Where the kernels' connection files go (None: the home folder).
+
+    In the sandbox, its home, emptied after every kernel. Without it, the folder of the warm process's socket, the
+    grader's own, which the grading command removes even when it killed the warm process before a file could go
+    (the grader's home kept them).
+    """
+    if sandboxed:
+        return None
+    try:
+        name = listener.getsockname()
+    except OSError:
+        return None
+    if not isinstance(name, str) or not name.startswith("/"):
+        return None  # Not bound to a path (an abstract or unbound socket).
+    return os.path.dirname(name)
+
+
 def serve(listener: socket.socket, sandboxed: bool, preload: list[str]) -> None:
     """Answer the grader's requests until it ends this process."""
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")  # What ipykernel sets.
@@ -317,6 +336,7 @@ def serve(listener: socket.socket, sandboxed: bool, preload: list[str]) -> None:
     # kernel, which would copy every page the warm process shares with them.
     gc.collect()
     gc.freeze()
+    files = connection_folder(listener, sandboxed)
     last: dict = {}
     while True:
         connection, _ = listener.accept()
@@ -342,7 +362,7 @@ def serve(listener: socket.socket, sandboxed: bool, preload: list[str]) -> None:
             limits = None if sandboxed else request.get("limits")
             pid, connection_file = _fork_kernel(connection_info, [listener, connection],
                                                 folder if isinstance(folder, str) else None,
-                                                limits if isinstance(limits, dict) else None)
+                                                limits if isinstance(limits, dict) else None, files)
             send_message(connection, {"pid": pid})
             status, last = _watch(connection, pid)
             with contextlib.suppress(OSError):

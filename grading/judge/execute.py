@@ -12,6 +12,9 @@ grading (the notebook it saves is unchanged):
    the cell failed, into the cell's outputs as one error (the failing check's message), which is
    what feedback shows; errors the kernel itself printed in a test cell are dropped.
 
+Every output the kernel sends is bounded in bytes as it arrives (grading/isolation/outputs.py: `OutputBudget`),
+in both forms: nbgrader's ``LimitOutput`` counts lines only, after the notebook ran.
+
 `SaveVerdicts` writes the gradebook from the verdicts alone: a test cell earns its points when
 the judge says it passed, and a cell without a verdict (its kernel died before it) earns none.
 With ``judge = False`` both steps are nbgrader's own (the attack tests show what that allows).
@@ -30,9 +33,17 @@ from nbclient.util import run_sync
 from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell
 from nbgrader.preprocessors import Execute, SaveAutoGrades
-from traitlets import Bool
+from traitlets import Bool, Int
 
 from grading.isolation.guard import PLAN_VARIABLE, SandboxKernelManager
+from grading.isolation.outputs import (
+    MAX_CELL_OUTPUT_BYTES,
+    MAX_JUDGE_MESSAGE_CHARS,
+    MAX_NOTEBOOK_OUTPUT_BYTES,
+    MAX_OUTPUT_BYTES,
+    OutputBudget,
+    clip_text,
+)
 from grading.judge import client, prelude
 from grading.judge.names import trusted_names
 
@@ -64,12 +75,17 @@ def error_output(message: str, lines: list[str] | None = None) -> NotebookNode:
 
 
 def settle(cell: NotebookNode, verdict: dict | None) -> None:
-    """A test cell's outputs after grading: the kernel's, without its errors, then the judge's failure."""
+    """A test cell's outputs after grading: the kernel's, without its errors, then the judge's failure.
+
+    The judge's message is one line of at most `MAX_JUDGE_MESSAGE_CHARS` characters (grading/judge/runner.py), its
+    traceback at most 8 lines of the test cell's own code; both are cut here too, whatever the judge sent.
+    """
     cell.outputs = [output for output in cell.outputs if output.output_type != "error"]
     if verdict is None:
         cell.outputs.append(error_output("JudgeError: this test cell was not judged (the kernel ended before it)"))
     elif not verdict["passed"]:
-        cell.outputs.append(error_output(verdict["message"], verdict.get("traceback")))
+        lines = [clip_text(str(line), MAX_JUDGE_MESSAGE_CHARS) for line in (verdict.get("traceback") or [])[-8:]]
+        cell.outputs.append(error_output(str(verdict["message"])[:MAX_JUDGE_MESSAGE_CHARS], lines))
 
 
 class JudgedExecute(Execute):
@@ -77,6 +93,11 @@ class JudgedExecute(Execute):
 
     judge = Bool(True, help="Judge test cells in the judge process; False runs them in the kernel, as plain "
                             "nbgrader does.").tag(config=True)
+    max_output_bytes = Int(MAX_OUTPUT_BYTES, help="Bytes one output may hold (a print, an image, an error); "
+                                                  "more is cut, with a marker").tag(config=True)
+    max_cell_output_bytes = Int(MAX_CELL_OUTPUT_BYTES, help="Bytes a cell's outputs may hold together").tag(config=True)
+    max_notebook_output_bytes = Int(MAX_NOTEBOOK_OUTPUT_BYTES, help="Bytes a notebook's outputs may hold together"
+                                    ).tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
@@ -84,6 +105,7 @@ class JudgedExecute(Execute):
         self._judge: client.JudgeProcess | None = None
         self._agent = ""
         self._verdicts: dict[str, dict] = {}
+        self._outputs = self._budget()
 
     def preprocess(self, nb: NotebookNode, resources: dict, km=None):
         try:
@@ -127,8 +149,49 @@ class JudgedExecute(Execute):
         resources[VERDICTS] = dict(self._verdicts)
         return nb, resources
 
+    def reset_execution_trackers(self) -> None:
+        super().reset_execution_trackers()
+        self._outputs = self._budget()  # A fresh count for each run of the notebook.
+
+    def _budget(self) -> OutputBudget:
+        return OutputBudget(self.max_output_bytes, self.max_cell_output_bytes, self.max_notebook_output_bytes)
+
+    def process_message(self, msg: dict, cell: NotebookNode, cell_index: int):
+        """nbclient's, with each output bounded in bytes before anything keeps it (grading/isolation/outputs.py)."""
+        msg_type = msg.get("msg_type")
+        # What nbclient clears of the cell's own outputs no longer counts (an Output widget's hook clears its own).
+        if not self.output_hook_stack.get((msg.get("parent_header") or {}).get("msg_id")):
+            if msg_type == "clear_output" and not (msg.get("content") or {}).get("wait"):
+                self._outputs.cleared()
+            elif self.clear_before_next_output and msg_type in ("stream", "display_data", "execute_result", "error"):
+                self._outputs.cleared()  # nbclient clears them before it adds this output.
+        bounded = self._outputs.bound(msg)
+        if bounded is None:
+            return None
+        return super().process_message(bounded, cell, cell_index)
+
+    def on_cell_executed(self, **kwargs):
+        """nbgrader's, which adds the execute reply's error when no error of its name was printed: bounded too."""
+        reply, cell = kwargs.get("execute_reply"), kwargs.get("cell")
+        if reply and (reply.get("content") or {}).get("status") == "error":
+            kwargs["execute_reply"] = dict(reply, content=self._outputs.reply(reply["content"]))
+        before = len(cell.outputs) if cell is not None else 0
+        result = super().on_cell_executed(**kwargs)
+        for output in cell.outputs[before:] if cell is not None else []:
+            self._outputs.counted(output)
+        return result
+
     async def async_execute_cell(self, cell: NotebookNode, cell_index: int, execution_count=None,
                                  store_history: bool = True):
+        self._outputs.start_cell()
+        try:
+            return await self._execute_cell(cell, cell_index, execution_count, store_history)
+        finally:
+            note = self._outputs.end_cell()
+            if note is not None:
+                cell.outputs.append(note)
+
+    async def _execute_cell(self, cell: NotebookNode, cell_index: int, execution_count, store_history: bool):
         if self._judge is None or not is_test_cell(cell):
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
         grade_id, source = cell.metadata["nbgrader"]["grade_id"], cell.source

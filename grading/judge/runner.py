@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy
 import torch
 
+from grading.isolation.outputs import MAX_JUDGE_MESSAGE_CHARS
+
 from .peer import ConnectionClosed
 from .remote import Cancelled, JudgePeer, JudgeTimeout
 from .wire import WireError
@@ -147,7 +149,8 @@ def run_test(peer: JudgePeer, epoch: str, grade_id: str, source: str, trusted: d
     except BaseException as error:  # noqa: BLE001 - whatever ends the test fails it; the judge goes on.
         if isinstance(error, (KeyboardInterrupt, SystemExit)) and type(error).__module__ != "kernel":
             raise  # The judge itself is asked to stop.
-        verdict = Verdict(grade_id, False, _describe(error, timeout)[:4000], _cell_lines(error, filename))
+        message = _describe(error, timeout)[:MAX_JUDGE_MESSAGE_CHARS]
+        verdict = Verdict(grade_id, False, message, _cell_lines(error, filename))
     else:
         verdict = Verdict(grade_id, True)
     finally:

@@ -28,7 +28,8 @@ from grading.pipeline.options import WORKER_STEP_LIMIT_S, GradingOptions
 class Job:
     """One of the ``--jobs`` grading processes, owned by one thread at a time."""
 
-    def __init__(self, number: int, course: Path, options: GradingOptions, skip_tag: str):
+    def __init__(self, number: int, course: Path, options: GradingOptions, skip_tag: str,
+                 temporary: Path | None = None):
         self.number = number
         self.course = course
         self.db = course / "jobs" / f"job-{number}.db"
@@ -39,6 +40,12 @@ class Job:
         self.settings_path.write_text(json.dumps({"options": options.to_json(), "course": str(course),
                                                   "skip_tag": skip_tag, "db": str(self.db)}))
         self.memory_limit_gb = options.memory_limit_gb
+        # The process's $TMPDIR: a folder of the run's (the grading command removes it at the end, whatever happened),
+        # so that what a killed process could not remove (a kernel's connection file, a warm process's folder)
+        # never stays in the host's /tmp. The sandbox never shows it.
+        self.temporary = temporary
+        if temporary is not None:
+            temporary.mkdir(mode=0o700, exist_ok=True)
         # The core of this slot: its grading process and all it starts (judge, kernels) run there.
         self.core = cores.core_for(number) if options.pin_cpus else None
         self.process: subprocess.Popen | None = None
@@ -50,6 +57,8 @@ class Job:
         env = dict(os.environ)
         package_home = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = package_home + os.pathsep + env.get("PYTHONPATH", "")
+        if self.temporary is not None:
+            env["TMPDIR"] = str(self.temporary)
         limit = int(self.memory_limit_gb * 2**30) if self.memory_limit_gb else None
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(

@@ -173,7 +173,7 @@ def _grade_all(options: GradingOptions, submissions: list[Submission], todo: dic
             if limits.warning:
                 log(limits.warning)
         count = min(options.jobs, len(todo))
-        jobs = [Job(number, course, options, skip_tag) for number in range(1, count + 1)]
+        jobs = [Job(number, course, options, skip_tag, kernels / f"tmp-{number}") for number in range(1, count + 1)]
         free: queue.Queue[Job] = queue.Queue()
         for job in jobs:
             free.put(job)
@@ -211,7 +211,7 @@ class _Run:
     course: Path  # The scratch course directory.
     sandbox_on: bool
     limits: cgroup_limits.Limits
-    kernels: Path  # Holds each student's socket folder and plan.
+    kernels: Path  # Holds each student's socket folder and plan, and each grading process's $TMPDIR.
     uids: dict[str, int]
     jobs: "queue.Queue[Job]"
     log: object
