@@ -72,7 +72,8 @@ def test_flat_folder_name_collision_is_kept_aside(tmp_path):
     assert not found[("dave", "01_eviction_as_ranking")].rivals
 
 
-@pytest.mark.parametrize("student", ["carol\n", "carol\n\n", "carol ", "-carol", "caról", "carol/x", ""])
+@pytest.mark.parametrize("student", ["carol\n", "carol\n\n", "carol ", "-carol", "carol/x", "", "car ol", "张 三",
+                                     "caro*", "[carol]", "car\u200bol", "car\u202eol"])
 def test_student_ids_are_checked_with_a_full_match(tmp_path, student):
     """A trailing newline passes a "^...$" match (and nbgrader strips it): the id check is a full match."""
     _touch(tmp_path, "x/01_eviction_as_ranking.ipynb")
@@ -83,6 +84,19 @@ def test_student_ids_are_checked_with_a_full_match(tmp_path, student):
     path.write_text(f"a.ipynb,{student.strip()}!\n")
     with pytest.raises(ValueError, match="line 1"):
         read_mapping(path)
+
+
+@pytest.mark.parametrize("name, student", [("caról", "caról"), ("张三", "张三"), ("Jose\u0301", "Jos\u00e9"),
+                                           ("s2024.001-b", "s2024.001-b")])
+def test_student_ids_may_be_written_in_any_script_and_are_composed(tmp_path, name, student):
+    """Letters and digits of any script (the course's students are mostly Chinese-first); a decomposed name (as macOS
+    writes it) gives the composed id, so the same student's two spellings are one student."""
+    _touch(tmp_path, f"{name}/01_eviction_as_ranking.ipynb")
+    found, problems = _found(tmp_path)
+    assert set(found) == {(student, "01_eviction_as_ranking")} and not problems, (found, problems)
+    path = tmp_path / "m.csv"
+    path.write_text(f"a.ipynb,{name}\n", encoding="utf-8")
+    assert read_mapping(path) == {"a.ipynb": student}
 
 
 @pytest.mark.parametrize("content", ["file,student_id\nx.ipynb\n", "a.ipynb,bad id!\n"])

@@ -354,3 +354,100 @@ def test_copies_are_found_across_shards_at_merge_time_and_the_score_is_unchanged
                      f"ben/{ASSIGNMENT}: same solution as ann (task 1.3)"]
     assert flagged("timed out after 60 s (0 points; needs a manual look)", "same solution as x (task 1.3)") == \
         "timed out after 60 s (0 points; needs a manual look); same solution as x (task 1.3)"
+
+
+# Issue "kernel stops": each appended to task 1.3's solution, after tasks 1.1 and 1.2 were judged (4 of 22 points).
+_STOPS = {
+    # ipykernel's message handler then raises on every later request: the kernel goes idle and never replies.
+    "mute_stdout": "import sys\nsys.stdout = None",
+    "dies": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+}
+
+
+@pytest.fixture(scope="module")
+def stopped_kernels(tmp_path_factory):
+    """Kernels that stop answering or die in task 1.3, graded through the command with a 20 s cell limit and a 60 s
+    limit per notebook; an honest student beside them."""
+    from grading.pipeline.run import grade_folder
+
+    folder = tmp_path_factory.mktemp("stops")
+    release, answers = release_and_answers()
+    notebooks = {"honest": fill(release, answers), **{student: fill(release, {
+        **answers, "task1_3_quotas": answers["task1_3_quotas"] + "\n" + code}) for student, code in _STOPS.items()}}
+    for student, notebook in notebooks.items():
+        (folder / student).mkdir()
+        nbformat.write(notebook, folder / student / FILE)
+    output = tmp_path_factory.mktemp("stops-output")
+    started = time.monotonic()
+    rows = grade_folder(folder, ROOT, [ASSIGNMENT], output=output, cell_timeout=20, student_timeout=60, jobs=3,
+                        feedback=False, log=lambda line: None)
+    return {scores.student: (scores, status) for scores, status in rows}, time.monotonic() - started, output
+
+
+def _keeps_tasks_1_1_and_1_2(scores) -> None:
+    assert scores.max_total == 22 and scores.total == 4, scores.tasks
+    assert scores.tasks["1.1"] == (2.0, 2.0) and scores.tasks["1.2"] == (2.0, 2.0), scores.tasks
+
+
+def test_a_kernel_that_stops_answering_ends_its_notebook_at_once_and_keeps_the_points_judged_before(stopped_kernels):
+    """`sys.stdout = None` made every later cell wait out its time limit until the notebook's limit killed its
+    grading process: the whole limit spent, and 0 of 0 points (the cells judged before lost)."""
+    graded, seconds, output = stopped_kernels
+    scores, status = graded["mute_stdout"]
+    _keeps_tasks_1_1_and_1_2(scores)
+    assert status.startswith("needs a manual look: the kernel stopped answering in cell ") and \
+        "(test_task1_3_quotas)" in status and "the rest were not run and score 0" in status, status
+    assert graded["honest"][0].total == 22 and graded["honest"][1] == "graded", graded["honest"]
+    assert seconds < 55, f"the batch took {seconds:.0f} s: a kernel that stopped answering waited out time limits"
+    autograded = nbformat.read(output / "autograded" / "mute_stdout" / ASSIGNMENT / FILE, as_version=4)
+    last = next(c for c in autograded.cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") == "test_task1_8_quotas_tensor")
+    assert any("not run: the kernel stopped answering" in out.get("evalue", "") for out in last.outputs), last.outputs
+
+
+def test_a_kernel_that_dies_is_named_in_the_status_and_the_points_judged_before_are_kept(stopped_kernels):
+    """A kernel death failed nbgrader's autograde ("NbGraderException: Please see the above traceback"): 0 of 22."""
+    graded, _, _ = stopped_kernels
+    scores, status = graded["dies"]
+    _keeps_tasks_1_1_and_1_2(scores)
+    assert status.startswith("needs a manual look: the kernel died in cell ") and "(task1_3_quotas)" in status, status
+
+
+def test_a_notebook_past_its_time_limit_says_it_was_not_graded_and_keeps_its_maximum(stopped_kernels, tmp_path):
+    """A notebook killed at --student-timeout had no scores: statuses.csv showed it as 0 of 0."""
+    from grading.pipeline.collect import Submission
+    from grading.pipeline.events import TimedOut
+    from grading.pipeline.jobs import status_of
+    from grading.pipeline.run import unscored
+
+    submission = Submission("ann", ASSIGNMENT, tmp_path / FILE, ["uses sys.stdout"])
+    status = status_of(submission, TimedOut("timed out"), 30)
+    assert status.startswith("timed out after 30 s: the notebook ran past its time limit (--student-timeout) and was "
+                             "not graded") and status.endswith("; uses sys.stdout"), status
+    tasks = unscored(stopped_kernels[2], ASSIGNMENT)  # As the run's gradebook defines the assignment.
+    assert sum(maximum for _, maximum in tasks.values()) == 22 and not any(score for score, _ in tasks.values())
+
+
+def test_a_submission_without_a_valid_student_id_gets_a_row_in_statuses_csv(tmp_path):
+    """Such a file was a log line alone: no row in grades.csv or statuses.csv. Ids in any script are valid."""
+    import csv
+
+    from grading.pipeline.run import grade_folder
+
+    folder = tmp_path / "submissions"
+    for name in ("with space", "张三", "Jose\u0301"):  # José as macOS writes it (decomposed).
+        (folder / name).mkdir(parents=True)
+        (folder / name / FILE).write_text("{ not a notebook")  # Reported before any kernel starts.
+    (folder / f"Copy of {ASSIGNMENT} (1).ipynb").write_text("{ not a notebook")
+    output = tmp_path / "output"
+    grade_folder(folder, ROOT, [ASSIGNMENT], output=output, feedback=False, log=lambda line: None)
+    with open(output / "statuses.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    by_student = {row["student_id"]: row for row in rows if row["student_id"]}
+    assert set(by_student) == {"张三", "Jos\u00e9"}, rows
+    assert all("not a readable notebook" in row["status"] for row in by_student.values()), rows
+    unnamed = sorted(row["status"] for row in rows if not row["student_id"])
+    assert len(unnamed) == 2 and all(row["assignment"] == ASSIGNMENT for row in rows), rows
+    assert unnamed[0].startswith(f"not graded: 'Copy of {ASSIGNMENT} (1).ipynb': cannot tell a valid student id"), rows
+    assert unnamed[1].startswith(f"not graded: 'with space/{FILE}': cannot tell a valid student id"), rows
+    assert all("rename" in status and "--students" in status for status in unnamed), unnamed

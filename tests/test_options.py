@@ -84,6 +84,22 @@ def test_each_outcome_has_its_status(tmp_path):
     assert status_of(submission, judged, 60).startswith("needs a manual look; the judge failed")
 
 
+def test_a_kernel_that_stopped_is_named_with_its_cell_and_a_time_limit_stop_starts_timed_out(tmp_path):
+    submission = Submission("alice", "01_eviction_as_ranking", tmp_path / "a.ipynb", ["uses os.kill"])
+    died = Done("01", ok=True, log="[ERROR] Timeout waiting for execute reply (20s).",
+                kernel_stopped={"kind": "died", "cell": "cell 12 (task1_3_quotas)",
+                                "reason": "the kernel died in cell 12 (task1_3_quotas)"})
+    assert status_of(submission, died, 60) == (
+        "needs a manual look: the kernel died in cell 12 (task1_3_quotas); the cells before it keep their points, the "
+        "rest were not run and score 0; a cell ran past the time limit and was interrupted; uses os.kill")
+    ignored = Done("01", ok=True, log="[ERROR] Timeout waiting for execute reply (20s).",
+                   kernel_stopped={"kind": "interrupt", "cell": "cell 9", "reason": "a cell ignored the interrupt: …"})
+    assert status_of(submission, ignored, 60) == (
+        "timed out: a cell ignored the interrupt: …; the cells before it keep their points, the rest were not run and "
+        "score 0 (needs a manual look); uses os.kill")
+    assert decode(encode(died)) == died
+
+
 def test_loading_the_course_s_nbgrader_config_imports_neither_torch_nor_numpy():
     """Every nbgrader command and every grading process loads nbgrader_config.py: importing torch there cost each
     of them about 1.2 s of CPU (the grading processes and nbgrader's steps need neither; the judge imports its own)."""

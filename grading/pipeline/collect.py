@@ -22,14 +22,42 @@ import os
 import re
 import stat
 import time
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-# Checked with fullmatch: "$" would also accept a trailing newline, which nbgrader strips.
-STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# What a student id may hold, in words for a status (`student_id` checks it).
+ID_RULE = "letters or digits of any script, then also '_', '.', '-'; no spaces"
 # Seconds to walk one entry of the folder (a student's folder, or a file of a flat folder).
 WALK_LIMIT_S = 60.0
 _NEVER_FOLLOWED = "submissions are read, never followed"
+
+
+def student_id(text: str) -> str | None:
+    """``text`` as a student id (in Unicode's composed form, NFC), or None when it is not a valid one.
+
+    A valid id starts with a letter or a digit of any script (``alice``, ``s2024001``, ``张三``, ``José``) and goes
+    on with letters, digits, combining marks, ``_``, ``.`` and ``-``: one folder name, no glob character (nbgrader
+    takes a student id as a glob), no space, control or invisible character. The id is checked whole: a trailing
+    newline, which a "^...$" match would accept and nbgrader strips, is refused. A name as macOS writes it
+    (decomposed, NFD) gives the same id as its composed form.
+    """
+    text = unicodedata.normalize("NFC", text)
+    if not text or not text[0].isalnum():
+        return None
+    if all(c.isalnum() or c in "_.-" or unicodedata.category(c).startswith("M") for c in text):
+        return text
+    return None
+
+
+class Problem(str):
+    """One line about a file that is not graded (the log shows it; statuses.csv gets a row of it): the file's path in
+    the submissions folder, and its assignment and student when they are known."""
+
+    def __new__(cls, text: str, path: str = "", assignment: str | None = None, student: str | None = None):
+        line = super().__new__(cls, text)
+        line.path, line.assignment, line.student = path, assignment, student
+        return line
 
 
 class Unreadable(Exception):
@@ -105,10 +133,10 @@ def read_mapping(path: Path) -> dict[str, str]:
     for number, row in enumerate(csv.reader(path.read_text(encoding="utf-8").splitlines()), start=1):
         if not row or (number == 1 and [cell.strip().lower() for cell in row[:2]] == ["file", "student_id"]):
             continue
-        if len(row) < 2 or not row[0].strip() or not STUDENT_ID.fullmatch(row[1].strip()):
-            raise ValueError(f"{path}, line {number}: expected 'file name,student id' with a valid student id, "
-                             f"got {row}")
-        mapping[row[0].strip()] = row[1].strip()
+        if len(row) < 2 or not row[0].strip() or not student_id(row[1].strip()):
+            raise ValueError(f"{path}, line {number}: expected 'file name,student id' with a valid student id "
+                             f"({ID_RULE}), got {row}")
+        mapping[row[0].strip()] = student_id(row[1].strip())
     return mapping
 
 
@@ -166,28 +194,38 @@ def _add(entry: os.DirEntry, found: list[_Found], problems: list[str]) -> Path |
     return None
 
 
-def _owner(path: Path, folder: Path, assignments: list[str], mapping: dict[str, str]
+def _owner(path: Path, folder: Path, assignments: list[str], mapping: dict[str, str], others: list[str] = ()
            ) -> tuple[str | None, str | None, str | None]:
-    """(student, assignment, problem) of a file: from the mapping, its folder or its name."""
+    """(student, assignment, problem) of a file: from the mapping, its folder or its name.
+
+    A file of one of ``others`` (the course's assignments that are not graded now) is neither: (student, None, "").
+    """
     parts = path.relative_to(folder).parts
     assignment, prefix = _assignment_in(path.name, assignments)
     if len(parts) >= 3 and parts[-2] in assignments:
         assignment = parts[-2]
     relative = "/".join(parts)
-    student = mapping.get(relative) or mapping.get(path.name) or (parts[0] if len(parts) >= 2 else prefix)
+    named = mapping.get(relative) or mapping.get(path.name) or (parts[0] if len(parts) >= 2 else prefix)
+    student = student_id(named) if named else None
     if assignment is None:
-        return student, None, (f"{shown(path)}: no assignment id ({', '.join(assignments)}) in its name or folder; "
-                                "needs a manual look")
-    if not student or not STUDENT_ID.fullmatch(student):
-        return None, assignment, (f"{shown(path)}: cannot tell a valid student id (letters, digits, '_', '.', '-'); "
-                                  "needs a manual look")
+        if others and (_assignment_in(path.name, others)[0] or (len(parts) >= 3 and parts[-2] in others)):
+            return student, None, ""
+        return student or named, None, (f"{shown(path)}: no assignment id ({', '.join(assignments)}) in its name or "
+                                        "folder; needs a manual look")
+    if not student:
+        rename = f"the file to '<student>_{assignment}.ipynb'" if len(parts) == 1 else \
+            f"the folder '{shown(parts[0])}' to the student's id"
+        return None, assignment, (
+            f"'{shown(relative)}': cannot tell a valid student id from its {'name' if len(parts) == 1 else 'folder'} "
+            f"({ID_RULE}); needs a manual look: rename {rename}, or name its student in a --students CSV "
+            "('file,student_id' rows), and grade again")
     return student, assignment, None
 
 
 def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None = None,
-            refused: list[tuple[str, str]] | None = None, limit_s: float = WALK_LIMIT_S
-            ) -> tuple[list[Submission], list[str]]:
-    """Find the submissions in ``folder``; return them and the problems found (one line each).
+            refused: list[tuple[str, str]] | None = None, limit_s: float = WALK_LIMIT_S, others: list[str] = ()
+            ) -> tuple[list[Submission], list[Problem]]:
+    """Find the submissions in ``folder``; return them and the problems found (one `Problem` each, a line).
 
     ``mapping`` gives the student id of files by their name (or path relative to ``folder``);
     it wins over the id taken from the folder or the file name. ``refused`` adds files that were
@@ -195,7 +233,8 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
     same student and assignment are all kept aside: the submission is returned with its
     ``rivals`` set, is not graded, and is reported as needing a manual look (the instructor
     chooses the file). A notebook that is a link, a FIFO, a socket or a device file, or a hard
-    link with names outside the student's notebooks, is refused: its status names it.
+    link with names outside the student's notebooks, is refused: its status names it. A notebook of one of
+    ``others`` (the course's assignments not graded now) is left out without a problem.
     """
     mapping = mapping or {}
     found = [_refused_entry(folder, name, why) for name, why in refused or []]
@@ -203,20 +242,25 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
     try:
         tops = sorted(os.scandir(folder), key=lambda entry: entry.name)
     except OSError as error:
-        return [], [f"{shown(folder)}: cannot be read ({error.strerror or error}); nothing was graded"]
+        return [], [Problem(f"{shown(folder)}: cannot be read ({error.strerror or error}); nothing was graded",
+                            path=shown(folder))]
     for top in tops:  # Each entry with a time limit of its own.
         if _add(top, found, problems) is not None:
             _walk(Path(top.path), found, problems, limit_s)
+    problems = [Problem(line) for line in problems]
     by_key: dict[tuple[str, str], list[_Found]] = {}
     stray: dict[str, list[str]] = {}  # A student's refused files that are no notebook of an assignment.
     for item in sorted(found, key=lambda item: item.path):
-        student, assignment, problem = _owner(item.path, folder, assignments, mapping)
+        student, assignment, problem = _owner(item.path, folder, assignments, mapping, others)
+        if problem == "":
+            continue  # A notebook of another assignment of the course, not graded now.
         if problem and item.refused and student and assignment is None:
             stray.setdefault(student, []).append(f"refused '{item.shown(folder)}': {item.refused} "
                                                  f"({_NEVER_FOLLOWED}; not read)")
         elif problem:
             where = item.name or shown(item.path)
-            problems.append(f"refused {where}: {item.refused} ({_NEVER_FOLLOWED})" if item.refused else problem)
+            problems.append(Problem(f"refused {where}: {item.refused} ({_NEVER_FOLLOWED})" if item.refused else problem,
+                                    path=item.shown(folder), assignment=assignment, student=student))
         else:
             by_key.setdefault((student, assignment), []).append(item)
     _refuse_outside_links(by_key)
@@ -230,7 +274,7 @@ def collect(folder: Path, assignments: list[str], mapping: dict[str, str] | None
             submission.notes.extend(notes)
             submission.needs_manual_look = True
         if student not in graded:
-            problems.extend(f"{student}: {note}" for note in notes)
+            problems.extend(Problem(f"{student}: {note}", student=student) for note in notes)
     return submissions, problems
 
 

@@ -35,6 +35,9 @@ class Done:
     scores: dict[str, list[float]] | None = None  # Per task label: [score, max score]; None: no scores.
     feedback_error: str | None = None
     judge_error: str | None = None  # Why the judge failed, when it did: the rest of the tests scored 0.
+    # What ended the notebook early, when its kernel died or stopped answering (grading/pipeline/liveness.py:
+    # {"kind", "cell", "reason"}): its remaining cells were not run and score 0.
+    kernel_stopped: dict | None = None
     # Wall seconds; CPU seconds of the grading process, of the judge and of the student's processes.
     seconds: dict[str, float] = field(default_factory=dict)
 

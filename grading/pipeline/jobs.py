@@ -190,10 +190,16 @@ def child_setup(core: int | None, data_limit_bytes: int | None):
     return setup
 
 
+# What stopped a kernel (grading/pipeline/liveness.py) that is a time limit: such a status starts "timed out".
+_TIMED_STOPS = ("stuck", "interrupt", "output")
+
+
 def status_of(submission: Submission, outcome: Outcome, timeout: float) -> str:
     """The status of a graded submission, from its outcome and what preparing it found."""
+    notes = "".join(f"; {note}" for note in submission.notes)
     if isinstance(outcome, TimedOut):
-        return f"timed out after {timeout:g} s (0 points; needs a manual look)"
+        return (f"timed out after {timeout:g} s: the notebook ran past its time limit (--student-timeout) and was not "
+                f"graded, every task scores 0 (needs a manual look){notes}")
     if isinstance(outcome, Failed):
         return f"needs a manual look: grading failed: {outcome.reason}"
     if not outcome.ok:
@@ -204,11 +210,17 @@ def status_of(submission: Submission, outcome: Outcome, timeout: float) -> str:
         return f"needs a manual look: grading failed: {reason.strip()[:300]}"
     status = "needs a manual look" if submission.needs_manual_look else "repaired" if submission.repaired else "graded"
     details = list(submission.notes)
-    if "Timeout waiting for execute reply" in outcome.log:
+    stop = outcome.kernel_stopped
+    if "Timeout waiting for execute reply" in outcome.log and not (stop and stop.get("kind") in _TIMED_STOPS):
         details.insert(0, "a cell ran past the time limit and was interrupted")
     if outcome.feedback_error:
         details.append(f"feedback failed: {outcome.feedback_error.strip().splitlines()[-1][:200]}")
     if outcome.judge_error:
         status = "needs a manual look"
         details.insert(0, f"the judge failed, so the rest of this student's tests score 0: {outcome.judge_error[:300]}")
+    if stop:
+        kept = (f"{stop.get('reason', 'the kernel stopped')}; the cells before it keep their points, the rest were not "
+                "run and score 0")
+        status = f"timed out: {kept} (needs a manual look)" if stop.get("kind") in _TIMED_STOPS \
+            else f"needs a manual look: {kept}"
     return status + ("; " + "; ".join(details) if details else "")

@@ -26,6 +26,7 @@ import csv
 import json
 import shutil
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -55,6 +56,33 @@ def write_results(path: Path, students: dict, **extra) -> None:
     partial = path.with_suffix(".partial")
     partial.write_text(json.dumps({**extra, "students": students}, indent=1, sort_keys=True), encoding="utf-8")
     partial.replace(path)
+
+
+def record_problems(path: Path, problems: list) -> None:
+    """Keep in a shard's results file the files its collect could not grade (`grading.pipeline.collect.Problem`
+    lines), replacing those of its earlier runs: each run's collect sees the whole submissions folder."""
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        content = {"students": {}}
+    content.update(collected_at=time.time(), problems=[
+        {"path": getattr(problem, "path", ""), "assignment": getattr(problem, "assignment", None) or "",
+         "student": getattr(problem, "student", None) or "", "status": f"not graded: {problem}"}
+        for problem in problems])
+    write_results(path, content.pop("students"), **content)
+
+
+def newest_problems(output: Path) -> list[dict]:
+    """The files not graded, as the shard that collected last saw them (every shard sees the whole folder)."""
+    newest: tuple[float, list[dict]] = (0.0, [])
+    for results in sorted((output / SHARDS).glob(f"*/{RESULTS}")):
+        try:
+            content = json.loads(results.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if content.get("collected_at", 0.0) > newest[0]:
+            newest = (content["collected_at"], content.get("problems", []))
+    return newest[1]
 
 
 def _open(db: Path, durable: bool = True) -> Gradebook:
@@ -112,6 +140,16 @@ def copy_students(source_db: Path, target_db: Path, work: dict[str, list[str]]) 
     by name, so two gradebooks built apart (two shards) merge as well as copies of one.
     """
     if not work:
+        return
+    if not source_db.exists():  # No notebook of the shard got as far as grading (none could be read, say).
+        if target_db.exists():
+            with _open(target_db, durable=False) as target:
+                for student, names in sorted(work.items()):
+                    for assignment in names:
+                        try:
+                            target.remove_submission(assignment, student)
+                        except MissingEntry:
+                            pass
         return
     target_db.parent.mkdir(parents=True, exist_ok=True)
     if not target_db.exists():
@@ -212,7 +250,10 @@ def merge(output: Path, csv_path: Path | None = None, log=print) -> list[tuple[S
     log(f"merged {changed} student(s) from {len(list((output / SHARDS).glob('*/' + RESULTS)))} shard(s) into "
         f"{target_db} ({len(merged)} student(s) in all)")
     rows = with_copies_flagged(rows_of(merged), merged, log)
-    export(target_db, csv_path or output / "grades.csv", rows, log)
+    problems = newest_problems(output)
+    for problem in problems:
+        log(f"{problem['status']}")
+    export(target_db, csv_path or output / "grades.csv", rows, log, problems)
     return rows
 
 
@@ -230,8 +271,12 @@ def with_copies_flagged(rows: list[tuple[Scores, str]], records: dict[str, dict]
              if (scores.student, scores.assignment) in copies else status) for scores, status in rows]
 
 
-def export(db: Path, csv_path: Path, rows: list[tuple[Scores, str]], log=print) -> None:
-    """nbgrader's CSV export of the gradebook, and ``statuses.csv`` (every status) beside it."""
+def export(db: Path, csv_path: Path, rows: list[tuple[Scores, str]], log=print, problems: list[dict] = ()) -> None:
+    """nbgrader's CSV export of the gradebook, and ``statuses.csv`` (every status) beside it.
+
+    ``problems`` (`newest_problems`) are the files that were not graded (no valid student id, no assignment id, not
+    readable): each gets a row of statuses.csv with its assignment and student when known, no score, and why.
+    """
     from nbgrader.plugins import CsvExportPlugin
 
     csv_path.parent.mkdir(parents=True, exist_ok=True)
@@ -253,6 +298,8 @@ def export(db: Path, csv_path: Path, rows: list[tuple[Scores, str]], log=print) 
         writer.writerow(["assignment", "student_id", "score", "max_score", "status"])
         for scores, status in rows:
             writer.writerow([scores.assignment, scores.student, f"{scores.total:g}", f"{scores.max_total:g}", status])
+        for problem in problems:
+            writer.writerow([problem.get("assignment", ""), problem.get("student", ""), "", "", problem["status"]])
     log(f"grades exported to {csv_path}; every status in {csv_path.with_name('statuses.csv')}")
 
 

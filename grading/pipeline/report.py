@@ -62,6 +62,22 @@ def read_scores(root: Path, assignment: str, student: str) -> Scores:
     return scores
 
 
+def maxima(database: Path, assignment: str) -> dict[str, float]:
+    """Each task's points (task label -> max score) as the gradebook ``database`` defines ``assignment``.
+
+    Raises:
+        LookupError: when the gradebook does not define the assignment.
+    """
+    with Gradebook(f"sqlite:///{database}") as gradebook:
+        try:
+            found = gradebook.find_assignment(assignment)
+        except MissingEntry:
+            raise LookupError(f"{database} does not define {assignment}") from None
+        cells = [cell for notebook in found.notebooks for cell in notebook.grade_cells]
+        return {task_label(cell.name): float(cell.max_score)
+                for cell in sorted(cells, key=lambda c: _label_key(task_label(c.name)))}
+
+
 def _label_key(label: str) -> tuple[int, int, int, str]:
     """Order task labels numerically ("1.2" before "1.10", "6.2" before "6.2.1"); others go last, by name."""
     match = re.fullmatch(r"(\d+)\.(\d+)(?:\.(\d+))?", label)

@@ -10,6 +10,7 @@ removed (grading/pipeline/cleanup.py) and the CSV is written: a failure becomes 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import queue
@@ -38,12 +39,13 @@ from grading.pipeline.merge import (
     merge,
     newest_records,
     read_results,
+    record_problems,
     rows_of,
     write_results,
 )
 from grading.pipeline.options import ONE_THREAD, GradingOptions, shard_of
 from grading.pipeline.prepare import place
-from grading.pipeline.report import Scores
+from grading.pipeline.report import Scores, maxima
 from grading.pipeline.zipped import submissions_folder
 
 
@@ -59,7 +61,8 @@ def grade(options: GradingOptions, log=print) -> list[tuple[Scores, str]]:
     max_bytes = int(options.max_notebook_mb * 2**20) if options.max_notebook_mb else None
     # A zip (as LMSs deliver) is read into a scratch folder, without links, absolute or ".." paths.
     with submissions_folder(options.folder, max_bytes, log) as (folder, refused):
-        submissions, problems = collect(folder, assignments, options.mapping, refused)
+        submissions, problems = collect(folder, assignments, options.mapping, refused,
+                                        others=[a for a in ASSIGNMENTS if a not in assignments])
         for problem in problems:
             log(f"skipped: {problem}")
         everyone = sorted({s.student for s in submissions})
@@ -76,6 +79,7 @@ def grade(options: GradingOptions, log=print) -> list[tuple[Scores, str]]:
             _grade_all(options, [s for own in todo.values() for s in own], todo, digests, uids, shard_dir, log)
         elif not (shard_dir / RESULTS).exists():
             write_results(shard_dir / RESULTS, {}, shard=shard_dir.name)  # The shard ran, with no one to grade.
+        record_problems(shard_dir / RESULTS, problems)  # Each gets a row of statuses.csv at the merge.
     if n == 1:
         rows = merge(destination, options.csv_path, log)
     else:
@@ -284,11 +288,27 @@ def _grade_student(run: _Run, student: str, submissions: list[Submission], diges
         for submission in todo:
             outcome = outcomes.get(submission.assignment, Failed("not graded"))
             done = outcome if isinstance(outcome, Done) else Done(submission.assignment, ok=False)
+            # A notebook without scores (past the time limit, its grading process ended) keeps its real maximum.
             results[submission.assignment] = {"status": status_of(submission, outcome, options.student_timeout),
-                                              "tasks": done.scores or {}, "job": job.number, "seconds": done.seconds,
+                                              "tasks": done.scores or unscored(run.course, submission.assignment),
+                                              "job": job.number, "seconds": done.seconds,
                                               "fingerprint": submission.fingerprint or {}}
             scratch.publish(run.course, options.destination, student, submission.assignment)
     return {"hash": digest, "graded_at": time.time(), "assignments": results}
+
+
+def unscored(course: Path, assignment: str) -> dict[str, list[float]]:
+    """Every task of ``assignment`` at 0 of its points, as the scratch course's gradebook defines them ({} when it
+    does not)."""
+    return {label: [0.0, maximum] for label, maximum in _maxima(course, assignment).items()}
+
+
+@functools.cache
+def _maxima(course: Path, assignment: str) -> dict[str, float]:
+    try:
+        return maxima(course / "gradebook.db", assignment)
+    except (LookupError, OSError):
+        return {}
 
 
 def starved(result: dict, cpus: float | None = 1.0) -> bool:

@@ -8,7 +8,8 @@ place      pipeline/prepare.py reads, repairs (pipeline/repair.py) and scans (is
 run        pipeline/jobs.py hands each student to a grading process (pipeline/worker.py), which runs
            nbgrader's autograde; the student's kernels run in the sandbox and limits (isolation/).
 score      the autograde steps below: every test cell runs in the judge (judge/execute.py), and the
-           gradebook is written from its verdicts alone.
+           gradebook is written from its verdicts alone; a kernel that dies or stops answering ends its
+           notebook at once, the cells judged before keeping their points (pipeline/liveness.py).
 sanitize   the last autograde step: nothing a student wrote runs in a grader's browser (isolation/sanitize.py).
 feedback   the feedback steps below: scores and visible tests, never the hidden tests (pipeline/feedback.py).
 merge      pipeline/merge.py merges the jobs' and shards' gradebooks into the course's; pipeline/copies.py
@@ -37,10 +38,11 @@ def autograde_steps() -> list:
     from nbgrader.preprocessors import AssignLatePenalties, IgnorePattern, LimitOutput
 
     from grading.isolation.sanitize import SanitizeNotebook
-    from grading.judge.execute import JudgedExecute, SaveVerdicts
+    from grading.judge.execute import SaveVerdicts
+    from grading.pipeline.liveness import WatchedExecute
     from grading.pipeline.steps import CheckCellMetadata
 
-    return [JudgedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveVerdicts, AssignLatePenalties,
+    return [WatchedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveVerdicts, AssignLatePenalties,
             CheckCellMetadata, SanitizeNotebook]
 
 

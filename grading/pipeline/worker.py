@@ -122,12 +122,15 @@ def _grade_notebook(api, settings: dict, options, student: str, assignment: str,
                     cgroups: list[str], emit) -> None:
     """Autograde one notebook and write its feedback; ``counted``: the student's cgroup counts the judge's CPU."""
     from grading.isolation import kernels
+    from grading.pipeline import liveness
 
     emit(Start(assignment))
+    liveness.reset()
     started, cpu, judge_cpu = time.perf_counter(), _cpu(), judge.cpu_seconds() if judge else 0.0
     with kernels.metered(cgroups, judge.cpu_seconds if counted else None) as student_cpu:
         result = api.autograde(assignment, student, force=True, create=True)
     graded, graded_cpu = time.perf_counter(), _cpu()
+    stopped = liveness.stops()
     judged_cpu = judge.cpu_seconds() if judge else 0.0
     scores = _scores(settings["db"], assignment, student)
     feedback = None
@@ -139,6 +142,7 @@ def _grade_notebook(api, settings: dict, options, student: str, assignment: str,
               feedback_error=None if feedback is None or feedback.get("success")
               else (feedback.get("error") or feedback.get("log") or "")[-2000:],
               judge_error=judge.failure if judge is not None else None,
+              kernel_stopped=stopped[0] if stopped else None,
               # Wall seconds; CPU seconds of this process (nbgrader's steps, feedback), of the judge and,
               # from the student's cgroup without the judge's part, of the student's processes
               # (grading/isolation/kernels.py: `metered`).
