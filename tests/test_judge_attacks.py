@@ -358,14 +358,17 @@ _PLANTER = """
         hook = HOOKS[kind]()
         if how == "forward hook":
             model.register_forward_hook(hook)
-        else:
+        elif how == "stored by the test's object":
             model.register(hook)
+        elif how == "put in the test's list":
+            model.hooks.append(hook)  # The test's own list: it crosses back as an update of the list.
+        else:  # "returned afterwards": handed to the test's object, then returned as if it were a result.
+            model.register(hook)
+            return hook
         return model(torch.ones(1, 2)).abs().sum().item()  # The hook runs here, while the student's code runs.
 
-    def hand_back(model, kind):
-        hook = HOOKS[kind]()
-        model.register(hook)
-        return hook
+    def make_hook(kind):
+        return HOOKS[kind]()
 """
 
 _TEST_MODEL = """
@@ -378,12 +381,14 @@ _TEST_MODEL = """
             torch.nn.init.ones_(self.linear.weight)
             self._hooks = []
 
+            self.hooks = []
+
         def register(self, hook):
             self._hooks.append(hook)
 
         def forward(self, x):
             y = self.linear(x)
-            for hook in self._hooks:
+            for hook in self._hooks + self.hooks:
                 y = hook(self, (x,), y)
             return y
 
@@ -391,25 +396,29 @@ _TEST_MODEL = """
 """
 
 
-@pytest.mark.parametrize("how", ["forward hook", "stored by the test's object"])
+@pytest.mark.parametrize("how", ["forward hook", "stored by the test's object", "put in the test's list",
+                                 "returned afterwards"])
 @pytest.mark.parametrize("kind", ["function", "lambda", "bound method", "callable object", "partial"])
 def test_what_the_student_s_code_plants_in_a_test_s_object_runs_only_while_that_code_runs(kernel, kind, how):
     """A student's code that gets one of the test's objects (a model) can hand it a callable (a forward hook, a
     callback it stores), which the test's object calls later, when the test computes its expected values with it
     (7.6.2's oracle ran the lent model after the call: a hook zeroed what it returned). Inside the student's
-    call the callable runs; called from the test's own code afterwards, the test cell fails with the reason.
-    A callable that the student's code returns to the test is the test's to call."""
+    call the callable runs; called from the test's own code afterwards (even after the student's code returned
+    it), the test cell fails with the reason. A callable that the student's code only returns is the test's to
+    call."""
     attacker = kernel(_PLANTER)
     planted = attacker.run(_TEST_MODEL + f"""
     inside = plant(model, {kind!r}, {how!r})
-    assert inside == 0.0, inside  # The hook ran during the student's call.
+    if {how!r} != "returned afterwards":
+        assert inside == 0.0, inside  # The hook ran during the student's call.
     expected = model(torch.ones(1, 2))  # The test's own computation: the hook must not run now.
     """)
     assert not planted.passed and "after that code had returned" in planted.message, planted.message
     attacker.passes(_TEST_MODEL + f"""
-    hook = hand_back(model, {kind!r})
+    hook = make_hook({kind!r})
     assert float(hook(model, (None,), torch.ones(2)).abs().sum()) == 0.0  # Returned to the test: it may call it.
-    assert float(model(torch.ones(1, 2)).abs().sum()) == 0.0
+    model.register(hook)
+    assert float(model(torch.ones(1, 2)).abs().sum()) == 0.0  # The test's own object calls what the test gave it.
     """)
 
 

@@ -164,7 +164,9 @@ class Peer:
         self.epoch: str | None = None
         self.framing = Framing(limits)
         self.decoding = 0  # Above 0 while a message is decoded (handles compare by identity then).
-        self.body_kind: str | None = None  # The kind of the message whose body is being decoded (None: none is).
+        # While a message is decoded: whether what comes new in it is handed over to this side's own objects (the
+        # arguments of a request, and what fills this side's own shared containers), not the answer to a request.
+        self.handing_over = False
         # One buffer for every read: a fresh 1 MiB bytes object per recv would cost an mmap each time.
         self.buffer = bytearray(1 << 20)
         self.view = memoryview(self.buffer)
@@ -319,16 +321,17 @@ class Peer:
         codec.wrote_memory = False
         with torch._C.DisableTorchFunction():
             self.incoming(sync[1])
-            for update in sync[0]:
-                expect(type(update) is list and len(update) == 2, "a malformed update")
-                pair = self.pairs.get(update[0])
-                codec.fill(pair, update[1])
-                pair.record()
-            self.body_kind = kind
             try:
+                for update in sync[0]:
+                    expect(type(update) is list and len(update) == 2, "a malformed update")
+                    pair = self.pairs.get(update[0])
+                    self.handing_over = pair.sid % 2 == self.parity  # A container of this side's own.
+                    codec.fill(pair, update[1])
+                    pair.record()
+                self.handing_over = kind == REQ
                 values = [codec.decode(node) for node in body]
             finally:
-                self.body_kind = None
+                self.handing_over = False
             if codec.wrote_memory:
                 self.pairs.settle()
             return kind, seq, values

@@ -25,7 +25,7 @@ from course import checks, kernels
 from .agent import CALLABLE, COUNT_LAUNCHES, COUNT_TORCH_CALLS, EAGER_DICT_ITEMS, FUNCTION, OPS
 from .handles import NO_DICT, Handle, HandleMeta, MirrorInfo, RemoteMethod, info_of, make_mirror
 from .pairs import lazy_pairs_in
-from .peer import END, HELLO, NOT_SHARED, OK, READY, REQ, Peer, from_kernel, global_node, keywords
+from .peer import END, HELLO, NOT_SHARED, READY, Peer, from_kernel, global_node, keywords
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 CALLBACK_OPS = frozenset({"len", "iter", "next", "repr", "str", "bool", "hash", "contains", "getitem", "eq", "ne",
@@ -241,12 +241,11 @@ class JudgePeer(Peer):
             handle = adopting if type(adopting) is cls and not hasattr(adopting, "_judge_oid") else object.__new__(cls)
             object.__setattr__(handle, "_judge_oid", oid)
             object.__setattr__(handle, "_judge_hash", hashed)
-            # An object that first came as an argument of the kernel's request was handed to a test's object by
-            # the student's code (a hook, a callback): see handles.Handle.__call__.
-            object.__setattr__(handle, "_judge_planted", self.body_kind == REQ)
+            # An object that first came as an argument of the kernel's request, or in what the kernel put into one
+            # of the test's own containers, was handed to the test's objects by the student's code (a hook, a
+            # callback): it stays so, even if the student's code returns it later (handles.Handle.__call__).
+            object.__setattr__(handle, "_judge_planted", self.handing_over)
             self.handles[oid] = info_of(cls).instances[oid] = weakref.ref(handle)
-        elif self.body_kind == OK:
-            object.__setattr__(handle, "_judge_planted", False)  # The test got it as the answer to its own request.
         if len(node) == 6:
             pair = self.codec.decode_root(node[5], depth + 1)
             pair.valid_at, pair.read_at = self.received, self.sent
