@@ -387,7 +387,7 @@ ALTERNATIVES.setdefault(FIT, {})["the policy's method called through type(policy
     FIT, ("victim = policy.select_victim(manager.sequences, protected)",
           "victim = type(policy).select_victim(policy, manager.sequences, protected)"))
 
-# Round 5 (2026-12-06), from the task text clause by clause: each of these failed only hidden tests or none; the
+# Round 5 (2026-12-05), from the task text clause by clause: each of these failed only hidden tests or none; the
 # visible tests of 3.2, 3.3, 3.5, 3.6 and 3.7 now show each case.
 WRONG[LRU]["use_count as a tie-break before the id"] = ref.edit(LRU, (
     _LRU_MIN, "min(candidates, key=lambda seq_id: (sequences[seq_id].last_access_step, "

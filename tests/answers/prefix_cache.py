@@ -784,11 +784,11 @@ ALTERNATIVES = {
     },
 }
 
-# Round 5 (2026-12-06), from the task text clause by clause: each wrong answer failed only hidden tests or none; the
+# Round 5 (2026-12-05), from the task text clause by clause: each wrong answer failed only hidden tests or none; the
 # visible tests of 6.1.1, 6.2.6 and 6.2.7 now show each case.
-WRONG[HASHES]["numbers.Integral but not bool (a numpy integer passes)"] = ref.edit(HASHES, (
+WRONG[HASHES]["numbers.Integral but not bool (a numpy integer passes)"] = "import numbers\n" + ref.edit(HASHES, (
     "        if type(token) is not int:\n",
-    "        if not isinstance(token, __import__('numbers').Integral) or isinstance(token, bool):\n"))
+    "        if not isinstance(token, numbers.Integral) or isinstance(token, bool):\n"))
 WRONG[CACHE]["LRU with use_count as a tie-break before the hash"] = ref.edit(CACHE, (
     _LRU_KEY, 'return min(candidates, key=lambda h: (self._blocks[h]["last_access_step"], '
               'self._blocks[h]["use_count"], h))'))

@@ -401,7 +401,7 @@ ALTERNATIVES = {
     },
 }
 
-# Round 5 (2026-12-06), from the task text clause by clause: each of these failed only hidden tests or none; the
+# Round 5 (2026-12-05), from the task text clause by clause: each of these failed only hidden tests or none; the
 # visible tests of 5.2.3, 5.2.4, 5.2.5, 5.3.1 and 5.3.4 now show each case.
 WRONG[SIM]["_refresh_queue drops the prefix's old items (no lazy deletion)"] = ref.edit(SIM, (
     "        heapq.heappush(self.queue, (entry.priority, entry.last_used, prefix))",

@@ -247,7 +247,7 @@ ALTERNATIVES = {
     },
 }
 
-# Round 5 (2026-12-06): an empty pairs tensor is checked like any other (the text and the visible test of 9.2.2 say so).
+# Round 5 (2026-12-05): an empty pairs tensor is checked like any other (the text and the visible test of 9.2.2 say so).
 WRONG[COPY]["no pairs: returns before checking them (torch.tensor([]) accepted)"] = ref.edit(COPY, (
     "    if pairs.dtype not in (torch.int32, torch.int64):",
     "    if pairs.numel() == 0:\n        return None\n    if pairs.dtype not in (torch.int32, torch.int64):"))
