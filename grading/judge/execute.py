@@ -48,6 +48,7 @@ from grading.judge import client, prelude
 from grading.judge.names import trusted_names
 
 VERDICTS = "judge_verdicts"
+NOT_JUDGED = "this test cell was not judged (the kernel ended before it)"  # A test cell without a verdict.
 NO_TIMEOUT = 600.0  # The judge's limit for a test cell when nbgrader has none.
 
 
@@ -82,7 +83,7 @@ def settle(cell: NotebookNode, verdict: dict | None) -> None:
     """
     cell.outputs = [output for output in cell.outputs if output.output_type != "error"]
     if verdict is None:
-        cell.outputs.append(error_output("JudgeError: this test cell was not judged (the kernel ended before it)"))
+        cell.outputs.append(error_output(f"JudgeError: {NOT_JUDGED}"))
     elif not verdict["passed"]:
         lines = [clip_text(str(line), MAX_JUDGE_MESSAGE_CHARS) for line in (verdict.get("traceback") or [])[-8:]]
         cell.outputs.append(error_output(str(verdict["message"])[:MAX_JUDGE_MESSAGE_CHARS], lines))

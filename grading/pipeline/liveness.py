@@ -30,9 +30,8 @@ from nbclient.util import ensure_async, run_sync
 from nbformat import NotebookNode
 from traitlets import Float
 
-from grading.judge.execute import JudgedExecute, error_output
+from grading.judge.execute import NOT_JUDGED, JudgedExecute, error_output
 
-NOT_JUDGED = "this test cell was not judged (the kernel ended before it)"  # grading/judge/execute.py: `settle`.
 _stops: list[dict] = []  # What stopped each notebook's kernel since `reset`, in this grading process.
 
 
