@@ -30,6 +30,15 @@ On the judge's side an eager mirrored ``__dict__`` is also *quiet* while only it
 itself, so the judge does not look for changes in it at every message (the kernel, where the
 student's code changes it, still does).
 
+On the kernel's side an eager pair *rests* while nothing but the table can reach its object
+(`PairTable.scan`): its reference count says no name, container or object of the kernel holds it,
+and, for a tensor, no other tensor, view, NumPy array or storage object shares its memory. Then no
+code of the kernel can change it, so `scan` stops comparing it (the student's kernel compares
+tensors by their bytes, which for the large inputs a test keeps was most of what serving it cost).
+It wakes as soon as the table hands it out again: a message names it (`PairTable.get`) or a value
+being encoded is it (`PairTable.find`). The judge drops such a pair instead, and the kernel's
+pair with it; the kernel keeps them, since the test still holds its side.
+
 So the cost of a message grows with what the test holds and reads, not with everything that ever
 crossed.
 
@@ -121,6 +130,33 @@ def _bytes_of(tensor: torch.Tensor) -> bytes | None:
     back through ``.data``) write a tensor's memory without bumping its version, so there a tensor changed
     when its bytes did. None for a layout that has no plain bytes."""
     return flat_bytes(tensor) if tensor.layout == torch.strided else None
+
+
+_STORAGE_USE_COUNT = getattr(torch._C, "_storage_Use_Count", None)  # How many tensors share a storage.
+_ALONE: dict[tuple[str, bool], tuple[int, int]] = {}  # `_memory_refs` of a tensor that shares its memory with none.
+
+
+def _memory_refs(tensor: torch.Tensor) -> tuple[int, int]:
+    """The references to a tensor's memory that its own reference count leaves out: its storage object's (someone
+    holds it) and torch's count of the tensors that use the storage (views, ``.data``, NumPy arrays, ``set_``).
+    What torch itself holds of the tensor (another tensor's ``.grad``) shows in the tensor's reference count."""
+    storage = tensor.untyped_storage()
+    return sys.getrefcount(storage), _STORAGE_USE_COUNT(storage._cdata)
+
+
+def _memory_alone(tensor: torch.Tensor, recorded) -> bool:
+    """Whether nothing shares a pair's tensor's memory but the pair's own record of it (`snapshot`): compared with
+    a probe on the same device, recorded the same way."""
+    if (_STORAGE_USE_COUNT is None or type(tensor) is not torch.Tensor or tensor.layout != torch.strided
+            or tensor.is_meta):
+        return False
+    key = (tensor.device.type, recorded[3] is not None)
+    alone = _ALONE.get(key)
+    if alone is None:
+        probe = torch.zeros(2, device=tensor.device)
+        view = _memory_of(probe) if key[1] else None  # noqa: F841 - held as a pair's record holds its view.
+        alone = _ALONE[key] = _memory_refs(probe)
+    return all(map(operator.le, _memory_refs(tensor), alone))
 
 
 def _same(items, recorded) -> bool:
@@ -260,11 +296,12 @@ def unshared_base(table: PairTable, tensor: torch.Tensor) -> torch.Tensor | None
 class Pair:
     """One shared pair on one side."""
 
-    __slots__ = ("sid", "tag", "obj", "recorded", "lazy", "quiet", "valid_at", "read_at", "keep")
+    __slots__ = ("sid", "tag", "obj", "recorded", "lazy", "quiet", "resting", "valid_at", "read_at", "keep")
 
     def __init__(self, sid: int, tag: int, obj, lazy: bool) -> None:
         self.sid, self.tag, self.obj, self.lazy = sid, tag, obj, lazy
         self.quiet = False  # An eager mirrored __dict__ that only the judge's handle holds (`PairTable.quieten`).
+        self.resting = False  # An eager pair of the kernel's that nothing but the table can reach (`PairTable.scan`).
         self.recorded = None
         self.valid_at = -1  # The judge's count of the kernel's messages when a lazy pair was last current.
         self.read_at = 0  # The judge's count of its own messages when the test last read a mirrored __dict__.
@@ -288,6 +325,7 @@ class PairTable:
         self.by_id: dict[int, Pair] = {}
         self.eager: dict[int, Pair] = {}  # The eager pairs, by sid: what `scan` looks at.
         self.quiet: dict[int, Pair] = {}  # The judge's eager pairs that `scan` need not look at (`quieten`).
+        self.resting: dict[int, Pair] = {}  # The kernel's eager pairs that nothing else can reach (`scan`).
         self.next_sid = 2 + parity
         self.owners: dict[tuple[str, int], Pair] = {}  # Tensors that own their whole storage, by storage.
         # Lazy or quiet pairs the judge changed (its writes to a mirrored __dict__), by sid: each crosses once per
@@ -297,7 +335,11 @@ class PairTable:
 
     def find(self, obj) -> Pair | None:
         pair = self.by_id.get(id(obj))
-        return pair if pair is not None and pair.obj is obj else None
+        if pair is None or pair.obj is not obj:
+            return None
+        if pair.resting:  # Whoever gave the object can change it.
+            self.rouse(pair)
+        return pair
 
     def add(self, obj, tag: int, sid: int | None = None, lazy: bool = False) -> Pair:
         """Register ``obj``: a new pair of this side, or (with ``sid``) one the other side made."""
@@ -322,9 +364,16 @@ class PairTable:
 
     def demote(self, pair: Pair) -> None:
         """An eager pair becomes lazy (the test has not read it for a while: `remote.JudgePeer.demote_unread`)."""
-        pair.lazy, pair.quiet = True, False
+        pair.lazy, pair.quiet, pair.resting = True, False, False
         self.eager.pop(pair.sid, None)
         self.quiet.pop(pair.sid, None)
+        self.resting.pop(pair.sid, None)
+
+    def rouse(self, pair: Pair) -> None:
+        """A resting pair is scanned again: the table hands its object out (`get`, `find`)."""
+        pair.resting = False
+        del self.resting[pair.sid]
+        self.eager[pair.sid] = pair
 
     def quieten(self, pair: Pair) -> None:
         """An eager pair that only the judge's own code can change stops being scanned: the mirrored ``__dict__``
@@ -357,18 +406,22 @@ class PairTable:
         pair = self.by_sid.get(sid) if type(sid) is int else None
         if pair is None:
             raise WireError(f"the shared id {sid!r} was never issued")
+        if pair.resting:  # A message names it: its object is about to be handed out, or written.
+            self.rouse(pair)
         return pair
 
     def scan(self, drop_unreferenced: bool) -> tuple[list[Pair], list[int]]:
         """The eager pairs whose object changed since it last crossed, and (the judge's side) the pairs
-        dropped because only this table still held their object; one pass over the eager pairs."""
+        dropped because only this table still held their object; one pass over the eager pairs. On the kernel's
+        side (not ``drop_unreferenced``) an unchanged pair that only this table can reach rests instead, until
+        the table hands it out again (`rouse`)."""
         if self.orphans:
             # Scanned once more, so that one that nothing else holds is dropped now (and its kernel's pair with it).
             for pair in self.orphans:
                 if pair.quiet and self.by_sid.get(pair.sid) is pair:
                     self.wake(pair)
             self.orphans = []
-        changed_pairs, dropped = [], []
+        changed_pairs, dropped, resting = [], [], []
         is_, getrefcount = operator.is_, sys.getrefcount
         for pair in self.eager.values():
             tag, obj, recorded = pair.tag, pair.obj, pair.recorded
@@ -377,18 +430,27 @@ class PairTable:
             # list that only this table holds once the statement ends, when the object keeps it in a slot).
             if drop_unreferenced and getrefcount(obj) <= 3 and pair.sid not in self.dirty and not pair.changed():
                 dropped.append(pair.sid)
-            elif tag is _LIST or tag is _SET:
-                if len(obj) != len(recorded) or not all(map(is_, obj, recorded)):
-                    changed_pairs.append(pair)
+                continue
+            if tag is _LIST or tag is _SET:
+                moved = len(obj) != len(recorded) or not all(map(is_, obj, recorded))
             elif tag is _DICT or tag is _ODICT:
-                if (len(obj) != len(recorded[0]) or not all(map(is_, obj, recorded[0]))
-                        or not all(map(is_, obj.values(), recorded[1]))):
-                    changed_pairs.append(pair)
-            elif changed(tag, obj, recorded):
+                moved = (len(obj) != len(recorded[0]) or not all(map(is_, obj, recorded[0]))
+                         or not all(map(is_, obj.values(), recorded[1])))
+            else:
+                moved = changed(tag, obj, recorded)
+            if moved:
                 changed_pairs.append(pair)
+            elif (not drop_unreferenced and recorded is not None and getrefcount(obj) <= 3
+                  and (tag is _LIST or tag is _SET or tag is _DICT or tag is _ODICT
+                       or tag is _TENSOR and _memory_alone(obj, recorded))):
+                resting.append(pair)
         obj = None  # The last object scanned is not held past the scan.
         for sid in dropped:
             self.drop(sid)
+        for pair in resting:
+            pair.resting = True
+            del self.eager[pair.sid]
+            self.resting[pair.sid] = pair
         return changed_pairs, dropped
 
     def settle(self) -> None:
@@ -426,6 +488,7 @@ class PairTable:
             return
         self.eager.pop(sid, None)
         self.quiet.pop(sid, None)
+        self.resting.pop(sid, None)
         if self.by_id.get(id(pair.obj)) is pair:
             del self.by_id[id(pair.obj)]
         if pair.tag is _TENSOR and self.owners.get(storage_key(pair.obj)) is pair:

@@ -232,8 +232,7 @@ def decode_tensor(leaf, limits: Limits = LIMITS) -> torch.Tensor:
         return torch.empty(shape, dtype=dtype, device=device)
     itemsize = _itemsize(dtype)
     expect(len(data) == count * itemsize, "a tensor whose bytes do not match its shape and dtype")
-    flat = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
-    values = flat.view(dtype).reshape(shape)
+    values = _tensor_of_bytes(data, dtype, shape)
     if stride is not None:
         expect(type(stride) is list and len(stride) == len(shape) and all(type(s) is int and 0 <= s <= count
                                                                              for s in stride), "a malformed stride")
@@ -241,6 +240,20 @@ def decode_tensor(leaf, limits: Limits = LIMITS) -> torch.Tensor:
         strided.copy_(values)
         values = strided
     return values.to(device) if device.type != "cpu" else values
+
+
+def _tensor_of_bytes(data: bytes, dtype: torch.dtype, shape: list) -> torch.Tensor:
+    """A new tensor with these bytes, which owns its memory: no base that a view of it would keep, so that
+    nothing but the tensor itself shares its storage (what the kernel looks for: pairs.PairTable.scan)."""
+    values = torch.empty(shape, dtype=dtype)
+    if not data:
+        return values
+    try:
+        values.reshape(-1).view(torch.uint8).numpy()[:] = numpy.frombuffer(data, numpy.uint8)
+    except (RuntimeError, TypeError, NotImplementedError):
+        # A dtype whose elements have no plain bytes to write (a quantized one): a view of a copy of them.
+        values = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape)
+    return values
 
 
 def encode_ndarray(array: numpy.ndarray) -> list:
