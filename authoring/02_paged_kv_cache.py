@@ -690,7 +690,9 @@ def _check_task2_3_SequenceKVCache():
         for _ in range(rng.randint(0, 6)):
             s.block_table.append(KVBlock(rng.randint(0, 99), 8))
     lengths = [len(s.block_table) for s in seqs]
-    assert len({id(s.block_table) for s in seqs}) == 5, "every SequenceKVCache needs its own block_table list"
+    # The tables are held while their ids are compared: an id is only an object's while something holds it.
+    tables = [s.block_table for s in seqs]
+    assert len({id(table) for table in tables}) == 5, "every SequenceKVCache needs its own block_table list"
     for i, s in enumerate(seqs):
         assert_plain_equal(s.num_blocks(), lengths[i], f"num_blocks() of sequence s{i}", reveal=False)
     keyword = SequenceKVCache(seq_id="y", num_tokens=40, use_count=3)
