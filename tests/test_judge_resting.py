@@ -5,8 +5,8 @@ write without bumping a tensor's version. A test that keeps a large input (``ass
 ``large``) made the kernel copy it at every later message. Resting is right only while no code of the
 kernel can change the object: these tests hand the kernel's code every way of reaching it again (the test
 sends it once more, or the student's code kept it, a view of it, ``.data``, a NumPy array over it, its
-storage object, a container holding it, or another tensor whose gradient it is), check that each later
-change still reaches the test, and that the pairs that can rest do.
+storage object, a container holding it, another tensor whose gradient it is, or a weak reference), check
+that each later change still reaches the test, and that the pairs that can rest do.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from __future__ import annotations
 import pytest
 
 KERNEL = '''
+    import weakref
     import torch
     KEPT = []
+    WEAK_VALUES = weakref.WeakValueDictionary()
     def total(x):
         return float(sum(x)) if isinstance(x, list) else float(x.sum())
     def tick():
@@ -27,7 +29,11 @@ KERNEL = '''
     def keep(x, how):
         KEPT.append({"itself": lambda: x, "data": lambda: x.data, "numpy": lambda: x.numpy(),
                      "view": lambda: x[1:], "storage": lambda: x.untyped_storage(),
-                     "in a list": lambda: [x], "as a gradient": lambda: as_gradient(x)}[how]())
+                     "in a list": lambda: [x], "as a gradient": lambda: as_gradient(x),
+                     "through a weak proxy": lambda: weakref.proxy(x),
+                     "in a WeakValueDictionary": lambda: keep_weak_value(x)}[how]())
+    def keep_weak_value(x):
+        WEAK_VALUES[len(WEAK_VALUES)] = x
     def as_gradient(x):
         holder = torch.zeros_like(x, requires_grad=True)
         holder.grad = x  # Torch holds the tensor itself; its Python object may count no reference for it.
@@ -42,6 +48,10 @@ KERNEL = '''
             kept[0].data.fill_(7)
         elif how == "as a gradient":
             kept.grad.fill_(7)
+        elif how == "through a weak proxy":
+            kept.fill_(7)
+        elif how == "in a WeakValueDictionary":
+            WEAK_VALUES[len(WEAK_VALUES) - 1].fill_(7)
         elif isinstance(kept, list):
             kept.append(7)
         else:
@@ -98,7 +108,7 @@ def test_a_list_the_kernel_let_go_of_rests_and_wakes_when_the_test_sends_it_agai
 
 
 @pytest.mark.parametrize("how", ["itself", "data", "numpy", "view", "storage", "in a list",
-                                 "as a gradient"])
+                                 "as a gradient", "through a weak proxy", "in a WeakValueDictionary"])
 def test_a_tensor_whose_memory_the_student_s_code_can_still_reach_never_rests(kernel, how):
     # The student's code keeps the tensor, or something that shares its memory, and writes through it in a later
     # call that the tensor is no argument of.
@@ -123,4 +133,20 @@ def test_a_list_the_student_s_code_keeps_never_rests(kernel):
             tick()
         write_kept("itself")
         assert items == [0, 7], items
+    ''')
+
+
+def test_a_set_the_student_s_code_keeps_a_weak_reference_to_never_rests(kernel):
+    kernel(KERNEL + '''
+    def keep_weakly(items):
+        KEPT.append(weakref.ref(items))
+    def add_to_kept(value):
+        KEPT[-1]().add(value)
+''').passes('''
+        items = {0}
+        keep_weakly(items)
+        for _ in range(3):
+            tick()
+        add_to_kept(7)
+        assert items == {0, 7}, items
     ''')

@@ -32,7 +32,9 @@ student's code changes it, still does).
 
 On the kernel's side an eager pair *rests* while nothing but the table can reach its object
 (`PairTable.scan`): its reference count says no name, container or object of the kernel holds it,
-and, for a tensor, no other tensor, view, NumPy array or storage object shares its memory. Then no
+no weak reference points to it, and, for a tensor, no other tensor, view, NumPy array or storage
+object shares its memory. (The kernel's code could still find it through ``gc`` or a raw pointer
+it kept: no honest answer does, and the kernel is the student's anyway.) Then no
 code of the kernel can change it, so `scan` stops comparing it (the student's kernel compares
 tensors by their bytes, which for the large inputs a test keeps was most of what serving it cost).
 It wakes as soon as the table hands it out again: a message names it (`PairTable.get`) or a value
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import operator
 import sys
+import weakref
 from collections import OrderedDict
 from types import SimpleNamespace
 
@@ -422,7 +425,7 @@ class PairTable:
                     self.wake(pair)
             self.orphans = []
         changed_pairs, dropped, resting = [], [], []
-        is_, getrefcount = operator.is_, sys.getrefcount
+        is_, getrefcount, getweakrefcount = operator.is_, sys.getrefcount, weakref.getweakrefcount
         for pair in self.eager.values():
             tag, obj, recorded = pair.tag, pair.obj, pair.recorded
             # getrefcount sees the Pair's reference, the local name and its own argument. One that changed since it
@@ -441,6 +444,7 @@ class PairTable:
             if moved:
                 changed_pairs.append(pair)
             elif (not drop_unreferenced and recorded is not None and getrefcount(obj) <= 3
+                  and not getweakrefcount(obj)  # A weak reference (a proxy, a WeakValueDictionary) reaches it too.
                   and (tag is _LIST or tag is _SET or tag is _DICT or tag is _ODICT
                        or tag is _TENSOR and _memory_alone(obj, recorded))):
                 resting.append(pair)
