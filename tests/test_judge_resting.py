@@ -70,7 +70,7 @@ def resting(monkeypatch) -> list[int]:
     def counting_scan(self, drop_unreferenced):
         found = original(self, drop_unreferenced)
         if self.parity == 1:
-            counts.append(len(self.resting))
+            counts.append(sum(pair.resting for pair in self.by_sid.values()))
         return found
 
     monkeypatch.setattr(pairs.PairTable, "scan", counting_scan)

@@ -327,8 +327,6 @@ class PairTable:
         self.by_sid: dict[int, Pair] = {}
         self.by_id: dict[int, Pair] = {}
         self.eager: dict[int, Pair] = {}  # The eager pairs, by sid: what `scan` looks at.
-        self.quiet: dict[int, Pair] = {}  # The judge's eager pairs that `scan` need not look at (`quieten`).
-        self.resting: dict[int, Pair] = {}  # The kernel's eager pairs that nothing else can reach (`scan`).
         self.next_sid = 2 + parity
         self.owners: dict[tuple[str, int], Pair] = {}  # Tensors that own their whole storage, by storage.
         # Lazy or quiet pairs the judge changed (its writes to a mirrored __dict__), by sid: each crosses once per
@@ -369,13 +367,10 @@ class PairTable:
         """An eager pair becomes lazy (the test has not read it for a while: `remote.JudgePeer.demote_unread`)."""
         pair.lazy, pair.quiet, pair.resting = True, False, False
         self.eager.pop(pair.sid, None)
-        self.quiet.pop(pair.sid, None)
-        self.resting.pop(pair.sid, None)
 
     def rouse(self, pair: Pair) -> None:
         """A resting pair is scanned again: the table hands its object out (`get`, `find`)."""
         pair.resting = False
-        del self.resting[pair.sid]
         self.eager[pair.sid] = pair
 
     def quieten(self, pair: Pair) -> None:
@@ -387,12 +382,10 @@ class PairTable:
         if not pair.lazy and not pair.quiet:
             pair.quiet = True
             self.eager.pop(pair.sid, None)
-            self.quiet[pair.sid] = pair
 
     def wake(self, pair: Pair) -> None:
         """A quiet pair is scanned again (the test can reach the object itself now)."""
         pair.quiet = False
-        self.quiet.pop(pair.sid, None)
         if not pair.lazy:
             self.eager[pair.sid] = pair
 
@@ -443,7 +436,7 @@ class PairTable:
                 moved = changed(tag, obj, recorded)
             if moved:
                 changed_pairs.append(pair)
-            elif (not drop_unreferenced and recorded is not None and getrefcount(obj) <= 3
+            elif (not drop_unreferenced and getrefcount(obj) <= 3
                   and not getweakrefcount(obj)  # A weak reference (a proxy, a WeakValueDictionary) reaches it too.
                   and (tag is _LIST or tag is _SET or tag is _DICT or tag is _ODICT
                        or tag is _TENSOR and _memory_alone(obj, recorded))):
@@ -454,7 +447,6 @@ class PairTable:
         for pair in resting:
             pair.resting = True
             del self.eager[pair.sid]
-            self.resting[pair.sid] = pair
         return changed_pairs, dropped
 
     def settle(self) -> None:
@@ -491,8 +483,6 @@ class PairTable:
         if pair is None:
             return
         self.eager.pop(sid, None)
-        self.quiet.pop(sid, None)
-        self.resting.pop(sid, None)
         if self.by_id.get(id(pair.obj)) is pair:
             del self.by_id[id(pair.obj)]
         if pair.tag is _TENSOR and self.owners.get(storage_key(pair.obj)) is pair:

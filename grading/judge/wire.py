@@ -246,13 +246,8 @@ def _tensor_of_bytes(data: bytes, dtype: torch.dtype, shape: list) -> torch.Tens
     """A new tensor with these bytes, which owns its memory: no base that a view of it would keep, so that
     nothing but the tensor itself shares its storage (what the kernel looks for: pairs.PairTable.scan)."""
     values = torch.empty(shape, dtype=dtype)
-    if not data:
-        return values
-    try:
+    if data:
         values.reshape(-1).view(torch.uint8).numpy()[:] = numpy.frombuffer(data, numpy.uint8)
-    except (RuntimeError, TypeError, NotImplementedError):
-        # A dtype whose elements have no plain bytes to write (a quantized one): a view of a copy of them.
-        values = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape)
     return values
 
 
