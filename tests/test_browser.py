@@ -53,6 +53,13 @@ def answer_dialogs(page, who: str) -> None:
             return
         text = " ".join(dialogs.first.inner_text().split())
         print(f"{who}: JupyterLab showed a dialog, accepted: {text[:300]}")
+        # "Select Kernel" offers the notebook's kernel and "No Kernel": choose a kernel, never none.
+        choices = dialogs.first.locator("select")
+        if choices.count():
+            labels = choices.first.locator("option").all_inner_texts()
+            kernels = [label for label in labels if label.strip() != "No Kernel"]
+            if kernels:
+                choices.first.select_option(label=kernels[0])
         accept = dialogs.first.locator(".jp-Dialog-button.jp-mod-accept")
         if accept.count():
             accept.first.click()
@@ -83,10 +90,21 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def server_log(root: Path) -> Path:
+    """Where lab_server writes what the JupyterLab server on ``root`` prints (beside the folder, not in it)."""
+    return root.with_name(f"{root.name}-jupyterlab.log")
+
+
+def server_log_tail(root: Path, lines: int = 40) -> str:
+    """The last lines the JupyterLab server on ``root`` printed, for a failure's message."""
+    text = server_log(root).read_text(errors="replace") if server_log(root).exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
 @contextlib.contextmanager
 def lab_server(root: Path, environment: dict[str, str] | None = None):
     """A JupyterLab server on the folder ``root``, every cell rendered; yields (base_url, token). ``environment``
-    adds to the server's (its kernels inherit it)."""
+    adds to the server's (its kernels inherit it). What the server prints goes to server_log(root)."""
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     env.pop("COURSE_AUTOGRADE", None)
@@ -101,11 +119,12 @@ def lab_server(root: Path, environment: dict[str, str] | None = None):
     (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     env["JUPYTERLAB_SETTINGS_DIR"] = str(root / ".settings")
     env["JUPYTERLAB_WORKSPACES_DIR"] = str(root / ".workspaces")
+    log = server_log(root).open("ab")
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", "--allow-root",
          f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True",
          "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 90
     while True:
@@ -115,7 +134,8 @@ def lab_server(root: Path, environment: dict[str, str] | None = None):
         except OSError:
             if time.time() > deadline or server.poll() is not None:
                 server.kill()
-                raise RuntimeError("JupyterLab did not start within 90 s") from None
+                log.close()
+                raise RuntimeError(f"JupyterLab did not start within 90 s:\n{server_log_tail(root)}") from None
             time.sleep(0.5)
     try:
         yield base, token
@@ -125,6 +145,7 @@ def lab_server(root: Path, environment: dict[str, str] | None = None):
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
+        log.close()
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from jupyter_client import BlockingKernelClient
-from test_browser import SCREENSHOTS, browser, lab_server, open_menu_item  # noqa: F401 - browser: the module's Chromium fixture.
+from test_browser import SCREENSHOTS, browser, lab_server, open_menu_item, server_log_tail  # noqa: F401 - browser: the module's Chromium fixture.
 
 from course.plots import CLAIM_PREFIX
 from grading.config import ASSIGNMENTS, ROOT
@@ -108,7 +108,34 @@ def _widget_state(page) -> str:
     }""")
 
 
-def _run_all(page, expected: int, assignment: str) -> None:
+def _start_kernel(base: str, token: str, root: Path, notebook: str) -> None:
+    """Start the kernel of the notebook at ``notebook`` (a path under ``root``) through the server's sessions API, and
+    wait until it answers, before the page opens the notebook: the page then joins this session. Left to the page,
+    a kernel that a busy machine starts slowly made JupyterLab ask "Select Kernel" at every Run All (CI at d4e82a7,
+    16 times in 240 s). A kernel that does not answer in time is started once more; a second fails, with the server's
+    log."""
+    request = {"path": notebook, "type": "notebook", "name": "", "kernel": {"name": "python3"}}
+    for _ in range(2):
+        post = urllib.request.Request(f"{base}/api/sessions?token={token}", data=json.dumps(request).encode(),
+                                      headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(post, timeout=180) as response:
+            session = json.load(response)
+        client = BlockingKernelClient(connection_file=str(root / ".runtime" / f"kernel-{session['kernel']['id']}.json"))
+        client.load_connection_file()
+        client.start_channels()
+        try:
+            client.wait_for_ready(timeout=180)
+            return
+        except RuntimeError:
+            delete = urllib.request.Request(f"{base}/api/sessions/{session['id']}?token={token}", method="DELETE")
+            urllib.request.urlopen(delete, timeout=60).close()
+        finally:
+            client.stop_channels()
+    raise AssertionError(f"{notebook}: its kernel did not answer in 180 s, twice; the server printed:\n"
+                         f"{server_log_tail(root)}")
+
+
+def _run_all(page, expected: int, assignment: str, root: Path) -> None:
     """Run All Cells, and wait until every code cell shows its execution number."""
 
     def prompts():
@@ -122,7 +149,9 @@ def _run_all(page, expected: int, assignment: str) -> None:
             # The menu click did not reach the notebook (it was still loading); once more.
             open_menu_item(page, "Run", "Run All Cells", assignment)
             started = time.time()
-        assert time.time() - started < RUN_LIMIT_S, f"{assignment}: the notebook did not finish in {RUN_LIMIT_S} s"
+        assert time.time() - started < RUN_LIMIT_S, (
+            f"{assignment}: the notebook did not finish in {RUN_LIMIT_S} s; the server printed:\n"
+            f"{server_log_tail(root)}")
         page.wait_for_timeout(500)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
 
@@ -230,6 +259,7 @@ def test_notebook_runs_where_students_run_it(lab, browser, colab_python, assignm
     base, token, root = lab
     path = root / assignment / f"{assignment}.ipynb"
     torch_before = _torch_version(colab_python)
+    _start_kernel(base, token, root, f"{assignment}/{assignment}.ipynb")
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(60_000)
     # A workspace of its own, reset, so that only this notebook is open in the page.
@@ -238,7 +268,7 @@ def test_notebook_runs_where_students_run_it(lab, browser, colab_python, assignm
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
     source = nbformat.read(path, as_version=4)
     started = time.perf_counter()
-    _run_all(page, sum(1 for c in source.cells if c.cell_type == "code" and c.source.strip()), assignment)
+    _run_all(page, sum(1 for c in source.cells if c.cell_type == "code" and c.source.strip()), assignment, root)
     elapsed = time.perf_counter() - started
     kernel = _kernel_of(base, token, f"{assignment}/{assignment}.ipynb")
     # The budget is of CPU time, which other jobs on the machine do not stretch as they stretch wall time (the CI
