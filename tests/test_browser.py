@@ -119,12 +119,13 @@ def lab_server(root: Path, environment: dict[str, str] | None = None):
     (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     env["JUPYTERLAB_SETTINGS_DIR"] = str(root / ".settings")
     env["JUPYTERLAB_WORKSPACES_DIR"] = str(root / ".workspaces")
-    log = server_log(root).open("ab")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", "--allow-root",
-         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # The server holds its own copy of the log's descriptor; this process closes its one at once.
+    with server_log(root).open("ab") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", "--allow-root",
+             f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True",
+             "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+            cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 90
     while True:
@@ -134,7 +135,6 @@ def lab_server(root: Path, environment: dict[str, str] | None = None):
         except OSError:
             if time.time() > deadline or server.poll() is not None:
                 server.kill()
-                log.close()
                 raise RuntimeError(f"JupyterLab did not start within 90 s:\n{server_log_tail(root)}") from None
             time.sleep(0.5)
     try:
@@ -145,7 +145,6 @@ def lab_server(root: Path, environment: dict[str, str] | None = None):
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
-        log.close()
 
 
 @pytest.fixture(scope="module")
