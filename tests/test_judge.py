@@ -726,6 +726,87 @@ def test_exceptions_keep_their_builtin_base(kernel):
     k.passes("assert fail is not None")  # The judge goes on after a kernel's SystemExit.
 
 
+def test_exceptions_keep_every_builtin_base_their_message_and_only_python_s_own_names_are_builtins(kernel):
+    """An exception class of the kernel's with several of Python's exception classes among its bases is each of them in
+    the test, a class of the student's that is named like one of Python's (``class MemoryError(RuntimeError)``)
+    is not that one, and one with a ``__str__`` of its own says what it says in the kernel: the test catches and
+    reads what it would in process."""
+    k = kernel('''
+        class WeightError(TypeError, ValueError):
+            pass
+        class Base(LookupError):
+            pass
+        class Full(Base, MemoryError, RuntimeError):
+            pass
+        class MemoryError(RuntimeError):
+            pass
+        class KeyError(Exception):
+            pass
+        class Told(RuntimeError):
+            def __init__(self, asked, free):
+                super().__init__("out of blocks")
+                self.asked, self.free = asked, free
+            def __str__(self):
+                return f"asked for {self.asked}, {self.free} free"
+        def fail(kind):
+            if kind == "told":
+                raise Told(5, 1)
+            raise {"both": WeightError, "deep": Full, "memory": MemoryError, "key": KeyError}[kind]("no room")
+    ''')
+    k.passes('''
+        from course.checks import assert_raises
+        import builtins
+        for expected in (TypeError, ValueError):
+            assert_raises(expected, "fail('both')", fail, "both")
+        for expected in (LookupError, builtins.MemoryError, RuntimeError):
+            assert_raises(expected, "fail('deep')", fail, "deep")
+        assert_raises(RuntimeError, "fail('memory')", fail, "memory")
+        try:
+            fail("memory")
+        except builtins.MemoryError:
+            raise AssertionError("the student's MemoryError became Python's")
+        except RuntimeError as error:
+            assert type(error).__name__ == "MemoryError" and str(error) == "no room"
+        try:
+            fail("key")
+        except builtins.KeyError:
+            raise AssertionError("the student's KeyError became Python's")
+        except Exception as error:
+            assert type(error).__name__ == "KeyError" and type(error).__module__ == "kernel"
+        try:
+            fail("told")
+        except RuntimeError as error:  # Its own __str__ speaks, as in process; its args are its args.
+            assert str(error) == "asked for 5, 1 free" and error.args == ("out of blocks",), (str(error), error.args)
+    ''')
+
+
+def test_an_object_of_the_test_is_an_instance_of_its_class_where_the_kernel_has_that_class(kernel):
+    """A test object of a class that the kernel has too (the course's model, a torch module) passes the student's
+    ``isinstance`` checks as in one process; one of a class of the test's own passes none, and its proxy's type
+    stays the proxy's."""
+    k = kernel('''
+        import torch
+        from course.model import TinyDecoder
+        def kinds(model):
+            if not isinstance(model, torch.nn.Module):
+                raise TypeError("model must be a torch.nn.Module")
+            return [isinstance(model, TinyDecoder), isinstance(model, torch.nn.Linear),
+                    issubclass(model.__class__, torch.nn.Module), type(model) is model.__class__]
+        def plain(thing):
+            return [isinstance(thing, torch.nn.Module), type(thing).__name__]
+    ''')
+    k.passes('''
+        import torch
+        from course.model import TinyDecoder
+        assert kinds(torch.nn.Linear(2, 2)) == [False, True, True, False]
+        model = TinyDecoder(vocab_size=8, num_layers=1, num_heads=1, head_dim=4, seed=1)
+        assert kinds(model) == [True, False, True, False]
+        class Probe:
+            pass
+        assert plain(Probe()) == [False, "JudgeObject"]
+    ''')
+
+
 def test_the_kernel_counts_torch_operations_for_the_checks(kernel):
     k = kernel('''
         import torch

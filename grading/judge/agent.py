@@ -220,14 +220,18 @@ class AgentPeer(Peer):
         if tag == Tag.BOUND:
             expect(len(node) == 3, "a malformed method reference")
             return getattr(self.exported(node[1]), text(node[2]))
-        expect(tag == Tag.OBJECT and len(node) == 5 and type(node[1]) is int and type(node[4]) is int,
+        expect(tag == Tag.OBJECT and len(node) == 6 and type(node[1]) is int and type(node[4]) is int,
                "a malformed object")
-        methods = node[2]
+        methods, known_class = node[2], None
         expect(methods is None or (type(methods) is list and len(methods) <= CLASS_NAMES), "a malformed object")
+        if node[5] is not None:
+            expect(type(node[5]) is list and node[5] and node[5][0] == Tag.GLOBAL, "a malformed object")
+            known_class = self.decode_shared(node[5])
+            expect(isinstance(known_class, type), "an object whose class is not a class")
         proxy = self.proxies.get(node[1])
         if proxy is None:
             proxy = (_judge_function(self, node[1]) if node[4] & FUNCTION else
-                     _proxy_class(frozenset(text(name, self.limits) for name in methods or ()))(self))
+                     _proxy_class(frozenset(text(name, self.limits) for name in methods or ()), known_class)(self))
             self.proxies[node[1]] = proxy
             self.proxy_oids[id(proxy)] = node[1]
         return proxy
@@ -391,15 +395,23 @@ for _name in ("len", "iter", "next", "repr", "str", "bool", "hash", "contains", 
               "gt", "ge", "index", "int", "float", "format"):
     setattr(JudgeObject, f"__{_name}__", _forward(_name))
 
-_PROXY_CLASSES: dict[frozenset, type] = {frozenset(): JudgeObject}
+_PROXY_CLASSES: dict[tuple[frozenset, type | None], type] = {(frozenset(), None): JudgeObject}
 
 
-def _proxy_class(methods: frozenset[str]) -> type:
-    """The class of a test object's proxy whose class has the public ``methods``: one per set of names."""
-    found = _PROXY_CLASSES.get(methods)
+def _proxy_class(methods: frozenset[str], known_class: type | None = None) -> type:
+    """The class of a test object's proxy whose class has the public ``methods``: one per set of names and class.
+
+    Where the test object's class is one that this process has too (``known_class``: a class of the course's
+    package or of torch), the proxy's ``__class__`` is that class, which ``isinstance`` reads when the proxy's own
+    type is not a subclass: ``isinstance(model, torch.nn.Module)`` holds as in one process. Its type stays the
+    proxy's, whose every use is still a request."""
+    key = (methods, known_class)
+    found = _PROXY_CLASSES.get(key)
     if found is None:
         body = {name: _judge_method(name) for name in methods if name.isidentifier() and not name.startswith("_")}
-        found = _PROXY_CLASSES[methods] = type("JudgeObject", (JudgeObject,), {"__slots__": (), **body})
+        if known_class is not None:
+            body["__class__"] = property(lambda self: known_class)
+        found = _PROXY_CLASSES[key] = type("JudgeObject", (JudgeObject,), {"__slots__": (), **body})
     return found
 
 

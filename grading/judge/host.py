@@ -17,6 +17,7 @@ import contextlib
 import gc
 import io
 import json
+import linecache
 import os
 import signal
 import socket
@@ -30,6 +31,9 @@ from grading.judge.wire import WireError
 
 
 def _run(source: str, name: str, namespace: dict) -> None:
+    """Run ``source`` as a kernel runs a cell: its text stays readable through ``linecache`` (``inspect.getsource``
+    on what it defines, which ``torch.jit.script`` and Triton need)."""
+    linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(source, name, "exec"), namespace)
 

@@ -41,6 +41,30 @@ _KINDS = frozenset({REQ, OK, ERR, READY, END, HELLO})
 _PLAIN_ARGS = (str, float, bool, type(None))
 
 
+def _message_of(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:  # noqa: BLE001 - a builtin whose message needs arguments of other kinds.
+        return ""
+
+
+def _told_message(error: BaseException) -> str:
+    return error.__dict__.get("message_of_the_other_side", "")
+
+
+def _builtin_bases(names: list[str], builtin: list[bool]) -> tuple[type, ...]:
+    """Python's own exception classes in an exception's MRO (``builtin`` says which of ``names`` are), but those that
+    another of them derives from, in MRO order: ``class E(TypeError, ValueError)`` gives both, so that the test's
+    ``except ValueError`` catches it as in the kernel. ``(Exception,)`` when there is none."""
+    found = []
+    for name, flag in zip(names, builtin):
+        klass = getattr(builtins, name, None) if flag else None
+        if isinstance(klass, type) and issubclass(klass, BaseException) and klass not in found:
+            found.append(klass)
+    return tuple(klass for klass in found if not any(other is not klass and issubclass(other, klass)
+                                                     for other in found)) or (Exception,)
+
+
 def keywords(items) -> dict:
     """Keyword arguments, which cross as a tuple of (name, value) pairs (never a shared dict)."""
     expect(type(items) is tuple and all(type(item) is tuple and len(item) == 2 and type(item[0]) is str
@@ -394,36 +418,57 @@ class Peer:
             message = str(error)[:self.limits.text]
         except Exception:  # noqa: BLE001 - a broken __str__ of the student's exception.
             message = "(its message could not be read)"
-        names = [klass.__name__[:200] for klass in type(error).__mro__[:32] if type(klass.__name__) is str]
+        classes = [klass for klass in type(error).__mro__[:32] if type(klass.__name__) is str]
+        names = [klass.__name__[:200] for klass in classes]
+        # Which of them are Python's own (a student's class may be named MemoryError and derive from RuntimeError).
+        builtin = [getattr(builtins, klass.__name__, None) is klass for klass in classes]
         args = list(getattr(error, "args", ()))
         plain = all(type(a) in _PLAIN_ARGS and (type(a) is not str or len(a) <= self.limits.text) for a in args)
         plain = plain or all(type(a) is int and -(1 << 63) <= a < (1 << 63) for a in args)
-        return [Tag.EXCEPTION, names, args if plain and len(args) <= 8 else [message], message]
+        return [Tag.EXCEPTION, names, args if plain and len(args) <= 8 else [message], message, builtin]
 
     def decode_exception(self, node: list) -> BaseException:
-        expect(len(node) == 4 and type(node[1]) is list and 0 < len(node[1]) <= 32 and type(node[2]) is list
-               and len(node[2]) <= 8, "a malformed exception")
+        expect(len(node) == 5 and type(node[1]) is list and 0 < len(node[1]) <= 32 and type(node[2]) is list
+               and len(node[2]) <= 8 and type(node[4]) is list and len(node[4]) == len(node[1])
+               and all(type(flag) is bool for flag in node[4]), "a malformed exception")
         names = [text(name, self.limits) for name in node[1]]
         args = [a if type(a) is int and -(1 << 63) <= a < (1 << 63) else text(a, self.limits) if type(a) is str
                 else a for a in node[2]]
         expect(all(type(a) in (*_PLAIN_ARGS, int) for a in args), "a malformed exception")
-        base = next((found for found in (getattr(builtins, name, None) for name in names)
-                     if isinstance(found, type) and issubclass(found, BaseException)), Exception)
+        bases = _builtin_bases(names, node[4])
         # The judge's own class only for a builtin Exception; KeyboardInterrupt or SystemExit from the kernel
         # becomes a class of the kernel's (module "kernel"), never the judge's own signal.
-        own = names[0] == base.__name__ and issubclass(base, Exception)
-        cls = base if own else self._exception_class(names[0], base)
+        own = node[4][0] and bases == (getattr(builtins, names[0], None),) and issubclass(bases[0], Exception)
+        message = text(node[3], self.limits)
+        cls = bases[0] if own else self._exception_class(names[0], bases)
         try:
-            return cls(*args)
+            error = cls(*args)
         except Exception:  # noqa: BLE001 - a builtin whose constructor wants other arguments.
-            return self._exception_class(names[0], base, plain=True)(text(node[3], self.limits))
+            return self._exception_class(names[0], bases, plain=True)(message)
+        if not own and _message_of(error)[:self.limits.text] != message:
+            # The class has a message of its own (its __str__), which its arguments do not make: it says that one.
+            try:
+                told = self._exception_class(names[0], bases, told=True)(*args)
+            except Exception:  # noqa: BLE001 - a builtin base whose constructor wants other arguments.
+                return self._exception_class(names[0], bases, plain=True)(message)
+            told.message_of_the_other_side = message
+            return told
+        return error
 
-    def _exception_class(self, name: str, base: type, plain: bool = False) -> type:
-        """A class named ``name`` derived from the builtin ``base``, made from data only."""
-        key = (name + ("/plain" if plain else ""), base)
+    def _exception_class(self, name: str, bases: tuple[type, ...], plain: bool = False, told: bool = False) -> type:
+        """A class named ``name`` derived from the builtin ``bases``, made from data only; with ``told``, its message is
+        the one the other side read (`decode_exception`)."""
+        key = (name + ("/plain" if plain else "/told" if told else ""), bases)
         if key not in self._exception_classes:
             namespace = {"__module__": "kernel"}
             if plain:
                 namespace.update(__init__=BaseException.__init__, __str__=BaseException.__str__)
-            self._exception_classes[key] = type(name if name.isidentifier() else "KernelError", (base,), namespace)
+            if told:
+                namespace.update(__init__=BaseException.__init__, __str__=_told_message)
+            name = name if name.isidentifier() else "KernelError"
+            try:
+                made = type(name, bases, namespace)
+            except TypeError:  # Bases that no class can join here (the kernel's class could not have either).
+                made = type(name, bases[:1], namespace)
+            self._exception_classes[key] = made
         return self._exception_classes[key]

@@ -199,8 +199,13 @@ class JudgePeer(Peer):
         if isinstance(value, _NEVER_LENT):
             raise WireError(f"a {type(value).__name__} of the judge cannot be lent to the student's code")
         oid, new = self.export(value)
-        methods = _method_names(value) if new and not isinstance(value, (type, *_FUNCTIONS)) else None
-        return [Tag.OBJECT, oid, methods, None, FUNCTION * isinstance(value, _FUNCTIONS) | CALLABLE * callable(value)]
+        lent = new and not isinstance(value, (type, *_FUNCTIONS))
+        methods = _method_names(value) if lent else None
+        # The object's class, where the kernel has it too (``course.model.TinyDecoder``, a torch module): the proxy
+        # says it is one (``isinstance(model, torch.nn.Module)`` holds there as in one process).
+        known_class = global_node(type(value)) if lent else None
+        return [Tag.OBJECT, oid, methods, None, FUNCTION * isinstance(value, _FUNCTIONS) | CALLABLE * callable(value),
+                known_class if known_class is not None and known_class[0] == Tag.GLOBAL else None]
 
     def decode_object(self, node: list, depth: int):
         tag = node[0]

@@ -72,11 +72,13 @@ class Tag(IntEnum):
     CLASSMETHOD = 23  # [CLASSMETHOD, function]
     GLOBAL = 24  # [GLOBAL, module, qualname]  a function or class of an allowed module
     MODULE = 25  # [MODULE, name]  an allowed module
-    OBJECT = 26  # [OBJECT, oid, class node, hash or None, kind]  an object of the sender
+    # [OBJECT, oid, class node, hash or None, kind(, its __dict__)]  an object of the kernel;
+    # [OBJECT, oid, method names or None, None, kind, GLOBAL node of its class or None]  an object of the judge
+    OBJECT = 26
     CLASS = 27  # [CLASS, oid, name, qualname, module, flags, data names, method names]
     CLASSREF = 28  # [CLASSREF, oid]  a class the sender sent before in this test
     YOURS = 29  # [YOURS, oid]  an object of the receiver, coming back
-    EXCEPTION = 30  # [EXCEPTION, [class names of the MRO], [arg...], message]
+    EXCEPTION = 30  # [EXCEPTION, [class names of the MRO], [arg...], message, [whether each is Python's own]]
     NOTIMPLEMENTED = 31  # [NOTIMPLEMENTED]
     BOUND = 32  # [BOUND, oid, name]  a method of the receiver's object (the judge's remote methods)
     VIEW = 33  # [VIEW, sid, owner node, shape, stride, offset]  a new tensor pair viewing a shared tensor's storage

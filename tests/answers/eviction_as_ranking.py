@@ -413,3 +413,17 @@ ALTERNATIVES = {
         """}),
     },
 }
+
+# Round 6 (2026-12-06), answers that stress what crosses between the judge and the kernel: an exception class with two
+# of Python's exception classes as bases crossed as the first one only (fixed in grading/judge/peer.py), and a
+# TorchScript function needs its cell's text (inspect.getsource), which the mutation suite's stand-in kernel now
+# keeps as a kernel does.
+ALTERNATIVES[QUOTAS]["an error class of its own that is both a TypeError and a ValueError"] = (
+    "class WeightError(TypeError, ValueError):\n    pass\n\n\n" + ref.edit(QUOTAS, *(
+        (f"raise ValueError({message}", f"raise WeightError({message}") for message in (
+            'f"total_blocks must be >= 0', 'f"weight of tenant', '"weights must not sum to 0"'))))
+_TORCHSCRIPT = "from typing import Optional\n\n\n"
+ALTERNATIVES[ARGMIN]["a TorchScript function (torch.jit.script)"] = _TORCHSCRIPT + ref.edit(ARGMIN, (
+    "def argmin_victim(values, evictable=None):",
+    "@torch.jit.script\n"
+    "def argmin_victim(values: torch.Tensor, evictable: Optional[torch.Tensor] = None) -> int:"))

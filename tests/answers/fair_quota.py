@@ -430,3 +430,10 @@ ALTERNATIVES = {
             """}),
     },
 }
+
+# Round 6 (2026-12-06): an exception class with two of Python's exception classes as bases crossed between the judge
+# and the kernel as the first one only (fixed in grading/judge/peer.py).
+ALTERNATIVES[FAIR]["an error class of its own that is both a TypeError and a ValueError"] = (
+    "class BadWeights(TypeError, ValueError):\n    pass\n\n\n" + ref.edit(FAIR, *(
+        (f"raise ValueError({message}", f"raise BadWeights({message}") for message in (
+            'f"weight of tenant', 'f"total_blocks must be >= 1', '"the weights of the tenants sum to 0'))))

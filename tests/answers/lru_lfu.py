@@ -425,3 +425,14 @@ ALTERNATIVES[LRU_T]["two stable sorts: by step, then the protected entries last"
     order = order[torch.sort((~evictable[order]).to(torch.int8), stable=True).indices]
     return int(order[0])
 """})
+
+# Round 6 (2026-12-06), exception classes that stress what crosses between the judge and the kernel: one with two of
+# Python's exception classes as bases crossed as the first one only, and a class of the student's named like one of
+# Python's crossed as Python's (both fixed in grading/judge/peer.py).
+_NO_ROOM = 'raise RuntimeError(f"need {blocks_needed} free blocks'
+ALTERNATIVES[FIT]["an error class of its own that is both a MemoryError and a RuntimeError"] = (
+    "class CacheFullError(MemoryError, RuntimeError):\n    pass\n\n\n"
+    + ref.edit(FIT, (_NO_ROOM, _NO_ROOM.replace("RuntimeError", "CacheFullError"))))
+ALTERNATIVES[FIT]["a RuntimeError of its own named MemoryError"] = (
+    "class MemoryError(RuntimeError):\n    pass\n\n\n"
+    + ref.edit(FIT, (_NO_ROOM, _NO_ROOM.replace("RuntimeError", "MemoryError"))))

@@ -1113,3 +1113,44 @@ ALTERNATIVES.setdefault(COPY, {})["copies through .data"] = ref.edit(
            "    pool.v_cache[dst_block] = pool.v_cache[src_block]",
            "    pool.k_cache.data[dst_block] = pool.k_cache.data[src_block]\n"
            "    pool.v_cache.data[dst_block] = pool.v_cache.data[src_block]"))
+
+# Round 6 (2026-12-06): an exception class of the student's whose own __str__ says the message crossed from the kernel
+# to the judge rebuilt from its arguments, which lost that message: two correct answers lost 2.2's points through
+# the judge and a wrong one got them (fixed in grading/judge/peer.py: such an exception says the kernel's message).
+_OUT_OF_BLOCKS = '            raise RuntimeError(f"out of blocks: asked for {n}, only {len(self._free_ids)} free")'
+
+
+def _allocator_raising(exception_class: str, raise_line: str) -> str:
+    """The reference allocator, raising an exception class of its own (defined above it) when blocks run out."""
+    return exception_class.strip() + "\n\n\n" + ref.edit(ALLOC, (_OUT_OF_BLOCKS, raise_line))
+
+
+ALTERNATIVES[ALLOC]["an exception class whose __str__ states both numbers (args: a text)"] = _allocator_raising('''
+class OutOfBlocks(RuntimeError):
+    def __init__(self, asked, free):
+        super().__init__("out of blocks")
+        self.asked, self.free = asked, free
+
+    def __str__(self):
+        return f"out of blocks: asked for {self.asked}, only {self.free} free"
+''', "            raise OutOfBlocks(n, len(self._free_ids))")
+ALTERNATIVES[ALLOC]["a dataclass exception made with keywords, whose __str__ states both"] = _allocator_raising('''
+from dataclasses import dataclass
+
+
+@dataclass
+class OutOfBlocks(RuntimeError):
+    asked: int
+    free: int
+
+    def __str__(self):
+        return f"asked for {self.asked} blocks, only {self.free} free"
+''', "            raise OutOfBlocks(asked=n, free=len(self._free_ids))")
+WRONG[ALLOC]["an exception whose __str__ leaves out the numbers (they are only in its args)"] = _allocator_raising('''
+class OutOfBlocks(RuntimeError):
+    def __init__(self, asked, free):
+        super().__init__(asked, free)
+
+    def __str__(self):
+        return "out of blocks"
+''', "            raise OutOfBlocks(n, len(self._free_ids))")

@@ -856,3 +856,15 @@ CLAUSES = {
          "a mask that broadcasts to the scores' shape accepted"),
     ],
 }
+
+# Round 6 (2026-12-06): the test's model is an object of the judge, lent to the student's code; an answer that checks
+# its class failed every test of 7.6 through the judge, where the model's proxy was no torch.nn.Module (fixed in
+# grading/judge/agent.py: a lent object of a class that the kernel has too says it is one).
+_KEEP_FN_CHECKED = '''    if not callable(keep_fn):
+        raise TypeError("decode_with_eviction: keep_fn must be callable")'''
+ALTERNATIVES[DECODE]["the model's class checked (isinstance torch.nn.Module, then TinyDecoder)"] = ref.edit(DECODE, (
+    _KEEP_FN_CHECKED, _KEEP_FN_CHECKED + '''
+    from course.model import TinyDecoder
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError("decode_with_eviction: model must be a torch.nn.Module")
+    assert isinstance(model, TinyDecoder), "model must be a TinyDecoder"'''))
