@@ -748,9 +748,18 @@ def test_exceptions_keep_every_builtin_base_their_message_and_only_python_s_own_
                 self.asked, self.free = asked, free
             def __str__(self):
                 return f"asked for {self.asked}, {self.free} free"
+        class Grouped(ExceptionGroup, RuntimeError):
+            pass
+        Deep = TypeError
+        for depth in range(40):
+            Deep = type(f"Deep{depth}", (Deep,), {})
         def fail(kind):
             if kind == "told":
                 raise Told(5, 1)
+            if kind == "grouped":
+                raise Grouped("two failed", [ValueError(1), KeyError(2)])
+            if kind == "forty":
+                raise Deep("forty classes down")
             raise {"both": WeightError, "deep": Full, "memory": MemoryError, "key": KeyError}[kind]("no room")
     ''')
     k.passes('''
@@ -777,14 +786,20 @@ def test_exceptions_keep_every_builtin_base_their_message_and_only_python_s_own_
             fail("told")
         except RuntimeError as error:  # Its own __str__ speaks, as in process; its args are its args.
             assert str(error) == "asked for 5, 1 free" and error.args == ("out of blocks",), (str(error), error.args)
+        assert_raises(RuntimeError, "fail('grouped')", fail, "grouped")  # An exception group: of its other bases.
+        assert_raises(TypeError, "fail('forty')", fail, "forty")  # Python's own class, past the first 32 of the MRO.
     ''')
 
 
-def test_an_object_of_the_test_is_an_instance_of_its_class_where_the_kernel_has_that_class(kernel):
-    """A test object of a class that the kernel has too (the course's model, a torch module) passes the student's
-    ``isinstance`` checks as in one process; one of a class of the test's own passes none, and its proxy's type
-    stays the proxy's."""
+def test_an_object_of_the_test_lent_to_the_kernel_answers_the_student_s_checks_as_in_one_process(kernel):
+    """A test object lent to the student's code answers what the student's code may ask of its kind as in one
+    process: ``isinstance`` with a class the kernel has too (the course's model, a torch module, also for a class of
+    the test's own derived from one), the special methods its class has and no others (``callable``,
+    ``hasattr(x, "__iter__")``, ``collections.abc`` checks, ``in`` through ``__iter__``), and a weak reference; its
+    proxy's type stays the proxy's."""
     k = kernel('''
+        import collections.abc
+        import weakref
         import torch
         from course.model import TinyDecoder
         def kinds(model):
@@ -792,8 +807,14 @@ def test_an_object_of_the_test_is_an_instance_of_its_class_where_the_kernel_has_
                 raise TypeError("model must be a torch.nn.Module")
             return [isinstance(model, TinyDecoder), isinstance(model, torch.nn.Linear),
                     issubclass(model.__class__, torch.nn.Module), type(model) is model.__class__]
-        def plain(thing):
-            return [isinstance(thing, torch.nn.Module), type(thing).__name__]
+        def shape(thing):
+            return [isinstance(thing, torch.nn.Module), type(thing).__name__, callable(thing),
+                    hasattr(thing, "__iter__"), hasattr(thing, "__len__"), isinstance(thing, collections.abc.Iterable),
+                    isinstance(thing, collections.abc.Sized), isinstance(thing, collections.abc.Container)]
+        def holds(thing, item):
+            return item in thing
+        def remembered(thing):
+            return weakref.ref(thing)() is thing
     ''')
     k.passes('''
         import torch
@@ -801,9 +822,26 @@ def test_an_object_of_the_test_is_an_instance_of_its_class_where_the_kernel_has_
         assert kinds(torch.nn.Linear(2, 2)) == [False, True, True, False]
         model = TinyDecoder(vocab_size=8, num_layers=1, num_heads=1, head_dim=4, seed=1)
         assert kinds(model) == [True, False, True, False]
-        class Probe:
+        class Counting(TinyDecoder):
             pass
-        assert plain(Probe()) == [False, "JudgeObject"]
+        counting = Counting(vocab_size=8, num_layers=1, num_heads=1, head_dim=4, seed=1)
+        assert kinds(counting) == [True, False, True, False]
+        class OnlyIn:
+            def __contains__(self, item):
+                return item == 3
+        class Listed:
+            def __iter__(self):
+                return iter([1, 2])
+        class Factory:
+            def __call__(self):
+                return 1
+            def __len__(self):
+                return 0
+        assert shape(OnlyIn()) == [False, "JudgeObject", False, False, False, False, False, True]
+        assert shape(Listed()) == [False, "JudgeObject", False, True, False, True, False, False]
+        assert shape(Factory()) == [False, "JudgeObject", True, False, True, False, True, False]
+        assert holds(OnlyIn(), 3) and holds(Listed(), 2) and not holds(Listed(), 3)
+        assert remembered(OnlyIn())
     ''')
 
 

@@ -27,6 +27,15 @@ from .peer import END, HELLO, NOT_SHARED, READY, REQ, Peer, global_node, kernel_
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 FUNCTION, CALLABLE = 1, 2  # Flags of an object node: a plain function (bound as a method), callable.
+# The special methods that a lent object's class may have or not, each a flag of the judge's object node after those
+# two: its proxy has the same ones, so that ``callable(x)``, ``hasattr(x, "__iter__")`` or ``collections.abc.Iterable``
+# answer in the kernel as in one process (Python's fallbacks, such as ``in`` through ``__iter__``, then do too).
+PROTOCOLS = ("len", "iter", "next", "contains", "getitem", "index", "int", "float", "bool")
+
+
+def protocol_flags(cls: type) -> int:
+    """The `PROTOCOLS` flags of a class of the judge's, for its lent objects."""
+    return sum(4 << index for index, name in enumerate(PROTOCOLS) if getattr(cls, f"__{name}__", None) is not None)
 # Flags of a class node: which attribute hooks it overrides, and whether its instances have a __dict__.
 CUSTOM_GET, CUSTOM_SET, CUSTOM_DEL, HAS_DICT = 1, 2, 4, 8
 _MISSING = object()
@@ -231,7 +240,8 @@ class AgentPeer(Peer):
         proxy = self.proxies.get(node[1])
         if proxy is None:
             proxy = (_judge_function(self, node[1]) if node[4] & FUNCTION else
-                     _proxy_class(frozenset(text(name, self.limits) for name in methods or ()), known_class)(self))
+                     _proxy_class(frozenset(text(name, self.limits) for name in methods or ()), known_class,
+                                  node[4] & ~FUNCTION)(self))
             self.proxies[node[1]] = proxy
             self.proxy_oids[id(proxy)] = node[1]
         return proxy
@@ -366,7 +376,7 @@ class JudgeObject:
     (the judge says which) are functions of the proxy's class (`_proxy_class`), called in one request
     each, so that ``type(policy).select_victim(policy, ...)`` works as it does in one process."""
 
-    __slots__ = ("_judge_peer",)
+    __slots__ = ("_judge_peer", "__weakref__")
 
     def __init__(self, peer: AgentPeer) -> None:
         object.__setattr__(self, "_judge_peer", peer)
@@ -379,8 +389,9 @@ class JudgeObject:
     def __setattr__(self, name: str, value) -> None:
         raise AttributeError("the student's code cannot change an object of the test")
 
-    def __call__(self, *args, **kwargs):
-        return self._judge_peer.call_judge(self, "call", args, tuple(kwargs.items()))
+
+def _call(self, *args, **kwargs):
+    return self._judge_peer.call_judge(self, "call", args, tuple(kwargs.items()))
 
 
 def _forward(name: str):
@@ -391,24 +402,28 @@ def _forward(name: str):
     return method
 
 
-for _name in ("len", "iter", "next", "repr", "str", "bool", "hash", "contains", "getitem", "eq", "ne", "lt", "le",
-              "gt", "ge", "index", "int", "float", "format"):
+for _name in ("repr", "str", "hash", "eq", "ne", "lt", "le", "gt", "ge", "format"):  # What every object has.
     setattr(JudgeObject, f"__{_name}__", _forward(_name))
 
-_PROXY_CLASSES: dict[tuple[frozenset, type | None], type] = {(frozenset(), None): JudgeObject}
+_PROXY_CLASSES: dict[tuple[frozenset, type | None, int], type] = {}
 
 
-def _proxy_class(methods: frozenset[str], known_class: type | None = None) -> type:
-    """The class of a test object's proxy whose class has the public ``methods``: one per set of names and class.
+def _proxy_class(methods: frozenset[str], known_class: type | None = None, flags: int = 0) -> type:
+    """The class of a test object's proxy whose class has the public ``methods``, the special methods of
+    ``flags`` (`PROTOCOLS`; ``__call__`` with `CALLABLE`) and, where the kernel has it too, the class ``known_class``:
+    one class per such kind.
 
-    Where the test object's class is one that this process has too (``known_class``: a class of the course's
-    package or of torch), the proxy's ``__class__`` is that class, which ``isinstance`` reads when the proxy's own
-    type is not a subclass: ``isinstance(model, torch.nn.Module)`` holds as in one process. Its type stays the
-    proxy's, whose every use is still a request."""
-    key = (methods, known_class)
+    With ``known_class`` (a class of the course's package or of torch, the nearest one the test object's class
+    derives from), the proxy's ``__class__`` is that class, which ``isinstance`` reads when the proxy's own type is
+    not a subclass: ``isinstance(model, torch.nn.Module)`` holds as in one process. Its type stays the proxy's,
+    whose every use is still a request."""
+    key = (methods, known_class, flags)
     found = _PROXY_CLASSES.get(key)
     if found is None:
         body = {name: _judge_method(name) for name in methods if name.isidentifier() and not name.startswith("_")}
+        body.update({f"__{name}__": _forward(name) for index, name in enumerate(PROTOCOLS) if flags & 4 << index})
+        if flags & CALLABLE:
+            body["__call__"] = _call
         if known_class is not None:
             body["__class__"] = property(lambda self: known_class)
         found = _PROXY_CLASSES[key] = type("JudgeObject", (JudgeObject,), {"__slots__": (), **body})

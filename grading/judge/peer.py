@@ -52,14 +52,19 @@ def _told_message(error: BaseException) -> str:
     return error.__dict__.get("message_of_the_other_side", "")
 
 
+_EXCEPTION_GROUPS = getattr(builtins, "BaseExceptionGroup", ())  # Python 3.11 and later.
+
+
 def _builtin_bases(names: list[str], builtin: list[bool]) -> tuple[type, ...]:
     """Python's own exception classes in an exception's MRO (``builtin`` says which of ``names`` are), but those that
     another of them derives from, in MRO order: ``class E(TypeError, ValueError)`` gives both, so that the test's
-    ``except ValueError`` catches it as in the kernel. ``(Exception,)`` when there is none."""
+    ``except ValueError`` catches it as in the kernel. ``(Exception,)`` when there is none. An exception group's own
+    classes are left out (its exceptions do not cross): it is an exception of its other bases."""
     found = []
     for name, flag in zip(names, builtin):
         klass = getattr(builtins, name, None) if flag else None
-        if isinstance(klass, type) and issubclass(klass, BaseException) and klass not in found:
+        if (isinstance(klass, type) and issubclass(klass, BaseException) and klass not in found
+                and not issubclass(klass, _EXCEPTION_GROUPS)):
             found.append(klass)
     return tuple(klass for klass in found if not any(other is not klass and issubclass(other, klass)
                                                      for other in found)) or (Exception,)
@@ -418,7 +423,9 @@ class Peer:
             message = str(error)[:self.limits.text]
         except Exception:  # noqa: BLE001 - a broken __str__ of the student's exception.
             message = "(its message could not be read)"
-        classes = [klass for klass in type(error).__mro__[:32] if type(klass.__name__) is str]
+        # The first 32 classes of its MRO, and Python's own exception classes past them (a hierarchy that deep).
+        mro = [klass for klass in type(error).__mro__ if type(klass.__name__) is str]
+        classes = [*mro[:32], *(klass for klass in mro[32:] if getattr(builtins, klass.__name__, None) is klass)][:64]
         names = [klass.__name__[:200] for klass in classes]
         # Which of them are Python's own (a student's class may be named MemoryError and derive from RuntimeError).
         builtin = [getattr(builtins, klass.__name__, None) is klass for klass in classes]
@@ -428,7 +435,7 @@ class Peer:
         return [Tag.EXCEPTION, names, args if plain and len(args) <= 8 else [message], message, builtin]
 
     def decode_exception(self, node: list) -> BaseException:
-        expect(len(node) == 5 and type(node[1]) is list and 0 < len(node[1]) <= 32 and type(node[2]) is list
+        expect(len(node) == 5 and type(node[1]) is list and 0 < len(node[1]) <= 64 and type(node[2]) is list
                and len(node[2]) <= 8 and type(node[4]) is list and len(node[4]) == len(node[1])
                and all(type(flag) is bool for flag in node[4]), "a malformed exception")
         names = [text(name, self.limits) for name in node[1]]

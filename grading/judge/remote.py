@@ -22,7 +22,7 @@ import weakref
 
 from course import checks, kernels
 
-from .agent import CALLABLE, COUNT_LAUNCHES, COUNT_TORCH_CALLS, EAGER_DICT_ITEMS, FUNCTION, OPS
+from .agent import CALLABLE, COUNT_LAUNCHES, COUNT_TORCH_CALLS, EAGER_DICT_ITEMS, FUNCTION, OPS, protocol_flags
 from .handles import NO_DICT, Handle, HandleMeta, MirrorInfo, RemoteMethod, info_of, make_mirror
 from .pairs import lazy_pairs_in
 from .peer import END, HELLO, NOT_SHARED, READY, Peer, from_kernel, global_node, keywords
@@ -47,6 +47,17 @@ class JudgeTimeout(BaseException):
 
 class Cancelled(BaseException):
     """The grader says the kernel stopped serving this test (its cell ended)."""
+
+
+def _known_class(cls: type) -> list | None:
+    """The GLOBAL node of the nearest class of ``cls``'s MRO that the kernel has too (``course.model.TinyDecoder`` for a
+    test's ``class CountingDecoder(TinyDecoder)``, a torch module), but ``object``: a lent object's proxy says it is
+    one (``isinstance(model, torch.nn.Module)`` holds in the kernel as in one process). None where there is none."""
+    for klass in cls.__mro__[:-1]:
+        node = global_node(klass)
+        if node is not None and node[0] == Tag.GLOBAL:
+            return node
+    return None
 
 
 def _method_names(value) -> list[str]:
@@ -201,11 +212,9 @@ class JudgePeer(Peer):
         oid, new = self.export(value)
         lent = new and not isinstance(value, (type, *_FUNCTIONS))
         methods = _method_names(value) if lent else None
-        # The object's class, where the kernel has it too (``course.model.TinyDecoder``, a torch module): the proxy
-        # says it is one (``isinstance(model, torch.nn.Module)`` holds there as in one process).
-        known_class = global_node(type(value)) if lent else None
-        return [Tag.OBJECT, oid, methods, None, FUNCTION * isinstance(value, _FUNCTIONS) | CALLABLE * callable(value),
-                known_class if known_class is not None and known_class[0] == Tag.GLOBAL else None]
+        flags = FUNCTION * isinstance(value, _FUNCTIONS) | CALLABLE * callable(value)
+        return [Tag.OBJECT, oid, methods, None, flags | protocol_flags(type(value)) if lent else flags,
+                _known_class(type(value)) if lent else None]
 
     def decode_object(self, node: list, depth: int):
         tag = node[0]

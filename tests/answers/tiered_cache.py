@@ -953,3 +953,13 @@ CLAUSES = {
         ("the result on the inputs' device, ValueError for two devices (checked on CUDA)", _T86B, None),
     ],
 }
+
+# Round 6 (2026-12-06): every proxy of a test's object in the student's kernel had every special method (__iter__,
+# __len__, __call__...), so that an answer that asks whether `pinned` is iterable before freezing it failed 8.1.3
+# through the judge: the test's pinned set answers `in` only (fixed in grading/judge/agent.py: a proxy has its
+# class's own).
+_VICTIM = "            victim = next((resident for resident in self.blocks if resident not in pinned), None)\n"
+ALTERNATIVES[LRU]["pinned frozen into a set first where it can be iterated (hasattr __iter__)"] = ref.edit(LRU, (
+    _VICTIM, '''            if hasattr(pinned, "__iter__") and not isinstance(pinned, (set, frozenset, dict)):
+                pinned = frozenset(pinned)
+''' + _VICTIM))
