@@ -810,15 +810,12 @@ ALTERNATIVES[CACHE]["narrow + clone; get_kv lets the dict raise the KeyError"] =
 
 # Round 6 (2026-12-06): 6.3.2's model is a class of the test's own derived from TinyDecoder, lent to the student's
 # code; an answer that checks its class (as the text says, a TinyDecoder) failed through the judge, whose proxy of it
-# was no TinyDecoder (fixed in grading/judge/remote.py: the nearest class the kernel has too), and a weak reference to
-# the model could not be made (fixed in grading/judge/agent.py).
+# was no TinyDecoder (fixed in grading/judge/remote.py: the nearest class the kernel has too).
 _NO_TOKENS = '''    if len(tokens) == 0:
         raise ValueError("serve needs at least one token")
 '''
-ALTERNATIVES[SERVE]["the model's class checked (isinstance TinyDecoder), kept by a weak reference"] = ref.edit(SERVE, (
-    _NO_TOKENS, _NO_TOKENS + '''    import weakref
-    from course.model import TinyDecoder
+ALTERNATIVES[SERVE]["the model's class checked (isinstance TinyDecoder)"] = ref.edit(SERVE, (
+    _NO_TOKENS, _NO_TOKENS + '''    from course.model import TinyDecoder
     if not isinstance(model, TinyDecoder):
         raise TypeError("serve: model must be a TinyDecoder")
-    assert weakref.ref(model)() is model
 '''))

@@ -959,7 +959,8 @@ CLAUSES = {
 # through the judge: the test's pinned set answers `in` only (fixed in grading/judge/agent.py: a proxy has its
 # class's own).
 _VICTIM = "            victim = next((resident for resident in self.blocks if resident not in pinned), None)\n"
-ALTERNATIVES[LRU]["pinned frozen into a set first where it can be iterated (hasattr __iter__)"] = ref.edit(LRU, (
-    _VICTIM, '''            if hasattr(pinned, "__iter__") and not isinstance(pinned, (set, frozenset, dict)):
+ALTERNATIVES[LRU]["pinned frozen into a set first where it can be iterated (collections.abc)"] = ref.edit(LRU, (
+    _VICTIM, '''            import collections.abc
+            if isinstance(pinned, collections.abc.Iterable) and not isinstance(pinned, (set, frozenset, dict)):
                 pinned = frozenset(pinned)
 ''' + _VICTIM))
