@@ -30,12 +30,8 @@ FUNCTION, CALLABLE = 1, 2  # Flags of an object node: a plain function (bound as
 # The special methods that a lent object's class may have or not, each a flag of the judge's object node after those
 # two: its proxy has the same ones, so that ``callable(x)``, ``hasattr(x, "__iter__")`` or ``collections.abc.Iterable``
 # answer in the kernel as in one process (Python's fallbacks, such as ``in`` through ``__iter__``, then do too).
-PROTOCOLS = ("len", "iter", "next", "contains", "getitem", "index", "int", "float", "bool")
-
-
-def protocol_flags(cls: type) -> int:
-    """The `PROTOCOLS` flags of a class of the judge's, for its lent objects."""
-    return sum(4 << index for index, name in enumerate(PROTOCOLS) if getattr(cls, f"__{name}__", None) is not None)
+PROTOCOL_FLAGS = {name: 4 << index for index, name in enumerate(
+    ("len", "iter", "next", "contains", "getitem", "index", "int", "float", "bool"))}
 # Flags of a class node: which attribute hooks it overrides, and whether its instances have a __dict__.
 CUSTOM_GET, CUSTOM_SET, CUSTOM_DEL, HAS_DICT = 1, 2, 4, 8
 _MISSING = object()
@@ -408,10 +404,15 @@ for _name in ("repr", "str", "hash", "eq", "ne", "lt", "le", "gt", "ge", "format
 _PROXY_CLASSES: dict[tuple[frozenset, type | None, int], type] = {}
 
 
+def protocol_flags(cls: type) -> int:
+    """The `PROTOCOL_FLAGS` of a class of the judge's, for its lent objects."""
+    return sum(flag for name, flag in PROTOCOL_FLAGS.items() if getattr(cls, f"__{name}__", None) is not None)
+
+
 def _proxy_class(methods: frozenset[str], known_class: type | None = None, flags: int = 0) -> type:
-    """The class of a test object's proxy whose class has the public ``methods``, the special methods of
-    ``flags`` (`PROTOCOLS`; ``__call__`` with `CALLABLE`) and, where the kernel has it too, the class ``known_class``:
-    one class per such kind.
+    """The class of a test object's proxy whose class has the public ``methods``, the special methods of ``flags``
+    (`PROTOCOL_FLAGS`; ``__call__`` with `CALLABLE`) and, where the kernel has it too, the class ``known_class``: one
+    class per such kind.
 
     With ``known_class`` (a class of the course's package or of torch, the nearest one the test object's class
     derives from), the proxy's ``__class__`` is that class, which ``isinstance`` reads when the proxy's own type is
@@ -421,7 +422,7 @@ def _proxy_class(methods: frozenset[str], known_class: type | None = None, flags
     found = _PROXY_CLASSES.get(key)
     if found is None:
         body = {name: _judge_method(name) for name in methods if name.isidentifier() and not name.startswith("_")}
-        body.update({f"__{name}__": _forward(name) for index, name in enumerate(PROTOCOLS) if flags & 4 << index})
+        body.update({f"__{name}__": _forward(name) for name, flag in PROTOCOL_FLAGS.items() if flags & flag})
         if flags & CALLABLE:
             body["__call__"] = _call
         if known_class is not None:

@@ -55,6 +55,11 @@ def _told_message(error: BaseException) -> str:
 _EXCEPTION_GROUPS = getattr(builtins, "BaseExceptionGroup", ())  # Python 3.11 and later.
 
 
+def _python_s_own(klass: type) -> bool:
+    """Whether ``klass`` (whose name is a string) is the builtin class of its name."""
+    return getattr(builtins, klass.__name__, None) is klass
+
+
 def _builtin_bases(names: list[str], builtin: list[bool]) -> tuple[type, ...]:
     """Python's own exception classes in an exception's MRO (``builtin`` says which of ``names`` are), but those that
     another of them derives from, in MRO order: ``class E(TypeError, ValueError)`` gives both, so that the test's
@@ -425,10 +430,10 @@ class Peer:
             message = "(its message could not be read)"
         # The first 32 classes of its MRO, and Python's own exception classes past them (a hierarchy that deep).
         mro = [klass for klass in type(error).__mro__ if type(klass.__name__) is str]
-        classes = [*mro[:32], *(klass for klass in mro[32:] if getattr(builtins, klass.__name__, None) is klass)][:64]
+        classes = [*mro[:32], *filter(_python_s_own, mro[32:])][:64]
         names = [klass.__name__[:200] for klass in classes]
         # Which of them are Python's own (a student's class may be named MemoryError and derive from RuntimeError).
-        builtin = [getattr(builtins, klass.__name__, None) is klass for klass in classes]
+        builtin = [_python_s_own(klass) for klass in classes]
         args = list(getattr(error, "args", ()))
         plain = all(type(a) in _PLAIN_ARGS and (type(a) is not str or len(a) <= self.limits.text) for a in args)
         plain = plain or all(type(a) is int and -(1 << 63) <= a < (1 << 63) for a in args)

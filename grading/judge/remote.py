@@ -213,8 +213,9 @@ class JudgePeer(Peer):
         lent = new and not isinstance(value, (type, *_FUNCTIONS))
         methods = _method_names(value) if lent else None
         flags = FUNCTION * isinstance(value, _FUNCTIONS) | CALLABLE * callable(value)
-        return [Tag.OBJECT, oid, methods, None, flags | protocol_flags(type(value)) if lent else flags,
-                _known_class(type(value)) if lent else None]
+        if lent:
+            flags |= protocol_flags(type(value))
+        return [Tag.OBJECT, oid, methods, None, flags, _known_class(type(value)) if lent else None]
 
     def decode_object(self, node: list, depth: int):
         tag = node[0]
