@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 
 import nbformat
 import pytest
+from jupyter_client import BlockingKernelClient
 
 from grading.config import ASSIGNMENTS, RAW_HOST, ROOT, raw_url
 from grading.pipeline.options import ONE_THREAD
@@ -112,6 +113,8 @@ def lab_server(root: Path, environment: dict[str, str] | None = None):
     # grading jobs keep a core busy, and a pool of threads spanning both cores waits on the busy one (notebook
     # 07's first cells once took over 240 s instead of 20).
     env.update(ONE_THREAD)
+    # Kernels' connection files go to root/.runtime, where start_kernel finds them.
+    env["JUPYTER_RUNTIME_DIR"] = str(root / ".runtime")
     env.update(environment or {})
     settings = root / ".settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)
@@ -145,6 +148,33 @@ def lab_server(root: Path, environment: dict[str, str] | None = None):
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+def start_kernel(base: str, token: str, root: Path, notebook: str) -> str:
+    """Start the kernel of the notebook at ``notebook`` (a path under ``root``) through the server's sessions API, and
+    wait until it answers, before the page opens the notebook: the page then joins this session. Left to the page,
+    a kernel that a busy machine starts slowly made JupyterLab ask "Select Kernel" at every Run All (CI at d4e82a7,
+    16 times in 240 s). A kernel that does not answer in time is started once more; a second fails, with the server's
+    log. Returns the kernel's id."""
+    request = {"path": notebook, "type": "notebook", "name": "", "kernel": {"name": "python3"}}
+    for _ in range(2):
+        post = urllib.request.Request(f"{base}/api/sessions?token={token}", data=json.dumps(request).encode(),
+                                      headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(post, timeout=180) as response:
+            session = json.load(response)
+        client = BlockingKernelClient(connection_file=str(root / ".runtime" / f"kernel-{session['kernel']['id']}.json"))
+        client.load_connection_file()
+        client.start_channels()
+        try:
+            client.wait_for_ready(timeout=180)
+            return session["kernel"]["id"]
+        except RuntimeError:
+            delete = urllib.request.Request(f"{base}/api/sessions/{session['id']}?token={token}", method="DELETE")
+            urllib.request.urlopen(delete, timeout=60).close()
+        finally:
+            client.stop_channels()
+    raise AssertionError(f"{notebook}: its kernel did not answer in 180 s, twice; the server printed:\n"
+                         f"{server_log_tail(root)}")
 
 
 @pytest.fixture(scope="module")
@@ -196,6 +226,10 @@ def test_modelscope_open_from_url_opens_the_release_notebook(lab, browser, repos
     base, token, root = lab
     assignment = ASSIGNMENTS[0]
     url = raw_url(assignment).replace(RAW_HOST, repository_files)
+    # The notebook's kernel is started before the page opens it, as in tests/test_notebooks_run.py: left to the page,
+    # a kernel that a busy machine starts slowly made JupyterLab ask "Select Kernel" at every Run All (the project's
+    # CI at a2c154e, 16 times in 180 s). The notebook that Open from URL saves at this path joins that session.
+    kernel = start_kernel(base, token, root, f"{assignment}.ipynb")
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(60_000)
     page.goto(f"{base}/lab/workspaces/test-open-url?reset&token={token}")
@@ -223,6 +257,10 @@ def test_modelscope_open_from_url_opens_the_release_notebook(lab, browser, repos
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "modelscope-open-from-url.png"), full_page=False)
     page.close()
+    with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=30) as response:
+        sessions = json.load(response)
+    assert [s["kernel"]["id"] for s in sessions if s["path"] == f"{assignment}.ipynb"] == [kernel], (
+        f"the notebook opened from the URL did not run in the kernel started for it: {sessions}")
     opened = nbformat.read(root / f"{assignment}.ipynb", as_version=4)
     release = nbformat.read(ROOT / "release" / assignment / f"{assignment}.ipynb", as_version=4)
     assert [c.source for c in opened.cells] == [c.source for c in release.cells]

@@ -35,7 +35,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from jupyter_client import BlockingKernelClient
-from test_browser import SCREENSHOTS, browser, lab_server, open_menu_item, server_log_tail  # noqa: F401 - browser: the module's Chromium fixture.
+from test_browser import SCREENSHOTS, browser, lab_server, open_menu_item, server_log_tail, start_kernel  # noqa: F401 - browser: the module's Chromium fixture.
 
 from course.plots import CLAIM_PREFIX
 from grading.config import ASSIGNMENTS, ROOT
@@ -92,7 +92,7 @@ def lab(tmp_path_factory, colab_python):
         "argv": [str(colab_python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (Colab-like)", "language": "python",
         "env": {"PATH": f"{colab_python.parent}:{os.environ['PATH']}", "COURSE_INSTALL_SPEC": str(ROOT)}}))
-    environment = {"JUPYTER_PATH": str(root / ".jupyter"), "JUPYTER_RUNTIME_DIR": str(root / ".runtime")}
+    environment = {"JUPYTER_PATH": str(root / ".jupyter")}
     with lab_server(root, environment) as (base, token):
         yield base, token, root
 
@@ -106,33 +106,6 @@ def _widget_state(page) -> str:
             .map(i => i.src.length + ':' + i.src.slice(-64));
         return JSON.stringify([texts, images]);
     }""")
-
-
-def _start_kernel(base: str, token: str, root: Path, notebook: str) -> None:
-    """Start the kernel of the notebook at ``notebook`` (a path under ``root``) through the server's sessions API, and
-    wait until it answers, before the page opens the notebook: the page then joins this session. Left to the page,
-    a kernel that a busy machine starts slowly made JupyterLab ask "Select Kernel" at every Run All (CI at d4e82a7,
-    16 times in 240 s). A kernel that does not answer in time is started once more; a second fails, with the server's
-    log."""
-    request = {"path": notebook, "type": "notebook", "name": "", "kernel": {"name": "python3"}}
-    for _ in range(2):
-        post = urllib.request.Request(f"{base}/api/sessions?token={token}", data=json.dumps(request).encode(),
-                                      headers={"Content-Type": "application/json"}, method="POST")
-        with urllib.request.urlopen(post, timeout=180) as response:
-            session = json.load(response)
-        client = BlockingKernelClient(connection_file=str(root / ".runtime" / f"kernel-{session['kernel']['id']}.json"))
-        client.load_connection_file()
-        client.start_channels()
-        try:
-            client.wait_for_ready(timeout=180)
-            return
-        except RuntimeError:
-            delete = urllib.request.Request(f"{base}/api/sessions/{session['id']}?token={token}", method="DELETE")
-            urllib.request.urlopen(delete, timeout=60).close()
-        finally:
-            client.stop_channels()
-    raise AssertionError(f"{notebook}: its kernel did not answer in 180 s, twice; the server printed:\n"
-                         f"{server_log_tail(root)}")
 
 
 def _run_all(page, expected: int, assignment: str, root: Path) -> None:
@@ -259,7 +232,7 @@ def test_notebook_runs_where_students_run_it(lab, browser, colab_python, assignm
     base, token, root = lab
     path = root / assignment / f"{assignment}.ipynb"
     torch_before = _torch_version(colab_python)
-    _start_kernel(base, token, root, f"{assignment}/{assignment}.ipynb")
+    start_kernel(base, token, root, f"{assignment}/{assignment}.ipynb")
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(60_000)
     # A workspace of its own, reset, so that only this notebook is open in the page.
