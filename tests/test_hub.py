@@ -196,7 +196,7 @@ def loop(machine):
 
 def _honest_student_submits(machine, browser, url, solution, results):
     """Log in, fetch from the Assignments tab, open the notebook, (write the solution), submit."""
-    from test_browser import open_menu_item
+    from test_browser import answer_dialogs, open_menu_item
 
     _, page = _browser_login(browser, url, machine.names["honest"], machine.passwords["honest"])
     page.wait_for_url("**/user/**/lab**", timeout=180_000)
@@ -213,6 +213,8 @@ def _honest_student_submits(machine, browser, url, solution, results):
     badge = f".jp-Notebook a[href='{modelscope_url(ASSIGNMENT)}']"
     page.wait_for_selector(badge, state="attached", timeout=60_000)
     results["opened badge"] = page.locator(badge).count()
+    # A kernel that a busy machine starts slowly makes JupyterLab ask "Select Kernel", over the tabs.
+    answer_dialogs(page, "the honest student")
     page.locator(".lm-TabBar-tab", has_text="Assignments").click()
     page.click("#fetched_assignments_list button:has-text('Submit')")
     page.wait_for_selector("#submitted_assignments_list .list_item", timeout=60_000)
