@@ -845,6 +845,52 @@ def test_an_object_of_the_test_lent_to_the_kernel_answers_the_student_s_checks_a
     ''')
 
 
+def test_a_lent_object_is_copied_as_in_one_process(kernel):
+    """``copy.copy`` and ``copy.deepcopy`` of a test object in the student's code give another object of the test,
+    which answers as the original did and whose changes leave the original as it was; a deep copy of a student's
+    structure that holds it copies it too."""
+    k = kernel('''
+        import copy
+        def shallow(policy):
+            twin = copy.copy(policy)
+            return [twin is policy, twin.pick([3, 1, 2]), twin.advance(), policy.step]
+        def deep(policy, blocks):
+            trial_blocks, trial_policy = copy.deepcopy((blocks, policy))
+            trial_blocks.append(9)
+            return [trial_policy is policy, trial_policy.advance(), trial_policy.advance(), policy.step, blocks]
+    ''')
+    k.passes('''
+        class Policy:
+            def __init__(self):
+                self.step = 0
+            def pick(self, values):
+                return min(values)
+            def advance(self):
+                self.step += 1
+                return self.step
+        policy = Policy()
+        assert shallow(policy) == [False, 1, 1, 0]
+        assert policy.step == 0
+        blocks = [1, 2]
+        assert deep(policy, blocks) == [False, 1, 2, 0, [1, 2]]
+        assert policy.step == 0 and blocks == [1, 2]
+    ''')
+
+
+def test_a_name_like_string_from_the_test_is_the_student_s_literal(kernel):
+    """Python interns a string constant made of letters, digits and underscores, so that in one process a student's
+    ``policy is "lru"`` holds for the test's literal "lru" (a mistake that works); it holds through the judge too.
+    Other strings are not interned, as in one process. (A name-like string that the test computes is interned when it
+    crosses, where in one process it is not: the README lists this difference.)"""
+    k = kernel('''
+        def named(policy, options):
+            return [policy is "lru", options[0] is "lfu", options[1] is "not a name"]
+    ''')
+    k.passes('''
+        assert named("lru", ["lfu", "not a name"]) == [True, True, False]
+    ''')
+
+
 def test_the_kernel_counts_torch_operations_for_the_checks(kernel):
     k = kernel('''
         import torch

@@ -385,6 +385,15 @@ class JudgeObject:
     def __setattr__(self, name: str, value) -> None:
         raise AttributeError("the student's code cannot change an object of the test")
 
+    # A copy is made by the judge, of its own object, and lent as another object of the test: in one process
+    # ``copy.copy(policy)`` or ``copy.deepcopy(model)`` copies the test's object too. (A deep copy of several objects
+    # shares the copies of what they share only within each lent object.)
+    def __copy__(self):
+        return self._judge_peer.call_judge(self, "op", "copy")
+
+    def __deepcopy__(self, memo):
+        return self._judge_peer.call_judge(self, "op", "deepcopy")
+
 
 def _call(self, *args, **kwargs):
     return self._judge_peer.call_judge(self, "call", args, tuple(kwargs.items()))

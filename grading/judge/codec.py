@@ -18,6 +18,7 @@ This module runs in the student's kernel too (see grading/judge/wire.py).
 
 from __future__ import annotations
 
+import sys
 from types import MappingProxyType
 
 import torch
@@ -58,6 +59,14 @@ _DATA_ERRORS = (TypeError, ValueError, OverflowError, RuntimeError, IndexError, 
 # What crosses as a copy while `Codec.by_value` is set: what course.checks.replay copies, its steps' and results'.
 _COPIES = frozenset((Tag.LIST, Tag.SET, Tag.DICT, Tag.ODICT, Tag.TENSOR))
 COPY = 0  # The shared id of a value that crossed as a copy: no pair holds it on either side.
+
+
+def interned(text: str) -> str:
+    """``text``, interned where Python interns it in one process: the compiler interns every string constant made
+    only of ASCII letters, digits and underscores, so that a student's ``policy is "lru"`` holds there when the test
+    passed the literal ``"lru"``. A string decoded from a message is a new object; such a one is interned too."""
+    return sys.intern(text) if text.isascii() and text.replace("_", "a").isalnum() else text
+
 
 
 class Codec:
@@ -214,6 +223,8 @@ class Codec:
 
     def decode(self, node, depth: int = 0):
         if type(node) is not list:
+            if type(node) is str:
+                return interned(node)
             if type(node) is dict:
                 raise WireError("a message with a map")
             return node
@@ -250,10 +261,10 @@ class Codec:
 
     def _decode_items(self, nodes: list, depth: int) -> list:
         """The values of a list of nodes; one without a list (or a map) among them holds only plain values, which
-        decode to themselves (see `decode`), and is taken as it is."""
+        decode to themselves (see `decode`; name-like strings interned), and is taken as it is."""
         kinds = set(map(type, nodes))
         if list not in kinds and dict not in kinds:
-            return nodes
+            return [interned(item) if type(item) is str else item for item in nodes] if str in kinds else nodes
         return [self.decode(item, depth + 1) for item in nodes]
 
     def _decode_value(self, tag: int, node: list, depth: int):

@@ -29,7 +29,7 @@ from .peer import END, HELLO, NOT_SHARED, READY, Peer, from_kernel, global_node,
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 CALLBACK_OPS = frozenset({"len", "iter", "next", "repr", "str", "bool", "hash", "contains", "getitem", "eq", "ne",
-                          "lt", "le", "gt", "ge", "index", "int", "float", "format"})
+                          "lt", "le", "gt", "ge", "index", "int", "float", "format", "copy", "deepcopy"})
 _NEVER_LENT = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType, types.CellType)
 _FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType)
 _SWEEP_EVERY = 64  # Messages between two looks for lazy pairs the test let go of (pairs.PairTable.sweep).
