@@ -845,6 +845,121 @@ def test_an_object_of_the_test_lent_to_the_kernel_answers_the_student_s_checks_a
     ''')
 
 
+def test_a_tensor_that_crossed_can_still_grow_in_place(kernel):
+    """A tensor's storage stays resizable after it crossed, on both sides, as in one process: a student's buffer that
+    came with its object, or that the test read, grows with ``resize_`` or an ``out=`` of another size; so does the
+    test's tensor that the student's code read. (Crossing once made a NumPy array over the memory, which torch
+    marks as a storage that can never be resized.)"""
+    k = kernel('''
+        import torch
+        class Costs:
+            def __init__(self):
+                self.buffer = torch.empty(0, dtype=torch.float64)
+            def total(self, tokens):
+                self.buffer.resize_(tokens.shape)
+                torch.mul(tokens.to(torch.float64), 2.0, out=self.buffer)
+                return self.buffer.clone()
+            def joined(self, parts):
+                torch.cat(parts, out=self.buffer)
+                return self.buffer
+        def grow(tensor, n):
+            return tensor.resize_(n).shape[0]
+    ''')
+    k.passes('''
+        import torch
+        costs = Costs()
+        assert costs.buffer.numel() == 0
+        assert costs.total(torch.tensor([1, 2])).tolist() == [2.0, 4.0]
+        assert costs.total(torch.tensor([1, 2, 3, 4])).tolist() == [2.0, 4.0, 6.0, 8.0]
+        held = costs.joined([torch.ones(2, dtype=torch.float64), torch.zeros(5, dtype=torch.float64)])
+        assert held.shape == (7,) and costs.joined([torch.ones(9, dtype=torch.float64)]).shape == (9,)
+        mine = torch.zeros(2)
+        assert grow(mine, 6) == 6 and mine.shape == (6,)
+        mine.resize_(10)
+        assert mine.untyped_storage().resizable()
+    ''')
+
+
+def test_a_value_that_cannot_cross_by_value_is_lent_and_every_numpy_dtype_that_can_crosses(kernel):
+    """NumPy values of every dtype whose string says all of it cross by value (datetimes and timedeltas with their
+    unit, strings of any length); a record array, a sparse, nested or quantized tensor is lent as an object, as a
+    student's object is, so that an object holding one still crosses with its ``__dict__``, where such a value
+    broke the message (and a sparse tensor ended the kernel's serving)."""
+    k = kernel('''
+        import numpy as np
+        import torch
+        class Policy:
+            def __init__(self):
+                self.created = np.datetime64("2026-01-01")
+                self.ttl = np.timedelta64(30, "s")
+                self.name = np.str_("fair-quota policy " + "-" * 90)
+                self.raw = np.zeros(2, dtype="S100")
+                self.table = np.array([("a", 1.0)], dtype=[("tenant", "U32"), ("weight", "f8")])
+                self.sparse = torch.eye(3).to_sparse()
+                self.csr = torch.eye(3).to_sparse_csr()
+                self.nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+                self.quantized = torch.quantize_per_tensor(torch.ones(2), 0.5, 0, torch.quint8)
+                self.dates = np.array(["2026-01-01", "2026-02-01"], dtype="datetime64[D]")
+            def total(self):
+                return float(self.table["weight"].sum() + self.sparse.to_dense().sum() + len(self.name))
+    ''')
+    k.passes('''
+        import numpy as np
+        policy = Policy()
+        assert policy.total() == 1.0 + 3.0 + 108
+        assert policy.created == np.datetime64("2026-01-01") and policy.ttl == np.timedelta64(30, "s")
+        assert policy.name.endswith("-") and len(policy.name) == 108 and policy.raw.dtype == np.dtype("S100")
+        assert (policy.dates[1] - policy.dates[0]) == np.timedelta64(31, "D")
+        assert len(policy.table) == 1 and policy.sparse.shape == (3, 3)
+    ''')
+
+
+def test_property_subclasses_str_keys_and_dead_weak_proxies_of_the_student_s_behave_as_in_one_process(kernel):
+    """A class's property made with a subclass of ``property`` is a property to the test; a string of the student's
+    class (a ``StrEnum`` member) finds the test's plain string in a dict or set (its hash comes as its plain value,
+    which the judge hashes: Python salts string hashes in each process, which a kernel in this thread shares); a dead
+    ``weakref.proxy`` in an object's ``__dict__`` crosses as an object (it ended the kernel's serving)."""
+    from grading.judge.agent import object_hash
+
+    k = kernel('''
+        import enum
+        import weakref
+        class computed(property):
+            """A read-only property."""
+        class Block:
+            def __init__(self):
+                self.tokens = 0
+            @computed
+            def is_full(self):
+                return self.tokens >= 4
+        class Stat(enum.StrEnum):
+            TOTAL = "total_blocks"
+            FREE = "free_blocks"
+        def summary():
+            return {Stat.TOTAL: 8, Stat.FREE: 3}
+        class Owner:
+            pass
+        class Holder:
+            def __init__(self):
+                self.owner = weakref.proxy(Owner())  # Dead at once: only the proxy held it.
+                self.count = 1
+            def again(self):
+                return self
+    ''')
+    k.passes('''
+        assert isinstance(Block.is_full, property) and not Block().is_full
+        found = summary()
+        assert set(found) == {"total_blocks", "free_blocks"} and found["total_blocks"] == 8
+        holder = Holder()
+        assert holder.again() is holder and holder.again().count == 1
+    ''')
+
+    class Stat(str):
+        pass
+
+    assert object_hash(Stat("total_blocks")) == ["total_blocks"] and object_hash("plain") == hash("plain")
+
+
 def test_a_lent_object_is_copied_as_in_one_process(kernel):
     """``copy.copy`` and ``copy.deepcopy`` of a test object in the student's code give another object of the test,
     which answers as the original did and whose changes leave the original as it was; a deep copy of a student's

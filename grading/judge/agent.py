@@ -128,6 +128,22 @@ def count_launches(function, args, kwargs):
     return result, counter.calls
 
 
+def object_hash(value):
+    """What the judge's handle of ``value`` hashes as: its hash here; None for an unhashable object (or a broken
+    ``__hash__``: the judge raises TypeError). A string of a class of the student's (a ``StrEnum`` member) that
+    hashes as its plain value, as in one process, comes as ``[that value]``, which the judge hashes itself: Python
+    salts a string's hash in each process, so a key of that class would not find the judge's own string."""
+    try:
+        hashed = hash(value)
+    except Exception:  # noqa: BLE001 - as above.
+        return None
+    if issubclass(type(value), str) and type(value) is not str:
+        plain = str.__str__(value)
+        if hash(plain) == hashed:
+            return [plain]
+    return hashed
+
+
 class AgentPeer(Peer):
     """The kernel's side: does what the judge asks, with the student's namespace."""
 
@@ -183,15 +199,12 @@ class AgentPeer(Peer):
         node = global_node(value) if kernel_may_name(value) else None
         if node is not None:
             return node
-        if isinstance(value, type):
+        if issubclass(type(value), type):
             return self.class_node(value)
         oid, new = self.export(value)
         if new:
-            try:
-                self.hashes[oid] = hash(value)
-            except Exception:  # noqa: BLE001 - unhashable, or a broken __hash__: the judge raises TypeError.
-                self.hashes[oid] = None
-        flags = FUNCTION * isinstance(value, types.FunctionType) | CALLABLE * callable(value)
+            self.hashes[oid] = object_hash(value)
+        flags = FUNCTION * (type(value) is types.FunctionType) | CALLABLE * callable(value)
         node = [Tag.OBJECT, oid, self.class_node(type(value)), self.hashes.get(oid), flags]
         asked = value is self.asked
         if asked:

@@ -38,6 +38,8 @@ from .wire import (
     encode_ndarray,
     encode_tensor,
     expect,
+    numpy_crosses,
+    tensor_crosses,
 )
 
 _SCALARS = (type(None), bool, float, str, bytes)
@@ -107,8 +109,9 @@ class Codec:
         if self.items > self.limits.items or depth > self.limits.depth:
             self._count(depth)
         tag = shared.PAIR_TYPES.get(kind)
-        if tag is not None and not (tag is Tag.NDARRAY and value.dtype.hasobject):
-            return self._encode_pair(value, tag, depth)  # An array of Python objects is lent as an object instead.
+        if tag is not None and (tensor_crosses(value) if tag is Tag.TENSOR else
+                                numpy_crosses(value.dtype) if tag is Tag.NDARRAY else True):
+            return self._encode_pair(value, tag, depth)  # A sparse tensor or an array of objects is lent instead.
         tag = _SEQUENCES.get(kind)
         if tag is not None:
             return [tag, *self._encode_items(value, depth)]
@@ -141,7 +144,7 @@ class Codec:
             return leaf
         if kind is MappingProxyType:
             return [Tag.MAPPINGPROXY, self._flat(value.items(), depth)]
-        if kind is property:
+        if issubclass(kind, property):  # A subclass of property (abc.abstractproperty) is a property to the test.
             return [Tag.PROPERTY, *(self.encode(part, depth + 1) for part in (value.fget, value.fset, value.fdel)),
                     value.__doc__ if type(value.__doc__) is str else None]
         if kind is staticmethod or kind is classmethod:

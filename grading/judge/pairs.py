@@ -58,7 +58,7 @@ from types import SimpleNamespace
 import numpy
 import torch
 
-from .wire import Tag, WireError, expect, flat_bytes
+from .wire import Tag, WireError, expect, flat_bytes, memory_bytes
 
 PAIR_TYPES = {list: Tag.LIST, dict: Tag.DICT, OrderedDict: Tag.ODICT, set: Tag.SET, SimpleNamespace: Tag.NAMESPACE,
               torch.Tensor: Tag.TENSOR, numpy.ndarray: Tag.NDARRAY}
@@ -94,15 +94,14 @@ def snapshot(tag: int, obj):
 
 
 def _content(tensor: torch.Tensor) -> tuple:
-    """``(a NumPy view of its memory or None, its bytes)`` where the tensor is compared by its bytes (`_by_bytes`, or
-    made under inference mode); ``(None, None)`` elsewhere, and for a meta tensor, which has no memory."""
+    """``(True where its bytes were read from its memory (`_readable`), else None; its bytes)`` where the tensor is
+    compared by its bytes (`_by_bytes`, or made under inference mode); ``(None, None)`` elsewhere, and for a meta
+    tensor, which has no memory."""
     if not (_by_bytes() or tensor.is_inference()) or tensor.is_meta:
         return None, None
-    view = _memory_of(tensor)
-    return view, _bytes_of(tensor) if view is None else view.tobytes()
-
-
-_SAME_SIZE_INTEGER = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    if _readable(tensor):
+        return True, memory_bytes(tensor)
+    return None, _bytes_of(tensor)
 
 
 def _version_of(tensor: torch.Tensor) -> int:
@@ -111,20 +110,12 @@ def _version_of(tensor: torch.Tensor) -> int:
     return -1 if tensor.is_inference() else tensor._version
 
 
-def _memory_of(tensor: torch.Tensor):
-    """A NumPy array over a CPU tensor's own memory, elements viewed as integers of the same size (so that NumPy
-    knows the dtype and a NaN is its bits), whose ``tobytes()`` reads the tensor's content now in a fraction of
-    the time `_bytes_of` takes; None where there is none (another device, a conjugate or negative view, a
-    layout or an element size without one). It is only read while the tensor's memory stays where it was
-    (`changed` compares ``data_ptr()`` first)."""
-    integer = _SAME_SIZE_INTEGER.get(tensor.element_size())
-    if (integer is None or tensor.device.type != "cpu" or tensor.layout != torch.strided or tensor.is_conj()
-            or tensor.is_neg() or tensor.dtype.is_complex):
-        return None
-    try:
-        return tensor.detach().view(integer).numpy()
-    except (RuntimeError, TypeError):
-        return None
+def _readable(tensor: torch.Tensor) -> bool:
+    """Whether a tensor's bytes can be read straight from its memory (`wire.memory_bytes`), in a fraction of the time
+    `_bytes_of` takes: a contiguous CPU tensor of plain layout, neither a conjugate nor a negative view. Both give
+    the elements in row-major order, so either may read what the other recorded."""
+    return (tensor.device.type == "cpu" and tensor.layout == torch.strided and tensor.is_contiguous()
+            and not tensor.is_conj() and not tensor.is_neg())
 
 
 def _bytes_of(tensor: torch.Tensor) -> bytes | None:
@@ -136,7 +127,7 @@ def _bytes_of(tensor: torch.Tensor) -> bytes | None:
 
 
 _STORAGE_USE_COUNT = getattr(torch._C, "_storage_Use_Count", None)  # How many tensors share a storage.
-_ALONE: dict[tuple[str, bool], tuple[int, int]] = {}  # `_memory_refs` of a tensor that shares its memory with none.
+_ALONE: dict[str, tuple[int, int]] = {}  # `_memory_refs` of a tensor that shares its memory with none, by device.
 
 
 def _memory_refs(tensor: torch.Tensor) -> tuple[int, int]:
@@ -147,18 +138,15 @@ def _memory_refs(tensor: torch.Tensor) -> tuple[int, int]:
     return sys.getrefcount(storage), _STORAGE_USE_COUNT(storage._cdata)
 
 
-def _memory_alone(tensor: torch.Tensor, recorded) -> bool:
-    """Whether nothing shares a pair's tensor's memory but the pair's own record of it (`snapshot`): compared with
-    a probe on the same device, recorded the same way."""
+def _memory_alone(tensor: torch.Tensor) -> bool:
+    """Whether nothing shares a pair's tensor's memory (a pair's record holds only its bytes): compared with a probe
+    on the same device."""
     if (_STORAGE_USE_COUNT is None or type(tensor) is not torch.Tensor or tensor.layout != torch.strided
             or tensor.is_meta):
         return False
-    key = (tensor.device.type, recorded[3] is not None)
-    alone = _ALONE.get(key)
+    alone = _ALONE.get(tensor.device.type)
     if alone is None:
-        probe = torch.zeros(2, device=tensor.device)
-        view = _memory_of(probe) if key[1] else None  # noqa: F841 - held as a pair's record holds its view.
-        alone = _ALONE[key] = _memory_refs(probe)
+        alone = _ALONE[tensor.device.type] = _memory_refs(torch.zeros(2, device=tensor.device))
     return all(map(operator.le, _memory_refs(tensor), alone))
 
 
@@ -175,8 +163,7 @@ def changed(tag: int, obj, recorded) -> bool:
         if recorded[4] is None:
             # Recorded while versions were trusted (Triton was imported since), or a layout without plain bytes.
             return _content(obj)[1] is not None
-        view = recorded[3]
-        return (_bytes_of(obj) if view is None else view.tobytes()) != recorded[4]
+        return (memory_bytes(obj) if recorded[3] and _readable(obj) else _bytes_of(obj)) != recorded[4]
     if tag in (Tag.LIST, Tag.SET):
         return not _same(obj, recorded)
     if tag in (Tag.DICT, Tag.ODICT):
@@ -266,7 +253,7 @@ def lazy_pairs_in(table: PairTable, values) -> list[Pair]:
         kind = type(value)
         if kind is tuple or kind is frozenset:
             stack.extend([item for item in value if type(item) not in leaves])
-        elif kind in PAIR_TYPES or isinstance(value, torch.Tensor):
+        elif kind in PAIR_TYPES or issubclass(kind, torch.Tensor):
             pair = table.find(value)
             if pair is not None and pair.lazy and pair.sid not in seen:
                 seen.add(pair.sid)
@@ -439,7 +426,7 @@ class PairTable:
             elif (not drop_unreferenced and getrefcount(obj) <= 3
                   and not getweakrefcount(obj)  # A weak reference (a proxy, a WeakValueDictionary) reaches it too.
                   and (tag is _LIST or tag is _SET or tag is _DICT or tag is _ODICT
-                       or tag is _TENSOR and _memory_alone(obj, recorded))):
+                       or tag is _TENSOR and _memory_alone(obj))):
                 resting.append(pair)
         obj = None  # The last object scanned is not held past the scan.
         for sid in dropped:

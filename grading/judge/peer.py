@@ -153,7 +153,7 @@ def kernel_may_name(value) -> bool:
     scalar types). The kernel's functions and modules, even those of allowed modules, and every other class cross
     as the kernel's objects (handles, mirrors): the judge never calls code of its own that the kernel named, such
     as ``builtins.exec`` lent as a method of an object that a test's function calls."""
-    return id(value) in _WELL_KNOWN_IDS or (isinstance(value, type) and value in _PLAIN_CLASSES)
+    return id(value) in _WELL_KNOWN_IDS or (issubclass(type(value), type) and value in _PLAIN_CLASSES)
 
 
 def from_kernel(module: str, qualname: str):
@@ -400,7 +400,7 @@ class Peer:
             return
         try:
             self.send(OK, seq, [result])
-        except WireError as error:
+        except self.answered as error:  # noqa: BLE001 - a result that cannot be sent is that request's error.
             self.send(ERR, seq, [self.exception_node(error)], raw=True)
 
     def decode_shared(self, node: list, depth: int = 0):

@@ -248,6 +248,9 @@ class JudgePeer(Peer):
         expect(type(class_node) is list and class_node and class_node[0] in (Tag.CLASS, Tag.CLASSREF),
                "an object without its class")
         cls = self.mirror(class_node)
+        if type(hashed) is list:  # A string of the student's class that hashes as its plain value (agent.object_hash).
+            expect(len(hashed) == 1 and type(hashed[0]) is str, "a malformed hash")
+            hashed = hash(text(hashed[0], self.limits))
         expect(hashed is None or type(hashed) is int, "a malformed hash")
         found = self.handles.get(oid)
         handle = found() if found is not None else None

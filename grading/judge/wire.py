@@ -15,6 +15,7 @@ Every limit (`Limits`) is checked when a message is read or built; breaking one 
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
 import re
@@ -190,8 +191,9 @@ def _itemsize(dtype: torch.dtype) -> int:
 
 def encode_tensor(tensor: torch.Tensor) -> list:
     """``[dtype, shape, stride or None, device, bytes]``: the values, wherever the tensor lives."""
-    if tensor.layout != torch.strided or tensor.is_quantized:
-        raise WireError(f"a tensor with layout {tensor.layout} cannot cross")
+    if not tensor_crosses(tensor):
+        raise WireError(f"a {'quantized' if tensor.is_quantized else 'nested' if tensor.is_nested else tensor.layout} "
+                        "tensor cannot cross")
     device = tensor.device
     data = flat_bytes(tensor) if device.type != "meta" else b""
     stride = list(tensor.stride()) if _dense(tensor) else None
@@ -206,7 +208,14 @@ def flat_bytes(tensor: torch.Tensor) -> bytes:
     if flat.stride(0) != 1:
         # One element may lie at any stride (``torch.zeros(1, 2)[:, 0]``), and torch calls that contiguous.
         flat = flat.clone(memory_format=torch.contiguous_format)
-    return flat.cpu().view(torch.uint8).numpy().tobytes()
+    return memory_bytes(flat.cpu())
+
+
+def memory_bytes(tensor: torch.Tensor) -> bytes:
+    """The bytes of a contiguous CPU tensor's elements, read from its memory. No NumPy array is made over that
+    memory: torch would mark the tensor's storage as one that cannot be resized, for good, and a student's buffer
+    that crossed once could no longer grow (``buffer.resize_(n)``, ``torch.cat(..., out=buffer)``)."""
+    return ctypes.string_at(tensor.data_ptr(), tensor.numel() * tensor.element_size())
 
 
 def _dense(tensor: torch.Tensor) -> bool:
@@ -248,8 +257,8 @@ def _tensor_of_bytes(data: bytes, dtype: torch.dtype, shape: list) -> torch.Tens
     """A new tensor with these bytes, which owns its memory: no base that a view of it would keep, so that
     nothing but the tensor itself shares its storage (what the kernel looks for: pairs.PairTable.scan)."""
     values = torch.empty(shape, dtype=dtype)
-    if data:
-        values.reshape(-1).view(torch.uint8).numpy()[:] = numpy.frombuffer(data, numpy.uint8)
+    if data:  # Its length was checked against the shape and dtype; written as `memory_bytes` reads.
+        ctypes.memmove(values.data_ptr(), data, len(data))
     return values
 
 
@@ -267,14 +276,31 @@ def decode_ndarray(leaf, limits: Limits = LIMITS) -> numpy.ndarray:
     return numpy.frombuffer(leaf[2], dtype=dtype).reshape(leaf[1]).copy()
 
 
+# A NumPy dtype's string that may cross: a kind, an item size, and a datetime's or timedelta's unit ("<M8[10s]").
+_NUMPY_DTYPE = re.compile(r"[<>|=]?[a-zA-Z][0-9]{0,9}(\[[0-9]{0,9}[a-zA-Z]{1,2}\])?")
+
+
+def numpy_crosses(dtype: numpy.dtype) -> bool:
+    """Whether arrays and scalars of a NumPy dtype cross by value: its string says all of it (not Python objects,
+    records with fields or sub-arrays, which the string leaves out). An array or scalar of any other is lent as an
+    object, as any object of the student's."""
+    return (not dtype.hasobject and dtype.fields is None and dtype.subdtype is None
+            and _NUMPY_DTYPE.fullmatch(dtype.str) is not None)
+
+
+def tensor_crosses(tensor: torch.Tensor) -> bool:
+    """Whether a tensor crosses by value: a plain strided one (not sparse, nested or quantized); any other is lent as
+    an object, as any object of the student's."""
+    return tensor.layout == torch.strided and not tensor.is_quantized and not tensor.is_nested
+
+
 def _numpy_dtype(name) -> numpy.dtype:
-    expect(type(name) is str and re.fullmatch(r"[<>|=]?[a-zA-Z][0-9]{0,2}", name or "") is not None,
-           "a malformed NumPy dtype")
+    expect(type(name) is str and _NUMPY_DTYPE.fullmatch(name) is not None, "a malformed NumPy dtype")
     try:
         dtype = numpy.dtype(name)
     except TypeError:
         raise WireError(f"an unknown NumPy dtype {name!r}") from None
-    expect(not dtype.hasobject and dtype.fields is None, "a NumPy dtype that cannot cross")
+    expect(numpy_crosses(dtype), "a NumPy dtype that cannot cross")
     return dtype
 
 
@@ -326,7 +352,8 @@ def encode_leaf(value):
         return [Tag.ELLIPSIS]
     if kind is type(NotImplemented):
         return [Tag.NOTIMPLEMENTED]
-    if isinstance(value, numpy.generic) and kind.__module__ == "numpy":
+    # Types are read with type() only: a dead weak proxy raises on any other look (``isinstance`` reads __class__).
+    if issubclass(kind, numpy.generic) and kind.__module__ == "numpy" and numpy_crosses(value.dtype):
         return encode_npscalar(value)
     return None
 
