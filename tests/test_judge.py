@@ -849,7 +849,7 @@ def test_a_tensor_that_crossed_can_still_grow_in_place(kernel):
     """A tensor's storage stays resizable after it crossed, on both sides, as in one process: a student's buffer that
     came with its object, or that the test read, grows with ``resize_`` or an ``out=`` of another size; so does the
     test's tensor that the student's code read. (Crossing once made a NumPy array over the memory, which torch
-    marks as a storage that can never be resized.)"""
+    marks as a storage that can never be resized.) A shared tensor may change its dtype in place too (``.data``)."""
     k = kernel('''
         import torch
         class Costs:
@@ -861,6 +861,9 @@ def test_a_tensor_that_crossed_can_still_grow_in_place(kernel):
                 return self.buffer.clone()
             def joined(self, parts):
                 torch.cat(parts, out=self.buffer)
+                return self.buffer
+            def widen(self):
+                self.buffer.data = self.buffer.data.to(torch.float32)  # The same tensor, another dtype.
                 return self.buffer
         def grow(tensor, n):
             return tensor.resize_(n).shape[0]
@@ -877,6 +880,8 @@ def test_a_tensor_that_crossed_can_still_grow_in_place(kernel):
         assert grow(mine, 6) == 6 and mine.shape == (6,)
         mine.resize_(10)
         assert mine.untyped_storage().resizable()
+        widened = costs.widen()
+        assert widened.dtype == torch.float32 and costs.buffer is widened
     ''')
 
 
@@ -958,6 +963,49 @@ def test_property_subclasses_str_keys_and_dead_weak_proxies_of_the_student_s_beh
         pass
 
     assert object_hash(Stat("total_blocks")) == ["total_blocks"] and object_hash("plain") == hash("plain")
+
+
+def test_values_nested_deeper_than_a_message_may_be_are_lent_as_objects(kernel):
+    """A student's state nested deeper than a message may nest (an undo history as a linked list of tuples, a trie of
+    dicts, 200 levels) crosses with its object: what lies at the limit is lent as an object, which the test can
+    still walk; the test's own deep values reach the student's code the same way."""
+    k = kernel('''
+        class History:
+            def __init__(self):
+                self.undo = None
+                self.trie = {}
+            def push(self, item):
+                self.undo = (item, self.undo)
+                node = self.trie
+                for _ in range(len(self.items())):
+                    node = node.setdefault("next", {})
+                return self
+            def items(self):
+                found, node = [], self.undo
+                while node is not None:
+                    found.append(node[0])
+                    node = node[1]
+                return found
+        def depth(chain):
+            count = 0
+            while chain is not None:
+                count, chain = count + 1, chain[1]
+            return count
+    ''')
+    k.passes('''
+        history = History()
+        for item in range(200):
+            assert history.push(item) is history
+        assert history.items() == list(range(199, -1, -1))
+        node, count = history.undo, 0
+        while node is not None:
+            count, node = count + 1, node[1]
+        assert count == 200
+        chain = None
+        for item in range(150):
+            chain = (item, chain)
+        assert depth(chain) == 150
+    ''')
 
 
 def test_a_lent_object_is_copied_as_in_one_process(kernel):

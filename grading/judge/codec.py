@@ -106,7 +106,9 @@ class Codec:
         if kind is int:
             return value if -(1 << 63) <= value < (1 << 64) else encode_int(value)
         self.items += 1
-        if self.items > self.limits.items or depth > self.limits.depth:
+        if self.items > self.limits.items or depth >= self.limits.depth - 1:
+            if depth >= self.limits.depth - 1 and (kind in shared.PAIR_TYPES or kind in _SEQUENCES):
+                return self._lend_deep(value, depth)
             self._count(depth)
         tag = shared.PAIR_TYPES.get(kind)
         if tag is not None and (tensor_crosses(value) if tag is Tag.TENSOR else
@@ -119,6 +121,11 @@ class Codec:
             return [Tag.SLICE if kind is slice else Tag.RANGE, *(self.encode(getattr(value, name), depth + 1)
                                                                  for name in ("start", "stop", "step"))]
         return self._encode_other(value, kind, depth)
+
+    def _lend_deep(self, value, depth: int):
+        """A container or tensor as deep as a message may nest (a linked list of tuples, a trie of dicts): lent as an
+        object, as an object of the student's is, so that the message stays within the depth its reader allows."""
+        return self.peer.encode_object(value, depth)
 
     def _encode_items(self, values, depth: int) -> list:
         """The nodes of a sequence's items. Items that all cross as themselves (see `encode`) are taken as they
@@ -134,7 +141,9 @@ class Codec:
     def _encode_tuple(self, value: tuple, depth: int) -> list:
         """What `encode` makes of a tuple, without asking what it is."""
         self.items += 1
-        if self.items > self.limits.items or depth > self.limits.depth:
+        if self.items > self.limits.items or depth >= self.limits.depth - 1:
+            if depth >= self.limits.depth - 1:
+                return self._lend_deep(value, depth)
             self._count(depth)
         return [_TUPLE_TAG, *self._encode_items(value, depth)]
 

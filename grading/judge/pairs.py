@@ -53,6 +53,7 @@ import operator
 import sys
 import weakref
 from collections import OrderedDict
+from ctypes import string_at
 from types import SimpleNamespace
 
 import numpy
@@ -94,13 +95,14 @@ def snapshot(tag: int, obj):
 
 
 def _content(tensor: torch.Tensor) -> tuple:
-    """``(True where its bytes were read from its memory (`_readable`), else None; its bytes)`` where the tensor is
-    compared by its bytes (`_by_bytes`, or made under inference mode); ``(None, None)`` elsewhere, and for a meta
-    tensor, which has no memory."""
+    """``(where its bytes were read from its memory, or None; its bytes)`` where the tensor is compared by its bytes
+    (`_by_bytes`, or made under inference mode); ``(None, None)`` elsewhere, and for a meta tensor, which has no
+    memory. Its memory is ``(strides, byte count)`` of a tensor that `_readable` allows: `changed` reads the same
+    bytes at the same address again while the tensor's address, shape and strides stay as they were."""
     if not (_by_bytes() or tensor.is_inference()) or tensor.is_meta:
         return None, None
     if _readable(tensor):
-        return True, memory_bytes(tensor)
+        return (tensor.stride(), tensor.numel() * tensor.element_size()), memory_bytes(tensor)
     return None, _bytes_of(tensor)
 
 
@@ -163,7 +165,10 @@ def changed(tag: int, obj, recorded) -> bool:
         if recorded[4] is None:
             # Recorded while versions were trusted (Triton was imported since), or a layout without plain bytes.
             return _content(obj)[1] is not None
-        return (memory_bytes(obj) if recorded[3] and _readable(obj) else _bytes_of(obj)) != recorded[4]
+        memory = recorded[3]
+        if memory is not None and obj.stride() == memory[0]:
+            return string_at(recorded[2], memory[1]) != recorded[4]
+        return _bytes_of(obj) != recorded[4]
     if tag in (Tag.LIST, Tag.SET):
         return not _same(obj, recorded)
     if tag in (Tag.DICT, Tag.ODICT):
@@ -213,9 +218,12 @@ def apply(tag: int, obj, content) -> None:
 
 
 def _apply_tensor(obj: torch.Tensor, new: torch.Tensor) -> None:
-    expect(obj.dtype == new.dtype, f"a shared tensor changed its dtype from {obj.dtype} to {new.dtype}")
     if obj.device.type == "meta":
-        expect(new.device.type == "meta", "a meta tensor got data")
+        expect(new.device.type == "meta" and obj.dtype == new.dtype, "a meta tensor got data or another dtype")
+        return
+    if obj.dtype != new.dtype:  # ``tensor.data = tensor.data.to(torch.float64)``: the same object, another dtype.
+        with torch.inference_mode() if obj.is_inference() else torch.no_grad():
+            obj.data = new.to(obj.device)
         return
     # A tensor made under inference mode can only be written in it.
     with torch.inference_mode() if obj.is_inference() else torch.no_grad():

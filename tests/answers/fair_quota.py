@@ -437,3 +437,20 @@ ALTERNATIVES[FAIR]["an error class of its own that is both a TypeError and a Val
     "class BadWeights(TypeError, ValueError):\n    pass\n\n\n" + ref.edit(FAIR, *(
         (f"raise ValueError({message}", f"raise BadWeights({message}") for message in (
             'f"weight of tenant', 'f"total_blocks must be >= 1', '"the weights of the tenants sum to 0'))))
+
+
+# Round 7 (2026-12-06): correct answers that lost points through the judge until grading/judge/ was fixed
+# (a717772, c2e806a and the commit after it); each is graded the same both ways now.
+ALTERNATIVES[TENSOR]["usage accumulated in a scratch buffer kept on the function, grown with resize_"] = ref.solve(
+    TENSOR, todo={"4.3.1": '''    if not bool(evictable.any()):
+        return -1
+    scratch = fair_victim_t.scratch.setdefault(
+        str(weights.device), torch.empty(0, dtype=torch.int64, device=weights.device))
+    usage = scratch.resize_(num_tenants).zero_().index_add_(0, tenant, num_blocks).clone()
+    has_evictable = torch.zeros(num_tenants, dtype=torch.int64, device=weights.device).index_add_(
+        0, tenant, evictable.to(torch.int64)) > 0'''}) + "\n\n\nfair_victim_t.scratch = {}\n"
+ALTERNATIVES[FAIR]["the weights also kept as a NumPy record array, and the creation time"] = ref.edit(FAIR, (
+    "        self.total_blocks = total_blocks\n",
+    "        self.total_blocks = total_blocks\n        import numpy as np\n"
+    "        self.table = np.array(sorted(weights.items()), dtype=[('tenant', 'U32'), ('weight', 'f8')])\n"
+    "        self.created = np.datetime64('2026-01-01')\n"))

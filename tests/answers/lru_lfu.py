@@ -436,3 +436,32 @@ ALTERNATIVES[FIT]["an error class of its own that is both a MemoryError and a Ru
 ALTERNATIVES[FIT]["a RuntimeError of its own named MemoryError"] = (
     "class MemoryError(RuntimeError):\n    pass\n\n\n"
     + ref.edit(FIT, (_NO_ROOM, _NO_ROOM.replace("RuntimeError", "MemoryError"))))
+
+
+# Round 7 (2026-12-06): correct answers that lost points through the judge until grading/judge/ was fixed
+# (a717772, c2e806a and the commit after it); each is graded the same both ways now.
+ALTERNATIVES[FIT]["a dry run on deep copies of the manager and the policy first"] = '''
+import copy
+
+
+def evict_until_fit(manager, policy, blocks_needed, protected=frozenset()):
+    """Evict victims chosen by ``policy``, one at a time, until ``blocks_needed`` blocks are free."""
+    if blocks_needed < 0:
+        raise ValueError(f"blocks_needed must be >= 0, got {blocks_needed}")
+    if manager.allocator.num_free >= blocks_needed:
+        return []
+    # A dry run first, on copies (a policy might keep state of its own): would the policy's victims be enough?
+    trial, trial_policy = copy.deepcopy((manager, policy))
+    while trial.allocator.num_free < blocks_needed:
+        victim = trial_policy.select_victim(trial.sequences, protected)
+        if victim is None:
+            raise RuntimeError(f"evicting every unprotected sequence frees only {trial.allocator.num_free} blocks, "
+                               f"{blocks_needed} needed")
+        trial.release(trial.sequences[victim])
+    evicted = []
+    while manager.allocator.num_free < blocks_needed:
+        victim = policy.select_victim(manager.sequences, protected)
+        manager.release(manager.sequences[victim])
+        evicted.append(victim)
+    return evicted
+'''

@@ -1154,3 +1154,27 @@ class OutOfBlocks(RuntimeError):
     def __str__(self):
         return "out of blocks"
 ''', "            raise OutOfBlocks(n, len(self._free_ids))")
+
+
+# Round 7 (2026-12-06): correct answers that lost points through the judge until grading/judge/ was fixed
+# (a717772, c2e806a and the commit after it); each is graded the same both ways now.
+ALTERNATIVES[BLOCK]["properties made with a subclass of property"] = ref[BLOCK].replace(
+    "@dataclass\nclass KVBlock:", 'class computed(property):\n    """A read-only property."""\n\n\n'
+    "@dataclass\nclass KVBlock:").replace("    @property\n", "    @computed\n")
+ALTERNATIVES[MANAGER]["summary keys of a StrEnum"] = ref.edit(MANAGER, (
+    "class PagedKVCacheManager:\n",
+    "import enum\n\n\nclass Stat(enum.StrEnum):\n    TOTAL = 'total_blocks'\n    USED = 'used_blocks'\n"
+    "    FREE = 'free_blocks'\n    UTILIZATION = 'utilization'\n    FRAGMENTATION = 'fragmentation'\n"
+    "    ACTIVE = 'active_sequences'\n\n\nclass PagedKVCacheManager:\n"), (
+    '''            "total_blocks": self.allocator.num_blocks,
+            "used_blocks": self.allocator.num_used,
+            "free_blocks": self.allocator.num_free,
+            "utilization": self.allocator.utilization(),
+            "fragmentation": self.allocator.fragmentation(),
+            "active_sequences": len(self.sequences),''',
+    '''            Stat.TOTAL: self.allocator.num_blocks,
+            Stat.USED: self.allocator.num_used,
+            Stat.FREE: self.allocator.num_free,
+            Stat.UTILIZATION: self.allocator.utilization(),
+            Stat.FRAGMENTATION: self.allocator.fragmentation(),
+            Stat.ACTIVE: len(self.sequences),'''))

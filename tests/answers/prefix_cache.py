@@ -819,3 +819,9 @@ ALTERNATIVES[SERVE]["the model's class checked (isinstance TinyDecoder)"] = ref.
     if not isinstance(model, TinyDecoder):
         raise TypeError("serve: model must be a TinyDecoder")
 '''))
+
+
+# Round 7 (2026-12-06): correct answers that lost points through the judge until grading/judge/ was fixed
+# (a717772, c2e806a and the commit after it); each is graded the same both ways now.
+ALTERNATIVES[CACHE]["the policy compared with `is` (a SyntaxWarning, true for the literal in one process)"] = ref.edit(
+    CACHE, ('        if self.policy == "lru":', '        if self.policy is "lru":'))

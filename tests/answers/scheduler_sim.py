@@ -432,3 +432,22 @@ ALTERNATIVES[TENSOR]["an evicted slot's hits, last_used and priority zeroed"] = 
     "            self.alive[victim] = False\n",
     "            self.alive[victim] = False\n            self.hits[victim] = 0\n"
     "            self.last_used[victim] = 0\n            self.priority[victim] = 0.0\n"))
+
+
+# Round 7 (2026-12-06): correct answers that lost points through the judge until grading/judge/ was fixed
+# (a717772, c2e806a and the commit after it); each is graded the same both ways now.
+ALTERNATIVES[TENSOR]["an undo history kept as a linked list of tuples (200 levels deep)"] = ref.edit(TENSOR,
+    ("        self.alive = torch.zeros(**zeros, dtype=torch.bool)\n",
+     "        self.alive = torch.zeros(**zeros, dtype=torch.bool)\n        self._undo = None\n"),
+    ("        self.time += 1\n",
+     "        self.time += 1\n        self._undo = (prefix, getattr(self, '_undo', None))\n"))
+ALTERNATIVES[TENSOR]["a scratch tensor whose dtype follows the priorities' (set through .data)"] = ref.edit(TENSOR,
+    ("        self.alive = torch.zeros(**zeros, dtype=torch.bool)\n",
+     "        self.alive = torch.zeros(**zeros, dtype=torch.bool)\n"
+     "        self._scratch = torch.zeros(**zeros, dtype=torch.float32)\n"),
+    ("        inf = torch.full_like(self.priority, float(\"inf\"))\n",
+     '''        scratch = getattr(self, "_scratch", None)
+        if scratch is not None and scratch.dtype != self.priority.dtype:
+            scratch.data = scratch.data.to(self.priority.dtype)
+        inf = torch.full_like(self.priority, float("inf"))
+'''))

@@ -964,3 +964,17 @@ ALTERNATIVES[LRU]["pinned frozen into a set first where it can be iterated (coll
             if isinstance(pinned, collections.abc.Iterable) and not isinstance(pinned, (set, frozenset, dict)):
                 pinned = frozenset(pinned)
 ''' + _VICTIM))
+
+
+# Round 7 (2026-12-06): correct answers that lost points through the judge until grading/judge/ was fixed
+# (a717772, c2e806a and the commit after it); each is graded the same both ways now.
+_INIT_END = "        self.offload_pays = self.load_seconds_per_token < self.prefill_seconds_per_token"
+ALTERNATIVES[COST]["a float64 work buffer made in __init__, resized in ttft; a clone returned"] = ref.edit(
+    COST, (_INIT_END, _INIT_END + '''
+        self._out = torch.empty(0, dtype=torch.float64)'''),
+    (_TTFT, '''if self._out.device != recomputed_tokens.device:
+            self._out = torch.empty(0, dtype=torch.float64, device=recomputed_tokens.device)
+        self._out.resize_(recomputed_tokens.shape)
+        torch.mul(recomputed_tokens.to(torch.float64), self.prefill_seconds_per_token, out=self._out)
+        self._out.add_(loaded_tokens.to(torch.float64), alpha=self.load_seconds_per_token)
+        return self._out.clone()'''))
