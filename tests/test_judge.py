@@ -1008,6 +1008,40 @@ def test_values_nested_deeper_than_a_message_may_be_are_lent_as_objects(kernel):
     ''')
 
 
+def test_a_test_s_function_seen_from_the_kernel_has_its_name_signature_and_defaults(kernel):
+    """A test's subclass of a student's class is made in the kernel with stand-ins for the test's methods: they say
+    the methods' names, qualified names, signatures and defaults, so that a student's ``__init_subclass__`` that
+    checks them (``__defaults__``, ``__qualname__``, ``inspect.signature``) accepts the test's class, and a student's
+    code that asks a function the test passed for its parameters gets them."""
+    k = kernel('''
+        import inspect
+        class Policy:
+            def __init_subclass__(cls, **kwargs):
+                super().__init_subclass__(**kwargs)
+                method = cls.select_victim
+                if method.__defaults__ != (frozenset(),) or not method.__qualname__.endswith(".select_victim"):
+                    raise TypeError(f"{cls.__name__}.select_victim must default protected to frozenset()")
+                if list(inspect.signature(method).parameters) != ["self", "sequences", "protected"]:
+                    raise TypeError("select_victim must take (sequences, protected)")
+            def select_victim(self, sequences, protected=frozenset()):
+                raise NotImplementedError
+        def parameters(function):
+            signature = inspect.signature(function)
+            return ([p.name for p in signature.parameters.values()],
+                    [p.default for p in signature.parameters.values() if p.default is not p.empty],
+                    function.__defaults__, function.__kwdefaults__, function.__name__)
+    ''')
+    k.passes('''
+        class First(Policy):
+            def select_victim(self, sequences, protected=frozenset()):
+                return next(iter(sorted(set(sequences) - set(protected))), None)
+        assert First().select_victim({3: 1, 2: 1}) == 2
+        def scorer(block, weight=2.0, *, scale=1):
+            return block * weight * scale
+        assert parameters(scorer) == (["block", "weight", "scale"], [2.0, 1], (2.0,), {"scale": 1}, "scorer")
+    ''')
+
+
 def test_a_lent_object_is_copied_as_in_one_process(kernel):
     """``copy.copy`` and ``copy.deepcopy`` of a test object in the student's code give another object of the test,
     which answers as the original did and whose changes leave the original as it was; a deep copy of a student's

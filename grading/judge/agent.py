@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import operator
 import socket
 import types
@@ -248,7 +249,7 @@ class AgentPeer(Peer):
             expect(isinstance(known_class, type), "an object whose class is not a class")
         proxy = self.proxies.get(node[1])
         if proxy is None:
-            proxy = (_judge_function(self, node[1]) if node[4] & FUNCTION else
+            proxy = (_judge_function(self, node[1], node[3], depth) if node[4] & FUNCTION else
                      _proxy_class(frozenset(text(name, self.limits) for name in methods or ()), known_class,
                                   node[4] & ~FUNCTION)(self))
             self.proxies[node[1]] = proxy
@@ -360,13 +361,45 @@ class AgentPeer(Peer):
         return self.request(op, proxy, *args)
 
 
-def _judge_function(peer: AgentPeer, oid: int):
-    """A real function (so that it binds as a method) that calls the judge's function ``oid``."""
+def _judge_function(peer: AgentPeer, oid: int, described=None, depth: int = 0):
+    """A real function (so that it binds as a method) that calls the judge's function ``oid``; with the name,
+    qualified name, signature and defaults the judge ``described`` (remote.JudgePeer._function_node)."""
 
     def from_the_test(*args, **kwargs):
         return peer.call_judge(from_the_test, "call", args, tuple(kwargs.items()))
 
+    if described is not None:
+        _describe(peer, from_the_test, described, depth)
     return from_the_test
+
+
+def _describe(peer: AgentPeer, function, described, depth: int) -> None:
+    """Give ``function`` the name, signature and defaults of the test's function that it stands in for."""
+    expect(type(described) is list and len(described) == 3 and type(described[2]) is list
+           and len(described[2]) <= CLASS_NAMES, "a malformed function")
+    parameters = []
+    for node in described[2]:
+        expect(type(node) is list and len(node) == 4 and type(node[1]) is int and type(node[2]) is bool
+               and node[1] in _PARAMETER_KINDS, "a malformed parameter")
+        default = peer.codec.decode(node[3], depth + 2) if node[2] else inspect.Parameter.empty
+        parameters.append(inspect.Parameter(text(node[0], peer.limits), _PARAMETER_KINDS[node[1]], default=default))
+    try:
+        signature = inspect.Signature(parameters)
+    except (TypeError, ValueError) as error:
+        raise WireError(f"a malformed signature ({error})") from None
+    function.__name__, function.__qualname__ = text(described[0], peer.limits), text(described[1], peer.limits)
+    function.__signature__ = signature
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    function.__defaults__ = tuple(p.default for p in parameters
+                                  if p.kind in positional and p.default is not inspect.Parameter.empty) or None
+    function.__kwdefaults__ = {p.name: p.default for p in parameters
+                               if p.kind is inspect.Parameter.KEYWORD_ONLY
+                               and p.default is not inspect.Parameter.empty} or None
+
+
+_PARAMETER_KINDS = {int(kind): kind for kind in (
+    inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.VAR_POSITIONAL,
+    inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)}
 
 
 def _judge_method(name: str):

@@ -12,6 +12,7 @@ that stops answering, or answers forever, ends its test with a timeout.
 
 from __future__ import annotations
 
+import inspect
 import select
 import socket
 import struct
@@ -215,7 +216,23 @@ class JudgePeer(Peer):
         flags = FUNCTION * isinstance(value, _FUNCTIONS) | CALLABLE * callable(value)
         if lent:
             flags |= protocol_flags(type(value))
-        return [Tag.OBJECT, oid, methods, None, flags, _known_class(type(value)) if lent else None]
+        described = self._function_node(value, depth) if new and type(value) is types.FunctionType else None
+        return [Tag.OBJECT, oid, methods, described, flags, _known_class(type(value)) if lent else None]
+
+    def _function_node(self, function, depth: int) -> list | None:
+        """``[name, qualname, [[parameter, kind, has a default, default]...]]`` of a test's function lent to the
+        student's code: its stand-in there (agent._judge_function) says the same name, signature and defaults, which
+        a student's ``__init_subclass__`` or ``inspect.signature`` may check (a method of a test's subclass of the
+        student's class). None where Python gives it no signature."""
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):
+            return None
+        empty = inspect.Parameter.empty
+        parameters = [[parameter.name, int(parameter.kind), parameter.default is not empty,
+                       None if parameter.default is empty else self.codec.encode(parameter.default, depth + 2)]
+                      for parameter in signature.parameters.values()]
+        return [function.__name__, function.__qualname__, parameters]
 
     def decode_object(self, node: list, depth: int):
         tag = node[0]

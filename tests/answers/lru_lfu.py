@@ -465,3 +465,20 @@ def evict_until_fit(manager, policy, blocks_needed, protected=frozenset()):
         evicted.append(victim)
     return evicted
 '''
+ALTERNATIVES[BASE]["__init_subclass__ checks that a subclass keeps the protected default"] = '''
+class EvictionPolicy:
+    """Base class; a subclass's select_victim must keep the default protected=frozenset()."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.select_victim.__defaults__ != (frozenset(),):
+            raise TypeError(f"{cls.__name__}.select_victim must default protected to frozenset()")
+
+    def candidates(self, sequences, protected=frozenset()):
+        """Return the ids that may be evicted, as a new sorted list."""
+        return sorted(seq_id for seq_id in sequences if seq_id not in protected)
+
+    def select_victim(self, sequences, protected=frozenset()):
+        """Return the seq_id to evict, or None when every sequence is protected (abstract)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement select_victim")
+'''
