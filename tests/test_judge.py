@@ -1042,6 +1042,27 @@ def test_a_test_s_function_seen_from_the_kernel_has_its_name_signature_and_defau
     ''')
 
 
+def test_a_lent_object_lists_its_attributes_and_says_its_class_s_module_and_docstring(kernel):
+    """``dir()`` of a test object lent to the student's code lists its attributes; ``__doc__`` and ``__module__`` are
+    its class's (its methods' docstrings too), and a lent function's are its own, as in one process (a student who
+    checked ``"num_layers" in dir(model)`` or the model's docstring lost all of 7.6)."""
+    k = kernel('''
+        def describe(model, keep_fn):
+            return ["num_layers" in dir(model), model.__doc__, model.__module__, model.forward.__doc__,
+                    keep_fn.__doc__, keep_fn.__module__, keep_fn.__name__]
+    ''')
+    k.passes('''
+        from course.model import TinyDecoder
+        model = TinyDecoder(vocab_size=8, num_layers=1, num_heads=1, head_dim=4, seed=1)
+        def keep_fn(scores, budget):
+            """Keep the first budget slots."""
+            return list(range(budget))
+        found = describe(model, keep_fn)
+        assert found == [True, TinyDecoder.__doc__, TinyDecoder.__module__, TinyDecoder.forward.__doc__,
+                         keep_fn.__doc__, keep_fn.__module__, "keep_fn"], found
+    ''')
+
+
 def test_a_lent_object_is_copied_as_in_one_process(kernel):
     """``copy.copy`` and ``copy.deepcopy`` of a test object in the student's code give another object of the test,
     which answers as the original did and whose changes leave the original as it was; a deep copy of a student's

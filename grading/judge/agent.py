@@ -251,10 +251,22 @@ class AgentPeer(Peer):
         if proxy is None:
             proxy = (_judge_function(self, node[1], node[3], depth) if node[4] & FUNCTION else
                      _proxy_class(frozenset(text(name, self.limits) for name in methods or ()), known_class,
-                                  node[4] & ~FUNCTION)(self))
+                                  node[4] & ~FUNCTION, self.class_text(node[3]))(self))
             self.proxies[node[1]] = proxy
             self.proxy_oids[id(proxy)] = node[1]
         return proxy
+
+    def class_text(self, described) -> tuple:
+        """``(module, docstring, ((method, docstring)...))`` of a lent object's class
+        (remote.JudgePeer.encode_object)."""
+        if described is None:
+            return None, None, ()
+        expect(type(described) is list and len(described) == 3 and type(described[2]) is list
+               and len(described[2]) <= CLASS_NAMES and all(type(pair) is list and len(pair) == 2
+                                                            for pair in described[2]), "a malformed object")
+        module, doc = (None if part is None else text(part, self.limits) for part in described[:2])
+        return module, doc, tuple((text(name, self.limits), text(method_doc, self.limits))
+                                  for name, method_doc in described[2])
 
     def incoming(self, extra) -> None:
         expect(type(extra) is list and len(extra) == 5 and all(type(x) is list for x in (*extra[:3], extra[4]))
@@ -375,7 +387,7 @@ def _judge_function(peer: AgentPeer, oid: int, described=None, depth: int = 0):
 
 def _describe(peer: AgentPeer, function, described, depth: int) -> None:
     """Give ``function`` the name, signature and defaults of the test's function that it stands in for."""
-    expect(type(described) is list and len(described) == 3 and type(described[2]) is list
+    expect(type(described) is list and len(described) == 5 and type(described[2]) is list
            and len(described[2]) <= CLASS_NAMES, "a malformed function")
     parameters = []
     for node in described[2]:
@@ -388,6 +400,8 @@ def _describe(peer: AgentPeer, function, described, depth: int) -> None:
     except (TypeError, ValueError) as error:
         raise WireError(f"a malformed signature ({error})") from None
     function.__name__, function.__qualname__ = text(described[0], peer.limits), text(described[1], peer.limits)
+    function.__module__, function.__doc__ = (None if part is None else text(part, peer.limits)
+                                             for part in described[3:])
     function.__signature__ = signature
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     function.__defaults__ = tuple(p.default for p in parameters
@@ -453,10 +467,10 @@ def _forward(name: str):
     return method
 
 
-for _name in ("repr", "str", "hash", "eq", "ne", "lt", "le", "gt", "ge", "format"):  # What every object has.
+for _name in ("repr", "str", "hash", "eq", "ne", "lt", "le", "gt", "ge", "format", "dir"):  # What every object has.
     setattr(JudgeObject, f"__{_name}__", _forward(_name))
 
-_PROXY_CLASSES: dict[tuple[frozenset, type | None, int], type] = {}
+_PROXY_CLASSES: dict[tuple[frozenset, type | None, int, tuple], type] = {}
 
 
 def protocol_flags(cls: type) -> int:
@@ -464,7 +478,8 @@ def protocol_flags(cls: type) -> int:
     return sum(flag for name, flag in PROTOCOL_FLAGS.items() if getattr(cls, f"__{name}__", None) is not None)
 
 
-def _proxy_class(methods: frozenset[str], known_class: type | None = None, flags: int = 0) -> type:
+def _proxy_class(methods: frozenset[str], known_class: type | None = None, flags: int = 0,
+                 described: tuple = (None, None, ())) -> type:
     """The class of a test object's proxy whose class has the public ``methods``, the special methods of ``flags``
     (`PROTOCOL_FLAGS`; ``__call__`` with `CALLABLE`) and, where the kernel has it too, the class ``known_class``: one
     class per such kind.
@@ -472,8 +487,9 @@ def _proxy_class(methods: frozenset[str], known_class: type | None = None, flags
     With ``known_class`` (a class of the course's package or of torch, the nearest one the test object's class
     derives from), the proxy's ``__class__`` is that class, which ``isinstance`` reads when the proxy's own type is
     not a subclass: ``isinstance(model, torch.nn.Module)`` holds as in one process. Its type stays the proxy's,
-    whose every use is still a request."""
-    key = (methods, known_class, flags)
+    whose every use is still a request. It says the module and docstrings of the test object's class and of its
+    methods (``described``: `AgentPeer.class_text`)."""
+    key = (methods, known_class, flags, described)
     found = _PROXY_CLASSES.get(key)
     if found is None:
         body = {name: _judge_method(name) for name in methods if name.isidentifier() and not name.startswith("_")}
@@ -482,7 +498,12 @@ def _proxy_class(methods: frozenset[str], known_class: type | None = None, flags
             body["__call__"] = _call
         if known_class is not None:
             body["__class__"] = property(lambda self: known_class)
-        found = _PROXY_CLASSES[key] = type("JudgeObject", (JudgeObject,), {"__slots__": (), **body})
+        module, doc, method_docs = described
+        for name, method_doc in method_docs:
+            if type(body.get(name)) is types.FunctionType:
+                body[name].__doc__ = method_doc
+        found = _PROXY_CLASSES[key] = type("JudgeObject", (JudgeObject,), {
+            "__slots__": (), "__module__": module if module is not None else __name__, "__doc__": doc, **body})
     return found
 
 

@@ -30,7 +30,7 @@ from .peer import END, HELLO, NOT_SHARED, READY, Peer, from_kernel, global_node,
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 CALLBACK_OPS = frozenset({"len", "iter", "next", "repr", "str", "bool", "hash", "contains", "getitem", "eq", "ne",
-                          "lt", "le", "gt", "ge", "index", "int", "float", "format", "copy", "deepcopy"})
+                          "lt", "le", "gt", "ge", "index", "int", "float", "format", "copy", "deepcopy", "dir"})
 _NEVER_LENT = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType, types.CellType)
 _FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType)
 _SWEEP_EVERY = 64  # Messages between two looks for lazy pairs the test let go of (pairs.PairTable.sweep).
@@ -59,6 +59,17 @@ def _known_class(cls: type) -> list | None:
         if node is not None and node[0] == Tag.GLOBAL:
             return node
     return None
+
+
+def _plain_text(value) -> str | None:
+    """A module's name or a docstring as it crosses: a plain string, or None."""
+    return str.__str__(value) if isinstance(value, str) else None
+
+
+def _method_docs(cls: type, methods: list[str]) -> list[list[str]]:
+    """``[[name, docstring]...]`` of those of ``methods`` (a class's) that have a docstring."""
+    docs = [[name, _plain_text(getattr(getattr(cls, name, None), "__doc__", None))] for name in methods]
+    return [pair for pair in docs if pair[1] is not None]
 
 
 def _method_names(value) -> list[str]:
@@ -216,12 +227,16 @@ class JudgePeer(Peer):
         flags = FUNCTION * isinstance(value, _FUNCTIONS) | CALLABLE * callable(value)
         if lent:
             flags |= protocol_flags(type(value))
-        described = self._function_node(value, depth) if new and type(value) is types.FunctionType else None
+        if new and type(value) is types.FunctionType:
+            described = self._function_node(value, depth)
+        else:  # A lent object's class's module and docstrings (its own, its methods'): its proxy's class says them.
+            described = [_plain_text(type(value).__module__), _plain_text(type(value).__doc__),
+                         _method_docs(type(value), methods)] if lent else None
         return [Tag.OBJECT, oid, methods, described, flags, _known_class(type(value)) if lent else None]
 
     def _function_node(self, function, depth: int) -> list | None:
-        """``[name, qualname, [[parameter, kind, has a default, default]...]]`` of a test's function lent to the
-        student's code: its stand-in there (agent._judge_function) says the same name, signature and defaults, which
+        """``[name, qualname, [[parameter, kind, has a default, default]...], module, docstring]`` of a test's function
+        lent to the student's code: its stand-in there (agent._judge_function) says the same of itself, which
         a student's ``__init_subclass__`` or ``inspect.signature`` may check (a method of a test's subclass of the
         student's class). None where Python gives it no signature."""
         try:
@@ -232,7 +247,8 @@ class JudgePeer(Peer):
         parameters = [[parameter.name, int(parameter.kind), parameter.default is not empty,
                        None if parameter.default is empty else self.codec.encode(parameter.default, depth + 2)]
                       for parameter in signature.parameters.values()]
-        return [function.__name__, function.__qualname__, parameters]
+        return [function.__name__, function.__qualname__, parameters, _plain_text(function.__module__),
+                _plain_text(function.__doc__)]
 
     def decode_object(self, node: list, depth: int):
         tag = node[0]

@@ -868,3 +868,11 @@ ALTERNATIVES[DECODE]["the model's class checked (isinstance torch.nn.Module, the
     if not isinstance(model, torch.nn.Module):
         raise TypeError("decode_with_eviction: model must be a torch.nn.Module")
     assert isinstance(model, TinyDecoder), "model must be a TinyDecoder"'''))
+
+
+# Round 7 (2026-12-06): the lent model's dir() and docstrings were the proxy's until grading/judge/ was fixed.
+ALTERNATIVES[DECODE]["the model checked through dir() and its forward's docstring"] = ref.edit(DECODE, (
+    "    kv, scores, steps = None, None, []\n",
+    '    if "num_layers" not in dir(model) or "return_attention" not in (model.forward.__doc__ or ""):\n'
+    '        raise TypeError("decode_with_eviction: model must be a TinyDecoder")\n'
+    "    kv, scores, steps = None, None, []\n"))
