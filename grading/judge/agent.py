@@ -264,7 +264,7 @@ class AgentPeer(Peer):
         expect(type(described) is list and len(described) == 3 and type(described[2]) is list
                and len(described[2]) <= CLASS_NAMES and all(type(pair) is list and len(pair) == 2
                                                             for pair in described[2]), "a malformed object")
-        module, doc = (None if part is None else text(part, self.limits) for part in described[:2])
+        module, doc = (_text_or_none(part, self.limits) for part in described[:2])
         return module, doc, tuple((text(name, self.limits), text(method_doc, self.limits))
                                   for name, method_doc in described[2])
 
@@ -400,8 +400,7 @@ def _describe(peer: AgentPeer, function, described, depth: int) -> None:
     except (TypeError, ValueError) as error:
         raise WireError(f"a malformed signature ({error})") from None
     function.__name__, function.__qualname__ = text(described[0], peer.limits), text(described[1], peer.limits)
-    function.__module__, function.__doc__ = (None if part is None else text(part, peer.limits)
-                                             for part in described[3:])
+    function.__module__, function.__doc__ = (_text_or_none(part, peer.limits) for part in described[3:])
     function.__signature__ = signature
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     function.__defaults__ = tuple(p.default for p in parameters
@@ -409,6 +408,11 @@ def _describe(peer: AgentPeer, function, described, depth: int) -> None:
     function.__kwdefaults__ = {p.name: p.default for p in parameters
                                if p.kind is inspect.Parameter.KEYWORD_ONLY
                                and p.default is not inspect.Parameter.empty} or None
+
+
+def _text_or_none(value, limits):
+    """A module's name or a docstring the judge sent (remote._plain_text): a string within the limits, or None."""
+    return None if value is None else text(value, limits)
 
 
 _PARAMETER_KINDS = {int(kind): kind for kind in (

@@ -70,7 +70,6 @@ def interned(text: str) -> str:
     return sys.intern(text) if text.isascii() and text.replace("_", "a").isalnum() else text
 
 
-
 class Codec:
     """The encoder and decoder of one side; `start` before each message."""
 

@@ -221,14 +221,12 @@ def _apply_tensor(obj: torch.Tensor, new: torch.Tensor) -> None:
     if obj.device.type == "meta":
         expect(new.device.type == "meta" and obj.dtype == new.dtype, "a meta tensor got data or another dtype")
         return
-    if obj.dtype != new.dtype:  # ``tensor.data = tensor.data.to(torch.float64)``: the same object, another dtype.
-        with torch.inference_mode() if obj.is_inference() else torch.no_grad():
-            obj.data = new.to(obj.device)
-        return
     # A tensor made under inference mode can only be written in it.
     with torch.inference_mode() if obj.is_inference() else torch.no_grad():
+        if obj.dtype != new.dtype:  # ``tensor.data = tensor.data.to(torch.float64)``: the same object, another dtype.
+            obj.data = new.to(obj.device)
         # Strides that differ only where torch ignores them (a dimension of one element) are the same layout.
-        if obj.shape == new.shape and (obj.stride() == new.stride() or obj.is_contiguous() and new.is_contiguous()):
+        elif obj.shape == new.shape and (obj.stride() == new.stride() or obj.is_contiguous() and new.is_contiguous()):
             obj.copy_(new)
         else:
             obj.set_(new.to(obj.device))
