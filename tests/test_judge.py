@@ -1063,6 +1063,34 @@ def test_a_lent_object_lists_its_attributes_and_says_its_class_s_module_and_docs
     ''')
 
 
+def test_a_lent_object_s_methods_have_their_signatures(kernel):
+    """``inspect.signature`` of a method of a test object lent to the student's code gives the test's method's
+    parameters, bound as in one process (a 3.4 answer that checked ``select_victim``'s parameters lost its points);
+    a default that is a list is the test's list, as a lent function's is."""
+    k = kernel('''
+        import inspect
+        def parameters(policy):
+            bound = inspect.signature(policy.select_victim)
+            unbound = inspect.signature(type(policy).select_victim)
+            return ([(p.name, p.default) for p in bound.parameters.values() if p.default is not p.empty],
+                    list(unbound.parameters),
+                    str(inspect.signature(policy.note)), policy.select_victim([4, 2]), policy.note("x"),
+                    inspect.signature(policy.note).parameters["into"].default)
+    ''')
+    k.passes('''
+        import inspect
+        class Policy:
+            def select_victim(self, candidates, *, protected=None, limit=3):
+                return min(candidates)
+            def note(self, text, into=[]):
+                into.append(text)
+                return text * 2
+        found = parameters(Policy())
+        assert found == ([("protected", None), ("limit", 3)],
+                         ["self", "candidates", "protected", "limit"], "(text, into=[])", 2, "xx", ["x"]), found
+    ''')
+
+
 def test_a_lent_object_is_copied_as_in_one_process(kernel):
     """``copy.copy`` and ``copy.deepcopy`` of a test object in the student's code give another object of the test,
     which answers as the original did and whose changes leave the original as it was; a deep copy of a student's

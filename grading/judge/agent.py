@@ -257,16 +257,33 @@ class AgentPeer(Peer):
         return proxy
 
     def class_text(self, described) -> tuple:
-        """``(module, docstring, ((method, docstring)...))`` of a lent object's class
-        (remote.JudgePeer.encode_object)."""
+        """``(module, docstring, ((method, docstring, signature)...))`` of a lent object's class
+        (remote.JudgePeer.encode_object); a method's docstring and signature may be None."""
         if described is None:
             return None, None, ()
         expect(type(described) is list and len(described) == 3 and type(described[2]) is list
-               and len(described[2]) <= CLASS_NAMES and all(type(pair) is list and len(pair) == 2
-                                                            for pair in described[2]), "a malformed object")
+               and len(described[2]) <= CLASS_NAMES and all(type(note) is list and len(note) == 3
+                                                            for note in described[2]), "a malformed object")
         module, doc = (_text_or_none(part, self.limits) for part in described[:2])
-        return module, doc, tuple((text(name, self.limits), text(method_doc, self.limits))
-                                  for name, method_doc in described[2])
+        return module, doc, tuple((text(name, self.limits), _text_or_none(method_doc, self.limits),
+                                   None if parameters is None else self.signature(parameters, 0)[0])
+                                  for name, method_doc, parameters in described[2])
+
+    def signature(self, nodes, depth: int) -> tuple[inspect.Signature, list[inspect.Parameter]]:
+        """The signature that the judge described as ``[[parameter, kind, has a default, default]...]``
+        (remote._parameters), and its parameters."""
+        expect(type(nodes) is list and len(nodes) <= CLASS_NAMES, "a malformed signature")
+        parameters = []
+        for node in nodes:
+            expect(type(node) is list and len(node) == 4 and type(node[1]) is int and type(node[2]) is bool
+                   and node[1] in _PARAMETER_KINDS, "a malformed parameter")
+            default = self.codec.decode(node[3], depth + 2) if node[2] else inspect.Parameter.empty
+            parameters.append(inspect.Parameter(text(node[0], self.limits), _PARAMETER_KINDS[node[1]],
+                                                default=default))
+        try:
+            return inspect.Signature(parameters), parameters
+        except (TypeError, ValueError) as error:
+            raise WireError(f"a malformed signature ({error})") from None
 
     def incoming(self, extra) -> None:
         expect(type(extra) is list and len(extra) == 5 and all(type(x) is list for x in (*extra[:3], extra[4]))
@@ -387,18 +404,8 @@ def _judge_function(peer: AgentPeer, oid: int, described=None, depth: int = 0):
 
 def _describe(peer: AgentPeer, function, described, depth: int) -> None:
     """Give ``function`` the name, signature and defaults of the test's function that it stands in for."""
-    expect(type(described) is list and len(described) == 5 and type(described[2]) is list
-           and len(described[2]) <= CLASS_NAMES, "a malformed function")
-    parameters = []
-    for node in described[2]:
-        expect(type(node) is list and len(node) == 4 and type(node[1]) is int and type(node[2]) is bool
-               and node[1] in _PARAMETER_KINDS, "a malformed parameter")
-        default = peer.codec.decode(node[3], depth + 2) if node[2] else inspect.Parameter.empty
-        parameters.append(inspect.Parameter(text(node[0], peer.limits), _PARAMETER_KINDS[node[1]], default=default))
-    try:
-        signature = inspect.Signature(parameters)
-    except (TypeError, ValueError) as error:
-        raise WireError(f"a malformed signature ({error})") from None
+    expect(type(described) is list and len(described) == 5, "a malformed function")
+    signature, parameters = peer.signature(described[2], depth)
     function.__name__, function.__qualname__ = text(described[0], peer.limits), text(described[1], peer.limits)
     function.__module__, function.__doc__ = (_text_or_none(part, peer.limits) for part in described[3:])
     function.__signature__ = signature
@@ -494,7 +501,10 @@ def _proxy_class(methods: frozenset[str], known_class: type | None = None, flags
     whose every use is still a request. It says the module and docstrings of the test object's class and of its
     methods (``described``: `AgentPeer.class_text`)."""
     key = (methods, known_class, flags, described)
-    found = _PROXY_CLASSES.get(key)
+    try:
+        found = _PROXY_CLASSES.get(key)
+    except TypeError:  # A method's default that is a list or a dict: a class of the proxy's own.
+        found, key = None, None
     if found is None:
         body = {name: _judge_method(name) for name in methods if name.isidentifier() and not name.startswith("_")}
         body.update({f"__{name}__": _forward(name) for name, flag in PROTOCOL_FLAGS.items() if flags & flag})
@@ -502,12 +512,18 @@ def _proxy_class(methods: frozenset[str], known_class: type | None = None, flags
             body["__call__"] = _call
         if known_class is not None:
             body["__class__"] = property(lambda self: known_class)
-        module, doc, method_docs = described
-        for name, method_doc in method_docs:
+        module, doc, method_notes = described
+        for name, method_doc, signature in method_notes:
             if type(body.get(name)) is types.FunctionType:
+                # ``inspect.signature(policy.select_victim)`` reads the test's method's parameters, bound as in one
+                # process.
                 body[name].__doc__ = method_doc
-        found = _PROXY_CLASSES[key] = type("JudgeObject", (JudgeObject,), {
+                if signature is not None:
+                    body[name].__signature__ = signature
+        found = type("JudgeObject", (JudgeObject,), {
             "__slots__": (), "__module__": module if module is not None else __name__, "__doc__": doc, **body})
+        if key is not None:
+            _PROXY_CLASSES[key] = found
     return found
 
 

@@ -66,10 +66,27 @@ def _plain_text(value) -> str | None:
     return str.__str__(value) if isinstance(value, str) else None
 
 
-def _method_docs(cls: type, methods: list[str]) -> list[list[str]]:
-    """``[[name, docstring]...]`` of those of ``methods`` (a class's) that have a docstring."""
-    docs = [[name, _plain_text(getattr(getattr(cls, name, None), "__doc__", None))] for name in methods]
-    return [pair for pair in docs if pair[1] is not None]
+def _method_notes(codec, cls: type, methods: list[str], depth: int) -> list[list]:
+    """``[[name, docstring or None, parameters or None]...]`` of ``methods`` (a class's plain functions): what a lent
+    object's proxy says of its methods (agent._proxy_class). The parameters are `_parameters`', ``self`` first."""
+    notes = []
+    for name in methods:
+        function = getattr(cls, name, None)
+        notes.append([name, _plain_text(getattr(function, "__doc__", None)), _parameters(codec, function, depth)])
+    return notes
+
+
+def _parameters(codec, function, depth: int) -> list | None:
+    """``[[parameter, kind, has a default, default]...]`` of ``function``'s signature; None where Python gives it
+    none."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    empty = inspect.Parameter.empty
+    return [[parameter.name, int(parameter.kind), parameter.default is not empty,
+             None if parameter.default is empty else codec.encode(parameter.default, depth + 2)]
+            for parameter in signature.parameters.values()]
 
 
 def _method_names(value) -> list[str]:
@@ -231,7 +248,7 @@ class JudgePeer(Peer):
             described = self._function_node(value, depth)
         else:  # A lent object's class's module and docstrings (its own, its methods'): its proxy's class says them.
             described = [_plain_text(type(value).__module__), _plain_text(type(value).__doc__),
-                         _method_docs(type(value), methods)] if lent else None
+                         _method_notes(self.codec, type(value), methods, depth)] if lent else None
         return [Tag.OBJECT, oid, methods, described, flags, _known_class(type(value)) if lent else None]
 
     def _function_node(self, function, depth: int) -> list | None:
@@ -239,14 +256,9 @@ class JudgePeer(Peer):
         lent to the student's code: its stand-in there (agent._judge_function) says the same of itself, which
         a student's ``__init_subclass__`` or ``inspect.signature`` may check (a method of a test's subclass of the
         student's class). None where Python gives it no signature."""
-        try:
-            signature = inspect.signature(function)
-        except (TypeError, ValueError):
+        parameters = _parameters(self.codec, function, depth)
+        if parameters is None:
             return None
-        empty = inspect.Parameter.empty
-        parameters = [[parameter.name, int(parameter.kind), parameter.default is not empty,
-                       None if parameter.default is empty else self.codec.encode(parameter.default, depth + 2)]
-                      for parameter in signature.parameters.values()]
         return [function.__name__, function.__qualname__, parameters, _plain_text(function.__module__),
                 _plain_text(function.__doc__)]
 
