@@ -837,9 +837,9 @@ def test_an_object_of_the_test_lent_to_the_kernel_answers_the_student_s_checks_a
                 return 1
             def __len__(self):
                 return 0
-        assert shape(OnlyIn()) == [False, "JudgeObject", False, False, False, False, False, True]
-        assert shape(Listed()) == [False, "JudgeObject", False, True, False, True, False, False]
-        assert shape(Factory()) == [False, "JudgeObject", True, False, True, False, True, False]
+        assert shape(OnlyIn()) == [False, "OnlyIn", False, False, False, False, False, True]
+        assert shape(Listed()) == [False, "Listed", False, True, False, True, False, False]
+        assert shape(Factory()) == [False, "Factory", True, False, True, False, True, False]
         assert holds(OnlyIn(), 3) and holds(Listed(), 2) and not holds(Listed(), 3)
         assert remembered(OnlyIn())
     ''')
@@ -1064,18 +1064,38 @@ def test_a_lent_object_lists_its_attributes_and_says_its_class_s_module_and_docs
 
 
 def test_a_lent_object_s_methods_have_their_signatures(kernel):
-    """``inspect.signature`` of a method of a test object lent to the student's code gives the test's method's
-    parameters, bound as in one process (a 3.4 answer that checked ``select_victim``'s parameters lost its points);
-    a default that is a list is the test's list, as a lent function's is."""
+    """A method of a test object lent to the student's code takes the test's method's parameters: what
+    ``inspect.signature``, ``__code__.co_argcount`` and ``co_varnames``, ``__defaults__`` and ``__qualname__`` say
+    is what they say in one process (3.4 answers that checked ``select_victim``'s parameters, to call an older
+    policy without ``protected``, lost their points); a default that is a list is the test's list, as a lent
+    function's is; the proxy's class has the name and qualified name of the test's class."""
     k = kernel('''
         import inspect
         def parameters(policy):
             bound = inspect.signature(policy.select_victim)
             unbound = inspect.signature(type(policy).select_victim)
+            code = type(policy).select_victim.__code__
             return ([(p.name, p.default) for p in bound.parameters.values() if p.default is not p.empty],
                     list(unbound.parameters),
                     str(inspect.signature(policy.note)), policy.select_victim([4, 2]), policy.note("x"),
-                    inspect.signature(policy.note).parameters["into"].default)
+                    inspect.signature(policy.note).parameters["into"].default,
+                    [code.co_argcount, code.co_kwonlyargcount, code.co_varnames[:code.co_argcount]],
+                    [policy.note.__defaults__, policy.select_victim.__kwdefaults__, policy.select_victim.__qualname__],
+                    [type(policy).__name__, type(policy).__qualname__, policy.select_victim([5, 3], limit=1)])
+        def older(policy, candidates):
+            # A policy of an older interface takes no ``protected``.
+            if policy.select_victim.__code__.co_argcount >= 3:
+                return policy.select_victim(candidates, ())
+            return policy.select_victim(candidates)
+    ''')
+    k.passes('''
+        class Old:
+            def select_victim(self, candidates):
+                return max(candidates)
+        class New:
+            def select_victim(self, candidates, protected):
+                return min(set(candidates) - set(protected))
+        assert (older(Old(), [1, 2]), older(New(), [1, 2])) == (2, 1)
     ''')
     k.passes('''
         import inspect
@@ -1087,7 +1107,205 @@ def test_a_lent_object_s_methods_have_their_signatures(kernel):
                 return text * 2
         found = parameters(Policy())
         assert found == ([("protected", None), ("limit", 3)],
-                         ["self", "candidates", "protected", "limit"], "(text, into=[])", 2, "xx", ["x"]), found
+                         ["self", "candidates", "protected", "limit"], "(text, into=[])", 2, "xx", ["x"],
+                         [2, 2, ("self", "candidates")],
+                         [(["x"],), {"protected": None, "limit": 3}, "Policy.select_victim"],
+                         ["Policy", "Policy", 3]), found
+    ''')
+
+
+def test_a_student_s_object_and_a_test_s_object_compare_as_in_one_process(kernel):
+    """Comparing an object of the student's with an object of the test, in either process and either order, asks
+    each side's class once and falls back to identity, as in one process (both sides had asked the other's
+    reflected comparison, back and forth until a RecursionError failed the test); ordering them is a TypeError."""
+    k = kernel('''
+        class Student:
+            pass
+        class Ranked:
+            def __init__(self, rank):
+                self.rank = rank
+            def __eq__(self, other):
+                return getattr(other, "rank", None) == self.rank
+            def __lt__(self, other):
+                return self.rank < other.rank
+        def compare(policy):
+            student = Student()
+            try:
+                student < policy
+                ordered = True
+            except TypeError:
+                ordered = False
+            return [student == policy, policy == student, student != policy, policy in [student], ordered,
+                    Ranked(2) == policy, policy == Ranked(2), Ranked(1) < policy]
+    ''')
+    k.passes('''
+        class Policy:
+            rank = 2
+        class Plain:
+            pass
+        assert compare(Policy()) == [False, False, True, False, False, True, True, True]
+        student = Student()
+        assert (student == Plain(), Plain() == student, student != Plain(), Ranked(2) == Policy()) == (
+            False, False, True, True)
+        try:
+            Plain() < student
+            raise AssertionError("ordered")
+        except TypeError:
+            pass
+    ''')
+
+
+def test_a_lent_object_kept_past_its_test_cell_compares_hashes_and_prints_as_in_one_process(kernel):
+    """A student's code that keeps a test object in a global (the policy of the last call) and compares it with the
+    next one, hashes it or prints it, in a later test cell, gets what one process gives: identity, the hash and
+    the text the judge gave while it lent the object (a 3.4 answer with ``_PREVIOUS[0] == policy`` lost its
+    points). Calling it or reading it still fails: its test has ended."""
+    k = kernel('''
+        KEPT = []
+        def keep(policy):
+            first = not KEPT
+            KEPT.append(policy)
+            if first:
+                return [hash(policy), repr(policy), str(policy)]
+            old = KEPT[0]
+            return [old == policy, old != policy, policy == old, old == old, policy in KEPT[:1], old in KEPT,
+                    hash(old), repr(old), f"{old}", len({old, policy}), sorted(dir(old)) == sorted(object.__dir__(old))]
+        def use_old(name):
+            try:
+                return getattr(KEPT[0], name)()
+            except RuntimeError as error:
+                return str(error)
+    ''')
+    first = k.run('''
+        class Policy:
+            def pick(self):
+                return 1
+        policy = Policy()
+        assert keep(policy) == [hash(policy), repr(policy), str(policy)]
+    ''')
+    assert first.passed, first.message
+    k.passes('''
+        class Policy:
+            def pick(self):
+                return 2
+        found = keep(Policy())
+        assert found[:6] == [False, True, False, True, False, True], found
+        assert found[9:] == [2, True], found
+        assert "Policy object at" in found[7] and found[7] == found[8], found
+        assert "test that has ended" in use_old("pick")
+    ''')
+
+
+def test_vars_of_a_lent_object_is_a_copy_of_its_public_attributes(kernel):
+    """``vars(policy)`` and ``policy.__dict__`` in the student's code (a log line that prints them) give a copy of
+    the test object's public attributes, never its private ones; changing the copy leaves the object as it was."""
+    k = kernel('''
+        def log_line(policy):
+            found = vars(policy)
+            found["step"] = 99
+            return [sorted(found), policy.__dict__ == {"name": "lru", "step": 3}, policy.step]
+    ''')
+    k.passes('''
+        class Policy:
+            def __init__(self):
+                self.name, self.step, self._log = "lru", 3, []
+        policy = Policy()
+        assert log_line(policy) == [["name", "step"], True, 3]
+        assert policy.step == 3 and policy._log == []
+    ''')
+
+
+def test_what_an_error_s_traceback_kept_is_let_go_before_the_reply(kernel):
+    """When the student's code raises, the local variables its traceback kept are let go before the error
+    reaches the test, as the test's ``except`` lets them go in one process: a lease's ``__del__`` or a generator's
+    ``finally`` that unpins, or puts the clock back, has run when the test's next line reads the state (a 6.3
+    ``serve`` and a 5.2 ``touch`` lost points), also for a step of a replay."""
+    k = kernel('''
+        class Lease:
+            def __init__(self, cache, block):
+                self.cache, self.block = cache, block
+                cache.pin(block)
+            def __del__(self):
+                self.cache.unpin(self.block)
+        def serve(cache, block, model=None):
+            lease = Lease(cache, block)
+            def pinned():
+                cache.pin(block + 1)
+                try:
+                    yield
+                finally:
+                    cache.unpin(block + 1)
+            session = pinned()
+            next(session)
+            if model is not None:
+                return model(block)  # The test's model raises: its error comes back through the judge's reply.
+            raise RuntimeError("the model raised")
+        class Clock:
+            def __init__(self):
+                self.time = 0
+            def touch(self, key):
+                undo = Undo(self)
+                self.time += 1
+                if not key:
+                    raise ValueError("an empty key")
+                undo.committed = True
+                return self.time
+        class Undo:
+            def __init__(self, owner):
+                self.owner, self.time, self.committed = owner, owner.time, False
+            def __del__(self):
+                if not self.committed:
+                    self.owner.time = self.time
+    ''')
+    k.passes('''
+        from course.checks import assert_raises, assert_steps
+        class Cache:
+            def __init__(self):
+                self.pinned = []
+            def pin(self, block):
+                self.pinned.append(block)
+            def unpin(self, block):
+                self.pinned.remove(block)
+        cache = Cache()
+        assert_raises(RuntimeError, "serve", serve, cache, 7)
+        assert cache.pinned == [], cache.pinned
+        def broken_model(block):
+            raise RuntimeError("out of memory")
+        assert_raises(RuntimeError, "serve with a model that raises", serve, cache, 3, broken_model)
+        assert cache.pinned == [], cache.pinned
+        clock = Clock()
+        assert clock.touch("a") == 1
+        assert_raises(ValueError, "touch('')", clock.touch, "")
+        assert clock.time == 1, clock.time
+        assert_raises(ValueError, "touch('') in a replay", assert_steps, clock, [([("touch", ("b",))], 2, "touch('b')"),
+                                                                               ([("touch", ("",))], None, None)])
+        assert clock.time == 2, clock.time
+    ''')
+
+
+def test_the_student_s_threads_may_call_the_test_s_objects_at_once(kernel):
+    """Two of the student's threads that call objects of the test at the same time (a worker that fetches while
+    the main thread reads) each get their own answer, as in one process (the messages of the two had mixed on
+    the one connection: a protocol error, then the test's time limit)."""
+    k = kernel('''
+        import concurrent.futures
+        def fetch_both(cache, model, blocks):
+            with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+                fetched = [pool.submit(cache.get_kv, block) for block in blocks]
+                devices = [model.device for _ in blocks]
+                return [future.result() for future in fetched], devices
+    ''')
+    k.passes('''
+        class Cache:
+            def get_kv(self, block):
+                total = 0
+                for step in range(2000):
+                    total += step % 7
+                return [block, total]
+        class Model:
+            device = "cpu"
+        found = fetch_both(Cache(), Model(), list(range(12)))
+        assert found == ([[block, sum(step % 7 for step in range(2000))] for block in range(12)], ["cpu"] * 12), found
     ''')
 
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import keyword
 import operator
 import socket
+import threading
 import types
 
 import torch
@@ -38,11 +40,19 @@ CUSTOM_GET, CUSTOM_SET, CUSTOM_DEL, HAS_DICT = 1, 2, 4, 8
 _MISSING = object()
 EAGER_DICT_ITEMS = 16  # An object's __dict__ of at most this many items crosses with the object itself.
 
+def _one_side(method: str):
+    """A comparison as its left operand's class answers it, which may be NotImplemented: the side that asked then
+    tries the reflected one and falls back to identity itself, as Python does in one process. ``operator.eq``
+    here would ask the right operand too, and where that is the other side's object (a test's object compared
+    with a student's) each side would hand the reflected comparison back to the other, for ever."""
+    return lambda left, right: getattr(type(left), method)(left, right)
+
+
 OPS = {
     "len": len, "iter": iter, "next": next, "repr": repr, "str": str, "bool": bool, "hash": hash, "format": format,
     "dir": dir, "contains": operator.contains, "getitem": operator.getitem, "setitem": operator.setitem,
-    "delitem": operator.delitem, "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
-    "gt": operator.gt, "ge": operator.ge, "add": operator.add, "sub": operator.sub, "mul": operator.mul,
+    "delitem": operator.delitem, **{name: _one_side(f"__{name}__") for name in ("eq", "ne", "lt", "le", "gt", "ge")},
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
     "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
     "matmul": operator.matmul, "and": operator.and_, "or": operator.or_, "xor": operator.xor,
     "lshift": operator.lshift, "rshift": operator.rshift, "neg": operator.neg, "pos": operator.pos, "abs": abs,
@@ -54,18 +64,20 @@ OPS = {
 
 def class_info(cls: type) -> list:
     """``[name, qualname, module, flags, data descriptors, plain functions]`` of a class (see `CUSTOM_GET`)."""
-    data, methods = set(), set()
+    data, methods, own_dict = set(), set(), False
     for klass in reversed(cls.__mro__):
         for name, value in vars(klass).items():
             data.discard(name)
             methods.discard(name)
+            if name == "__dict__":  # Python's own, not a property of that name (agent.JudgeObject's).
+                own_dict = type(value) is types.GetSetDescriptorType
             if isinstance(value, types.FunctionType):
                 methods.add(name)
             elif hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"):
                 data.add(name)
     flags = (CUSTOM_GET * (cls.__getattribute__ is not object.__getattribute__)
              | CUSTOM_SET * (cls.__setattr__ is not object.__setattr__)
-             | CUSTOM_DEL * (cls.__delattr__ is not object.__delattr__) | HAS_DICT * ("__dict__" in data))
+             | CUSTOM_DEL * (cls.__delattr__ is not object.__delattr__) | HAS_DICT * ("__dict__" in data and own_dict))
     names = [str(getattr(cls, "__name__", "?")), str(getattr(cls, "__qualname__", "?")),
              str(getattr(cls, "__module__", "?"))]
     return [*names, flags, sorted(n for n in data if type(n) is str), sorted(n for n in methods if type(n) is str)]
@@ -160,7 +172,20 @@ class AgentPeer(Peer):
         self.counting = 0
         # The student's code may write a tensor through .data or a NumPy array, which its version never shows.
         compare_bytes()
+        # One thread at a time talks to the judge: the student's threads may call the test's objects at once (a
+        # worker that fetches the cache's K/V while the main thread reads model.device), as in one process. A
+        # thread holds it from its request to the reply (serving the judge's requests meanwhile, as it does
+        # alone), and the serving loop while it reads the judge's next request and sends a reply.
+        self.lock = threading.RLock()
         super().__init__(connection)
+
+    def send(self, kind: str, seq: int, body: list, raw: bool = False) -> None:
+        with self.lock:
+            super().send(kind, seq, body, raw)
+
+    def request(self, op: str, *args):
+        with self.lock:
+            return super().request(op, *args)
 
     def reset(self) -> None:
         super().reset()
@@ -180,7 +205,8 @@ class AgentPeer(Peer):
         try:
             self.send(READY, 0, [])
             while True:
-                kind, seq, body = self.receive()
+                with self.lock:
+                    kind, seq, body = self.receive()
                 if kind == END:
                     return
                 expect(kind == REQ, f"an unexpected {kind!r} message")
@@ -257,21 +283,24 @@ class AgentPeer(Peer):
         return proxy
 
     def class_text(self, described) -> tuple:
-        """``(module, docstring, ((method, docstring, signature)...))`` of a lent object's class
-        (remote.JudgePeer.encode_object); a method's docstring and signature may be None."""
+        """``(module, docstring, ((method, docstring, signature, qualified name)...), name, qualified name)`` of a
+        lent object's class (remote.JudgePeer.encode_object); a method's docstring and signature may be None."""
         if described is None:
-            return None, None, ()
-        expect(type(described) is list and len(described) == 3 and type(described[2]) is list
-               and len(described[2]) <= CLASS_NAMES and all(type(note) is list and len(note) == 3
+            return None, None, (), "JudgeObject", "JudgeObject"
+        expect(type(described) is list and len(described) == 5 and type(described[2]) is list
+               and len(described[2]) <= CLASS_NAMES and all(type(note) is list and len(note) == 4
                                                             for note in described[2]), "a malformed object")
         module, doc = (_text_or_none(part, self.limits) for part in described[:2])
-        return module, doc, tuple((text(name, self.limits), _text_or_none(method_doc, self.limits),
-                                   None if parameters is None else self.signature(parameters, 0)[0])
-                                  for name, method_doc, parameters in described[2])
+        notes = tuple((text(name, self.limits), _text_or_none(method_doc, self.limits),
+                       None if parameters is None else self.signature(parameters, 0), text(qualname, self.limits))
+                      for name, method_doc, parameters, qualname in described[2])
+        name, qualname = (text(part, self.limits) for part in described[3:])
+        expect(name.isidentifier(), "a malformed class name")
+        return module, doc, notes, name, qualname
 
-    def signature(self, nodes, depth: int) -> tuple[inspect.Signature, list[inspect.Parameter]]:
+    def signature(self, nodes, depth: int) -> inspect.Signature:
         """The signature that the judge described as ``[[parameter, kind, has a default, default]...]``
-        (remote._parameters), and its parameters."""
+        (remote._parameters)."""
         expect(type(nodes) is list and len(nodes) <= CLASS_NAMES, "a malformed signature")
         parameters = []
         for node in nodes:
@@ -281,7 +310,7 @@ class AgentPeer(Peer):
             parameters.append(inspect.Parameter(text(node[0], self.limits), _PARAMETER_KINDS[node[1]],
                                                 default=default))
         try:
-            return inspect.Signature(parameters), parameters
+            return inspect.Signature(parameters)
         except (TypeError, ValueError) as error:
             raise WireError(f"a malformed signature ({error})") from None
 
@@ -357,7 +386,10 @@ class AgentPeer(Peer):
         if op == "replay_error":
             failure, self.replay_failure = self.replay_failure, None
             expect(failure is not None, "no replayed step failed")
-            raise failure
+            try:
+                raise failure
+            finally:  # Its traceback holds this frame: no cycle keeps what it holds alive (Peer.answer).
+                failure = None
         raise WireError(f"an unknown request {op!r}")
 
     def replay(self, target, steps) -> list:
@@ -384,37 +416,95 @@ class AgentPeer(Peer):
         self.watched[name] = value
         return True, value
 
+    def lends(self, proxy) -> bool:
+        """Whether ``proxy`` stands for an object that the judge lends now (its test cell has not ended)."""
+        return self.epoch is not None and self.proxies.get(self.proxy_oids.get(id(proxy))) is proxy
+
     def call_judge(self, proxy, op: str, *args):
-        if self.epoch is None or self.proxies.get(self.proxy_oids.get(id(proxy))) is not proxy:
+        if not self.lends(proxy):
             raise RuntimeError("this object belongs to a test that has ended; it can no longer be used")
         return self.request(op, proxy, *args)
 
 
 def _judge_function(peer: AgentPeer, oid: int, described=None, depth: int = 0):
     """A real function (so that it binds as a method) that calls the judge's function ``oid``; with the name,
-    qualified name, signature and defaults the judge ``described`` (remote.JudgePeer._function_node)."""
+    qualified name, parameters, defaults, module and docstring the judge ``described``
+    (remote.JudgePeer._function_node)."""
+    stand_in = []
 
-    def from_the_test(*args, **kwargs):
-        return peer.call_judge(from_the_test, "call", args, tuple(kwargs.items()))
+    def forward(args, kwargs):
+        return peer.call_judge(stand_in[0], "call", args, tuple(kwargs.items()))
 
-    if described is not None:
-        _describe(peer, from_the_test, described, depth)
-    return from_the_test
-
-
-def _describe(peer: AgentPeer, function, described, depth: int) -> None:
-    """Give ``function`` the name, signature and defaults of the test's function that it stands in for."""
+    if described is None:
+        stand_in.append(_function_taking(None, "from_the_test", forward))
+        return stand_in[0]
     expect(type(described) is list and len(described) == 5, "a malformed function")
-    signature, parameters = peer.signature(described[2], depth)
-    function.__name__, function.__qualname__ = text(described[0], peer.limits), text(described[1], peer.limits)
+    name, qualname = text(described[0], peer.limits), text(described[1], peer.limits)
+    stand_in.append(_function_taking(peer.signature(described[2], depth), name, forward))
+    function = stand_in[0]
+    function.__qualname__ = qualname
     function.__module__, function.__doc__ = (_text_or_none(part, peer.limits) for part in described[3:])
-    function.__signature__ = signature
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    function.__defaults__ = tuple(p.default for p in parameters
-                                  if p.kind in positional and p.default is not inspect.Parameter.empty) or None
-    function.__kwdefaults__ = {p.name: p.default for p in parameters
-                               if p.kind is inspect.Parameter.KEYWORD_ONLY
-                               and p.default is not inspect.Parameter.empty} or None
+    return function
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _function_taking(signature: inspect.Signature | None, name: str, forward):
+    """A function named ``name`` whose own code takes the parameters of ``signature`` (with its defaults) and
+    returns ``forward(positional arguments, keyword arguments)``: so that what a student's code reads of a
+    function or method of the test (``inspect.signature``, ``__code__.co_argcount``, ``__code__.co_varnames``,
+    ``__defaults__``, ``__kwdefaults__``) is what it reads in one process. ``(*args, **kwargs)`` without one.
+
+    Its source is made from the parameters' names, which `inspect.Parameter` has checked are identifiers and
+    not keywords; the defaults are the values themselves, never their text."""
+    parameters = list(signature.parameters.values()) if signature is not None else []
+    if signature is None:
+        parameters = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),
+                      inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)]
+    taken = {parameter.name for parameter in parameters}
+    forward_name, defaults_name = (_unused(base, taken) for base in ("forward_", "defaults_"))
+    listed, positional, keywords, defaults, previous = [], [], [], [], None
+    for parameter in parameters:
+        kind = parameter.kind
+        if previous is inspect.Parameter.POSITIONAL_ONLY and kind is not previous:
+            listed.append("/")
+        if kind is inspect.Parameter.KEYWORD_ONLY and previous in (None, *_POSITIONAL):
+            listed.append("*")
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            listed.append(f"*{parameter.name}")
+            positional.append(f"*{parameter.name}")
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            listed.append(f"**{parameter.name}")
+            keywords.append(f"**{parameter.name}")
+        else:
+            item = parameter.name
+            if parameter.default is not inspect.Parameter.empty:
+                item += f"={defaults_name}[{len(defaults)}]"
+                defaults.append(parameter.default)
+            listed.append(item)
+            if kind is inspect.Parameter.KEYWORD_ONLY:
+                keywords.append(f"{parameter.name!r}: {parameter.name}")
+            else:
+                positional.append(parameter.name)
+        previous = kind
+    if previous is inspect.Parameter.POSITIONAL_ONLY:
+        listed.append("/")
+    code_name = name if name.isidentifier() and not keyword.iskeyword(name) else "from_the_test"
+    arguments = "".join(f"{item}, " for item in positional)
+    source = (f"def {code_name}({', '.join(listed)}):\n"
+              f"    return {forward_name}(({arguments}), {{{', '.join(keywords)}}})\n")
+    namespace = {forward_name: forward, defaults_name: tuple(defaults)}
+    exec(compile(source, f"<the test's {code_name}>", "exec"), namespace)  # Safe: see the docstring.
+    function = namespace[code_name]
+    function.__name__ = function.__qualname__ = name
+    return function
+
+
+def _unused(base: str, taken: set[str]) -> str:
+    while base in taken:
+        base += "_"
+    return base
 
 
 def _text_or_none(value, limits):
@@ -427,26 +517,33 @@ _PARAMETER_KINDS = {int(kind): kind for kind in (
     inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)}
 
 
-def _judge_method(name: str):
-    """A method of a test object's class, as a function of its proxy's class: calling it is one request."""
+def _judge_method(name: str, signature: inspect.Signature | None = None):
+    """A method of a test object's class, as a function of its proxy's class: calling it is one request. With the
+    test's method's ``signature`` (``self`` first), it takes the same parameters (`_function_taking`)."""
 
-    def method_of_the_test(self, *args, **kwargs):
-        return self._judge_peer.call_judge(self, "method", name, args, tuple(kwargs.items()))
+    def forward(args, kwargs):
+        if not args:
+            raise TypeError(f"{name}() needs the object it is called on")
+        return args[0]._judge_peer.call_judge(args[0], "method", name, args[1:], tuple(kwargs.items()))
 
-    method_of_the_test.__name__ = method_of_the_test.__qualname__ = name
-    return method_of_the_test
+    return _function_taking(signature, name, forward)
 
 
 class JudgeObject:
     """An object of the test, lent to the student's code: it can be called, and its public
     attributes read; nothing else of the judge is reachable through it. The methods of its class
     (the judge says which) are functions of the proxy's class (`_proxy_class`), called in one request
-    each, so that ``type(policy).select_victim(policy, ...)`` works as it does in one process."""
+    each, so that ``type(policy).select_victim(policy, ...)`` works as it does in one process.
 
-    __slots__ = ("_judge_peer", "__weakref__")
+    Once its test cell has ended, the judge no longer lends it: a student's code that kept it (a global, a class
+    attribute) can still compare it, hash it and print it as in one process (by identity, with the hash and text
+    the judge gave while it lent it), but not call it or read it."""
+
+    __slots__ = ("_judge_peer", "_judge_seen", "__weakref__")
 
     def __init__(self, peer: AgentPeer) -> None:
         object.__setattr__(self, "_judge_peer", peer)
+        object.__setattr__(self, "_judge_seen", {})  # The hash, repr and str the judge answered, by name.
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -455,6 +552,14 @@ class JudgeObject:
 
     def __setattr__(self, name: str, value) -> None:
         raise AttributeError("the student's code cannot change an object of the test")
+
+    @property
+    def __dict__(self) -> dict:
+        """``vars(policy)``: a copy of the test object's public attributes (its private ones are never lent); none
+        once its test has ended (``dir()`` of such an object lists its class's names)."""
+        if not self._judge_peer.lends(self):
+            raise AttributeError("an object of a test that has ended has no __dict__ here")
+        return self._judge_peer.call_judge(self, "op", "vars")
 
     # A copy is made by the judge, of its own object, and lent as another object of the test: in one process
     # ``copy.copy(policy)`` or ``copy.deepcopy(model)`` copies the test's object too. (A deep copy of several objects
@@ -470,9 +575,27 @@ def _call(self, *args, **kwargs):
     return self._judge_peer.call_judge(self, "call", args, tuple(kwargs.items()))
 
 
+# What an object of the test answers once its test cell has ended, as an object of a class that defines none of
+# these would in one process (a hash, repr or str the judge gave while it lent the object comes first).
+_RETIRED = {"eq": object.__eq__, "ne": object.__ne__, "hash": object.__hash__, "repr": object.__repr__,
+            "str": object.__str__, "format": object.__format__, "dir": object.__dir__,
+            **{name: lambda self, other: NotImplemented for name in ("lt", "le", "gt", "ge")}}
+_REMEMBERED = ("hash", "repr", "str")
+
+
 def _forward(name: str):
+    retired = _RETIRED.get(name)
+    remembered = name in _REMEMBERED
+
     def method(self, *args):
-        return self._judge_peer.call_judge(self, "op", name, *args)
+        peer = self._judge_peer
+        if retired is not None and not peer.lends(self):
+            seen = self._judge_seen
+            return seen[name] if name in seen else retired(self, *args)
+        found = peer.call_judge(self, "op", name, *args)
+        if remembered:
+            self._judge_seen[name] = found
+        return found
 
     method.__name__ = f"__{name}__"
     return method
@@ -490,7 +613,7 @@ def protocol_flags(cls: type) -> int:
 
 
 def _proxy_class(methods: frozenset[str], known_class: type | None = None, flags: int = 0,
-                 described: tuple = (None, None, ())) -> type:
+                 described: tuple = (None, None, (), "JudgeObject", "JudgeObject")) -> type:
     """The class of a test object's proxy whose class has the public ``methods``, the special methods of ``flags``
     (`PROTOCOL_FLAGS`; ``__call__`` with `CALLABLE`) and, where the kernel has it too, the class ``known_class``: one
     class per such kind.
@@ -498,30 +621,32 @@ def _proxy_class(methods: frozenset[str], known_class: type | None = None, flags
     With ``known_class`` (a class of the course's package or of torch, the nearest one the test object's class
     derives from), the proxy's ``__class__`` is that class, which ``isinstance`` reads when the proxy's own type is
     not a subclass: ``isinstance(model, torch.nn.Module)`` holds as in one process. Its type stays the proxy's,
-    whose every use is still a request. It says the module and docstrings of the test object's class and of its
-    methods (``described``: `AgentPeer.class_text`)."""
+    whose every use is still a request. It has the name, qualified name, module and docstring of the test object's
+    class, and its methods the names, qualified names, parameters and docstrings of the class's methods
+    (``described``: `AgentPeer.class_text`)."""
     key = (methods, known_class, flags, described)
     try:
         found = _PROXY_CLASSES.get(key)
     except TypeError:  # A method's default that is a list or a dict: a class of the proxy's own.
         found, key = None, None
     if found is None:
-        body = {name: _judge_method(name) for name in methods if name.isidentifier() and not name.startswith("_")}
+        module, doc, method_notes, name, qualname = described
+        notes = {note[0]: note[1:] for note in method_notes}
+        body = {}
+        for method in methods:
+            if method.isidentifier() and not method.startswith("_"):
+                method_doc, signature, method_qualname = notes.get(method, (None, None, None))
+                body[method] = function = _judge_method(method, signature)
+                function.__doc__ = method_doc
+                function.__qualname__ = method_qualname or f"{qualname}.{method}"
         body.update({f"__{name}__": _forward(name) for name, flag in PROTOCOL_FLAGS.items() if flags & flag})
         if flags & CALLABLE:
             body["__call__"] = _call
         if known_class is not None:
             body["__class__"] = property(lambda self: known_class)
-        module, doc, method_notes = described
-        for name, method_doc, signature in method_notes:
-            if type(body.get(name)) is types.FunctionType:
-                # ``inspect.signature(policy.select_victim)`` reads the test's method's parameters, bound as in one
-                # process.
-                body[name].__doc__ = method_doc
-                if signature is not None:
-                    body[name].__signature__ = signature
-        found = type("JudgeObject", (JudgeObject,), {
-            "__slots__": (), "__module__": module if module is not None else __name__, "__doc__": doc, **body})
+        found = type(name, (JudgeObject,), {
+            "__slots__": (), "__module__": module if module is not None else __name__, "__doc__": doc,
+            "__qualname__": qualname, **body})
         if key is not None:
             _PROXY_CLASSES[key] = found
     return found

@@ -384,7 +384,11 @@ class Peer:
                 expect(len(body) == 1, "a malformed reply")
                 if kind == ERR:
                     expect(isinstance(body[0], BaseException), "an error reply without an exception")
-                    raise body[0]
+                    error, body = body[0], None
+                    try:
+                        raise error
+                    finally:  # Its traceback holds this frame: no cycle keeps what the caller's frames hold alive.
+                        error = None
                 return body[0]
             else:
                 raise WireError(f"an unexpected {kind!r} message while waiting for a reply")
@@ -396,12 +400,18 @@ class Peer:
             expect(len(body) >= 1 and type(body[0]) is str, "a malformed request")
             result = self.handle(body[0], body[1:])
         except self.answered as error:  # noqa: BLE001 - every error of a request goes back to the requester.
-            self.send(ERR, seq, [self.exception_node(error)], raw=True)
-            return
-        try:
-            self.send(OK, seq, [result])
-        except self.answered as error:  # noqa: BLE001 - a result that cannot be sent is that request's error.
-            self.send(ERR, seq, [self.exception_node(error)], raw=True)
+            failure = self.exception_node(error)
+        else:
+            try:
+                self.send(OK, seq, [result])
+                return
+            except self.answered as error:  # noqa: BLE001 - a result that cannot be sent is that request's error.
+                failure = self.exception_node(error)
+        # The error, and what its traceback kept alive (the local variables of the code that raised), is let go
+        # before the reply, as the requester's ``except`` lets it go in one process: a ``__del__`` or a generator's
+        # ``finally`` there runs now (``cache.unpin`` of a lease that the code held), and what it changes crosses
+        # with the reply.
+        self.send(ERR, seq, [failure], raw=True)
 
     def decode_shared(self, node: list, depth: int = 0):
         """The object nodes both sides read alike (their own object, a global, a module, an exception);

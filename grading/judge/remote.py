@@ -30,7 +30,8 @@ from .peer import END, HELLO, NOT_SHARED, READY, Peer, from_kernel, global_node,
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 CALLBACK_OPS = frozenset({"len", "iter", "next", "repr", "str", "bool", "hash", "contains", "getitem", "eq", "ne",
-                          "lt", "le", "gt", "ge", "index", "int", "float", "format", "copy", "deepcopy", "dir"})
+                          "lt", "le", "gt", "ge", "index", "int", "float", "format", "copy", "deepcopy", "dir",
+                          "vars"})
 _NEVER_LENT = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType, types.CellType)
 _FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType)
 _SWEEP_EVERY = 64  # Messages between two looks for lazy pairs the test let go of (pairs.PairTable.sweep).
@@ -66,13 +67,24 @@ def _plain_text(value) -> str | None:
     return str.__str__(value) if isinstance(value, str) else None
 
 
+def _public_attributes(target) -> dict:
+    """What ``vars()`` of a lent object gives the student's code: a copy of its ``__dict__`` without the private
+    names, which the kernel never reads (agent.JudgeObject)."""
+    found = getattr(target, "__dict__", None)
+    if type(found) is not dict:
+        raise TypeError("vars() argument must have __dict__ attribute")
+    return {name: value for name, value in found.items() if type(name) is str and not name.startswith("_")}
+
+
 def _method_notes(codec, cls: type, methods: list[str], depth: int) -> list[list]:
-    """``[[name, docstring or None, parameters or None]...]`` of ``methods`` (a class's plain functions): what a lent
-    object's proxy says of its methods (agent._proxy_class). The parameters are `_parameters`', ``self`` first."""
+    """``[[name, docstring or None, parameters or None, qualified name]...]`` of ``methods`` (a class's plain
+    functions): what a lent object's proxy says of its methods (agent._proxy_class). The parameters are
+    `_parameters`', ``self`` first."""
     notes = []
     for name in methods:
         function = getattr(cls, name, None)
-        notes.append([name, _plain_text(getattr(function, "__doc__", None)), _parameters(codec, function, depth)])
+        notes.append([name, _plain_text(getattr(function, "__doc__", None)), _parameters(codec, function, depth),
+                      _plain_text(getattr(function, "__qualname__", None)) or name])
     return notes
 
 
@@ -246,9 +258,11 @@ class JudgePeer(Peer):
             flags |= protocol_flags(type(value))
         if new and type(value) is types.FunctionType:
             described = self._function_node(value, depth)
-        else:  # A lent object's class's module and docstrings (its own, its methods'): its proxy's class says them.
-            described = [_plain_text(type(value).__module__), _plain_text(type(value).__doc__),
-                         _method_notes(self.codec, type(value), methods, depth)] if lent else None
+        else:  # A lent object's class's names, module and docstrings, and its methods': its proxy's class says them.
+            cls = type(value)
+            described = [_plain_text(cls.__module__), _plain_text(cls.__doc__),
+                         _method_notes(self.codec, cls, methods, depth), _plain_text(cls.__name__) or "JudgeObject",
+                         _plain_text(cls.__qualname__) or "JudgeObject"] if lent else None
         return [Tag.OBJECT, oid, methods, described, flags, _known_class(type(value)) if lent else None]
 
     def _function_node(self, function, depth: int) -> list | None:
@@ -435,5 +449,7 @@ class JudgePeer(Peer):
         if op == "op":
             name = text(args[1], self.limits) if len(args) >= 2 else None
             expect(name in CALLBACK_OPS, f"the operation {name!r} on an object of the test")
+            if name == "vars":
+                return _public_attributes(target)
             return OPS[name](target, *args[2:])
         raise WireError(f"an unknown request {op!r} from the kernel")

@@ -482,3 +482,13 @@ class EvictionPolicy:
         """Return the seq_id to evict, or None when every sequence is protected (abstract)."""
         raise NotImplementedError(f"{type(self).__name__} must implement select_victim")
 '''
+
+# Round 8 (2026-12-06): a policy kept past its test cell (the judge no longer lends it) compared with the next one,
+# and printed. Through the judge both raised "this object belongs to a test that has ended".
+_FIT_START = "    allocator = manager.allocator\n"
+ALTERNATIVES[FIT]["the previous call's policy kept in a global and compared with =="] = (
+    "_PREVIOUS = [None]\n\n" + ref.edit(
+        FIT, (_FIT_START, _FIT_START + "    same_policy = _PREVIOUS[0] == policy\n    _PREVIOUS[0] = policy\n")))
+ALTERNATIVES[FIT]["the previous call's policy kept in a global and printed with repr"] = (
+    "_PREVIOUS = [None]\n\n" + ref.edit(
+        FIT, (_FIT_START, _FIT_START + "    previous = repr(_PREVIOUS[0])\n    _PREVIOUS[0] = policy\n")))

@@ -825,3 +825,18 @@ ALTERNATIVES[SERVE]["the model's class checked (isinstance TinyDecoder)"] = ref.
 # (a717772, c2e806a and the commit after it); each is graded the same both ways now.
 ALTERNATIVES[CACHE]["the policy compared with `is` (a SyntaxWarning, true for the literal in one process)"] = ref.edit(
     CACHE, ('        if self.policy == "lru":', '        if self.policy is "lru":'))
+
+# Round 8 (2026-12-06): the unpin in a generator's finally or in a lease's __del__, which CPython runs when serve's
+# frame is freed (through the judge the model's error kept the frame alive until after the reply). The cached K/V
+# fetched in a worker thread while the main thread reads model.device (the two threads' messages had mixed) imports
+# concurrent.futures, which the scan flags: tests/test_judge.py covers it.
+_PIN_TRY = "    cache.pin(reused)\n    try:\n"
+_FINALLY_UNPIN = ("    finally:\n        cache.unpin(reused)\n", "")
+ALTERNATIVES[SERVE]["the unpin in the finally of a generator that holds the pin"] = ref.edit(SERVE, (
+    _PIN_TRY, "    def pinned():\n        cache.pin(reused)\n        try:\n            yield\n"
+              "        finally:\n            cache.unpin(reused)\n\n"
+              "    session = pinned()\n    next(session)\n    if True:\n"),
+    _FINALLY_UNPIN)
+ALTERNATIVES[SERVE]["the unpin in the __del__ of a lease"] = ref.edit(SERVE, (
+    _PIN_TRY, "    class Lease:\n        def __del__(self):\n            cache.unpin(reused)\n\n"
+              "    cache.pin(reused)\n    lease = Lease()\n    if True:\n"), _FINALLY_UNPIN)

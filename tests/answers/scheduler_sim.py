@@ -451,3 +451,28 @@ ALTERNATIVES[TENSOR]["a scratch tensor whose dtype follows the priorities' (set 
             scratch.data = scratch.data.to(self.priority.dtype)
         inf = torch.full_like(self.priority, float("inf"))
 '''))
+
+# Round 8 (2026-12-06): the clock moves before the input checks and a guard's __del__ puts it back when touch raises.
+# Through the judge the error's traceback kept the guard alive until after the reply, so the test saw the clock
+# moved.
+_UNDO_GUARD = """class _Undo:
+    def __init__(self, owner):
+        self.owner, self.time, self.committed = owner, owner.time, False
+
+    def __del__(self):
+        if not self.committed:
+            self.owner.time = self.time
+
+
+"""
+_GUARDED_CHECKS = ("        if not isinstance(prefix, str) or not prefix:\n",
+                   "        undo = _Undo(self)\n        self.time += 1\n"
+                   "        if not isinstance(prefix, str) or not prefix:\n")
+ALTERNATIVES[SIM]["the clock moves first; a guard's __del__ puts it back when touch raises"] = ref.edit(
+    SIM, ("class KVCacheSchedulerSim:\n", _UNDO_GUARD + "class KVCacheSchedulerSim:\n"), _GUARDED_CHECKS,
+    ("        self.time += 1\n        entry = self.entries.get(prefix)\n",
+     "        undo.committed = True\n        entry = self.entries.get(prefix)\n"))
+ALTERNATIVES[TENSOR]["the clock moves first; a guard's __del__ puts it back when touch raises"] = ref.edit(
+    TENSOR, ("class TensorKVCacheScheduler:\n", _UNDO_GUARD + "class TensorKVCacheScheduler:\n"), _GUARDED_CHECKS,
+    ("        self.time += 1\n        if slot is not None:\n",
+     "        undo.committed = True\n        if slot is not None:\n"))
