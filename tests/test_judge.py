@@ -1283,6 +1283,50 @@ def test_what_an_error_s_traceback_kept_is_let_go_before_the_reply(kernel):
     ''')
 
 
+def test_a_student_s_del_and_hash_may_call_the_test_s_objects(kernel):
+    """A student's ``__del__`` that calls an object of the test runs when the test lets go of the object, and its
+    calls are answered; a ``__hash__`` that calls one gives the test the hash when the test asks for it. Through
+    the judge the first hung the kernel until the test's time limit (the object was freed, and its ``__del__``
+    called the judge, in the middle of reading the judge's message, or after the test had ended), and the second
+    ended the kernel (the hash was taken in the middle of making a message). The kernel hears that the test let go
+    of an object with the judge's next message, where one process frees it at once."""
+    k = kernel('''
+        class Cache:
+            def __init__(self, tier):
+                self.tier = tier
+            def __del__(self):
+                self.tier.insert("closed")
+            def __hash__(self):
+                return hash(len(self.tier))
+            def __eq__(self, other):
+                return self is other
+    ''')
+    k.passes('''
+        class Tier:
+            def __init__(self):
+                self.blocks = []
+            def insert(self, block):
+                self.blocks.append(block)
+            def __len__(self):
+                return 3
+        tier = Tier()
+        cache = Cache(tier)
+        assert hash(cache) == hash(3) and len({cache, cache}) == 1
+        cache = None
+        Cache(Tier())  # The judge's next message says that the test let go of it (in one process: at once).
+        assert tier.blocks == ["closed"], tier.blocks
+        last = Cache(tier)
+    ''')
+    k.passes('''
+        class Other:
+            def insert(self, block):
+                pass
+            def __len__(self):
+                return 0
+        assert hash(Cache(Other())) == hash(0)  # The kernel still serves: the first test's objects were let go.
+    ''')
+
+
 def test_the_student_s_threads_may_call_the_test_s_objects_at_once(kernel):
     """Two of the student's threads that call objects of the test at the same time (a worker that fetches while
     the main thread reads) each get their own answer, as in one process (the messages of the two had mixed on

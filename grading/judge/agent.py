@@ -141,13 +141,22 @@ def count_launches(function, args, kwargs):
     return result, counter.calls
 
 
+class MidMessage(RuntimeError):
+    """The student's code called an object of the test while the kernel made or read a message
+    (`AgentPeer.call_judge`)."""
+
+
 def object_hash(value):
     """What the judge's handle of ``value`` hashes as: its hash here; None for an unhashable object (or a broken
-    ``__hash__``: the judge raises TypeError). A string of a class of the student's (a ``StrEnum`` member) that
-    hashes as its plain value, as in one process, comes as ``[that value]``, which the judge hashes itself: Python
-    salts a string's hash in each process, so a key of that class would not find the judge's own string."""
+    ``__hash__``: the judge raises TypeError); False where its ``__hash__`` calls an object of the test, which it
+    cannot while the object crosses (the judge asks for the hash when it needs it: handles.Handle.__hash__). A
+    string of a class of the student's (a ``StrEnum`` member) that hashes as its plain value, as in one process,
+    comes as ``[that value]``, which the judge hashes itself: Python salts a string's hash in each process, so a key
+    of that class would not find the judge's own string."""
     try:
         hashed = hash(value)
+    except MidMessage:  # Its __hash__ calls an object of the test: the judge asks for it when it needs it.
+        return False
     except Exception:  # noqa: BLE001 - as above.
         return None
     if issubclass(type(value), str) and type(value) is not str:
@@ -177,11 +186,19 @@ class AgentPeer(Peer):
         # thread holds it from its request to the reply (serving the judge's requests meanwhile, as it does
         # alone), and the serving loop while it reads the judge's next request and sends a reply.
         self.lock = threading.RLock()
+        self.letting_go: list = []  # What the judge let go in the message being read (`incoming`, `let_go`).
         super().__init__(connection)
 
     def send(self, kind: str, seq: int, body: list, raw: bool = False) -> None:
         with self.lock:
             super().send(kind, seq, body, raw)
+
+    def receive(self) -> tuple[str, int, list]:
+        with self.lock:
+            kind, seq, values = super().receive()
+            if kind != END:  # At the end of a test, once its objects are no longer lent (`serve`).
+                self.let_go()
+            return kind, seq, values
 
     def request(self, op: str, *args):
         with self.lock:
@@ -205,8 +222,7 @@ class AgentPeer(Peer):
         try:
             self.send(READY, 0, [])
             while True:
-                with self.lock:
-                    kind, seq, body = self.receive()
+                kind, seq, body = self.receive()
                 if kind == END:
                     return
                 expect(kind == REQ, f"an unexpected {kind!r} message")
@@ -214,6 +230,7 @@ class AgentPeer(Peer):
         finally:
             self.epoch = None
             self.reset()
+            self.let_go()
 
     # Objects.
 
@@ -318,10 +335,17 @@ class AgentPeer(Peer):
         expect(type(extra) is list and len(extra) == 5 and all(type(x) is list for x in (*extra[:3], extra[4]))
                and type(extra[3]) is int, "malformed sync")
         dropped, released, promoted, self.counting, demoted = extra
+        # What the judge let go is freed once the message is read (`let_go`), not in the middle of reading it: a
+        # student's ``__del__`` there may call an object of the test, which takes a message of its own.
+        letting_go = self.letting_go
         for sid in dropped:
+            pair = self.pairs.by_sid.get(sid)
+            if pair is not None:
+                letting_go.append(pair.obj)
             self.pairs.drop(sid)
         for oid in released:
             if oid not in self.classes_sent:
+                letting_go.append(self.exports.get(oid))
                 self.release(oid)
         for sid in promoted:  # Lazy pairs that the test can reach now.
             pair = self.pairs.get(sid)
@@ -423,7 +447,18 @@ class AgentPeer(Peer):
     def call_judge(self, proxy, op: str, *args):
         if not self.lends(proxy):
             raise RuntimeError("this object belongs to a test that has ended; it can no longer be used")
-        return self.request(op, proxy, *args)
+        with self.lock:
+            if self.in_message:
+                # The student's code runs inside this side's own message (a ``__hash__`` of an object that crosses
+                # for the first time, a ``__hash__`` or ``__eq__`` of a key being decoded): a message of its own
+                # now would break the one being made. `object_hash` then leaves the hash for the judge to ask.
+                raise MidMessage("an object of the test cannot be used while the kernel makes or reads a message")
+            return self.request(op, proxy, *args)
+
+    def let_go(self) -> None:
+        """Free what the judge let go in the message just read (`incoming`): a ``__del__`` may run now."""
+        letting_go, self.letting_go = self.letting_go, []
+        letting_go.clear()
 
 
 def _judge_function(peer: AgentPeer, oid: int, described=None, depth: int = 0):

@@ -198,6 +198,7 @@ class Peer:
         self.epoch: str | None = None
         self.framing = Framing(limits)
         self.decoding = 0  # Above 0 while a message is decoded (handles compare by identity then).
+        self.in_message = 0  # Above 0 while a message is made or read (agent.AgentPeer.call_judge).
         # While a message is decoded: whether what comes new in it is handed over to this side's own objects (the
         # arguments of a request, and what fills this side's own shared containers), not the answer to a request.
         self.handing_over = False
@@ -274,6 +275,7 @@ class Peer:
         touched = codec.touched = []
         by_value, self.send_by_value = self.send_by_value and not raw, False
         marks = (pairs.next_sid, self.next_oid)
+        self.in_message += 1
         try:
             # What the codec does to tensors is no torch operation of the test's (course.checks counts those).
             with torch._C.DisableTorchFunction():
@@ -282,6 +284,8 @@ class Peer:
         except BaseException:
             self._roll_back(marks)
             raise
+        finally:
+            self.in_message -= 1
         self.connection.sendall(data)
         self.sent += 1
         pairs.dirty = {}
@@ -345,10 +349,12 @@ class Peer:
         codec = self.codec
         codec.items = 0
         self.decoding += 1
+        self.in_message += 1
         try:
             return self._apply(kind, seq, sync, body)
         finally:
             self.decoding -= 1
+            self.in_message -= 1
 
     def _apply(self, kind: str, seq: int, sync: list, body: list) -> tuple[str, int, list]:
         codec = self.codec

@@ -310,7 +310,7 @@ class JudgePeer(Peer):
         if type(hashed) is list:  # A string of the student's class that hashes as its plain value (agent.object_hash).
             expect(len(hashed) == 1 and type(hashed[0]) is str, "a malformed hash")
             hashed = hash(text(hashed[0], self.limits))
-        expect(hashed is None or type(hashed) is int, "a malformed hash")
+        expect(hashed is None or hashed is False or type(hashed) is int, "a malformed hash")
         found = self.handles.get(oid)
         handle = found() if found is not None else None
         if handle is None or type(handle) is not cls:

@@ -978,3 +978,17 @@ ALTERNATIVES[COST]["a float64 work buffer made in __init__, resized in ttft; a c
         torch.mul(recomputed_tokens.to(torch.float64), self.prefill_seconds_per_token, out=self._out)
         self._out.add_(loaded_tokens.to(torch.float64), alpha=self.load_seconds_per_token)
         return self._out.clone()'''))
+
+# Round 8 (2026-12-06): a shutdown that writes back the pinned blocks tier 2 lacks, run by __del__, and a __hash__
+# over tier 1. Through the judge the first hung the kernel (its calls to the test's tiers came while the kernel read
+# the judge's message, or after the test had ended) and the second ended it (the hash was taken while a message was
+# being made).
+_BYTES_TO_HOST = "    @property\n    def bytes_to_host(self):"
+ALTERNATIVES[TWO]["a close() that writes back the pinned blocks, run by __del__"] = ref.edit(TWO, (
+    _BYTES_TO_HOST,
+    '    def close(self):\n        """Write back every pinned block that tier 2 lacks (shutdown)."""\n'
+    "        for block in list(getattr(self, 'ref_count', ())):\n"
+    "            if self.write_policy == 'write_back' and block not in self.tier2:\n"
+    "                self._write_to_host(block)\n\n    __del__ = close\n\n" + _BYTES_TO_HOST))
+ALTERNATIVES[TWO]["a __hash__ over tier 1"] = ref.edit(TWO, (
+    _BYTES_TO_HOST, "    def __hash__(self):\n        return hash(self.tier1)\n\n" + _BYTES_TO_HOST))
