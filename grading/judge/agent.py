@@ -312,7 +312,6 @@ class AgentPeer(Peer):
                        None if parameters is None else self.signature(parameters, 0), text(qualname, self.limits))
                       for name, method_doc, parameters, qualname in described[2])
         name, qualname = (text(part, self.limits) for part in described[3:])
-        expect(name.isidentifier(), "a malformed class name")
         return module, doc, notes, name, qualname
 
     def signature(self, nodes, depth: int) -> inspect.Signature:
