@@ -41,6 +41,9 @@ def _run(source: str, name: str, namespace: dict) -> None:
 def _answer(path: str, base: dict, source: str, name: str) -> None:
     """The child: run the answer, then serve the judge; never returns."""
     code = 0
+    # The answer's own child processes are its to reap (multiprocessing reads their exit codes), as in a kernel
+    # (grading/isolation/zygote.py); the host ignores SIGCHLD only for the answers it forks.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     try:
         namespace = dict(base)
         try:
