@@ -1663,13 +1663,19 @@ def _check_task7_6_3_scores():
         _tokens = torch.randint(0, 17, (2, 11), generator=torch.Generator().manual_seed(3)).to(_device)
         _seen = []
 
-        def _heavy(scores, budget, _seen=_seen):
-            _seen.append(scores.clone())
-            order = torch.sort(scores[..., :-1], dim=-1, descending=True, stable=True).indices[..., :budget - 1]
-            keep = torch.zeros_like(scores, dtype=torch.bool)
-            keep[..., :-1].scatter_(-1, order, True)
-            keep[..., -1] = True
-            return keep
+        def _recording(_seen):
+            # A closure, not a default argument: the student's code gets this function and could read its defaults.
+            def heavy(scores, budget):
+                _seen.append(scores.clone())
+                order = torch.sort(scores[..., :-1], dim=-1, descending=True, stable=True).indices[..., :budget - 1]
+                keep = torch.zeros_like(scores, dtype=torch.bool)
+                keep[..., :-1].scatter_(-1, order, True)
+                keep[..., -1] = True
+                return keep
+
+            return heavy
+
+        _heavy = _recording(_seen)
 
         # An independent replay of the scores with the same policy, on a twin that decode_with_eviction never gets.
         _want, _kv, _scores = [], None, None

@@ -2342,17 +2342,21 @@ def _check_task8_5_5_pins():
         _fail = _rng.randrange(12) if _case % 3 == 0 else None
         _log = []
 
-        def _fake(block, _cache=_cache, _places=_places, _fail=_fail, _log=_log):
-            _log.append(block)
-            if block == _fail:
-                raise RuntimeError("scripted failure")
-            _counter = {"device": "device_hits", "host": "host_hits", "miss": "misses"}[_places[block]]
-            setattr(_cache, _counter, getattr(_cache, _counter) + 1)
-            _cache.blocks_to_device += _places[block] == "host"
-            _cache.ref_count[block] = _cache.ref_count.get(block, 0) + 1
-            return _places[block]
+        def _scripted(_cache, _places, _fail, _log):
+            # A closure, not default arguments: the student's code gets this function and could read its defaults.
+            def _fake(block):
+                _log.append(block)
+                if block == _fail:
+                    raise RuntimeError("scripted failure")
+                _counter = {"device": "device_hits", "host": "host_hits", "miss": "misses"}[_places[block]]
+                setattr(_cache, _counter, getattr(_cache, _counter) + 1)
+                _cache.blocks_to_device += _places[block] == "host"
+                _cache.ref_count[block] = _cache.ref_count.get(block, 0) + 1
+                return _places[block]
 
-        _cache.access = _fake
+            return _fake
+
+        _cache.access = _scripted(_cache, _places, _fail, _log)
         _request = [_rng.randrange(12) for _ in range(_rng.randint(0, 8))]
         if _fail is not None and _fail in _request:
             _cut = _request.index(_fail)

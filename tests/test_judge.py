@@ -1067,8 +1067,9 @@ def test_a_lent_object_s_methods_have_their_signatures(kernel):
     """A method of a test object lent to the student's code takes the test's method's parameters: what
     ``inspect.signature``, ``__code__.co_argcount`` and ``co_varnames``, ``__defaults__`` and ``__qualname__`` say
     is what they say in one process (3.4 answers that checked ``select_victim``'s parameters, to call an older
-    policy without ``protected``, lost their points); a default that is a list is the test's list, as a lent
-    function's is; the proxy's class has the name and qualified name of the test's class."""
+    policy without ``protected``, lost their points); a default that is a list is a copy of the test's (the test's
+    own is what its method uses, and the student's code cannot change it); the proxy's class has the name and
+    qualified name of the test's class."""
     k = kernel('''
         import inspect
         def parameters(policy):
@@ -1105,11 +1106,13 @@ def test_a_lent_object_s_methods_have_their_signatures(kernel):
             def note(self, text, into=[]):
                 into.append(text)
                 return text * 2
-        found = parameters(Policy())
+        policy = Policy()
+        found = parameters(policy)
+        assert Policy.note.__defaults__ == (["x"],)  # The test's own default got the call.
         assert found == ([("protected", None), ("limit", 3)],
-                         ["self", "candidates", "protected", "limit"], "(text, into=[])", 2, "xx", ["x"],
+                         ["self", "candidates", "protected", "limit"], "(text, into=[])", 2, "xx", [],
                          [2, 2, ("self", "candidates")],
-                         [(["x"],), {"protected": None, "limit": 3}, "Policy.select_victim"],
+                         [([],), {"protected": None, "limit": 3}, "Policy.select_victim"],
                          ["Policy", "Policy", 3]), found
     ''')
 

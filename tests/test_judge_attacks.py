@@ -13,6 +13,7 @@ sandbox, tests/test_grading_isolation.py grades such attackers through the gradi
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -22,9 +23,10 @@ import pytest
 from judge_kernel import Kernel
 
 from grading.judge import server
+from grading.judge.peer import from_kernel
 from grading.judge.remote import JudgePeer
 from grading.judge.runner import run_test
-from grading.judge.wire import Framing, Limits, Tag
+from grading.judge.wire import Framing, Limits, Tag, WireError
 
 SMALL = Limits(message_bytes=1 << 16, depth=16, items=2000)
 TEST = "from course.checks import check_type\ncheck_type(victim(), str, 'victim()')"
@@ -284,6 +286,52 @@ def test_a_callback_lends_calls_and_public_attributes_only():
         ''')
     finally:
         honest.close()
+
+
+def test_what_the_kernel_passes_to_an_operation_on_a_test_s_object_never_reaches_its_private_state():
+    """The kernel's agent is the student's: its code can ask the judge anything the protocol has. An operation on a
+    test's object takes exactly the values it needs (a memo of the kernel's passed to ``copy.deepcopy`` came back
+    holding the test object's private ``__dict__``, which the kernel then rewrote: 8.5.2 and 6.3 passed with wrong
+    answers); a default of a test's function crosses as a copy, so that writing to it changes nothing of the
+    test's (a stand-in whose default held the test's record); and a private module the judge has not imported is
+    never imported for the kernel."""
+    attacker = Kernel('''
+        def attack(tier, record):
+            peer = object.__getattribute__(tier, "_judge_peer")
+            found = {"plain len": repr(peer.call_judge(tier, "op", "len"))}
+            for op, extra in [("deepcopy", ({},)), ("copy", ({},)), ("len", (1,)), ("eq", (1, 2)), ("format", ())]:
+                try:
+                    found[op] = repr(peer.call_judge(tier, "op", op, *extra))
+                except Exception as error:
+                    found[op] = "refused: " + type(error).__name__
+            record.__defaults__[0].append(("insert", 99))
+            record()
+            return found
+    ''')
+    try:
+        attacker.passes('''
+            class Tier:
+                def __init__(self):
+                    self._log = [("hit", 1)]
+                def __len__(self):
+                    return len(self._log)
+            tier = Tier()
+            log = []
+            def record(into=log):
+                into.append("called")
+            found = attack(tier, record)
+            assert found.pop("plain len") == "1", found
+            assert all(outcome.startswith("refused") for outcome in found.values()), found
+            assert tier._log == [("hit", 1)] and log == ["called"], (tier._log, log)
+        ''')
+    finally:
+        attacker.close()
+    sys.modules.pop("numpy._pyinstaller", None)
+    for module, name in [("numpy._pyinstaller", "hook"), ("torch._dynamo", "OptimizedModule")]:
+        if module not in sys.modules:  # What a forged GLOBAL node names: refused before anything is imported.
+            with pytest.raises(WireError, match="private module"):
+                from_kernel(module, name)
+            assert module not in sys.modules
 
 
 def test_a_test_that_calls_what_the_student_s_code_gave_it_runs_the_kernel_s_code_never_the_judge_s():

@@ -499,6 +499,7 @@ def _function_taking(signature: inspect.Signature | None, name: str, forward):
     taken = {parameter.name for parameter in parameters}
     forward_name, defaults_name = (_unused(base, taken) for base in ("forward_", "defaults_"))
     listed, positional, keywords, defaults, previous = [], [], [], [], None
+    named_defaults, keyword_defaults = [], {}  # For `_leaving_out_defaults`.
     for parameter in parameters:
         kind = parameter.kind
         if previous is inspect.Parameter.POSITIONAL_ONLY and kind is not previous:
@@ -519,8 +520,11 @@ def _function_taking(signature: inspect.Signature | None, name: str, forward):
             listed.append(item)
             if kind is inspect.Parameter.KEYWORD_ONLY:
                 keywords.append(f"{parameter.name!r}: {parameter.name}")
+                if parameter.default is not inspect.Parameter.empty:
+                    keyword_defaults[parameter.name] = parameter.default
             else:
                 positional.append(parameter.name)
+                named_defaults.append(parameter.default)
         previous = kind
     if previous is inspect.Parameter.POSITIONAL_ONLY:
         listed.append("/")
@@ -528,11 +532,32 @@ def _function_taking(signature: inspect.Signature | None, name: str, forward):
     arguments = "".join(f"{item}, " for item in positional)
     source = (f"def {code_name}({', '.join(listed)}):\n"
               f"    return {forward_name}(({arguments}), {{{', '.join(keywords)}}})\n")
-    namespace = {forward_name: forward, defaults_name: tuple(defaults)}
+    namespace = {forward_name: _leaving_out_defaults(forward, named_defaults, keyword_defaults),
+                 defaults_name: tuple(defaults)}
     exec(compile(source, f"<the test's {code_name}>", "exec"), namespace)  # Safe: see the docstring.
     function = namespace[code_name]
     function.__name__ = function.__qualname__ = name
     return function
+
+
+def _leaving_out_defaults(forward, named_defaults: list, keyword_defaults: dict):
+    """``forward`` without the arguments that are still the stand-in's own defaults, which the caller left out: the
+    test's function then uses its own defaults, not the copies the kernel holds (remote._parameters). A default
+    before a positional argument that the caller gave, or before extra positional ones, goes as its copy."""
+    empty = inspect.Parameter.empty
+
+    def forward_given(args: tuple, kwargs: dict):
+        count = len(args)
+        if count == len(named_defaults):  # No extra positional arguments: the trailing defaults can be left out.
+            while count and named_defaults[count - 1] is not empty and args[count - 1] is named_defaults[count - 1]:
+                count -= 1
+            args = args[:count]
+        for name, default in keyword_defaults.items():
+            if kwargs.get(name, empty) is default:
+                del kwargs[name]
+        return forward(args, kwargs)
+
+    return forward_given
 
 
 def _unused(base: str, taken: set[str]) -> str:

@@ -27,6 +27,7 @@ import builtins
 import importlib
 import itertools
 import socket
+import sys
 import types
 
 import torch
@@ -160,6 +161,10 @@ def from_kernel(module: str, qualname: str):
     """The judge's own ``module.qualname`` for a global the kernel sent, only where `kernel_may_name` allows it."""
     expect((module, qualname) in _WELL_KNOWN_IDS.values() or dotted(qualname) and not any(
         part.startswith("_") for part in qualname.split(".")), f"{module}.{qualname} cannot cross from the kernel")
+    # A private module the judge has not imported is never imported for the kernel: importing one may change what
+    # the test's own code does (a testing module that sets torch's defaults).
+    expect(module in sys.modules or not any(part.startswith("_") for part in str(module).split(".")),
+           f"{module}.{qualname} cannot cross from the kernel: a private module the judge has not imported")
     value = resolve_global(module, qualname)
     expect(kernel_may_name(value), f"{module}.{qualname} cannot cross from the kernel: only classes that hold data do")
     return value

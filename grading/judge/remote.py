@@ -29,9 +29,12 @@ from .pairs import lazy_pairs_in
 from .peer import END, HELLO, NOT_SHARED, READY, Peer, from_kernel, global_node, keywords
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
-CALLBACK_OPS = frozenset({"len", "iter", "next", "repr", "str", "bool", "hash", "contains", "getitem", "eq", "ne",
-                          "lt", "le", "gt", "ge", "index", "int", "float", "format", "copy", "deepcopy", "dir",
-                          "vars"})
+# What the kernel may do to an object of the test, and how many of the kernel's values each takes besides the object:
+# never more (a memo of the kernel's own passed to ``copy.deepcopy`` would come back holding the test's private
+# state, which the kernel could then rewrite).
+CALLBACK_OPS = {**dict.fromkeys(("len", "iter", "next", "repr", "str", "bool", "hash", "index", "int", "float",
+                                 "copy", "deepcopy", "dir", "vars"), 0),
+                **dict.fromkeys(("contains", "getitem", "eq", "ne", "lt", "le", "gt", "ge", "format"), 1)}
 _NEVER_LENT = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType, types.CellType)
 _FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType)
 _SWEEP_EVERY = 64  # Messages between two looks for lazy pairs the test let go of (pairs.PairTable.sweep).
@@ -96,9 +99,15 @@ def _parameters(codec, function, depth: int) -> list | None:
     except (TypeError, ValueError):
         return None
     empty = inspect.Parameter.empty
-    return [[parameter.name, int(parameter.kind), parameter.default is not empty,
-             None if parameter.default is empty else codec.encode(parameter.default, depth + 2)]
-            for parameter in signature.parameters.values()]
+    # The defaults cross as copies: the student's code reads them as in one process, but its changes to a list or
+    # dict there never reach the test's own (a test's record passed as a default).
+    by_value, codec.by_value = codec.by_value, True
+    try:
+        return [[parameter.name, int(parameter.kind), parameter.default is not empty,
+                 None if parameter.default is empty else codec.encode(parameter.default, depth + 2)]
+                for parameter in signature.parameters.values()]
+    finally:
+        codec.by_value = by_value
 
 
 def _method_names(value) -> list[str]:
@@ -448,7 +457,8 @@ class JudgePeer(Peer):
             return getattr(target, name)
         if op == "op":
             name = text(args[1], self.limits) if len(args) >= 2 else None
-            expect(name in CALLBACK_OPS, f"the operation {name!r} on an object of the test")
+            expect(name in CALLBACK_OPS and len(args) == 2 + CALLBACK_OPS[name],
+                   f"the operation {name!r} on an object of the test, with {len(args) - 2} values")
             if name == "vars":
                 return _public_attributes(target)
             return OPS[name](target, *args[2:])
