@@ -567,15 +567,19 @@ def _check_task3_1_EvictionPolicy():
         cache = dict(zip(ids, replay(SequenceKVCache, made)))
         chosen = set(rng.sample(ids, rng.randint(0, len(ids)))) | {"ghost"}
         passed = frozenset(chosen) if case % 2 else set(chosen)
-        before = list(cache.items())
-        expected = [i for i in sorted(cache) if i not in chosen]
+        # What the calls should give comes from the arguments as they were before the student's code got them, and
+        # "unchanged" is checked by identity and exact type, never by what the student's objects say of themselves.
+        before, all_ids = list(cache.items()), sorted(cache)
+        expected = [i for i in all_ids if i not in chosen]
         result = EvictionPolicy().candidates(cache, passed)
         assert_plain_equal(result, expected, f"EvictionPolicy().candidates on random case {case}", reveal=False)
-        assert list(cache.items()) == before and set(passed) == chosen, \
+        unchanged = len(cache) == len(before) and all(type(key) is str and key == old_key and value is old_value
+                                                      for (key, value), (old_key, old_value) in zip(cache.items(), before))
+        assert unchanged and set(passed) == chosen, \
             f"EvictionPolicy().candidates changed its arguments on random case {case}"
         assert_plain_equal(FirstCandidate().select_victim(cache, passed), expected[0] if expected else None,
                            f"a subclass that returns candidates(...)[0], random case {case}", reveal=False)
-        assert_plain_equal(EvictionPolicy().candidates(cache), sorted(cache),
+        assert_plain_equal(EvictionPolicy().candidates(cache), all_ids,
                            f"EvictionPolicy().candidates without protected ids, random case {case}", reveal=False)
     assert_raises(NotImplementedError, "EvictionPolicy().select_victim({}, frozenset())", EvictionPolicy().select_victim,
                   {}, frozenset())
@@ -698,13 +702,15 @@ def _check_task3_2_LRUPolicy():
         made = [("__call__", (i, [], rng.randint(0, 50), rng.randint(0, top), rng.randint(0, 6))) for i in ids]
         cache = dict(zip(ids, replay(SequenceKVCache, made)))
         protected = frozenset(rng.sample(ids, rng.randint(0, len(ids) - 1 if case % 5 else len(ids))))
+        # The expected victims come from the cache as it was before the call, which the student's code gets.
         before = snapshot(cache)
+        expected, expected_unprotected = oracle_lru(cache, protected), oracle_lru(cache, frozenset())
         result = LRUPolicy().select_victim(cache, set(protected) if case % 2 else protected)
-        expected = oracle_lru(cache, protected)
         check_type(result, type(expected), f"LRUPolicy().select_victim on random case {case}")
         assert_plain_equal(result, expected, f"LRUPolicy().select_victim on random case {case}", reveal=False)
-        assert snapshot(cache) == before, f"LRUPolicy().select_victim changed the cache on random case {case}"
-        assert_plain_equal(LRUPolicy().select_victim(cache), oracle_lru(cache, frozenset()),
+        assert_plain_equal(snapshot(cache), before, f"the cache after LRUPolicy().select_victim on random case {case}",
+                           reveal=False)
+        assert_plain_equal(LRUPolicy().select_victim(cache), expected_unprotected,
                            f"LRUPolicy().select_victim without protected ids, random case {case}", reveal=False)
     policy = LRUPolicy()
     cache = cache_of([("x", 7, 1), ("y", 3, 50), ("z", 4, 0)])
@@ -847,12 +853,14 @@ def _check_task3_3_LFUPolicy():
         made = [("__call__", (i, [], 0, rng.randint(0, top), rng.randint(0, 3))) for i in ids]
         cache = dict(zip(ids, replay(SequenceKVCache, made)))
         protected = frozenset(rng.sample(ids, rng.randint(0, len(ids) - 1 if case % 5 else len(ids))))
+        # The expected victim comes from the cache as it was before the call, which the student's code gets.
         before = snapshot(cache)
-        result = LFUPolicy().select_victim(cache, set(protected) if case % 2 else protected)
         expected = oracle_lfu(cache, protected)
+        result = LFUPolicy().select_victim(cache, set(protected) if case % 2 else protected)
         check_type(result, type(expected), f"LFUPolicy().select_victim on random case {case}")
         assert_plain_equal(result, expected, f"LFUPolicy().select_victim on random case {case}", reveal=False)
-        assert snapshot(cache) == before, f"LFUPolicy().select_victim changed the cache on random case {case}"
+        assert_plain_equal(snapshot(cache), before, f"the cache after LFUPolicy().select_victim on random case {case}",
+                           reveal=False)
     # Equal counts, the smaller id used more recently: only the recency tie-break gets this right.
     cache = cache_of([("a", 30, 1), ("b", 10, 1), ("c", 20, 1), ("d", 5, 2)])
     assert_plain_equal(LFUPolicy().select_victim(cache), "b", "LFUPolicy().select_victim(a: 1@30, b: 1@10, c: 1@20, d: 2@5)",

@@ -980,6 +980,8 @@ def _check_task6_2_4_get_kv():
         _n = len(_ids) * _block_size
         _kv = [(torch.randn(_n, _heads, _dim, generator=_gen).to(_dtype),
                 torch.randn(_n, _heads, _dim, generator=_gen).to(_dtype)) for _ in range(_layers)]
+        # The expected rows are copies made before insert gets the tensors, which the student's code could change.
+        _given = [(_k.clone(), _v.clone()) for _k, _v in _kv]
         _cache = PrefixCache(100, _block_size, "lfu")
         _cache.insert(_ids, _kv)
         _rows = {h: slice(i * _block_size, (i + 1) * _block_size) for i, h in enumerate(_ids)}
@@ -993,7 +995,7 @@ def _check_task6_2_4_get_kv():
                 check_type(_got[_layer], tuple, f"{_where}: layer {_layer}")
                 assert_plain_equal(len(_got[_layer]), 2, f"{_where}: length of layer {_layer}'s tuple", reveal=False)
                 for _side in range(2):
-                    _want = torch.cat([_kv[_layer][_side][_rows[h]] for h in _asked])
+                    _want = torch.cat([_given[_layer][_side][_rows[h]] for h in _asked])
                     assert_same_tensor(_got[_layer][_side], _want, f"{_where}: layer {_layer}", reveal=False)
         assert_raises(KeyError, f"{_where}: get_kv of a hash that is not cached", _cache.get_kv, [_ids[0], 10**6])
         assert_raises(KeyError, f"{_where}: get_kv of a hash that is not cached", _cache.get_kv, [10**6])
