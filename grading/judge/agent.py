@@ -338,14 +338,10 @@ class AgentPeer(Peer):
         # student's ``__del__`` there may call an object of the test, which takes a message of its own.
         letting_go = self.letting_go
         for sid in dropped:
-            pair = self.pairs.by_sid.get(sid)
-            if pair is not None:
-                letting_go.append(pair.obj)
-            self.pairs.drop(sid)
+            letting_go.append(self.pairs.drop(sid))
         for oid in released:
             if oid not in self.classes_sent:
-                letting_go.append(self.exports.get(oid))
-                self.release(oid)
+                letting_go.append(self.release(oid))
         for sid in promoted:  # Lazy pairs that the test can reach now.
             pair = self.pairs.get(sid)
             if pair.lazy:
@@ -464,19 +460,16 @@ def _judge_function(peer: AgentPeer, oid: int, described=None, depth: int = 0):
     """A real function (so that it binds as a method) that calls the judge's function ``oid``; with the name,
     qualified name, parameters, defaults, module and docstring the judge ``described``
     (remote.JudgePeer._function_node)."""
-    stand_in = []
 
     def forward(args, kwargs):
-        return peer.call_judge(stand_in[0], "call", args, tuple(kwargs.items()))
+        return peer.call_judge(function, "call", args, tuple(kwargs.items()))  # The stand-in made below.
 
     if described is None:
-        stand_in.append(_function_taking(None, "from_the_test", forward))
-        return stand_in[0]
+        function = _function_taking(None, "from_the_test", forward)
+        return function
     expect(type(described) is list and len(described) == 5, "a malformed function")
-    name, qualname = text(described[0], peer.limits), text(described[1], peer.limits)
-    stand_in.append(_function_taking(peer.signature(described[2], depth), name, forward))
-    function = stand_in[0]
-    function.__qualname__ = qualname
+    function = _function_taking(peer.signature(described[2], depth), text(described[0], peer.limits), forward)
+    function.__qualname__ = text(described[1], peer.limits)
     function.__module__, function.__doc__ = (_text_or_none(part, peer.limits) for part in described[3:])
     return function
 
@@ -492,10 +485,9 @@ def _function_taking(signature: inspect.Signature | None, name: str, forward):
 
     Its source is made from the parameters' names, which `inspect.Parameter` has checked are identifiers and
     not keywords; the defaults are the values themselves, never their text."""
-    parameters = list(signature.parameters.values()) if signature is not None else []
-    if signature is None:
-        parameters = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),
-                      inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)]
+    parameters = list(signature.parameters.values()) if signature is not None else [
+        inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),
+        inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)]
     taken = {parameter.name for parameter in parameters}
     forward_name, defaults_name = (_unused(base, taken) for base in ("forward_", "defaults_"))
     listed, positional, keywords, defaults, previous = [], [], [], [], None
@@ -698,7 +690,7 @@ def _proxy_class(methods: frozenset[str], known_class: type | None = None, flags
                 body[method] = function = _judge_method(method, signature)
                 function.__doc__ = method_doc
                 function.__qualname__ = method_qualname or f"{qualname}.{method}"
-        body.update({f"__{name}__": _forward(name) for name, flag in PROTOCOL_FLAGS.items() if flags & flag})
+        body.update({f"__{op}__": _forward(op) for op, flag in PROTOCOL_FLAGS.items() if flags & flag})
         if flags & CALLABLE:
             body["__call__"] = _call
         if known_class is not None:

@@ -471,12 +471,14 @@ class PairTable:
             self.drop(sid)
         return dropped
 
-    def drop(self, sid) -> None:
+    def drop(self, sid):
+        """Forget the pair ``sid``; its object (None for an unknown sid), which the caller may still hold."""
         pair = self.by_sid.pop(sid, None)
         if pair is None:
-            return
+            return None
         self.eager.pop(sid, None)
         if self.by_id.get(id(pair.obj)) is pair:
             del self.by_id[id(pair.obj)]
         if pair.tag is _TENSOR and self.owners.get(storage_key(pair.obj)) is pair:
             del self.owners[storage_key(pair.obj)]
+        return pair.obj

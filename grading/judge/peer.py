@@ -243,10 +243,12 @@ class Peer:
             raise WireError(f"the object id {oid!r} was never issued")
         return self.exports[oid]
 
-    def release(self, oid) -> None:
+    def release(self, oid):
+        """Forget the export ``oid``; its object (None for an unknown oid), which the caller may still hold."""
         obj = self.exports.pop(oid, None)
         if obj is not None and self.export_ids.get(id(obj)) == oid:
             del self.export_ids[id(obj)]
+        return obj
 
     # Hooks of the two sides.
 
