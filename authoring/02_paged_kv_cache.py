@@ -1915,7 +1915,8 @@ _check_task2_4_4_touch_release_summary()
 # plainest layout.) Write `PagedKVPool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32)`:
 # store the four sizes as attributes and make two **separate**, contiguous zero tensors with that dtype (`float16`,
 # `bfloat16` and `float64` too, not only the default) on that device (`device=None` is PyTorch's default device, the
-# CPU). `ValueError` when any of the four sizes is < 1. The tests also make a pool on PyTorch's `meta` device (tensors
+# CPU), plain tensors that later tasks write in place (not made under `torch.inference_mode()`, no `requires_grad`).
+# `ValueError` when any of the four sizes is < 1. The tests also make a pool on PyTorch's `meta` device (tensors
 # with a shape and no data), so that a pool that ignores `device` is caught on a machine without a GPU.
 #
 # Because the tensor is contiguous, `k_cache.view(-1, num_heads, head_dim)` is a view of the whole pool as
@@ -1923,7 +1924,7 @@ _check_task2_4_4_touch_release_summary()
 #
 # ## 任务 2.5：PagedKVPool（2 分）
 #
-# 现在轮到张量。一层的缓存是两个张量 `k_cache` 和 `v_cache`，形状都是 `[num_blocks, block_size, num_heads, head_dim]`：第 `i` 行就是分配器中的物理块 `i`。（真实的推理服务每层各有一对这样的张量；vLLM 还会拆分键的维度以加快读取。本 notebook 只用一层和最朴素的布局。）编写 `PagedKVPool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32)`：把四个尺寸存为属性，并在指定设备上创建两个**彼此独立**、连续存储、指定数据类型（dtype）的全零张量（不只是默认的 float32，也包括 `float16`、`bfloat16` 和 `float64`；`device=None` 表示 PyTorch 的默认设备，即 CPU）。四个尺寸中任一个小于 1 时抛出 `ValueError`。测试还会在 PyTorch 的 `meta` 设备（只有形状、没有数据的张量）上创建池，这样在没有 GPU 的机器上也能发现忽略 `device` 的池。
+# 现在轮到张量。一层的缓存是两个张量 `k_cache` 和 `v_cache`，形状都是 `[num_blocks, block_size, num_heads, head_dim]`：第 `i` 行就是分配器中的物理块 `i`。（真实的推理服务每层各有一对这样的张量；vLLM 还会拆分键的维度以加快读取。本 notebook 只用一层和最朴素的布局。）编写 `PagedKVPool(num_blocks, block_size, num_heads, head_dim, device=None, dtype=torch.float32)`：把四个尺寸存为属性，并在指定设备上创建两个**彼此独立**、连续存储、指定数据类型（dtype）的全零张量（不只是默认的 float32，也包括 `float16`、`bfloat16` 和 `float64`；`device=None` 表示 PyTorch 的默认设备，即 CPU）；它们是后面的任务要原地写入的普通张量（不要在 `torch.inference_mode()` 下创建，也不要设置 `requires_grad`）。四个尺寸中任一个小于 1 时抛出 `ValueError`。测试还会在 PyTorch 的 `meta` 设备（只有形状、没有数据的张量）上创建池，这样在没有 GPU 的机器上也能发现忽略 `device` 的池。
 #
 # 由于张量是连续的，`k_cache.view(-1, num_heads, head_dim)` 就是把整个池看作 `num_blocks * block_size` 个 token **槽位**的视图：槽位 $s$ 位于块 $\lfloor s / B \rfloor$、偏移 $s \bmod B$。
 
@@ -2124,7 +2125,7 @@ def _check_task2_6_slot_mapping():
         big = torch.tensor([2**28], dtype=torch.int32, device=device)
         assert_same_tensor(slot_mapping(big, 0, 2, 16), torch.tensor([2**32, 2**32 + 1], device=device),
                            f"slot_mapping(int32 tensor([2**28]), 0, 2, 16) on {device} (convert to int64 before multiplying)")
-        for args in ((10, 3, 4), (-1, 2, 4), (0, -1, 4), (0, 1, 0)):
+        for args in ((10, 3, 4), (-1, 2, 4), (0, -1, 4), (0, 1, 0), (0, 0, 0)):  # block_size 0: even with no position.
             assert_raises(ValueError, f"slot_mapping(tensor([7, 2, 5]), *{args}) on {device}", slot_mapping, table, *args)
     small, large = (torch.randperm(8), 3, 20, 4), (torch.randperm(4096), 3, 16000, 4)
     assert_no_python_loop(slot_mapping, small, large, "slot_mapping")
@@ -2148,7 +2149,7 @@ def _check_task2_6_slot_mapping():
             assert_same_tensor(ids, torch.tensor(table, dtype=dtype, device=device), f"block_ids after slot_mapping (case {case}): it must not change",
                                reveal=False)
         ids = torch.tensor([3, 0], device=device)
-        for args in ((-1, 2, 4), (0, -1, 4), (0, 1, 0), (6, 3, 4), (0, 9, 4), (8, 1, 4)):
+        for args in ((-1, 2, 4), (0, -1, 4), (0, 1, 0), (6, 3, 4), (0, 9, 4), (8, 1, 4), (0, 0, 0), (2, 0, -1)):
             assert_raises(ValueError, f"slot_mapping(tensor([3, 0]), *{args}) on {device}", slot_mapping, ids, *args)
         assert_same_tensor(slot_mapping(ids, 8, 0, 4), torch.zeros(0, dtype=torch.int64, device=device),
                            f"slot_mapping(tensor([3, 0]), 8, 0, 4) on {device}", reveal=False)
@@ -2253,7 +2254,10 @@ def _check_task2_7_write_kv():
         pool = stand_in_pool(4, 2, 1, 3, device=device)
         k = torch.arange(1.0, 7.0, device=device).reshape(2, 1, 3)
         v = -k
+        caches = pool.k_cache, pool.v_cache
         check_type(write_kv(pool, torch.tensor([5, 0], device=device), k, v), type(None), f"write_kv(pool, slots [5, 0], k, v) on {device}")
+        assert pool.k_cache is caches[0] and pool.v_cache is caches[1], \
+            f"write_kv(pool, slots [5, 0], k, v) on {device} put new tensors in pool.k_cache or pool.v_cache: write in place"
         expected_k = torch.zeros(8, 1, 3, device=device)
         expected_k[5], expected_k[0] = k[0], k[1]
         assert_same_tensor(pool.k_cache.view(-1, 1, 3), expected_k, f"the pool's keys by slot after write_kv(slots [5, 0]) on {device}")
@@ -2268,6 +2272,7 @@ def _check_task2_7_write_kv():
                       write_kv, pool, slots, k.reshape(2, 3), v.reshape(2, 3))
         assert_raises(ValueError, f"write_kv with k of shape [2, 1, 3] but v of shape [1, 1, 3] on {device}",
                       write_kv, pool, slots, k, v[:1])
+        assert_raises(ValueError, f"write_kv with k a 0-d tensor on {device}", write_kv, pool, slots, k[0, 0, 0], v)
         assert_same_tensor(pool.k_cache, before_k, f"k_cache after write_kv raised ValueError on {device} (nothing may be written)")
         assert_same_tensor(pool.v_cache, before_v, f"v_cache after write_kv raised ValueError on {device} (nothing may be written)")
     small = (stand_in_pool(4, 4, 2, 4), torch.randperm(16)[:8], torch.randn(8, 2, 4), torch.randn(8, 2, 4))
@@ -2294,7 +2299,10 @@ def _check_task2_7_write_kv():
             want_v = pool.v_cache.cpu().reshape(-1, heads, dim).clone()
             for i, slot in enumerate(chosen):
                 want_k[slot], want_v[slot] = k[i], v[i]
+            caches = pool.k_cache, pool.v_cache
             write_kv(pool, torch.tensor(chosen, dtype=torch.int64, device=device), k.to(device), v.to(device))
+            assert pool.k_cache is caches[0] and pool.v_cache is caches[1], \
+                f"write_kv replaced pool.k_cache or pool.v_cache with new tensors (case {case}, {device}): write in place"
             assert_same_tensor(pool.k_cache, want_k.reshape(num_blocks, size, heads, dim).to(device),
                                f"k_cache after write_kv (case {case}, {dtype}, {device})", reveal=False)
             assert_same_tensor(pool.v_cache, want_v.reshape(num_blocks, size, heads, dim).to(device),
@@ -2303,7 +2311,8 @@ def _check_task2_7_write_kv():
         slots = torch.tensor([0, 4], device=device)
         ok = torch.ones(2, 2, 2, device=device)
         for bad_k, bad_v in ((torch.ones(3, 2, 2, device=device), ok), (ok, torch.ones(2, 2, 3, device=device)),
-                             (torch.ones(2, 1, 2, device=device), ok), (ok, torch.ones(2, 2, device=device))):
+                             (torch.ones(2, 1, 2, device=device), ok), (ok, torch.ones(2, 2, device=device)),
+                             (torch.tensor(1.0, device=device), ok), (ok, torch.tensor(1.0, device=device))):
             assert_raises(ValueError, f"write_kv with k {list(bad_k.shape)}, v {list(bad_v.shape)} for 2 slots ({device})",
                           write_kv, pool, slots, bad_k, bad_v)
             assert_same_tensor(pool.k_cache, torch.zeros(3, 2, 2, 2, device=device), f"k_cache after write_kv raised ({device})", reveal=False)
@@ -2532,7 +2541,10 @@ def _check_task2_9_copy_block():
         pool.k_cache.copy_(torch.arange(60.0, device=device).reshape(5, 2, 2, 3))
         pool.v_cache.copy_(-pool.k_cache)
         before_k, before_v = pool.k_cache.clone(), pool.v_cache.clone()
+        caches = pool.k_cache, pool.v_cache
         check_type(copy_block(pool, 1, 3), type(None), f"copy_block(pool, 1, 3) on {device}")
+        assert pool.k_cache is caches[0] and pool.v_cache is caches[1], \
+            f"copy_block(pool, 1, 3) on {device} put new tensors in pool.k_cache or pool.v_cache: copy in place"
         before_k[3], before_v[3] = before_k[1], before_v[1]
         assert_same_tensor(pool.k_cache, before_k, f"k_cache after copy_block(pool, 1, 3) on {device} (block 3 becomes block 1)")
         assert_same_tensor(pool.v_cache, before_v, f"v_cache after copy_block(pool, 1, 3) on {device}")
@@ -2560,7 +2572,10 @@ def _check_task2_9_copy_block():
             src, dst = rng.randrange(num_blocks), rng.randrange(num_blocks)
             want_k, want_v = pool.k_cache.cpu().clone(), pool.v_cache.cpu().clone()
             want_k[dst], want_v[dst] = want_k[src].clone(), want_v[src].clone()
+            caches = pool.k_cache, pool.v_cache
             copy_block(pool, src, dst)
+            assert pool.k_cache is caches[0] and pool.v_cache is caches[1], \
+                f"copy_block replaced pool.k_cache or pool.v_cache with new tensors (case {case}, {device}): copy in place"
             assert_same_tensor(pool.k_cache, want_k.to(device), f"k_cache after copy_block (case {case}, {device})", reveal=False)
             assert_same_tensor(pool.v_cache, want_v.to(device), f"v_cache after copy_block (case {case}, {device})", reveal=False)
         pool = stand_in_pool(3, 2, 1, 1, device=device)
@@ -3010,6 +3025,7 @@ def _check_task2_11_1_prefill_and_gather():
         assert_plain_equal([manager.allocator.num_blocks, manager.block_size, manager.step], [8, 4, 0],
                            "[allocator.num_blocks, block_size, step] of a manager over PagedKVPool(8, 4, ...)")
         k0, v0 = torch.randn(6, 2, 8, generator=gen).to(device), torch.randn(6, 2, 8, generator=gen).to(device)
+        kept = k0.clone(), v0.clone()
         a = manager.prefill("a", k0, v0)
         check_type(a, SequenceKVCache, f"prefill('a', k0, v0) on {device}")
         assert manager.sequences.get("a") is a, "prefill('a', ...) must return the sequence it stores in sequences['a']"
@@ -3022,12 +3038,14 @@ def _check_task2_11_1_prefill_and_gather():
         check_type(result, tuple, f"gather(a) on {device}")
         check_rows(result[0], k0, "K", a, f"gather(a) after prefill on {device}")
         check_rows(result[1], v0, "V", a, f"gather(a) after prefill on {device}")
+        assert_same_tensor(torch.stack((k0, v0)), torch.stack(kept),
+                           f"the k0 and v0 given to prefill('a', k0, v0), after prefill and gather on {device} (neither may change them)")
         empty = manager.prefill("empty", k0[:0], v0[:0])
         assert_same_tensor(manager.block_ids(empty), torch.zeros(0, dtype=torch.int64, device=device),
                            f"block_ids of a sequence without blocks on {device} (int64, not float32)")
         assert_same_tensor(manager.gather(empty)[0], torch.zeros(0, 2, 8, device=device), f"K of gather(empty) on {device}")
         state = [manager.step, manager.allocator.num_free, sorted(manager.sequences)]
-        for bad_k, bad_v in ((k0[:, 0], v0[:, 0]), (k0, v0[:5])):
+        for bad_k, bad_v in ((k0[:, 0], v0[:, 0]), (k0, v0[:5]), (k0, v0.reshape(6, 8, 2))):
             assert_raises(ValueError, f"prefill('c', k of shape {list(bad_k.shape)}, v of shape {list(bad_v.shape)}) on {device}",
                           manager.prefill, "c", bad_k, bad_v)
         assert_raises(ValueError, f"prefill('a', k0, v0) while 'a' is active on {device}", manager.prefill, "a", k0, v0)
@@ -3072,9 +3090,10 @@ def _check_task2_11_1_prefill_and_gather():
                     if -(-n // size) > manager.allocator.num_free:
                         assert_raises(RuntimeError, f"prefill({sid!r}, {n} tokens) without enough blocks {where}", manager.prefill, sid, k, v)
                     else:
+                        kept = k.clone(), v.clone()  # What prefill does to its arguments cannot move what is expected.
                         seq = manager.prefill(sid, k, v)
                         assert manager.sequences.get(sid) is seq, f"prefill({sid!r}) must return the stored sequence {where}"
-                        history[sid] = (k, v)
+                        history[sid] = kept
                 else:
                     sid = rng.choice(sorted(history))
                     manager.release(manager.sequences[sid])
@@ -3094,7 +3113,8 @@ def _check_task2_11_1_prefill_and_gather():
         for bad_k, bad_v in ((torch.ones(2, 2, 3, device=device), torch.ones(1, 2, 3, device=device)),
                              (torch.ones(2, 3, 3, device=device), torch.ones(2, 3, 3, device=device)),
                              (torch.ones(2, 6, device=device), torch.ones(2, 6, device=device)),
-                             (torch.ones(2, 2, 3, device=device), torch.ones(2, 2, 2, device=device))):
+                             (torch.ones(2, 2, 3, device=device), torch.ones(2, 2, 2, device=device)),
+                             (torch.ones(2, 2, 3, device=device), torch.ones(2, 3, 2, device=device))):
             assert_raises(ValueError, f"prefill('q', k {list(bad_k.shape)}, v {list(bad_v.shape)}) ({device})", manager.prefill, "q", bad_k, bad_v)
             assert_plain_equal([manager.step, manager.allocator.num_free, "q" in manager.sequences], [1, 2, False],
                                f"[step, num_free, 'q' in sequences] after a shape error ({device})", reveal=False)
@@ -3404,8 +3424,10 @@ def _check_task2_11_3_append_kv():
                         assert_plain_equal([seq.num_tokens, manager.step], [snapshot[2], snapshot[3]],
                                            f"[num_tokens, step] after append_kv raised {where}", reveal=False)
                     else:
+                        # Made before the call: what append_kv does to its arguments cannot move what is expected.
+                        expected = torch.cat([history[sid][0], k]), torch.cat([history[sid][1], v])
                         manager.append_kv(seq, k, v)
-                        history[sid] = (torch.cat([history[sid][0], k]), torch.cat([history[sid][1], v]))
+                        history[sid] = expected
                 else:
                     sid = rng.choice(sorted(history))
                     manager.release(manager.sequences[sid])

@@ -540,6 +540,9 @@ def _check_task3_1_EvictionPolicy():
                        "[list(cache), sorted(protected)] after candidates(cache, {'b', 'zz'}) (a policy must not change them)")
     assert_plain_equal(policy.candidates(cache, frozenset({"a", "b", "c", "d"})), [], "candidates(cache, every id protected)")
     assert_plain_equal(policy.candidates({}), [], "EvictionPolicy().candidates({})")
+    mixed = {seq_id: SequenceKVCache(seq_id) for seq_id in ["s10", "s2", "b", "B"]}
+    assert_plain_equal(policy.candidates(mixed), ["B", "b", "s10", "s2"],
+                       "EvictionPolicy().candidates(cache of s10, s2, b, B) (sorted as Python sorts strings)")
     first, second = policy.candidates(cache), policy.candidates(cache)
     first.append("changed by the caller")
     assert_plain_equal(second, ["a", "b", "c", "d"],
@@ -581,6 +584,12 @@ def _check_task3_1_EvictionPolicy():
                            f"a subclass that returns candidates(...)[0], random case {case}", reveal=False)
         assert_plain_equal(EvictionPolicy().candidates(cache), all_ids,
                            f"EvictionPolicy().candidates without protected ids, random case {case}", reveal=False)
+    # Ids whose plain string order is neither their length's, their numbers' nor a case-blind one.
+    ids = ["s10", "s2", "B", "a", "s1", "Z9", "z10", "req-9", "req-10"]
+    expected = sorted(ids)
+    cache = dict(zip(ids, replay(SequenceKVCache, [("__call__", (i,)) for i in ids])))
+    assert_plain_equal(EvictionPolicy().candidates(cache, {"a"}), [i for i in expected if i != "a"],
+                       f"EvictionPolicy().candidates(cache of {ids}, {{'a'}}): sorted as strings are", reveal=False)
     assert_raises(NotImplementedError, "EvictionPolicy().select_victim({}, frozenset())", EvictionPolicy().select_victim,
                   {}, frozenset())
     ### END HIDDEN TESTS
@@ -1229,6 +1238,20 @@ def _check_task3_4_3_evicts_in_policy_order():
     assert_plain_equal(evict_until_fit(manager, ListedOrder(["parent", "child", "other"]), 5),
                        ["parent", "child"], "evict_until_fit(parent and its fork child share 4 blocks, other 1, 1 free, need 5)")
 
+
+    class ByCount:
+        """Evicts the candidate at place len(sequences) mod the number of candidates: it counts every sequence of the
+        manager, protected ones included, as a policy may (FairPolicy counts their blocks)."""
+
+        def select_victim(self, sequences, protected=frozenset()):
+            ids = sorted(k for k in sequences if k not in protected)
+            return ids[len(sequences) % len(ids)] if ids else None
+
+
+    assert_plain_equal(evict_until_fit(small_cache(), ByCount(), 4, frozenset({"a"})), ["c", "d"],
+                       "evict_until_fit(cache, ByCount(), 4, protected={'a'}), a policy that counts every sequence it is "
+                       "given: ask it with manager.sequences itself, protected sequences included")
+
     ### BEGIN HIDDEN TESTS
     import copy
     import random
@@ -1297,6 +1320,24 @@ def _check_task3_4_3_evicts_in_policy_order():
         assert_plain_equal(result, expected, f"evict_until_fit on random case {case}", reveal=False)
         assert state(manager) == after, f"evict_until_fit left the cache in the wrong state on random case {case}"
     assert succeeded > 19, "the hidden cases must succeed often enough"
+
+
+    rng = random.Random(3405)
+    succeeded = 0
+    for case in range(30):
+        manager = random_manager(rng)
+        ids = sorted(manager.sequences)
+        protected = frozenset(rng.sample(ids, rng.randint(1, len(ids))))
+        needed = rng.randint(0, manager.allocator.num_blocks + 1)
+        expected, after = oracle_evict(manager, ByCount(), needed, protected)
+        if expected is None:
+            continue
+        succeeded += 1
+        assert_plain_equal(evict_until_fit(manager, ByCount(), needed, protected), expected,
+                           f"evict_until_fit with a policy that counts every sequence (manager.sequences itself, "
+                           f"protected ones included), random case {case}", reveal=False)
+        assert state(manager) == after, f"evict_until_fit left the cache in the wrong state on random case {case} (ByCount)"
+    assert succeeded > 9, "the hidden cases must succeed often enough"
     ### END HIDDEN TESTS
 
 
@@ -1725,6 +1766,8 @@ def _check_task3_7_evict_order_t():
                   [torch.arange(3), torch.arange(4)], torch.ones(3, dtype=torch.bool), 2)
     assert_raises(ValueError, "evict_order_t([a key of shape (2, 2)], mask of shape (2, 2), 1)", evict_order_t,
                   [torch.zeros(2, 2, dtype=torch.int64)], torch.ones(2, 2, dtype=torch.bool), 1)
+    assert_raises(ValueError, "evict_order_t([tensor([5, 1, 0])], mask of 2, 5) (the mask's length is the keys')",
+                  evict_order_t, [torch.tensor([5, 1, 0])], torch.ones(2, dtype=torch.bool), 5)
     ties, mask = torch.zeros(300, dtype=torch.int64), torch.arange(300) % 3 != 0
     unprotected = torch.nonzero(mask).flatten()  # Before the call, which gets the mask.
     assert_same_tensor(evict_order_t([ties, ties], mask, 300), unprotected,
@@ -1778,6 +1821,11 @@ def _check_task3_7_evict_order_t():
                       [torch.arange(3, device=device), torch.arange(4, device=device)], torch.ones(3, dtype=torch.bool, device=device), 2)
         assert_raises(ValueError, f"evict_order_t(2-D key) on {device}", evict_order_t,
                       [torch.zeros(2, 2, dtype=torch.int64, device=device)], torch.ones(2, 2, dtype=torch.bool, device=device), 1)
+        for mask, what in ((torch.ones(2, dtype=torch.bool, device=device), "a mask of 2 for keys of 3"),
+                           (torch.ones(4, dtype=torch.bool, device=device), "a mask of 4 for keys of 3"),
+                           (torch.ones(1, 3, dtype=torch.bool, device=device), "a mask of shape (1, 3)")):
+            assert_raises(ValueError, f"evict_order_t([tensor([5, 1, 0])], {what}, 5) on {device}", evict_order_t,
+                          [torch.tensor([5, 1, 0], device=device)], mask, 5)
     ### END HIDDEN TESTS
 
 

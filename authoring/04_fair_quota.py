@@ -423,6 +423,7 @@ def _check_task4_1_1_init():
     assert_raises(ValueError, "FairPolicy({'a': float('nan')}) (NaN is not a weight)", FairPolicy, {"a": float("nan")})
     assert_raises(ValueError, "FairPolicy({'a': 1.0, 'b': float('inf')})", FairPolicy, {"a": 1.0, "b": float("inf")})
     assert_raises(ValueError, "FairPolicy(None, 0)", FairPolicy, None, 0)
+    assert_raises(ValueError, "FairPolicy(None, 0.5) (total_blocks < 1)", FairPolicy, None, 0.5)
     weights = {"a": 1.0}
     FairPolicy(weights, 8)
     assert weights == {"a": 1.0}, "FairPolicy(weights, 8) changed the caller's weights"
@@ -431,7 +432,7 @@ def _check_task4_1_1_init():
     for bad in ({"a": -0.5}, {"a": float("inf"), "b": 1.0}, {"a": 1.0, "b": float("-inf")}, {"b": 1, "a": float("nan")},
                 {"z": -1}):
         assert_raises(ValueError, f"FairPolicy({bad}, 16)", FairPolicy, bad, 16)
-    for bad_total in (0, -3):
+    for bad_total in (0, -3, 0.5):
         assert_raises(ValueError, f"FairPolicy(None, {bad_total})", FairPolicy, None, bad_total)
         assert_raises(ValueError, f"FairPolicy({{'a': 1}}, {bad_total})", FairPolicy, {"a": 1}, bad_total)
     FairPolicy({}, 1)
@@ -638,6 +639,10 @@ def _check_task4_1_5_victim_tenant():
     same_step = cache_of(make_sequence("a::y", 3, 2), make_sequence("a::x", 3, 2), make_sequence("b::1", 1, 0))
     assert_plain_equal(FairPolicy(None, 4).select_victim(same_step), "a::x",
                        "FairPolicy(None, 4).select_victim(a::y, a::x at the same step) (LRU ties go to the smaller seq_id)")
+    hair = cache_of(make_sequence("a::1", 1, 5), make_sequence("b::1", 0, 1))
+    assert_plain_equal(FairPolicy({"a": 1.0, "b": 1e-10}, 1).select_victim(hair), "a::1",
+                       "FairPolicy({'a': 1.0, 'b': 1e-10}, 1).select_victim(a: 1 block, quota 1 / (1 + 1e-10)) "
+                       "(over by 1e-10 is over: any overuse above 0 counts)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -795,15 +800,15 @@ _check_task4_1_6_fallback()
 #
 # $$J = \frac{\left(\sum_i x_i\right)^2}{n \sum_i x_i^2}$$
 #
-# Write `jain_index(xs)`: Jain's fairness index of a list of non-negative numbers (ints or floats), as a
-# **float** (also for a list of ints). Return 1.0 for an empty list and for a list of zeros (nobody gets
-# anything, so nobody gets less than another). Do not change `xs`.
+# Write `jain_index(xs)`: Jain's fairness index of a list of non-negative numbers (ints of any size, such as 2**62,
+# whose square overflows int64; or floats), as a **float** (also for a list of ints). Return 1.0 for an empty list
+# and for a list of zeros (nobody gets anything, so nobody gets less than another). Do not change `xs`.
 #
 # ## 任务 4.2：jain_index（4 分）
 #
 # $$J = \frac{\left(\sum_i x_i\right)^2}{n \sum_i x_i^2}$$
 #
-# 编写 `jain_index(xs)`：以 **float** 返回一组非负数（int 或 float）的公平性指数（Jain）；即使元素都是 int，结果也是 float。
+# 编写 `jain_index(xs)`：以 **float** 返回一组非负数（任意大小的 int，例如 2**62，它的平方在 int64 中会溢出；或 float）的公平性指数（Jain）；即使元素都是 int，结果也是 float。
 # 空列表和全零列表返回 1.0（谁都没得到，因此没有人比别人得到的少）。不要修改 `xs`。
 
 # %% nbgrader={"grade": false, "grade_id": "task4_2_jain_index", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -850,6 +855,8 @@ def _check_task4_2_jain_index():
     xs = [2.0, 1.0]
     jain_index(xs)
     assert xs == [2.0, 1.0], "jain_index changed its input"
+    assert_plain_equal(jain_index([2**62, 1]), 0.5, "jain_index([2**62, 1]) (Python ints of any size: its square "
+                       "overflows int64)", rel_tol=1e-9)
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -873,6 +880,10 @@ def _check_task4_2_jain_index():
     assert_plain_equal(jain_index([0.0]), 1.0, "jain_index([0.0])")
     assert_plain_equal(jain_index([2, 2]), 1.0, "jain_index([2, 2])")
     assert_plain_equal(jain_index([1, 2, 3, 4]), 100 / 120, "jain_index([1, 2, 3, 4])", reveal=False)
+    for xs in ([2**32, 1], [10**12, 10**12, 0], [3 * 2**40, 2**62]):  # Python ints of any size: no fixed-width squares.
+        squares = sum(Fraction(x) ** 2 for x in xs)
+        assert_plain_equal(jain_index(xs), float(sum(Fraction(x) for x in xs) ** 2 / (len(xs) * squares)),
+                           f"jain_index({xs})", rel_tol=1e-9, reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -898,11 +909,13 @@ _check_task4_2_jain_index()
 #   counts reach $2^{40}$, which float32 rounds). An empty tenant (one that holds no sequence) has usage 0,
 #   wherever its index is. The trap: **without `minlength`, `bincount` returns only `tenant.max() + 1` entries**,
 #   fewer than $T$ when the last tenants are empty.
-# - (4.3.2) Quotas in float64 as $w_t / \sum_j w_j \cdot B$; `ValueError` when the weights sum to 0. Among
+# - (4.3.2) Quotas in float64 as $w_t / \sum_j w_j \cdot B$, the sum taken in float64 too (float16 weights of
+#   60,000 sum past float16's largest value); `ValueError` when the weights sum to 0. Among
 #   tenants with overuse > 0 that have an evictable sequence, the largest overuse, ties to the smaller
 #   tenant index.
 # - (4.3.3) Return the index (a Python `int`) of the LRU evictable sequence of that tenant, or of all
-#   evictable sequences when there is no such tenant; ties to the smaller index.
+#   evictable sequences when there is no such tenant; ties to the smaller index. Steps may be any int64, up to
+#   $2^{63}-1$ (the trap of Task 3.5: a masked-out entry must not win a tie at the largest value).
 # - (4.3.4) Any device; no Python loop over sequences or tenants (the test counts torch operations on 8
 #   sequences of 2 tenants and on 4,096 sequences of 256 tenants; the part counts only where the victim is
 #   right on both).
@@ -919,8 +932,8 @@ _check_task4_2_jain_index()
 #
 # - `tenant`、`num_blocks`、`last_access_step`：形状为 `[n]` 的 int64 张量（序列 $i$ 属于租户 `tenant[i]`，`0 <= tenant[i] < T`）；`evictable`：bool `[n]`（受保护的序列为 False）；`weights`：`[T]`，任意实数数据类型，有限且 >= 0，每个租户一个权重（缺失的权重已填为 1.0）；`total_blocks`：int。它们都在同一设备上；不要修改其中任何一个。
 # - （4.3.1）没有可驱逐的序列时返回 −1（先于其他一切）。用 `torch.bincount(..., weights=..., minlength=T)` 或 `Tensor.index_add_` 精确地计算每个租户的占用（用 int64 或 float64：块数可达 $2^{40}$，float32 会把它舍入）。空租户（没有任何序列的租户）的占用为 0，不论它的索引在哪里。陷阱：**不写 `minlength` 时，`bincount` 只返回 `tenant.max() + 1` 项**，当编号最大的几个租户为空时少于 $T$ 项。
-# - （4.3.2）以 float64 计算配额 $w_t / \sum_j w_j \cdot B$；权重之和为 0 时抛出 `ValueError`。在超额量 > 0 且拥有可驱逐序列的租户中取超额量最大的，平局时取索引较小的租户。
-# - （4.3.3）以 Python `int` 返回该租户中 LRU 的可驱逐序列的索引；没有这样的租户时，在全部可驱逐序列中取 LRU；平局取较小索引。
+# - （4.3.2）以 float64 计算配额 $w_t / \sum_j w_j \cdot B$，权重之和也要用 float64 计算（60,000 这样的 float16 权重相加会超出 float16 的最大值）；权重之和为 0 时抛出 `ValueError`。在超额量 > 0 且拥有可驱逐序列的租户中取超额量最大的，平局时取索引较小的租户。
+# - （4.3.3）以 Python `int` 返回该租户中 LRU 的可驱逐序列的索引；没有这样的租户时，在全部可驱逐序列中取 LRU；平局取较小索引。访问时刻可以是任意 int64，最大到 $2^{63}-1$（任务 3.5 的陷阱：不得让被掩码排除的项在最大值处的平局中胜出）。
 # - （4.3.4）支持任意设备；不写遍历序列或租户的 Python 循环（测试会统计在 2 个租户的 8 个序列上和 256 个租户的 4,096 个序列上的 torch 运算次数；只有两组输入上的受害者都正确时，这部分才得分）。
 #
 # 提示：`torch.where(mask, values, other)`、`.max()`、`torch.nonzero(mask)`（其第一行就是最小索引）；`int(...)` 把单元素张量变成 Python int。
@@ -1083,6 +1096,17 @@ def _check_task4_3_2_victim_tenant():
                            f"(quotas in float64: quota 0 is 2**24 + 4/3, which float32 rounds to 2**24 + 2)")
         assert_raises(ValueError, f"fair_victim_t(..., weights [0, 0], ...) on {device} (weights sum to 0)", fair_victim_t,
                       t([0, 1]), t([1, 1]), t([0, 1]), t([0.0, 0.0]), 4, yes(2))
+        half = (t([0, 0, 1]), t([3, 2, 4]), t([5, 0, 9]), t([60000.0, 30000.0], torch.float16), 9, yes(3))
+        assert_plain_equal(fair_victim_t(*half), 2, f"fair_victim_t(..., float16 weights [60000, 30000], 9) on {device} "
+                           "(their sum overflows float16: sum them in float64; quotas 6 and 3, tenant 1 is over)")
+        assert_plain_equal(fair_victim_t(t([0, 1]), t([3, 1]), t([0, 1]), t([1e-13, 1e-13], torch.float64), 4, yes(2)), 0,
+                           f"fair_victim_t(..., weights [1e-13, 1e-13], 4) on {device} (tiny weights, but their sum is not 0)")
+        close = (t([0, 1]), t([2**41 + 1, 2**41 + 3]), t([0, 1]), t([1.0, 1.0], torch.float64), 2, yes(2))
+        assert_plain_equal(fair_victim_t(*close), 1, f"fair_victim_t(usage [2**41 + 1, 2**41 + 3], equal weights, 2) on {device} "
+                           "(overuse in float64: float32 would round both to one value)")
+        shares = (t([0, 1]), t([2**40 + 1, 2**41]), t([1, 0]), t([1.0, 2.0], torch.float64), 3 * 2**40, yes(2))
+        assert_plain_equal(fair_victim_t(*shares), 0, f"fair_victim_t(usage [2**40 + 1, 2**41], float64 weights [1, 2], "
+                           f"3 * 2**40) on {device} (the shares w / sum w in float64 too: tenant 0 is 1 block over)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -1149,6 +1173,26 @@ def _check_task4_3_2_victim_tenant():
                       torch.tensor([0, 2], device=device), torch.tensor([1, 1], device=device),
                       torch.tensor([0, 1], device=device), torch.zeros(3, dtype=torch.int64, device=device), 4,
                       torch.ones(2, dtype=torch.bool, device=device))
+        # (what, args, victim): sums, quotas and overuses that only float64 keeps apart.
+        def columns(tenant, blocks, steps, weights, total, evictable, device=device):
+            return (torch.tensor(tenant, device=device), torch.tensor(blocks, device=device),
+                    torch.tensor(steps, device=device), weights.to(device), total,
+                    torch.tensor(evictable, device=device))
+
+        for what, args, victim in (
+                ("float16 weights [60000, 30000], whose float16 sum overflows",
+                 columns([0, 0, 1], [3, 2, 4], [5, 0, 9], torch.tensor([60000.0, 30000.0], dtype=torch.float16), 9,
+                         [True, True, True]), 2),
+                ("usage [2**40 + 1, 2**41], weights [1, 2], total_blocks 3 * 2**40 (quotas float32 rounds)",
+                 columns([0, 1], [2**40 + 1, 2**41], [1, 0], torch.tensor([1.0, 2.0], dtype=torch.float64),
+                         3 * 2**40, [True, True]), 0),
+                ("usage [2**41 + 1, 2**41 + 3], equal weights (overuses float32 rounds to one value)",
+                 columns([0, 1], [2**41 + 1, 2**41 + 3], [0, 1], torch.tensor([1.0, 1.0], dtype=torch.float64), 2,
+                         [True, True]), 1),
+                ("weights [1e-13, 1e-13] (tiny, but their sum is not 0)",
+                 columns([0, 1], [3, 1], [0, 1], torch.tensor([1e-13, 1e-13], dtype=torch.float64), 4,
+                         [True, True]), 0)):
+            assert_plain_equal(fair_victim_t(*args), victim, f"fair_victim_t with {what} on {device}", reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -1178,6 +1222,9 @@ def _check_task4_3_3_lru():
                            f"fair_victim_t(no sequence at all) on {device}")
         assert_plain_equal(fair_victim_t(t([0, 1]), t([3, 3]), t([1, 0]), t([0.0, 0.0]), 4, t([False, False], torch.bool)), -1,
                            f"fair_victim_t(nothing evictable, weights [0, 0]) on {device} (-1 before anything else)")
+        latest = (t([0, 1, 1]), t([1, 5, 5]), t([2**63 - 1] * 3), t([1.0, 1.0]), 4, t([True, False, True], torch.bool))
+        assert_plain_equal(fair_victim_t(*latest), 2, f"fair_victim_t(every step 2**63 - 1, sequence 1 protected) on {device} "
+                           "(a masked-out sequence must not win the tie at the largest step)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -1200,6 +1247,12 @@ def _check_task4_3_3_lru():
                     torch.tensor(steps, dtype=torch.int64, device=device), torch.ones(n_t, dtype=torch.float64, device=device),
                     total, torch.tensor(evictable, dtype=torch.bool, device=device))
             assert_plain_equal(fair_victim_t(*args), expected, f"fair_victim_t on random case {case} ({device})", reveal=False)
+        # Every step at the int64 maximum: a masked-out entry must not win the LRU pick (the trap of Task 3.5).
+        latest = torch.full((3,), 2**63 - 1, device=device)
+        args = (torch.tensor([0, 1, 1], device=device), torch.tensor([1, 5, 5], device=device), latest,
+                torch.ones(2, dtype=torch.float64, device=device), 4,
+                torch.tensor([True, False, True], device=device))
+        assert_plain_equal(fair_victim_t(*args), 2, f"fair_victim_t with every step 2**63 - 1 on {device}", reveal=False)
     ### END HIDDEN TESTS
 
 

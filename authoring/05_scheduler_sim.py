@@ -307,14 +307,16 @@ _check_task5_1_CacheEntry()
 #   (priority, last_used), `min(self.entries.values())`; evict it (remove it, subtract its bytes) and log
 #   `evict:<prefix>`. **The trap:** a check on the priority alone lets a stale item through whenever it agrees on the
 #   priority (see "The lazy-deletion heap"); the visible test has such an item.
-# - TODO 5.2.5 `touch(prefix, bytes_)`: first the input checks, `ValueError` when `prefix` is not a non-empty `str`,
+# - TODO 5.2.5 `touch(prefix, bytes_)`: first the input checks, `ValueError` when `prefix` is not a non-empty `str` (a
+#   prefix of spaces, `" "`, is one: accepted),
 #   when `bytes_ < 1` or `bytes_ > capacity_bytes` (for a cached prefix too); nothing changes then. Then `time += 1`.
 #   A **hit** (the prefix is cached) adds 1 to `hits`, sets `last_used = time`, calls `self._refresh_queue(prefix)` and
 #   logs `reuse:<prefix>`; the entry keeps its size whatever `bytes_` is. A **miss** calls
 #   `self._evict_until_fit(bytes_)`, then creates the entry with `hits = 1`, `last_used = time`, `bytes = bytes_`, adds
 #   its bytes to `current_bytes`, calls `self._refresh_queue(prefix)` and logs `add:<prefix>`. It returns None.
 # - TODO 5.2.6 `schedule(requests)`: `self.touch` each `(prefix, bytes_)` in order and return a copy of the whole
-#   log (also the lines of earlier calls).
+#   log (also the lines of earlier calls). An error of `touch` reaches the caller: do not catch it (the requests before
+#   it stay done).
 # - TODO 5.2.7 `snapshot()`: a list of tuples `(prefix, bytes, round(priority, 4), hits)` for the live entries,
 #   ordered by `(-priority, last_used, prefix)`: the most valuable first.
 #
@@ -339,8 +341,8 @@ _check_task5_1_CacheEntry()
 # - TODO 5.2.3 `_refresh_queue(prefix)`：用 `self._score(hits, bytes, last_used)` 重新计算条目的优先级，存入条目，并用 `heapq.heappush` 把 `(priority, last_used, prefix)` 压入堆（旧元素留在堆中：惰性删除）。
 # - TODO 5.2.4 `_evict_until_fit(needed)`：当 `current_bytes + needed > capacity_bytes` 且缓存非空时：不断弹出元素，直到某个元素的 priority 与 last_used **都**与其在缓存中的条目一致（跳过并丢弃已删除前缀的元素和过期条目）；堆被弹空时，退而选择 (priority, last_used) 最小的条目，即 `min(self.entries.values())`；驱逐它（删除条目、减去其字节数）并记录 `evict:<prefix>`。
 #   **陷阱：** 只检查 priority，过期条目只要在 priority 上一致就会蒙混过关（见“惰性删除堆”一节）；可见测试中就有这样的元素。
-# - TODO 5.2.5 `touch(prefix, bytes_)`：先做输入检查：`prefix` 不是非空 `str`、`bytes_ < 1` 或 `bytes_ > capacity_bytes`（已缓存的前缀也一样）时抛出 `ValueError`，此时什么都不改变。然后 `time += 1`。**命中**（前缀已缓存）时 `hits` 加 1，令 `last_used = time`，调用 `self._refresh_queue(prefix)`，记录 `reuse:<prefix>`；无论 `bytes_` 是多少，条目大小不变。**未命中**时先调用 `self._evict_until_fit(bytes_)`，再以 `hits = 1`、`last_used = time`、`bytes = bytes_` 创建条目，把字节数加到 `current_bytes`，调用 `self._refresh_queue(prefix)`，记录 `add:<prefix>`。它返回 None。
-# - TODO 5.2.6 `schedule(requests)`：依次对每个 `(prefix, bytes_)` 调用 `self.touch`，返回整个日志的副本（包括之前调用留下的行）。
+# - TODO 5.2.5 `touch(prefix, bytes_)`：先做输入检查：`prefix` 不是非空 `str`（由空格组成的前缀，如 `" "`，也是非空 str：接受）、`bytes_ < 1` 或 `bytes_ > capacity_bytes`（已缓存的前缀也一样）时抛出 `ValueError`，此时什么都不改变。然后 `time += 1`。**命中**（前缀已缓存）时 `hits` 加 1，令 `last_used = time`，调用 `self._refresh_queue(prefix)`，记录 `reuse:<prefix>`；无论 `bytes_` 是多少，条目大小不变。**未命中**时先调用 `self._evict_until_fit(bytes_)`，再以 `hits = 1`、`last_used = time`、`bytes = bytes_` 创建条目，把字节数加到 `current_bytes`，调用 `self._refresh_queue(prefix)`，记录 `add:<prefix>`。它返回 None。
+# - TODO 5.2.6 `schedule(requests)`：依次对每个 `(prefix, bytes_)` 调用 `self.touch`，返回整个日志的副本（包括之前调用留下的行）。`touch` 抛出的异常要传给调用者：不要捕获它（它之前的请求仍算完成）。
 # - TODO 5.2.7 `snapshot()`：返回在缓存中的条目的元组 `(prefix, bytes, round(priority, 4), hits)` 的列表，按 `(-priority, last_used, prefix)` 排序：最有价值的在前。
 #
 # 分部分计分：5.2.1 `__init__`（1 分）· 5.2.2 `_score`（1 分）· 5.2.3 `_refresh_queue`（1 分）· 5.2.4 `_evict_until_fit`（2 分）·
@@ -513,6 +515,9 @@ def _check_task5_2_1_init():
     assert_plain_equal([two.log, two.queue, two.entries], [[], [], {}],
                        "a second simulator after the first one's log, queue and entries changed (no shared lists)",
                        reveal=False)
+    sim = KVCacheSchedulerSim(10)
+    assert sim.queue is not sim.log and sim.queue is not sim.entries, \
+        "KVCacheSchedulerSim(10).queue and .log must be two separate lists"
     ### END HIDDEN TESTS
 
 
@@ -537,6 +542,9 @@ def _check_task5_2_2_score():
     assert_plain_equal(bare(256, 5)._score(1, 64, 5), 1.4375, "_score(1, 64, 5) at time 5, capacity 256 (age 0: recency 1)")
     assert_plain_equal(bare(128, 6)._score(2, 64, 4), 2 + 0.5 / 3 - 0.125, "_score(2, 64, 4) at time 6, capacity 128 (age 2)")
     assert_plain_equal(bare(100, 7)._score(3, 10, 9), 3.475, "_score(3, 10, 9) at time 7, capacity 100 (last_used after time: age 0)")
+    assert_plain_equal(bare(3, 5)._score(1, 1, 5), 1 + 0.5 * 1.0 - 0.25 * 1 / 3,
+                       "_score(1, 1, 5) at time 5, capacity 3 (bit for bit: hits + 0.5 * recency - 0.25 * size / "
+                       "capacity_bytes, in this order)", rel_tol=0, abs_tol=0)
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -549,6 +557,13 @@ def _check_task5_2_2_score():
         result = bare(capacity, now)._score(hits, size, last_used)
         check_type(result, float, f"_score on random case {case}")
         assert_plain_equal(result, expected, f"_score on random case {case}", reveal=False)
+    # The text fixes the order of the operations: the floats must be exactly those of hits + 0.5 * recency - 0.25 * ...
+    for capacity, now, hits, size, last_used in ((3, 5, 1, 1, 5), (3, 4, 1, 2, 3), (7, 9, 2, 3, 6), (100, 8, 5, 33, 1),
+                                                 (3, 10, 1, 1, 5)):
+        expected = hits + 0.5 * (1 / (1 + max(now - last_used, 0))) - 0.25 * size / capacity
+        assert_plain_equal(bare(capacity, now)._score(hits, size, last_used), expected,
+                           f"_score({hits}, {size}, {last_used}) at time {now}, capacity {capacity} (bit for bit: the "
+                           "terms in the order of the text)", rel_tol=0, abs_tol=0, reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -795,6 +810,11 @@ def _check_task5_2_5_touch():
     for args in (("", 5), (7, 5), ("b", 0), ("b", 101), ("a", 101)):
         assert_raises(ValueError, f"touch{args!r} with capacity 100", sim.touch, *args)
         assert_plain_equal(state(sim), before, f"[time, current_bytes, log, calls, entries] after touch{args!r} raised")
+    # A prefix of spaces is a non-empty str: accepted.
+    sim = bare()
+    sim.touch(" ", 5)
+    assert_plain_equal([sim.time, sim.current_bytes, sim.log], [1, 5, ["add: "]],
+                       "[time, current_bytes, log] after touch(' ', 5) (a non-empty str: accepted)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -837,6 +857,21 @@ def _check_task5_2_5_touch():
             assert_plain_equal(sim.log[-1], line, f"the last log line on random case {case}", reveal=False)
         assert_plain_equal([sim.time, sim.current_bytes, state(sim)[4]], [clock, used, model],
                            f"[time, current_bytes, entries] on random case {case}", reveal=False)
+    # A miss calls _evict_until_fit before its bytes are added to current_bytes.
+    seen = []
+
+    class BytesProbe(Probe):
+        def _evict_until_fit(self, needed):
+            seen.append([needed, self.current_bytes, sorted(self.entries)])
+
+    sim = object.__new__(BytesProbe)
+    sim.capacity_bytes, sim.time, sim.log, sim.queue = 100, 0, [], []
+    sim.entries = {"old": CacheEntry(priority=1.3, last_used=0, prefix="old", hits=1, bytes=80)}
+    sim.current_bytes = 80
+    sim.touch("new", 40)
+    assert_plain_equal([seen, sim.current_bytes], [[[40, 80, ["old"]]], 120],
+                       "[[needed, current_bytes, entries] when touch('new', 40) called _evict_until_fit, current_bytes "
+                       "after it] with 'old' (80 bytes) cached (the new bytes are added after the call)", reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -847,7 +882,7 @@ _check_task5_2_5_touch()
 
 
 def _check_task5_2_6_schedule():
-    from course.checks import assert_plain_equal, check_type
+    from course.checks import assert_plain_equal, assert_raises, check_type
 
 
     class Probe(KVCacheSchedulerSim):
@@ -867,6 +902,24 @@ def _check_task5_2_6_schedule():
     assert_plain_equal(sim.log, ["earlier line", "touch:a:40", "touch:b:48", "touch:a:40"],
                        "sim.log after the caller appended to what schedule returned (return a copy)")
     assert_plain_equal(sim.schedule([]), ["earlier line", "touch:a:40", "touch:b:48", "touch:a:40"], "schedule([]) afterwards")
+
+
+    # touch's errors reach the caller of schedule.
+    class Raising(KVCacheSchedulerSim):
+        """schedule alone: touch is a stand-in that logs what it was given and raises ValueError for 'bad'."""
+
+        def touch(self, prefix, bytes_):
+            if prefix == "bad":
+                raise ValueError("touch: a bad request")
+            self.log.append(f"touch:{prefix}:{bytes_}")
+
+
+    sim = object.__new__(Raising)
+    sim.log = []
+    assert_raises(ValueError, "schedule([('x', 1), ('bad', 2), ('y', 3)]) when touch('bad', 2) raises ValueError (do not "
+                  "catch it)", sim.schedule, [("x", 1), ("bad", 2), ("y", 3)])
+    assert_plain_equal(sim.log, ["touch:x:1"], "the log after schedule([('x', 1), ('bad', 2), ('y', 3)]) raised at its "
+                       "second request")
 
     ### BEGIN HIDDEN TESTS
     sim = object.__new__(Probe)
@@ -1069,12 +1122,14 @@ _check_task5_2_8_whole_simulator()
 #   time (the formula of `_score`, same order of operations, in float64) and store it in `priority`; with
 #   `rescore=False` the priorities stay as they are.
 # - TODO 5.3.3 in `_victim()`: return the live slot with the lexicographically smallest `(priority, last_used)`, as a
-#   Python `int`, found with tensor operations (no Python loop over the slots: the test counts torch operations on 8
-#   and 2,048 slots). `touch` calls `_victim()` only when at least one slot is live.
+#   Python `int` (equal means exactly equal: no tolerance), found with tensor operations (no Python loop over the
+#   slots: the test counts torch operations on 8 and 2,048 slots). `touch` calls `_victim()` only when at least one
+#   slot is live.
 # - TODO 5.3.4 `touch`: the checks of Task 5.2, and a `RuntimeError` when a miss needs a new slot while all
-#   `max_entries` slots are live and nothing has to be evicted for bytes (when the bytes do not fit, evicting frees a
-#   slot); the state is not changed when it raises. A hit: hits + 1, last_used = time, priority = the score at this
-#   time (recency 1), log `reuse:<prefix>`; nothing else changes. A miss: while the bytes do not fit, evict
+#   `max_entries` slots are live and nothing has to be evicted for bytes (an exact fit,
+#   `current_bytes + bytes_ == capacity_bytes`, included; when the bytes do not fit, evicting frees a slot); the
+#   state is not changed when it raises. A hit: hits + 1, last_used = time, priority = the score at this time
+#   (recency 1), log `reuse:<prefix>`; nothing else changes. A miss: while the bytes do not fit, evict
 #   `self._victim()` (free its slot, subtract its bytes, log `evict:<prefix>`); then write the new entry into a free
 #   slot (hits 1, its bytes, last_used = time, priority = the score at this time), update `slots` and `prefix_of`,
 #   add its bytes and log `add:<prefix>`.
@@ -1107,8 +1162,8 @@ _check_task5_2_8_whole_simulator()
 #
 # - TODO 5.3.1 `__init__`：`capacity_bytes < 1` 或 `max_entries < 1` 时抛出 `ValueError`；然后建立空的状态。测试还会在 PyTorch 的 `meta` 设备（只有形状、没有数据的张量）上创建调度器，这样在没有 GPU 的机器上也能发现忽略 `device` 的调度器；`__init__` 只创建张量，从不读取它们。
 # - TODO 5.3.2（在 `_victim()` 中）：`rescore=True` 时，先用当前时间重新计算**每个有效条目**的优先级（`_score` 的公式，运算顺序相同，使用 float64），写入 `priority`；`rescore=False` 时优先级保持不变。
-# - TODO 5.3.3（在 `_victim()` 中）：返回 `(priority, last_used)` 按字典序最小的有效槽位，类型为 Python `int`，必须用张量运算求出（不能用 Python 循环遍历槽位：测试会数出在 8 个和 2,048 个槽位上各做了多少次 torch 运算）。`touch` 只在至少有一个有效槽位时调用 `_victim()`。
-# - TODO 5.3.4 `touch`：任务 5.2 的输入检查；未命中需要新槽位而 `max_entries` 个槽位全部有效、且不需要为字节驱逐任何条目时，抛出 `RuntimeError`（字节放不下时，驱逐会腾出槽位）；抛出异常时状态不变。命中：hits 加 1，last_used = time，priority = 此刻的分数（新近度为 1），记录 `reuse:<prefix>`；其他都不变。未命中：只要字节放不下，就驱逐 `self._victim()`（释放它的槽位、减去它的字节数、记录 `evict:<prefix>`）；然后把新条目写入一个空闲槽位（hits 为 1、它的字节数、last_used = time、priority = 此刻的分数），更新 `slots` 和 `prefix_of`，加上它的字节数并记录 `add:<prefix>`。
+# - TODO 5.3.3（在 `_victim()` 中）：返回 `(priority, last_used)` 按字典序最小的有效槽位，类型为 Python `int`（相等指完全相等：不设容差），必须用张量运算求出（不能用 Python 循环遍历槽位：测试会数出在 8 个和 2,048 个槽位上各做了多少次 torch 运算）。`touch` 只在至少有一个有效槽位时调用 `_victim()`。
+# - TODO 5.3.4 `touch`：任务 5.2 的输入检查；未命中需要新槽位而 `max_entries` 个槽位全部有效、且不需要为字节驱逐任何条目时（包括恰好放下，即 `current_bytes + bytes_ == capacity_bytes`），抛出 `RuntimeError`（字节放不下时，驱逐会腾出槽位）；抛出异常时状态不变。命中：hits 加 1，last_used = time，priority = 此刻的分数（新近度为 1），记录 `reuse:<prefix>`；其他都不变。未命中：只要字节放不下，就驱逐 `self._victim()`（释放它的槽位、减去它的字节数、记录 `evict:<prefix>`）；然后把新条目写入一个空闲槽位（hits 为 1、它的字节数、last_used = time、priority = 此刻的分数），更新 `slots` 和 `prefix_of`，加上它的字节数并记录 `add:<prefix>`。
 # - TODO 5.3.5 `snapshot()`：与任务 5.2 相同，返回普通的 Python 值（`int`、`float`、`str`），而不是张量。
 #
 # `rescore=False` 时，在任何访问轨迹上日志和快照都与 `KVCacheSchedulerSim` 相同；`rescore=True` 时，用新算出的分数选择受害者。
@@ -1366,6 +1421,14 @@ def _check_task5_3_2_rescoring():
         s._victim()
         assert_plain_equal([s.priority.tolist()[i] for i in (0, 2, 3, 4)], [1.475, 2.355, 0.0, 0.0],
                            f"priority of the live slots after _victim() with rescore=False on {device} (unchanged)")
+    # Same order of operations, in float64: the priorities are bit for bit those of _score's formula.
+    rows = [("a", 1, 1, 2, 0.0), ("b", 3, 7, 0, 0.0), ("c", 2**30, 33, 5, 0.0), ("d", 0, 99, 1, 0.0), ("e", 5, 10, 3, 0.0)]
+    expected = [row[1] + 0.5 * (1 / (1 + max(9 - row[3], 0))) - 0.25 * row[2] / 100 for row in rows]
+    for device in available_devices():
+        s = bare(rows, 9, True, device)
+        s._victim()
+        assert_plain_equal(s.priority.tolist(), expected, f"the priorities after _victim() at time 9, rescore=True, on "
+                           f"{device} (bit for bit: the formula of _score, in its order, in float64)", rel_tol=0, abs_tol=0)
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -1428,6 +1491,9 @@ def _check_task5_3_3_victim():
                            "(large priorities: mask free slots with inf)")
         s = bare([("only", 1, 10, 4, 1.475)] + [(None, 0, 0, 0, -1.0)] * 3, device)
         assert_plain_equal(s._victim(), 0, f"_victim() with one live slot (slot 0) among 4 on {device}")
+        s = bare([("x", 2**40, 1, 1, 2.0**40 + 5.5), ("y", 2**40, 1, 3, 2.0**40 + 1.5)], device)
+        assert_plain_equal(s._victim(), 1, f"_victim() with x {2**40 + 5.5}@1 and y {2**40 + 1.5}@3 on {device} (y's "
+                           "priority is smaller: equal means exactly equal, no tolerance)")
 
 
     def victim_of(hits, size, last_used, priority, alive, sched):
@@ -1548,6 +1614,14 @@ def _check_task5_3_4_touch():
         s.touch("b", 10)
         s.touch("a", 10)
         assert_plain_equal(row(s, "b")[4], 1.475, f"b's priority after a's hit, rescore=True, on {device} (a hit changes only its slot)")
+        # An exact fit with every slot live is still a RuntimeError (nothing has to be evicted for the bytes).
+        s = bare(2, device)
+        s.touch("a", 40)
+        s.touch("b", 30)
+        before = state(s)
+        assert_raises(RuntimeError, f"touch('c', 30) with both slots live at 70 of 100 bytes on {device} (an exact fit: "
+                      "nothing has to be evicted)", s.touch, "c", 30)
+        assert_plain_equal(state(s), before, f"the state after touch('c', 30) raised on {device} (nothing may change)")
 
     ### BEGIN HIDDEN TESTS
     import random

@@ -416,19 +416,20 @@ _check_task6_1_2_hashes()
 #   when nothing is evictable, stop and return how many were stored (never raise for that).
 # - `match(hashes)`: how many **leading** hashes are cached (stop at the first miss); an access of those blocks only.
 # - `get_kv(hashes)`: per layer, the cached blocks' K and V concatenated along the token dimension (dim 0), in the
-#   order of `hashes`. Not an access.
+#   order of `hashes`: new tensors, for one block too (the caller may write into them). Not an access.
 # - `pin` / `unpin`: reference counts of running requests; a pinned block is never evicted. When they raise,
 #   nothing has changed (check every hash first, then change the counts).
-# - Errors: `ValueError` from the constructor for a bad argument and from `insert` for a bad `kv`; `KeyError` from
-#   `get_kv`, `pin` and `unpin` for a hash that is not cached; `ValueError` from `unpin` when a block would be unpinned
-#   more often than it was pinned.
+# - Errors: `ValueError` from the constructor for a bad argument (a policy that is not a str, a list too) and from
+#   `insert` for a bad `kv`; `KeyError` from `get_kv`, `pin` and `unpin` for a hash that is not cached; `ValueError`
+#   from `unpin` when a block would be unpinned more often than it was pinned.
 # - A block keeps the dtype (float16, float32, float64, ...) and the device of the K/V it was copied from, and
 #   `get_kv` returns it so.
 # - The victim is the smallest key among **evictable** blocks: unpinned, a **leaf** (no cached block has it as
 #   parent), and not one of the hashes of the current `insert` call. LRU key $(t_\text{last}, h)$, LFU key
 #   $(\text{use\_count}, t_\text{last}, h)$: the rules of notebook 03, with the block hash in the role of the seq_id
 #   (ties go to the smaller hash). $t_\text{last}$ is the step of the last `match` or `insert` call that touched the
-#   block: one clock tick per **call**, not per block.
+#   block: one clock tick per **call**, not per block (`match([])` and `insert([], [])` too); a new block starts with
+#   `use_count` 1.
 #
 # Traps: a parent that loses its last cached child becomes a leaf again; `get_kv`, `pin`, `unpin`, `len`, `in` and
 # `stats` are not accesses (they change no `last_access_step` or `use_count`); `insert` does not touch blocks that
@@ -445,12 +446,12 @@ _check_task6_1_2_hashes()
 #
 # - `insert(hashes, kv)`：存入尚未缓存的块，第 $i$ 块是请求 K/V 第 $[iB, (i+1)B)$ 行的**副本**（`tensor[a:b].clone()`：视图会在请求的张量被复用时跟着改变，还会让整个请求的张量一直留在内存中）。**先**检查 `kv`，再做任何改动。缓存满时每次驱逐一个受害者；没有可驱逐的块时停止，并返回已存入的块数（不要因此抛出异常）。
 # - `match(hashes)`：有多少个**前导**哈希已被缓存（遇到第一个未命中就停止）；只有这些块算作被访问。
-# - `get_kv(hashes)`：按层返回这些缓存块的 K 和 V，按 `hashes` 的顺序沿 token 维（第 0 维）拼接。不算访问。
+# - `get_kv(hashes)`：按层返回这些缓存块的 K 和 V，按 `hashes` 的顺序沿 token 维（第 0 维）拼接：返回新的张量，只有一个块时也一样（调用者可以写入它们）。不算访问。
 # - `pin` / `unpin`：运行中请求的引用计数；被固定的块绝不会被驱逐。它们抛出异常时，什么都不能改变（先检查每个哈希，再修改计数）。
-# - 错误：构造函数的参数不合法时、`insert` 的 `kv` 不合法时抛出 `ValueError`；`get_kv`、`pin` 和 `unpin` 遇到未缓存的哈希时抛出 `KeyError`；`unpin` 使某个块被解除固定的次数多于被固定的次数时抛出 `ValueError`。
+# - 错误：构造函数的参数不合法时（包括不是 str 的 policy，例如列表）、`insert` 的 `kv` 不合法时抛出 `ValueError`；`get_kv`、`pin` 和 `unpin` 遇到未缓存的哈希时抛出 `KeyError`；`unpin` 使某个块被解除固定的次数多于被固定的次数时抛出 `ValueError`。
 # - 块保留它所复制的 K/V 的数据类型（float16、float32、float64 等）和设备，`get_kv` 也按这个数据类型和设备返回。
 # - 受害者是**可驱逐**块中键最小者：未被固定、是**叶子**（没有任何已缓存块以它为父块），且不属于本次 `insert` 调用的哈希。
-#   LRU 的键为 $(t_\text{last}, h)$，LFU 的键为 $(\text{use\_count}, t_\text{last}, h)$：与 notebook 03 的规则相同，块哈希充当 seq_id（平局时选较小的哈希）。$t_\text{last}$ 是最后一次触及该块的 `match` 或 `insert` 调用的时刻：逻辑时钟每次**调用**加 1，而不是每个块加 1。
+#   LRU 的键为 $(t_\text{last}, h)$，LFU 的键为 $(\text{use\_count}, t_\text{last}, h)$：与 notebook 03 的规则相同，块哈希充当 seq_id（平局时选较小的哈希）。$t_\text{last}$ 是最后一次触及该块的 `match` 或 `insert` 调用的时刻：逻辑时钟每次**调用**加 1，而不是每个块加 1（`match([])` 和 `insert([], [])` 也一样）；新块的 `use_count` 从 1 开始。
 #
 # 陷阱：父块失去最后一个已缓存的子块后，会重新成为叶子；`get_kv`、`pin`、`unpin`、`len`、`in` 和 `stats` 都不算访问（不改变任何 `last_access_step` 或 `use_count`）；`insert` 不触及已缓存的块；`unpin([h, h])` 要求 `ref_count >= 2`。
 #
@@ -474,7 +475,7 @@ class PrefixCache:
     it was inserted with; None for a first block), its number of cached "children" (blocks whose
     parent it is), "ref_count", "use_count" and "last_access_step". ``self._leaves`` holds the
     cached blocks that have no cached child. A logical clock ``self._step`` counts calls: each call
-    of match or insert first adds 1 to it (so the first call is step 1), and the blocks that call
+    of match or insert, with no hashes too, first adds 1 to it (so the first call is step 1), and the blocks that call
     touches get last_access_step = that step. get_kv, pin, unpin, len(cache), ``block_hash in
     cache`` and stats are not accesses: they change no last_access_step and no use_count.
 
@@ -486,7 +487,7 @@ class PrefixCache:
     of cached blocks; ``block_hash in cache`` says whether that block is cached.
 
     Raises:
-        ValueError: when capacity_blocks < 0, block_size < 1 or policy is not "lru" or "lfu".
+        ValueError: when capacity_blocks < 0, block_size < 1 or policy is not "lru" or "lfu" (a list too).
     """
 
     def __init__(self, capacity_blocks, block_size, policy="lru"):
@@ -594,7 +595,7 @@ class PrefixCache:
     def match(self, hashes):
         """The number m of leading hashes that are cached (it stops at the first that is not), an int.
 
-        An access: the clock first advances by 1; those m blocks get use_count + 1 and
+        An access: the clock first advances by 1 (for no hashes too); those m blocks get use_count + 1 and
         last_access_step = the new step; blocks after the first miss are not touched.
         stats: hits += m, misses += len(hashes) - m.
         """
@@ -623,6 +624,7 @@ class PrefixCache:
         Returns a list with one tuple (k_cache, v_cache) per layer, each the concatenation along dim 0
         of those blocks' tensors in the order of ``hashes``: [len(hashes) * block_size, num_heads,
         head_dim], with the dtype and on the device they were stored with. [] for no hashes.
+        New tensors, for one block too: writing into them leaves the cache as it was.
         Not an access: nothing changes.
 
         Raises:
@@ -733,6 +735,8 @@ def _check_task6_2_1_constructor():
     assert_raises(ValueError, "PrefixCache(4, 2, 'fifo')", PrefixCache, 4, 2, "fifo")
     assert_raises(ValueError, "PrefixCache(4, 2, 'LRU') (the policy is 'lru' or 'lfu', in lower case)",
                   PrefixCache, 4, 2, "LRU")
+    assert_raises(ValueError, "PrefixCache(4, 2, ['lru']) (a policy that is not a str, a list too, is a bad argument)",
+                  PrefixCache, 4, 2, ["lru"])
     for args in ((0, 1), (4, 2, "lru"), (4, 2, "lfu")):
         cache = PrefixCache(*args)
         assert_plain_equal(len(cache), 0, f"len(PrefixCache{args})")
@@ -745,6 +749,9 @@ def _check_task6_2_1_constructor():
         assert_raises(ValueError, f"PrefixCache{_args}", PrefixCache, *_args)
     for _args in ((0, 7, "lfu"), (1, 1), (10**6, 64, "lru")):
         assert_plain_equal(len(PrefixCache(*_args)), 0, f"len(PrefixCache{_args})", reveal=False)
+    # A policy that is not a str (a list cannot even be hashed) is a bad argument too: ValueError.
+    for _policy in ([], {"lru": 1}):
+        assert_raises(ValueError, f"PrefixCache(2, 1, {_policy!r})", PrefixCache, 2, 1, _policy)
     ### END HIDDEN TESTS
 
 
@@ -796,6 +803,16 @@ def _check_task6_2_2_insert():
     assert_raises(ValueError, "insert([5], []) (kv with no layer)", cache.insert, [5], [])
     assert 5 not in cache and len(cache) == 3, "block 5 is cached after insert calls that raised ValueError"
     assert_plain_equal(cache.insert([], []), 0, "insert([], [])")
+    # Every insert call advances the clock first, insert([], []) too; a new block starts with use_count 1.
+    clock = PrefixCache(8, 1)
+    clock.insert([], [])
+    assert_plain_equal(clock._step, 1, "cache._step after insert([], []) on a new cache (every insert call advances "
+                       "the clock)")
+    clock.insert([1], toy_kv([1], 1))
+    assert_plain_equal(clock._step, 2, "cache._step after insert([], []) then insert([1], kv)")
+    entry = clock._blocks[1]
+    assert_plain_equal(entry["use_count"] if isinstance(entry, dict) else entry.use_count, 1,
+                       "the use_count of block 1 right after insert([1], kv) stored it (a new block starts at 1)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -900,6 +917,13 @@ def _check_task6_2_3_match():
     assert_plain_equal(before, {"hits": 0, "misses": 0, "evictions": 0},
                        "the dict cache.stats returned before the match calls, read after them (stats is a new dict "
                        "each time: one read earlier does not change)")
+    # Every match call advances the clock first, match([]) too.
+    clock = PrefixCache(8, 1)
+    clock.match([])
+    assert_plain_equal(clock._step, 1, "cache._step after match([]) on a new cache (every match call advances the "
+                       "clock)")
+    clock.insert([4], toy_kv([4], 1))
+    assert_plain_equal(clock._step, 2, "cache._step after match([]) then insert([4], kv)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -966,6 +990,20 @@ def _check_task6_2_4_get_kv():
     k_half = torch.tensor([[[1.5, -2.0]]], dtype=torch.float16)
     half.insert([7], [(k_half, -k_half)])
     assert_same_tensor(half.get_kv([7])[0][0], k_half, "get_kv([7])[0][0] of K stored as float16 (keep its dtype)")
+    # The result is the caller's: writing into it, for one block too, leaves the cache as it was.
+    k_one = torch.arange(12, dtype=torch.float32).reshape(6, 1, 2)
+    want = [(k_one[0:2].clone(), (-k_one)[0:2].clone()), (k_one[0:2] + 1, (-k_one)[0:2] - 1)]
+    cache = PrefixCache(4, 2)
+    cache.insert([1, 2, 3], [(k_one, -k_one), (k_one + 1, -k_one - 1)])
+    for layer in cache.get_kv([1]):
+        for tensor in layer:
+            tensor.fill_(0.0)
+    again = cache.get_kv([1])
+    for layer in range(2):
+        for side in range(2):
+            assert_same_tensor(again[layer][side], want[layer][side],
+                               f"get_kv([1])[{layer}][{side}] after the caller wrote zeros into what an earlier "
+                               "get_kv([1]) returned (return new tensors, not the cached ones)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random

@@ -1349,17 +1349,17 @@ _check_task7_5_pyramid_budgets()
 #   slot $j$'s. `keep` must be a `bool` tensor of the scores' shape with exactly `budget` `True` per row (`ValueError`
 #   otherwise: a policy that keeps more or fewer slots is a bug to report, not to hide).
 #
-# Return `(logits, kv)`: `logits` `[batch, length, vocab_size]` (step `t`'s logits at `[:, t]`), `kv` the final
-# cache. When `budget >= length` nothing is evicted and the logits **equal** the full-cache model's, step for step.
-# `tokens` may have any integer dtype (`int64`, `int32`, `uint8` …). `TypeError` when `tokens` is not an integer tensor,
-# `budget` not a Python `int` (`True` and numpy's `int64` are not) or `keep_fn` not callable; `ValueError` when `tokens`
-# is not 2-D or holds no token, or `budget < 1`. These checks come before the first step: a `keep_fn` that is not
-# callable is a `TypeError` also when nothing would be evicted. The mask's shape must be exactly the scores' shape: a
-# `[num_heads, num_slots]` or `[num_slots]` mask that would broadcast is a `ValueError`. The loop over the steps is the
-# decode loop itself; inside a step, no Python loop over sequences, heads or slots (a loop over the layers is fine).
-# Traps: evicting before the step's own token is in the cache (the next step then cannot see it); scores that stay
-# behind when the slots move (prune them with the same mask); a position taken from the cache's length after an
-# eviction; one layer's scores used for every layer (each layer has its own).
+# Return `(logits, kv)`: `logits` `[batch, length, vocab_size]` (step `t`'s logits at `[:, t]`), `kv` the final cache.
+# When `budget >= length` nothing is evicted and the logits **equal** the full-cache model's, step for step. `tokens`
+# may have any integer dtype (`int64`, `int32`, `uint8` …). `TypeError` when `tokens` is not an integer tensor, `budget`
+# not a Python `int` (`True` and numpy's `int64` are not) or `keep_fn` not callable; `ValueError` when `tokens` is not
+# 2-D or holds no token (`[0, length]` too), or `budget < 1`. These checks come before the first step: a `keep_fn` that
+# is not callable is a `TypeError` also when nothing would be evicted. The mask's shape must be exactly the scores'
+# shape: a `[num_heads, num_slots]` or `[num_slots]` mask that would broadcast is a `ValueError` (for a batch of 1 too).
+# The loop over the steps is the decode loop itself; inside a step, no Python loop over sequences, heads or slots (a
+# loop over the layers is fine). Traps: evicting before the step's own token is in the cache (the next step then cannot
+# see it); scores that stay behind when the slots move (prune them with the same mask); a position taken from the
+# cache's length after an eviction; one layer's scores used for every layer (each layer has its own).
 #
 # Graded in parts: 7.6.1 no eviction equals the full cache (2) · 7.6.2 eviction and positions (3) · 7.6.3 accumulated
 # scores (2) · 7.6.4 bad input (1).
@@ -1372,7 +1372,7 @@ _check_task7_5_pyramid_budgets()
 # - 每一层维护**分数**：`[batch, num_heads, num_slots]` 张量，数据类型与注意力相同（这里是 float32），每个缓存槽位一项，即这个槽位收到的累积注意力，也就是它进入缓存以来每一步得到的注意力之和（包括它进入缓存的那一步：新槽位的初始分数，就是这一步的查询对它的注意力）。第 `t` 步之后，把这一步的注意力行（`attention[layer][:, :, 0, :]`）加到分数上，并为新槽位添加一项；
 # - 然后，若某一层的槽位多于 `budget` 个，就对这一层调用 `keep = keep_fn(scores, budget)`，按掩码保留它的 K/V（`course.model.prune_cache`）**以及**它的分数，使第 $j$ 个槽位的分数仍然属于第 $j$ 个槽位。`keep` 必须是与分数形状相同的 `bool` 张量，且每一行恰好有 `budget` 个 `True`（否则抛出 `ValueError`：保留多了或少了的策略有错误，应当报告出来，而不是悄悄掩盖）。
 #
-# 返回 `(logits, kv)`：`logits` 的形状为 `[batch, length, vocab_size]`（第 `t` 步的 logits 在 `[:, t]`），`kv` 是最终的缓存。`budget >= length` 时什么也不驱逐，每一步的 logits 都与全缓存模型的**相等**。`tokens` 可以是任何整数数据类型（`int64`、`int32`、`uint8` …）。`tokens` 不是整数张量、`budget` 不是 Python `int`（`True` 和 numpy 的 `int64` 都不算），或 `keep_fn` 不可调用时，抛出 `TypeError`；`tokens` 不是二维或一个 token 都没有，或 `budget < 1` 时，抛出 `ValueError`。这些检查在第一步之前完成：即使什么都不需要驱逐，不可调用的 `keep_fn` 也要抛出 `TypeError`。掩码的形状必须恰好等于分数的形状：能够广播成分数形状的 `[num_heads, num_slots]` 或 `[num_slots]` 掩码也要抛出 `ValueError`。逐步执行的循环就是解码循环本身；在一步之内，不对序列、注意力头或槽位写 Python 循环（对层的循环可以）。陷阱：在这一步自己的 token 进入缓存之前就驱逐（下一步就看不到它了）；槽位移动了，分数却留在原处（要用同一个掩码裁剪分数）；驱逐之后把缓存的长度当作位置；把一层的分数用于所有层（每一层有自己的分数）。
+# 返回 `(logits, kv)`：`logits` 的形状为 `[batch, length, vocab_size]`（第 `t` 步的 logits 在 `[:, t]`），`kv` 是最终的缓存。`budget >= length` 时什么也不驱逐，每一步的 logits 都与全缓存模型的**相等**。`tokens` 可以是任何整数数据类型（`int64`、`int32`、`uint8` …）。`tokens` 不是整数张量、`budget` 不是 Python `int`（`True` 和 numpy 的 `int64` 都不算），或 `keep_fn` 不可调用时，抛出 `TypeError`；`tokens` 不是二维或一个 token 都没有（`[0, length]` 也算），或 `budget < 1` 时，抛出 `ValueError`。这些检查在第一步之前完成：即使什么都不需要驱逐，不可调用的 `keep_fn` 也要抛出 `TypeError`。掩码的形状必须恰好等于分数的形状：能够广播成分数形状的 `[num_heads, num_slots]` 或 `[num_slots]` 掩码也要抛出 `ValueError`（batch 为 1 时也一样）。逐步执行的循环就是解码循环本身；在一步之内，不对序列、注意力头或槽位写 Python 循环（对层的循环可以）。陷阱：在这一步自己的 token 进入缓存之前就驱逐（下一步就看不到它了）；槽位移动了，分数却留在原处（要用同一个掩码裁剪分数）；驱逐之后把缓存的长度当作位置；把一层的分数用于所有层（每一层有自己的分数）。
 #
 # 分部分计分：7.6.1 不驱逐时等于全缓存（2 分）· 7.6.2 驱逐与位置（3 分）· 7.6.3 累积分数（2 分）· 7.6.4 错误输入（1 分）。
 
@@ -1737,6 +1737,9 @@ def _check_task7_6_4_bad_input():
     def per_head(scores, budget):
         return window(scores, budget)[0]
 
+    def per_head_fresh(scores, budget):
+        return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget).repeat(scores.shape[1], 1)
+
     for args, error, what in [((tokens, 0, window), ValueError, "budget 0"),
                               ((tokens, -3, window), ValueError, "budget -3"),
                               ((tokens, True, window), TypeError, "budget True"),
@@ -1751,8 +1754,30 @@ def _check_task7_6_4_bad_input():
                               ((tokens, 3, as_int), ValueError, "a keep_fn that returns an int64 mask"),
                               ((tokens, 3, one_row), ValueError, "a keep_fn that returns one row for every head"),
                               ((tokens, 3, per_head), ValueError,
-                               "a keep_fn that returns a [num_heads, num_slots] mask for a batch of 2")]:
+                               "a keep_fn that returns a [num_heads, num_slots] mask for a batch of 2"),
+                              ((tokens[:1].clone(), 3, per_head_fresh), ValueError,
+                               "a keep_fn that returns a [num_heads, num_slots] mask for a batch of 1 (as many entries "
+                               "as the scores, not their shape)")]:
         assert_raises(error, f"decode_with_eviction with {what}", decode_with_eviction, model, *args)
+    # The arguments are checked before the first step: tokens [0, 5] (no sequence) is refused before the model runs.
+    calls = []
+
+    class Recording(TinyDecoder):
+        """The test's model, which records each forward call (in a list the test keeps)."""
+
+        def forward(self, *args, **kwargs):
+            calls.append("forward")
+            return super().forward(*args, **kwargs)
+
+        forward.__doc__ = TinyDecoder.forward.__doc__
+
+    recording = Recording(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary")
+    for empty, budget in ((tokens[:0, :5], 3), (tokens[:0], 10)):
+        calls.clear()
+        assert_raises(ValueError, f"decode_with_eviction with tokens {list(empty.shape)} (no sequence: no token), "
+                      f"budget {budget}", decode_with_eviction, recording, empty, budget, window)
+        assert not calls, (f"decode_with_eviction with tokens {list(empty.shape)} (no sequence) ran the model before "
+                           "it refused them (check the arguments before the first step)")
 
     ### BEGIN HIDDEN TESTS
     def _too_few(scores, budget):

@@ -1417,12 +1417,12 @@ _check_task8_4_seen_counts_t()
 # is graded on its own; where a test stands in for one of your methods, the stand-in does all that this text asks of
 # that method.
 #
-# - 8.5.1 `__init__`: `TypeError` when a tier lacks a callable `hit` or `insert` (an attribute that is not a method
-#   does not count), when `block_bytes` is not a Python `int` (`True` and numpy's `int64` are not), or when `admission`
-#   is neither `None` nor has a callable `record` and `admits`; `ValueError` when `tier1 is tier2`, when
-#   `block_bytes < 1`, or when `write_policy` is not exactly `"write_back"` or `"write_through"`. Keep the five
-#   arguments as attributes of the same names, start `ref_count` as a new empty `dict`, and the five counters
-#   `device_hits`, `host_hits`, `misses`, `blocks_to_host`, `blocks_to_device` at `0`.
+# - 8.5.1 `__init__`: `TypeError` when a tier lacks a callable `hit` or `insert` (an attribute that is not a method does
+#   not count), when `block_bytes` is not a Python `int` (`True` and numpy's `int64` are not), or when `admission` is
+#   neither `None` nor has both a callable `record` and a callable `admits`; `ValueError` when `tier1 is tier2`, when
+#   `block_bytes < 1`, or when `write_policy` is not exactly `"write_back"` or `"write_through"` (one that is not a str,
+#   such as a list, too). Keep the five arguments as attributes of the same names, start `ref_count` as a new empty
+#   `dict`, and the five counters `device_hits`, `host_hits`, `misses`, `blocks_to_host`, `blocks_to_device` at `0`.
 # - 8.5.2 `access(block)` returns where the block was found, `"device"`, `"host"` or `"miss"`. The given lines
 #   refuse a block that cannot get a slot (`RuntimeError`, nothing changed), record the reference in the filter, and,
 #   after your part, run the write-through step and pin the block. You write the lookup: a tier-1 hit calls
@@ -1456,7 +1456,7 @@ _check_task8_4_seen_counts_t()
 #
 # 按本 notebook 开头的模型把两个层级组合起来。`TwoTierCache(tier1, tier2, block_bytes, write_policy="write_back", admission=None)` 接受任意两个层级对象（第 1 层级必须支持 `insert(block, pinned)`，`LRUTier` 支持；第 2 层级只会以 `insert(block)` 的方式被调用，所以 `LRUTier` 和 `ARCTier` 都可以），一个块的字节数，写入方式，以及一个准入过滤器（任何带 `record` 和 `admits` 的对象，例如你的 `AdmissionFilter`）；`admission` 为 `None` 表示“接受所有块”。测试使用自带的层级和过滤器，所以每一部分都单独评分；测试用替身代替你的某个方法时，替身会完成本任务对那个方法的全部要求。
 #
-# - 8.5.1 `__init__`：某个层级没有可调用的 `hit` 或 `insert`（有同名属性但不可调用也不算）、`block_bytes` 不是 Python `int`（`True` 和 numpy 的 `int64` 都不算），或 `admission` 既不是 `None`、也没有可调用的 `record` 和 `admits` 时，抛出 `TypeError`；`tier1 is tier2`、`block_bytes < 1`，或 `write_policy` 既不是 `"write_back"` 也不是 `"write_through"` 时，抛出 `ValueError`。把五个参数保存为同名属性，`ref_count` 初始化为一个新的空 `dict`，五个计数器 `device_hits`、`host_hits`、`misses`、`blocks_to_host`、`blocks_to_device` 初始化为 `0`。
+# - 8.5.1 `__init__`：某个层级没有可调用的 `hit` 或 `insert`（有同名属性但不可调用也不算）、`block_bytes` 不是 Python `int`（`True` 和 numpy 的 `int64` 都不算），或 `admission` 既不是 `None`、也没有可调用的 `record` 和可调用的 `admits`（两者都要有）时，抛出 `TypeError`；`tier1 is tier2`、`block_bytes < 1`，或 `write_policy` 既不是 `"write_back"` 也不是 `"write_through"`（包括不是 str 的值，例如列表）时，抛出 `ValueError`。把五个参数保存为同名属性，`ref_count` 初始化为一个新的空 `dict`，五个计数器 `device_hits`、`host_hits`、`misses`、`blocks_to_host`、`blocks_to_device` 初始化为 `0`。
 # - 8.5.2 `access(block)` 返回块是在哪里找到的：`"device"`、`"host"` 或 `"miss"`。已给出的代码会拒绝得不到槽位的块（抛出 `RuntimeError`，不做任何修改），在过滤器中记录这次访问，并在你的代码之后执行直写步骤、固定这个块。你要写的是查找：第 1 层级命中时调用 `tier1.hit`，记一次显存命中；否则，第 2 层级命中时调用 `tier2.hit`，记一次主机命中和一个搬到显存的块（第 2 层级**保留**它的副本），未命中时记一次未命中；这两种情况下都用 `tier1.insert(block, self.ref_count)` 把块放进第 1 层级（被固定的块就是 `ref_count` 的键），它返回的受害者交给 `self._demote(victim)`。先查第 1 层级：两个层级中都有的块算显存命中。顺序：主机命中时，要在第 1 层级接收这个块**之前**调用 `tier2.hit`，因为随后的降级可能让第 2 层级驱逐一个块，被提升的块这时必须已经是第 2 层级中最近使用的，才不会被挤出去。除了 `None` 之外，任何返回值都是受害者（块 `0` 也是）。
 # - 8.5.3 `_demote(victim)`：回写方式下，若受害者在第 2 层级中没有副本，且 `self._admitted(victim)` 为真，就用已给出的 `self._write_to_host(victim)` 把它复制到第 2 层级；否则（已有干净的副本、过滤器拒绝，或写入方式是直写）直接丢弃。
 # - 8.5.4 `_write_through(block)`（直写方式下每次访问之后调用）：若块在第 2 层级中没有副本且过滤器接受它，就把它复制到第 2 层级。过滤器的 `record` 每次访问只调用一次，由 `access` 中已给出的那一行调用：`_demote` 和 `_write_through` 只询问 `admits`（降级不算一次出现）。
@@ -1736,6 +1736,12 @@ def _check_task8_5_1_init():
         ((NotCallable(2), Tier(4), 10), {}, TypeError, "a tier1 whose hit is the number 0, not a method"),
         ((Tier(2), Tier(4), 10), {"admission": types.SimpleNamespace(record=print, admits=True)}, TypeError,
          "an admission whose admits is True, not a method"),
+        ((Tier(2), Tier(4), 10), {"admission": types.SimpleNamespace(admits=print)}, TypeError,
+         "an admission with a callable admits and no record"),
+        ((Tier(2), Tier(4), 10), {"admission": types.SimpleNamespace(record=1, admits=print)}, TypeError,
+         "an admission whose record is the number 1, not a method"),
+        ((Tier(2), Tier(4), 10), {"write_policy": ["write_back"]}, ValueError,
+         "write_policy ['write_back'] (not a str: a ValueError too)"),
     ]:
         assert_raises(error, f"TwoTierCache with {what}", TwoTierCache, *args, **kwargs)
 
@@ -1800,6 +1806,9 @@ def _check_task8_5_1_init():
             pass
 
     assert_raises(TypeError, "a tier2 with hit but no insert", TwoTierCache, Tier(2), _HitOnly(), 1)
+    # A write_policy that is not a str (a list cannot even be hashed) is a ValueError too.
+    for _bad_policy in ([], {"write_back": 1}):
+        assert_raises(ValueError, f"write_policy {_bad_policy!r}", TwoTierCache, Tier(2), Tier(2), 1, _bad_policy)
     ### END HIDDEN TESTS
 
 
@@ -2394,7 +2403,8 @@ _check_task8_5_5_pins()
 #   and `Decimal` are not) that is finite and above 0 (`ValueError` otherwise: `inf` and `nan` too). Keep the three
 #   as `float` attributes of the same names, and compute once `load_seconds_per_token` $= b / B$,
 #   `break_even_bandwidth` $= b / t_\text{prefill}$ (bytes/s) and `offload_pays`, the `bool`
-#   `load_seconds_per_token < prefill_seconds_per_token` (strictly: at equal costs loading does not pay).
+#   `load_seconds_per_token < prefill_seconds_per_token` (strictly: at equal costs loading does not pay; compare these
+#   two floats, not `break_even_bandwidth` with $B$, which can round the other way).
 # - 8.6.2: `ttft(recomputed_tokens, loaded_tokens)` takes two integer tensors (any integer dtype: int8 … int64,
 #   uint8) of exactly the same shape (any shape; shapes that would broadcast differ) on the same device, one entry per
 #   request, and returns the **float64** tensor $N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}$
@@ -2409,7 +2419,7 @@ _check_task8_5_5_pins()
 #
 # 用模型一节中的公式 $\text{TTFT} = N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}$（$t_\text{load} = b / B$）把计数换算成时间。`CostModel(kv_bytes_per_token, bandwidth_bytes_per_s, prefill_seconds_per_token)`：
 #
-# - 8.6.1：每个参数都必须是 `int` 或 `float`（否则抛出 `TypeError`：`True`、numpy 的 `int64`、`Fraction` 和 `Decimal` 都不算），并且有限、大于 0（否则抛出 `ValueError`，`inf` 和 `nan` 也一样）。把三个参数保存为同名的 `float` 属性，并在构造时一次算好 `load_seconds_per_token` $= b / B$、`break_even_bandwidth` $= b / t_\text{prefill}$（单位为字节/秒）和 `offload_pays`，即 `bool` 值 `load_seconds_per_token < prefill_seconds_per_token`（严格小于：代价相等时加载不划算）。
+# - 8.6.1：每个参数都必须是 `int` 或 `float`（否则抛出 `TypeError`：`True`、numpy 的 `int64`、`Fraction` 和 `Decimal` 都不算），并且有限、大于 0（否则抛出 `ValueError`，`inf` 和 `nan` 也一样）。把三个参数保存为同名的 `float` 属性，并在构造时一次算好 `load_seconds_per_token` $= b / B$、`break_even_bandwidth` $= b / t_\text{prefill}$（单位为字节/秒）和 `offload_pays`，即 `bool` 值 `load_seconds_per_token < prefill_seconds_per_token`（严格小于：代价相等时加载不划算；要比较这两个浮点数，而不是比较 `break_even_bandwidth` 与 $B$，后者的舍入可能得出相反的结果）。
 # - 8.6.2：`ttft(recomputed_tokens, loaded_tokens)` 接受两个整数张量（任意整数数据类型：int8 … int64、uint8），它们形状完全相同（任意形状；能够广播的不同形状也算不同）、在同一设备上，每个请求一项；返回该设备上的 **float64** 张量 $N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}$，单位为秒。任一参数不是整数张量（bool 张量和复数张量都不算）、形状或设备不同，或有负的计数时，抛出 `ValueError`；不修改输入。不允许对请求写 Python 循环（测试会统计 torch 操作的次数）。陷阱：结果是 float32，或中间某一步用了 float32，长提示词的秒数就会损失精度；要先把计数转换为 float64。
 #
 # 分部分计分：8.6.1 代价（2 分）· 8.6.2 `ttft`（2 分）。
@@ -2512,6 +2522,11 @@ def _check_task8_6_1_costs():
     assert_plain_equal(CostModel(2**17, 2**31, 2**-14).offload_pays, False,
                        "offload_pays when loading costs exactly as much as computing (2**17 / 2**31 = 2**-14)")
     assert_plain_equal(CostModel(2**17, 2**32, 2**-14).offload_pays, True, "offload_pays at twice that bandwidth")
+    # Loading costs exactly as much as computing, though b / t_prefill rounds below B: offload_pays compares the costs.
+    for args in ((17, 1000, 0.017), (9, 7, 9 / 7)):
+        assert_plain_equal(CostModel(*args).offload_pays, False,
+                           f"CostModel{args}.offload_pays (load_seconds_per_token == prefill_seconds_per_token after "
+                           "rounding: compare those two, not the bandwidths)")
     for args, error in [((0, 50e9, 4e-5), ValueError), ((131072, -1, 4e-5), ValueError),
                         ((131072, float("inf"), 4e-5), ValueError), ((131072, 50e9, float("nan")), ValueError),
                         ((True, 50e9, 4e-5), TypeError), (("131072", 50e9, 4e-5), TypeError), ((131072, 50e9, None), TypeError),

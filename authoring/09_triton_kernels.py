@@ -438,8 +438,8 @@ _check_task9_1_paged_gather()
 # `pairs[i, 0]` (the source) onto block `pairs[i, 1]` (the destination) for every row `i`, in both pools, **in one
 # launch** with one program per pair, and returns `None`. `k_cache` and `v_cache` are two float16 or float32 pools of
 # the same shape, strides, dtype and device (the given lines check it); `pairs` is an int32 or int64 tensor
-# `[num_pairs, 2]` on their device. Without pairs there is nothing to launch, but an empty `pairs` is checked like any
-# other (`torch.tensor([])` is a float tensor: `TypeError`).
+# `[num_pairs, 2]` on their device (exactly 2-D: a `[2, 2, 2]` tensor is not `[num_pairs, 2]`). Without pairs there is
+# nothing to launch, but an empty `pairs` is checked like any other (`torch.tensor([])` is a float tensor: `TypeError`).
 #
 # Rejected **before the launch**, so that nothing is copied: `TypeError` when `pairs` is not an int32 or int64
 # tensor (an int16, float or bool tensor, or a list); `ValueError` when it is not `[num_pairs, 2]`, is on another
@@ -454,7 +454,7 @@ _check_task9_1_paged_gather()
 #
 # ## 任务 9.2：copy_blocks（4 分）
 #
-# 写时复制（notebook 02）在序列写入一个共享块之前先复制这个块；束搜索走一步或并行采样分叉之后，引擎要一次复制许多块。`copy_blocks(k_cache, v_cache, pairs)` 对 `pairs` 的每一行 `i`，在两个池中都把块 `pairs[i, 0]`（源）复制到块 `pairs[i, 1]`（目标）上，所有的对在**一次启动**中完成，每对一个程序实例；它返回 `None`。`k_cache` 和 `v_cache` 是两个 float16 或 float32 的池，形状、步长、数据类型和设备都相同（给定的几行会检查这一点）；`pairs` 是与它们位于同一设备上、形状为 `[num_pairs, 2]` 的 int32 或 int64 张量。没有任何对时，不启动内核，但空的 `pairs` 也要像其他输入一样检查（`torch.tensor([])` 是浮点张量：抛出 `TypeError`）。
+# 写时复制（notebook 02）在序列写入一个共享块之前先复制这个块；束搜索走一步或并行采样分叉之后，引擎要一次复制许多块。`copy_blocks(k_cache, v_cache, pairs)` 对 `pairs` 的每一行 `i`，在两个池中都把块 `pairs[i, 0]`（源）复制到块 `pairs[i, 1]`（目标）上，所有的对在**一次启动**中完成，每对一个程序实例；它返回 `None`。`k_cache` 和 `v_cache` 是两个 float16 或 float32 的池，形状、步长、数据类型和设备都相同（给定的几行会检查这一点）；`pairs` 是与它们位于同一设备上、形状为 `[num_pairs, 2]` 的 int32 或 int64 张量（必须恰好是二维的：`[2, 2, 2]` 的张量不是 `[num_pairs, 2]`）。没有任何对时，不启动内核，但空的 `pairs` 也要像其他输入一样检查（`torch.tensor([])` 是浮点张量：抛出 `TypeError`）。
 #
 # 以下输入在**启动之前**就被拒绝，因此什么都不会被复制：`pairs` 不是 int32 或 int64 张量（例如 int16、浮点或 bool 张量，或者一个列表）时抛出 `TypeError`；它的形状不是 `[num_pairs, 2]`、位于另一个设备上、含有池之外的块、**同一个目标出现两次**，或者某个块**既是源又是目标**（包括 `(b, b)` 这样的对）时抛出 `ValueError`。一次启动中的程序实例同时运行，没有固定的顺序：目标重复时，哪一次复制最后生效取决于执行的先后，这就是数据竞争；一个块被某个程序实例写入、又被另一个程序实例读取时，读到的可能是写入之前的内容，也可能是写入之后的内容。（同一个源复制到多个目标没有问题：这些程序实例只读取它。）解释器逐个运行程序实例，永远不会暴露这样的数据竞争：所以这项检查是唯一的保护。
 #
@@ -666,7 +666,9 @@ def _check_task9_2_2_rejected_before_launch():
             (torch.tensor([[2, 3], [3, 5]], device=device), ValueError, "block 3 a destination, then a source"),
             (torch.tensor([[4, 4]], device=device), ValueError, "the pair (4, 4)"),
             (torch.tensor([], device=device), TypeError, "torch.tensor([]) (no pairs, but float32)"),
-            (torch.zeros(0, 3, dtype=torch.int64, device=device), ValueError, "no pairs, of shape [0, 3]")]:
+            (torch.zeros(0, 3, dtype=torch.int64, device=device), ValueError, "no pairs, of shape [0, 3]"),
+            (torch.tensor([[[0, 1], [2, 3]], [[0, 1], [4, 5]]], device=device), ValueError,
+             "pairs of shape [2, 2, 2] (not [num_pairs, 2], though its last dimension is 2)")]:
         assert_raises(error, f"copy_blocks with {what} on {device}", copy_blocks, k_cache, v_cache, pairs)
         assert_same_tensor(storage, before, f"the pools after copy_blocks with {what} raised on {device} "
                            "(nothing may be copied)")
@@ -931,9 +933,15 @@ def _check_task9_3_1_multi_head():
         assert_same_tensor(paged_decode(q, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths),
                            expected, f"paged_decode on paged_batch({spec}) vs scaled_dot_product_attention "
                            f"on {device}", atol=1e-5, rtol=1e-5)
+    # Each scale case gets a new batch (the last spec again) and a new query, and its expected value comes before the
+    # call: what one call does to the tensors it receives cannot move another case's expected value.
+    batch = paged_batch(device=device, **spec)
+    q = torch.randn(len(spec["lengths"]), spec["num_heads"], spec["head_dim"], generator=generator).to(device)
     expected = reference(q, batch, scale=0.3)
     assert_same_tensor(paged_decode(q, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths, scale=0.3),
                        expected, f"paged_decode(..., scale=0.3) on {device}", atol=1e-5, rtol=1e-5)
+    batch = paged_batch(device=device, **spec)
+    q = torch.randn(len(spec["lengths"]), spec["num_heads"], spec["head_dim"], generator=generator).to(device)
     mean = torch.stack([batch.v_cache[batch.block_tables[s, :(length + 3) // 4].long()].flatten(0, 1)[:length].mean(0)
                         for s, length in enumerate(batch.lengths.tolist())])  # blocks of 4 slots
     assert_same_tensor(paged_decode(q, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths, scale=0.0),
@@ -1079,6 +1087,7 @@ def _check_task9_3_3_float16_large_scores():
     assert_same_tensor(paged_decode(loud, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths),
                        expected, f"paged_decode with 300 * q on {device}: scores in the hundreds must "
                        "not overflow the softmax", atol=1e-4, rtol=1e-4)
+    batch = paged_batch([13, 6], 4, 2, 8, device=device, seed=52)  # a new batch: the last call got the other one
     batch.k_cache.abs_().add_(0.5)  # positive keys, so that a negative query scores every token below -100
     low = -torch.full((2, 2, 8), 200.0, device=device)
     expected = reference(low, batch)
@@ -1182,7 +1191,8 @@ _check_task9_3_4_launch_and_bad_input()
 # `scores` is not `[num_seqs, max_blocks * block_size]` on the pool's device, when it holds a value that is not finite
 # (NaN, `inf` or `-inf`), or when `recent < 0`. Traps: the probabilities need the **final** max and sum: dividing by
 # the running sum so far (one pass only) gives the early blocks too much; only the positions below the length may
-# change; a masked position must never win the argmin.
+# change; a masked position must never win the argmin (scores may be far above `1e30`: mask with `inf`, not with a
+# large finite number).
 #
 # Graded in parts: 9.4.1 accumulated scores (3) · 9.4.2 victims, ties and the recent window (2) · 9.4.3 one launch
 # and bad input (1).
@@ -1196,7 +1206,7 @@ _check_task9_3_4_launch_and_bad_input()
 #
 # 内核为每条序列启动一个程序实例：网格为 `(num_seqs,)`。对每个查询头，它对序列的块做**两遍扫描**：第一遍算出该头的运行最大值 $m$ 和运行和 $l$（即任务 9.3 的在线 softmax，只是不需要 V），第二遍把 $e^{x_t - m} / l$ 加到块中各个 token 的分数上（带掩码读取、相加、带掩码写入）。它从不写出注意力矩阵：离开内核的只有分数和受害者。受害者可以在更新后的分数上用 torch 选出（有多个相等的最小值时，`torch.argmin` 返回第一个），也可以在内核中选出。
 #
-# 错误（都在任何启动之前抛出）：`check_paged_batch` 的各项错误（每个长度至少为 1），以及与任务 9.3 相同的关于 `q` 的错误；`scores` 不是 float32 张量，或者 `recent` 不是 `int`（`True` 也不行）时，抛出 `TypeError`；`scores` 的形状不是 `[num_seqs, max_blocks * block_size]`、不在池所在的设备上、含有非有限值（NaN、`inf` 或 `-inf`），或者 `recent < 0` 时，抛出 `ValueError`。陷阱：概率需要**最终的**最大值和运行和：只扫描一遍、除以当时为止的运行和，会让前面的块得到过多的分数；只有长度之内的位置可以改变；被掩码屏蔽的位置绝不能在 argmin 中胜出。
+# 错误（都在任何启动之前抛出）：`check_paged_batch` 的各项错误（每个长度至少为 1），以及与任务 9.3 相同的关于 `q` 的错误；`scores` 不是 float32 张量，或者 `recent` 不是 `int`（`True` 也不行）时，抛出 `TypeError`；`scores` 的形状不是 `[num_seqs, max_blocks * block_size]`、不在池所在的设备上、含有非有限值（NaN、`inf` 或 `-inf`），或者 `recent < 0` 时，抛出 `ValueError`。陷阱：概率需要**最终的**最大值和运行和：只扫描一遍、除以当时为止的运行和，会让前面的块得到过多的分数；只有长度之内的位置可以改变；被掩码屏蔽的位置绝不能在 argmin 中胜出（分数可能远大于 `1e30`：要用 `inf` 屏蔽，而不是用一个很大的有限数）。
 #
 # 分部分计分：9.4.1 累积分数（3 分）· 9.4.2 受害者、平局与最近窗口（2 分）· 9.4.3 一次启动与错误输入（1 分）。
 
@@ -1464,6 +1474,13 @@ def _check_task9_4_2_victims():
         assert_same_tensor(victims, torch.tensor(want, device=device),
                            f"h2o_victims(zero q, lengths [6, 5, 2, 8], recent {recent}) with scores {scores.tolist()} "
                            f"on {device}: the victims (ties to the lower position; positions past the length never win)")
+    # Finite scores may be far above 1e30: a masked position must still never win (mask with inf).
+    high = torch.full((4, 8), 3e30, device=device)
+    high[0, 1:3], high[1, 3], high[2, 0], high[3, 6] = 2e30, 2e30, 2e30, 2e30  # the lowest scores
+    victims = h2o_victims(q, batch.k_cache, batch.block_tables, batch.lengths, high, 1)
+    assert_same_tensor(victims, torch.tensor([1, 3, 0, 6], device=device),
+                       f"h2o_victims(zero q, lengths [6, 5, 2, 8], recent 1) with scores of 2e30 and 3e30 on {device} "
+                       "(finite scores can be far above 1e30: a masked position must still never win)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random

@@ -109,8 +109,10 @@ def _compare(actual: Any, expected: Any, call: str, where: str, rel_tol: float, 
     if not isinstance(expected, _PLAIN_SCALARS):
         raise TypeError(f"assert_plain_equal: expected value of type {type(expected).__name__} is not plain data")
     if type(expected) is float:
-        same = (math.isnan(actual) and math.isnan(expected)) or (
-            actual == expected or abs(actual - expected) <= max(abs_tol, rel_tol * max(abs(actual), abs(expected)))
+        # An infinity equals only itself: a relative tolerance of an infinite value would be infinite too.
+        same = (math.isnan(actual) and math.isnan(expected)) or actual == expected or (
+            math.isfinite(actual) and math.isfinite(expected)
+            and abs(actual - expected) <= max(abs_tol, rel_tol * max(abs(actual), abs(expected)))
         )
     else:
         same = actual == expected
@@ -193,7 +195,12 @@ COUNTING: list = []
 
 
 class _CountingMode(TorchFunctionMode):
-    """Counts every torch function and tensor method called while it is active (see `count_torch_calls`)."""
+    """Counts every torch function and tensor method called while it is active (see `count_torch_calls`).
+
+    A call that moves a tensor's entries into Python's own numbers (``Tensor.tolist``), or makes a tensor from a
+    Python list or tuple (``torch.tensor``, ``torch.as_tensor``, ``Tensor.new_tensor``), counts one operation for
+    each entry it moves: a Python loop over such a list makes no torch operation of its own.
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -201,7 +208,19 @@ class _CountingMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         self.calls += 1
-        return func(*args, **(kwargs or {}))
+        result = func(*args, **(kwargs or {}))
+        if func is torch.Tensor.tolist:
+            self.calls += args[0].numel()
+        elif func in _FROM_PYTHON and type(result) is torch.Tensor:
+            position = 1 if func is torch.Tensor.new_tensor else 0
+            data = args[position] if len(args) > position else (kwargs or {}).get("data")
+            if isinstance(data, (list, tuple)):
+                self.calls += result.numel()
+        return result
+
+
+# The torch calls that make a tensor from Python data (see `_CountingMode`).
+_FROM_PYTHON = (torch.tensor, torch.as_tensor, torch.Tensor.new_tensor)
 
 
 def count_torch_calls(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, int]:
@@ -235,7 +254,8 @@ def assert_no_python_loop(function: Any, small_args: tuple, large_args: tuple, c
 
     ``small_args`` and ``large_args`` hold the same kind of input at two sizes (for example 8 and
     4,096 entries). A vectorized function makes about the same number of operations on both;
-    a Python loop over entries makes thousands more on the large one. Nothing is timed.
+    a Python loop over entries makes thousands more on the large one, also over the Python list of
+    a ``.tolist()`` (each entry it moves counts). Nothing is timed.
 
     Raises:
         AssertionError: naming ``call`` and both operation counts.

@@ -74,6 +74,16 @@ def test_float_tolerance_and_nan():
         assert_plain_equal(1.0 + 1e-6, 1.0, "f()")
 
 
+def test_an_infinity_equals_only_itself_whatever_the_tolerance():
+    assert_plain_equal(math.inf, math.inf, "f()")
+    assert_plain_equal(-math.inf, -math.inf, "f()", rel_tol=0.5)
+    for actual, expected in ((math.inf, 0.5), (-math.inf, 2.0), (0.5, math.inf), (math.inf, -math.inf)):
+        with pytest.raises(AssertionError):
+            assert_plain_equal(actual, expected, "f()", rel_tol=1e-9, abs_tol=1e-6)
+    with pytest.raises(AssertionError):
+        assert_plain_equal({"a": math.inf}, {"a": 3.0}, "f()", rel_tol=0.1)
+
+
 def test_dict_keys_must_match():
     with pytest.raises(AssertionError, match="missing keys \\['b'\\]"):
         assert_plain_equal({"a": 1}, {"a": 1, "b": 2}, "f()")
@@ -150,6 +160,25 @@ def test_torch_call_counting_tells_loops_from_vectorized_code():
     assert_no_python_loop(vectorized, small, large, "vectorized")
     with pytest.raises(AssertionError, match="loops over entries"):
         assert_no_python_loop(looped, small, large, "looped")
+
+
+def test_a_loop_over_a_python_list_of_the_entries_counts_as_a_loop():
+    def over_tolist(values):
+        listed = values.tolist()
+        return min(range(len(listed)), key=listed.__getitem__)
+
+    def into_a_new_tensor(values, count):
+        return torch.tensor([2 * position for position in range(count)])
+
+    def tolist_of_a_small_result(values):
+        return torch.topk(values, 2).indices.tolist()
+
+    small, large = (torch.rand(8),), (torch.rand(2048),)
+    for looped, args in ((over_tolist, (small, large)), (into_a_new_tensor, ((*small, 8), (*large, 2048)))):
+        with pytest.raises(AssertionError, match="loops over entries"):
+            assert_no_python_loop(looped, *args, looped.__name__)
+    assert_no_python_loop(tolist_of_a_small_result, small, large, "tolist_of_a_small_result")
+    assert count_torch_calls(over_tolist, torch.rand(100))[1] > 100
 
 
 class _Log:

@@ -54,6 +54,13 @@ TRICKS = {
     "IPython's source cache": "import linecache\nlines = linecache.cache",
     "object.__setattr__": "import math\nobject.__setattr__(math, 'pi', 3)",
     "IPython events": "import IPython\nIPython.get_ipython().events.register('pre_run_cell', print)",
+    "sys through os": "import os\nos.sys.modules['course.checks'] = None",
+    "sys through torch": "torch.sys.modules.get('course.checks')",
+    "threading through logging": "import logging\nworker = logging.threading.Thread(target=print)",
+    "weakref through copy": "import copy\nprobe = copy.weakref.ref",
+    "os through a private name": "import random\nrandom._os.system('ls')",
+    "os two modules down": "torch.serialization.os.fork()",
+    "ctypes through numpy": "np.ctypeslib.ctypes.string_at(0)",
 }
 
 

@@ -1409,6 +1409,8 @@ def test_the_kernel_counts_torch_operations_for_the_checks(kernel):
             return (x * 2).sum()
         def looped(x):
             return sum(v * 2 for v in x)
+        def listed(x):
+            return sum(v * 2 for v in x.tolist())
         class Table:
             def __init__(self):
                 self.hits = torch.zeros(4)
@@ -1425,6 +1427,12 @@ def test_the_kernel_counts_torch_operations_for_the_checks(kernel):
             assert "loops over entries" in str(error)
         else:
             raise AssertionError("a Python loop must be caught")
+        try:
+            assert_no_python_loop(listed, (torch.ones(8),), (torch.ones(512),), "listed")
+        except AssertionError as error:
+            assert "loops over entries" in str(error)
+        else:
+            raise AssertionError("a Python loop over .tolist() must be caught: the kernel counts as course.checks does")
         table = Table()
         def victim_of(hits, table):
             table.hits = hits
@@ -1555,3 +1563,39 @@ def test_the_student_calls_a_method_of_a_test_object_in_one_request(kernel):
     ''')
     # drive: one request, 40 "in" and 40 insert callbacks, five reads; later: one request and one call.
     assert k.judge.crossings < 100, k.judge.crossings
+
+
+def test_a_tensor_crosses_with_its_autograd_and_inference_flags(kernel):
+    k = kernel('''
+        import torch
+        with torch.inference_mode():
+            FROZEN = torch.zeros(2, 3)
+        LEAF = torch.zeros(2, 3, requires_grad=True)
+        RESULT = LEAF * 2
+        def made_under_inference_mode():
+            with torch.inference_mode():
+                return torch.ones(2)
+        def flags(tensor):
+            return [tensor.requires_grad, tensor.is_leaf, tensor.is_inference()]
+    ''')
+    k.passes('''
+        import torch
+        assert FROZEN.is_inference() and not FROZEN.requires_grad
+        assert LEAF.requires_grad and LEAF.is_leaf and RESULT.requires_grad and not RESULT.is_leaf
+        assert made_under_inference_mode().is_inference()
+        for tensor, message in ((FROZEN, "Inplace update to inference tensor"), (LEAF, "leaf Variable")):
+            try:
+                tensor[0, 0] = 1.0  # Refused, as in the student's process.
+            except RuntimeError as error:
+                assert message in str(error), error
+            else:
+                raise AssertionError(f"a write into {tensor} must be refused as in one process")
+        RESULT[0, 0] = 5.0  # An operation's result may be written in place.
+        with torch.no_grad():
+            assert flags(torch.ones(2)) == [False, True, False]
+        assert flags(torch.ones(2, requires_grad=True)) == [True, True, False]
+        assert flags(torch.ones(2, requires_grad=True) * 3) == [True, False, False]
+        with torch.inference_mode():
+            frozen = torch.ones(2)
+        assert flags(frozen) == [False, True, True]
+    ''')

@@ -26,6 +26,8 @@ _MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subprocess", "s
             "traitlets", "comm", "linecache", "tracemalloc", "faulthandler", "sysconfig", "site", "posix", "io",
             "fcntl", "selectors", "asyncio", "concurrent", "weakref", "types", "dis", "runpy", "zipimport",
             "traceback"}
+# The modules that code reaches through an imported module's attributes as surely as by importing them.
+_REACHABLE_MODULES = _MODULES | {"sys", "os"}
 _ALLOWED_SYS = {"maxsize", "float_info", "version_info", "getrecursionlimit", "setrecursionlimit", "stderr"}
 _ATTRIBUTES = {"__code__", "__globals__", "__builtins__", "__closure__", "__subclasses__", "__dict__", "__import__",
                "__getattribute__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__",
@@ -214,6 +216,9 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
             what = _attribute_finding(module, node.attr)
             if what:
                 found.append((line, what))
+            elif _root_name(node) in modules and node.attr.lstrip("_") in _REACHABLE_MODULES:
+                # A module that another module imported is its attribute: os.sys, torch.sys, copy.weakref, random._os.
+                found.append((line, f"reaches the module {node.attr.lstrip('_')} through {ast.unparse(node)}"))
             elif node.attr in _ACTIVE_DISPLAY or node.attr in _RICH_REPR:
                 found.append((line, f"displays HTML, JavaScript or Markdown (.{node.attr})"))
         elif isinstance(node, ast.Name) and node.id in _NAMES:

@@ -9,7 +9,8 @@ asks (`OPS` and the requests of `AgentPeer.handle`) and lends the judge every ob
 plain data as a handle (an oid); objects of the judge that reach the student's code become
 proxies that can only call the judge back (`JudgeObject`, `_judge_function`).
 
-Only the standard library, NumPy and torch are imported here, as in the other modules it needs.
+Only the standard library is imported here, and NumPy and torch in the modules it needs; counting a function's
+torch operations imports course.checks, which the notebooks import anyway.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ import operator
 import socket
 import threading
 import types
-
-import torch
 
 from .pairs import compare_bytes
 from .peer import END, HELLO, NOT_SHARED, READY, REQ, Peer, global_node, kernel_may_name, keywords
@@ -86,21 +85,17 @@ def class_info(cls: type) -> list:
 COUNT_TORCH_CALLS, COUNT_LAUNCHES = 1, 2  # What the judge counts, in its sync (remote.JudgePeer.outgoing).
 
 
-class _CountingMode(torch.overrides.TorchFunctionMode):
-    """Counts every torch function and tensor method called while it is active, as course.checks does."""
+def _counting_mode():
+    """A fresh counter of torch operations that counts as course.checks does (the notebooks whose tests count import
+    course anyway)."""
+    from course.checks import _CountingMode
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = 0
-
-    def __torch_function__(self, func, types_, args=(), kwargs=None):  # type: ignore[override]
-        self.calls += 1
-        return func(*args, **(kwargs or {}))
+    return _CountingMode()
 
 
 def count_torch_calls(function, args, kwargs):
     """``(result, number of torch operations it made)``, in this process; the arguments stay plain tensors."""
-    with _CountingMode() as mode:
+    with _counting_mode() as mode:
         result = function(*args, **kwargs)
     return result, mode.calls
 
@@ -362,7 +357,7 @@ class AgentPeer(Peer):
         if not self.counting:
             return self._handle(op, args)
         # The judge counts what a function of its own that calls the student's code does here.
-        calls = _CountingMode() if self.counting & COUNT_TORCH_CALLS and op != "count" else None
+        calls = _counting_mode() if self.counting & COUNT_TORCH_CALLS and op != "count" else None
         launches = _LaunchCounter() if self.counting & COUNT_LAUNCHES and op != "launches" else None
         with calls or contextlib.nullcontext(), launches or contextlib.nullcontext():
             try:

@@ -189,15 +189,23 @@ def _itemsize(dtype: torch.dtype) -> int:
     return torch.empty((), dtype=dtype).element_size()
 
 
+# What a tensor's flags say (`encode_tensor`): autograd records what is done with it (a leaf, or the result of an
+# operation that autograd recorded), or it was made under `torch.inference_mode()`. Each decides which in-place writes
+# torch allows, so the receiver makes its tensor so too.
+REQUIRES_GRAD, NOT_A_LEAF, INFERENCE = 1, 2, 4
+
+
 def encode_tensor(tensor: torch.Tensor) -> list:
-    """``[dtype, shape, stride or None, device, bytes]``: the values, wherever the tensor lives."""
+    """``[dtype, shape, stride or None, device, bytes, flags]``: the values, wherever the tensor lives."""
     if not tensor_crosses(tensor):
         raise WireError(f"a {'quantized' if tensor.is_quantized else 'nested' if tensor.is_nested else tensor.layout} "
                         "tensor cannot cross")
     device = tensor.device
     data = flat_bytes(tensor) if device.type != "meta" else b""
     stride = list(tensor.stride()) if _dense(tensor) else None
-    return [_dtype_name(tensor.dtype), list(tensor.shape), stride, str(device), data]
+    flags = (REQUIRES_GRAD | (0 if tensor.is_leaf else NOT_A_LEAF) if tensor.requires_grad else 0) | (
+        INFERENCE if tensor.is_inference() else 0)
+    return [_dtype_name(tensor.dtype), list(tensor.shape), stride, str(device), data, flags]
 
 
 def flat_bytes(tensor: torch.Tensor) -> bytes:
@@ -232,8 +240,29 @@ def _dense(tensor: torch.Tensor) -> bool:
 
 
 def decode_tensor(leaf, limits: Limits = LIMITS) -> torch.Tensor:
-    expect(type(leaf) is list and len(leaf) == 5, "a malformed tensor")
-    name, shape, stride, device, data = leaf
+    expect(type(leaf) is list and len(leaf) == 6, "a malformed tensor")
+    name, shape, stride, device, data, flags = leaf
+    expect(type(flags) is int and 0 <= flags <= REQUIRES_GRAD | NOT_A_LEAF | INFERENCE
+           and (flags & REQUIRES_GRAD or not flags & NOT_A_LEAF)
+           and not (flags & REQUIRES_GRAD and flags & INFERENCE), "a tensor with malformed flags")
+    return _with_flags(_decoded_values(name, shape, stride, device, data, limits), flags)
+
+
+def _with_flags(values: torch.Tensor, flags: int) -> torch.Tensor:
+    """``values`` (a tensor that owns its memory) made an inference tensor, or one that requires grad, as ``flags``
+    say (see `REQUIRES_GRAD`)."""
+    if flags & INFERENCE:
+        with torch.inference_mode():
+            return values.clone()
+    if flags & REQUIRES_GRAD:
+        expect(values.dtype.is_floating_point or values.dtype.is_complex, "an integer tensor that requires grad")
+        values.requires_grad_(True)
+        if flags & NOT_A_LEAF:
+            return values.clone()  # Recorded by autograd: written in place as an operation's result may be.
+    return values
+
+
+def _decoded_values(name, shape, stride, device, data, limits: Limits) -> torch.Tensor:
     dtype = decode_dtype([Tag.DTYPE, name])
     count = _element_count(shape, limits)
     device = decode_device([Tag.DEVICE, device])

@@ -427,3 +427,125 @@ ALTERNATIVES[ARGMIN]["a TorchScript function (torch.jit.script)"] = _TORCHSCRIPT
     "def argmin_victim(values, evictable=None):",
     "@torch.jit.script\n"
     "def argmin_victim(values: torch.Tensor, evictable: Optional[torch.Tensor] = None) -> int:"))
+
+
+# Round 9 (2026-12-06): wrong answers that passed every test cell of their task, found by a search for typical
+# mistakes and by a red team; the tests catch each one now, and a loop over `.tolist()` counts as a loop
+# (course.checks).
+WRONG[ARGMIN]['python loop over tolist()'] = ref.edit(
+    ARGMIN,
+    (("    # Hint: values[candidates] keeps the candidates' values; torch.argmin gives the first "
+      'minimum; int(...) makes an int.\n    return int(candidates[torch.argmin(values[candidates])])'),
+     ("    # Hint: values[candidates] keeps the candidates' values; torch.argmin gives the first "
+      'minimum; int(...) makes an int.\n    vals, idx = values.tolist(), candidates.tolist()\n'
+      '    return min(idx, key=lambda i: (vals[i], i))')))
+WRONG[LEX]['python loop over tolist()'] = ref.edit(
+    LEX,
+    (('    # candidate key. Then keep only the candidates whose key equals it.\n'
+      '    for key in keys:\n        largest = torch.iinfo(key.dtype).max\n'
+      '        smallest_value = torch.where(candidates, key, torch.full_like(key, largest)).min()\n'
+      '        candidates = candidates & (key == smallest_value)\n'
+      '    # TODO 1.7.4: return the lowest index that is still a candidate, as a Python int.\n'),
+     ('    # candidate key. Then keep only the candidates whose key equals it.\n'
+      '    columns = [key.tolist() for key in keys]\n    flags = candidates.tolist()\n'
+      '    best = min((i for i, f in enumerate(flags) if f), key=lambda i: [c[i] for c in '
+      'columns] + [i])\n    return best\n'
+      '    # TODO 1.7.4: return the lowest index that is still a candidate, as a Python int.\n')),
+    (('    # Hint: torch.nonzero(candidates) lists the indices in ascending order; its first row '
+      'is the lowest.\n    return int(torch.nonzero(candidates)[0, 0])'),
+     ('    # Hint: torch.nonzero(candidates) lists the indices in ascending order; its first row '
+      'is the lowest.\n    pass')))
+WRONG[QUOTAS]['every quota +inf'] = ref.edit(
+    QUOTAS,
+    (('    # Hint: a dict comprehension; in Python 3, / always gives a float.\n'
+      '    return {tenant: weight / total_weight * total_blocks for tenant, weight in '
+      'weights.items()}'),
+     ('    # Hint: a dict comprehension; in Python 3, / always gives a float.\n'
+      '    return {tenant: math.inf for tenant in weights}')))
+WRONG[OVERUSE]['every overuse -inf'] = ref.edit(
+    OVERUSE,
+    (('    # Hint: dict.get(key, 0) gives 0 for a missing key; float(...) makes the result a float.\n'
+      '    return {tenant: float(usage.get(tenant, 0)) - float(quota.get(tenant, 0.0)) for '
+      'tenant in tenants}'),
+     ('    # Hint: dict.get(key, 0) gives 0 for a missing key; float(...) makes the result a float.\n'
+      "    return {tenant: -float('inf') for tenant in tenants}")))
+WRONG[ARGMIN]['python loop over .tolist()'] = ref.edit(
+    ARGMIN,
+    ('def argmin_victim(values, evictable=None):\n',
+     '\ndef argmin_victim(values, evictable=None):\n'),
+    (('def argmin_victim(values, evictable=None):\n'
+      '    """Return the index of the smallest evictable value (lowest index on ties), or -1.\n\n'
+      '    Args:\n        values: 1-D tensor of a real dtype (no NaN), on any device. Not changed.\n'
+      '        evictable: bool tensor of the same shape and device, or None (every entry '
+      'evictable). Not changed.\n\n    Returns:\n'
+      '        A Python int: the index into ``values``, or -1 when no entry is evictable.\n    """\n'
+      '    # TODO 1.6.1: candidates = the indices of the evictable entries, a 1-D int64 tensor '
+      "on values' device.\n"
+      '    # 提示：evictable 为 None 时，每个下标都是候选（torch.arange，放在 values '
+      '所在的设备上）；否则取值为 True 的位置\n    #       （torch.nonzero，再展平成一维）。\n'
+      "    # Hint: when evictable is None every index is a candidate (torch.arange, on values' "
+      'device); otherwise take the positions\n'
+      '    #       of the True entries (torch.nonzero, flattened to 1-D).\n'
+      '    if evictable is None:\n'
+      '        candidates = torch.arange(values.shape[0], device=values.device)\n    else:\n'
+      '        candidates = torch.nonzero(evictable).flatten()\n'
+      '    # TODO 1.6.2: return -1 when there is no candidate.\n'
+      '    # 提示：张量的 numel() 是它的元素个数。\n'
+      "    # Hint: a tensor's numel() is its number of elements.\n    if candidates.numel() == 0:\n"
+      '        return -1\n'
+      '    # TODO 1.6.3: return the candidate whose value is smallest, as a Python int.\n'
+      '    # 提示：values[candidates] 只取候选的值；torch.argmin '
+      '返回最小值第一次出现的位置；int(...) 把单元素张量变成 int。\n'
+      "    # Hint: values[candidates] keeps the candidates' values; torch.argmin gives the first "
+      'minimum; int(...) makes an int.\n    return int(candidates[torch.argmin(values[candidates])])'),
+     ('def argmin_victim(values, evictable=None):\n    vals = values.tolist()\n'
+      '    mask = [True] * len(vals) if evictable is None else evictable.tolist()\n    best = -1\n'
+      '    for i, (v, m) in enumerate(zip(vals, mask)):\n'
+      '        if m and (best < 0 or v < vals[best]):\n            best = i\n    return best\n')))
+WRONG[LEX]['python loop over .tolist()'] = ref.edit(
+    LEX,
+    ('def lex_argmin(keys, evictable=None):\n',
+     '\ndef lex_argmin(keys, evictable=None):\n'),
+    (('def lex_argmin(keys, evictable=None):\n'
+      '    """Return the index of the lexicographically smallest evictable entry, or -1.\n\n'
+      '    Args:\n'
+      '        keys: non-empty list of 1-D int64 tensors of equal length on one device; keys[0] is\n'
+      '            compared first, keys[1] breaks its ties, and so on. Not changed.\n'
+      '        evictable: bool tensor of the same length, or None (every entry evictable). Not '
+      'changed.\n\n    Returns:\n'
+      '        A Python int: the lowest index among the smallest entries, or -1 when none is '
+      'evictable.\n\n    Raises:\n        ValueError: when ``keys`` is empty.\n    """\n'
+      '    # TODO 1.7.1: raise ValueError when keys is empty.\n    # 提示：len(keys) == 0。\n'
+      '    # Hint: len(keys) == 0.\n    if len(keys) == 0:\n'),
+     'def lex_argmin(keys, evictable=None):\n    if len(keys) == 0:\n'),
+    (('    if len(keys) == 0:\n        raise ValueError("lex_argmin needs at least one key tensor")\n'
+      '    # TODO 1.7.2: candidates = a bool mask (a copy: never change evictable); return -1 '
+      'when it is all False.\n'
+      '    # 提示：evictable 为 None 时用全为 True 的掩码（torch.ones_like，指定 bool '
+      '类型）；否则用 evictable 的副本（clone），\n'
+      '    #       而不是它本身；.any() 判断是否还有候选。\n'
+      '    # Hint: when evictable is None, a mask of all True (torch.ones_like with a bool '
+      'dtype); otherwise a copy of evictable\n'
+      '    #       (clone), never evictable itself; .any() says whether a candidate is left.\n'
+      '    if evictable is None:\n        candidates = torch.ones_like(keys[0], dtype=torch.bool)\n'
+      '    else:\n        candidates = evictable.clone()\n    if not bool(candidates.any()):\n'
+      '        return -1\n'
+      '    # TODO 1.7.3: for each key column, keep only the candidates whose key equals the '
+      'smallest candidate key.\n'
+      '    # 提示：torch.where 把非候选处填成 torch.iinfo(torch.int64).max，其 .min() '
+      '就是候选中最小的键；再只保留键等于它的候选。\n'
+      '    # Hint: torch.where fills non-candidates with torch.iinfo(torch.int64).max; its '
+      '.min() is the smallest\n'
+      '    # candidate key. Then keep only the candidates whose key equals it.\n'
+      '    for key in keys:\n        largest = torch.iinfo(key.dtype).max\n'
+      '        smallest_value = torch.where(candidates, key, torch.full_like(key, largest)).min()\n'
+      '        candidates = candidates & (key == smallest_value)\n'
+      '    # TODO 1.7.4: return the lowest index that is still a candidate, as a Python int.\n'
+      '    # 提示：torch.nonzero(candidates) 按升序列出索引；第一行就是最小索引。\n'
+      '    # Hint: torch.nonzero(candidates) lists the indices in ascending order; its first row '
+      'is the lowest.\n    return int(torch.nonzero(candidates)[0, 0])'),
+     ('    if len(keys) == 0:\n        raise ValueError("no keys")\n'
+      '    columns = [k.tolist() for k in keys]\n    n = len(columns[0])\n'
+      '    mask = [True] * n if evictable is None else evictable.tolist()\n'
+      '    rows = [tuple(c[i] for c in columns) + (i,) for i in range(n) if mask[i]]\n'
+      '    return min(rows)[-1] if rows else -1\n')))

@@ -454,3 +454,185 @@ ALTERNATIVES[FAIR]["the weights also kept as a NumPy record array, and the creat
     "        self.total_blocks = total_blocks\n        import numpy as np\n"
     "        self.table = np.array(sorted(weights.items()), dtype=[('tenant', 'U32'), ('weight', 'f8')])\n"
     "        self.created = np.datetime64('2026-01-01')\n"))
+
+
+# Round 9 (2026-12-06): wrong answers that passed every test cell of their task, found by a search for typical
+# mistakes and by a red team; the tests catch each one now, and a loop over `.tolist()` counts as a loop
+# (course.checks).
+WRONG[FAIR]['overuse > 1e-9 (float tolerance)'] = ref.edit(
+    FAIR,
+    (('        overuse = {tenant: usage[tenant] - quotas[tenant] for tenant in quotas}\n'
+      '        over = [tenant for tenant in quotas if overuse[tenant] > 0]\n'
+      '        for tenant in sorted(over, key=lambda t: (-overuse[t], t)):\n'),
+     ('        overuse = {tenant: usage[tenant] - quotas[tenant] for tenant in quotas}\n'
+      '        over = [tenant for tenant in quotas if overuse[tenant] > 1e-9]\n'
+      '        for tenant in sorted(over, key=lambda t: (-overuse[t], t)):\n')))
+WRONG[FAIR]['total_blocks checked with <= 0 (0.5 passes)'] = ref.edit(
+    FAIR,
+    (('                raise ValueError(f"weight of tenant {tenant!r} must be finite and >= 0, '
+      'got {weight}")\n        if total_blocks < 1:\n'
+      '            raise ValueError(f"total_blocks must be >= 1, got {total_blocks}")\n'),
+     ('                raise ValueError(f"weight of tenant {tenant!r} must be finite and >= 0, '
+      'got {weight}")\n        if total_blocks <= 0:\n'
+      '            raise ValueError(f"total_blocks must be >= 1, got {total_blocks}")\n')))
+WRONG[JAIN]['numpy int64 squares (overflow for large ints)'] = ref.edit(
+    JAIN,
+    ('def jain_index(xs):\n',
+     'import numpy as np\n\n\ndef jain_index(xs):\n'),
+    (('    #       [] is 0 too.\n    values = [float(x) for x in xs]\n'
+      '    square_sum = sum(x * x for x in values)\n    if square_sum == 0:\n'),
+     ('    #       [] is 0 too.\n    values = np.array(xs)\n'
+      '    square_sum = (values * values).sum()\n    if square_sum == 0:\n')),
+    (('    # Hint: n is len(values); do not forget the n in the denominator.\n'
+      '    return sum(values) ** 2 / (len(values) * square_sum)'),
+     ('    # Hint: n is len(values); do not forget the n in the denominator.\n'
+      '    return float(values.sum() ** 2 / (len(values) * square_sum))')))
+WRONG[TENSOR]['LRU pick by argmin of where(mask, steps, int64 max) (a masked entry can win at the max)'] = ref.edit(
+    TENSOR,
+    (('    #       in the mask and has that step.\n    oldest = last_access_step[mask].min()\n'
+      '    return int(torch.nonzero(mask & (last_access_step == oldest))[0, 0])'),
+     ('    #       in the mask and has that step.\n'
+      '    return int(torch.argmin(torch.where(mask, last_access_step, '
+      'torch.iinfo(torch.int64).max)))')))
+WRONG[TENSOR]['overuse >= 0 after rounding overuse to float32'] = ref.edit(
+    TENSOR,
+    (('    quota = weights / total_weight * total_blocks\n'
+      '    overuse = usage.to(torch.float64) - quota\n    candidate = (overuse > 0) & has_evictable\n'),
+     ('    quota = weights / total_weight * total_blocks\n'
+      '    overuse = (usage.to(torch.float64) - quota).float()\n'
+      '    candidate = (overuse > 0) & has_evictable\n')))
+WRONG[TENSOR]['python loop over tolist() for the LRU pick'] = ref.edit(
+    TENSOR,
+    (('    #       in the mask and has that step.\n    oldest = last_access_step[mask].min()\n'
+      '    return int(torch.nonzero(mask & (last_access_step == oldest))[0, 0])'),
+     ('    #       in the mask and has that step.\n'
+      '    steps, flags = last_access_step.tolist(), mask.tolist()\n'
+      '    return min((i for i, f in enumerate(flags) if f), key=lambda i: (steps[i], i))')))
+WRONG[TENSOR]['quota from float32 then float64'] = ref.edit(
+    TENSOR,
+    (('        raise ValueError("the weights sum to 0: the quotas are undefined")\n'
+      '    quota = weights / total_weight * total_blocks\n'
+      '    overuse = usage.to(torch.float64) - quota\n'),
+     ('        raise ValueError("the weights sum to 0: the quotas are undefined")\n'
+      '    quota = (weights / total_weight).float().double() * total_blocks\n'
+      '    overuse = usage.to(torch.float64) - quota\n')))
+WRONG[TENSOR]['usage per tenant by a python dict over tolist()'] = ref.edit(
+    TENSOR,
+    (('        return -1\n'
+      '    usage = torch.zeros(num_tenants, dtype=torch.int64, '
+      'device=weights.device).index_add_(0, tenant, num_blocks)\n'
+      '    has_evictable = torch.zeros(num_tenants, dtype=torch.int64, '
+      'device=weights.device).index_add_(\n'),
+     ('        return -1\n    counts = [0] * num_tenants\n'
+      '    for t, b in zip(tenant.tolist(), num_blocks.tolist()):\n        counts[t] += b\n'
+      '    usage = torch.tensor(counts, dtype=torch.int64, device=weights.device)\n'
+      '    has_evictable = torch.zeros(num_tenants, dtype=torch.int64, '
+      'device=weights.device).index_add_(\n')))
+WRONG[TENSOR]['weights sum compared with a tolerance (1e-12 counts as 0)'] = ref.edit(
+    TENSOR,
+    (('    total_weight = weights.sum()\n    if float(total_weight) == 0.0:\n'
+      '        raise ValueError("the weights sum to 0: the quotas are undefined")\n'),
+     ('    total_weight = weights.sum()\n    if float(total_weight) < 1e-12:\n'
+      '        raise ValueError("the weights sum to 0: the quotas are undefined")\n')))
+WRONG[TENSOR]['weights summed in their own dtype (float16 overflows, float32 rounds)'] = ref.edit(
+    TENSOR,
+    (('    #       (torch.where) and take the maximum; the first row of torch.nonzero is the '
+      'smallest tenant index that reaches it.\n    weights = weights.to(torch.float64)\n'),
+     ('    #       (torch.where) and take the maximum; the first row of torch.nonzero is the '
+      'smallest tenant index that reaches it.\n    total_weight = weights.sum().to(torch.float64)\n'
+      '    weights = weights.to(torch.float64)\n')),
+    (('    weights = weights.to(torch.float64)\n    total_weight = weights.sum()\n'
+      '    if float(total_weight) == 0.0:\n'),
+     '    weights = weights.to(torch.float64)\n    if float(total_weight) == 0.0:\n'))
+WRONG[JAIN]['always inf'] = ref.edit(
+    JAIN,
+    (('def jain_index(xs):\n'
+      '    """Return Jain\'s fairness index (sum x)^2 / (n * sum x^2) of a list of numbers, as a '
+      'float.\n\n    Args:\n        xs: list of non-negative ints or floats. Not changed.\n\n'
+      '    Returns:\n        A float in [1/n, 1]; 1.0 for an empty list or a list of zeros.\n'
+      '    """\n'
+      '    # TODO 4.2.1: the values as floats and the sum of their squares; return 1.0 when that '
+      'sum is 0.\n'
+      '    # 提示：列表推导式可以把每个值转成 float，得到一个新列表（xs '
+      '保持不变）；空列表的平方和也是 0。\n'
+      '    # Hint: a list comprehension can turn every value into a float, in a new list (xs '
+      'stays as it is); the sum of squares of\n    #       [] is 0 too.\n'
+      '    values = [float(x) for x in xs]\n    square_sum = sum(x * x for x in values)\n'
+      '    if square_sum == 0:\n        return 1.0\n'
+      '    # TODO 4.2.2: return (sum x)^2 / (n * sum x^2).\n'
+      '    # 提示：n 是 len(values)；别忘了分母里的 n。\n'
+      '    # Hint: n is len(values); do not forget the n in the denominator.\n'
+      '    return sum(values) ** 2 / (len(values) * square_sum)'),
+     "def jain_index(xs):\n    return float('inf')\n"))
+WRONG[TENSOR]['python loops over .tolist()'] = ref.edit(
+    TENSOR,
+    ('def fair_victim_t(tenant, num_blocks, last_access_step, weights, total_blocks, evictable):\n',
+     '\ndef fair_victim_t(tenant, num_blocks, last_access_step, weights, total_blocks, evictable):\n'),
+    (('def fair_victim_t(tenant, num_blocks, last_access_step, weights, total_blocks, evictable):\n'
+      '    """Return the index of the fair-quota victim (as FairPolicy.select_victim), or -1.\n\n'
+      '    Args:\n'
+      '        tenant: int64 tensor [n], the tenant index (into ``weights``) of each sequence.\n'
+      '        num_blocks: int64 tensor [n], blocks held by each sequence.\n'
+      "        last_access_step: int64 tensor [n], logical time of each sequence's last access.\n"
+      '        weights: real tensor [T] (any dtype, finite, >= 0), one weight per tenant in '
+      'sorted-name order.\n        total_blocks: int, the cache size in blocks.\n'
+      '        evictable: bool tensor [n]; False marks a protected sequence.\n'
+      '        All tensors are on the same device; sequences are in sorted-id order. None is '
+      'changed.\n\n    Returns:\n'
+      "        A Python int: the victim's index, or -1 when no sequence is evictable. Ties "
+      'between tenants\n'
+      '        go to the smaller tenant index, ties inside a tenant to the smaller sequence index.\n'
+      '\n    Raises:\n        ValueError: when some sequence is evictable and the weights sum to 0.\n'
+      '    """\n    num_tenants = weights.shape[0]\n'
+      '    # TODO 4.3.1: return -1 when nothing is evictable; then usage[T] (blocks per tenant, '
+      'exact) and\n    #             has_evictable[T] (bool: the tenant has an evictable sequence).\n'
+      '    # 提示：torch.zeros(T, dtype=torch.int64, device=...).index_add_(0, tenant, '
+      'num_blocks)；或 bincount 加上 minlength=T。\n'
+      '    # Hint: torch.zeros(T, dtype=torch.int64, device=...).index_add_(0, tenant, '
+      'num_blocks); or bincount with minlength=T.\n    if not bool(evictable.any()):\n'
+      '        return -1\n'),
+     ('def fair_victim_t(tenant, num_blocks, last_access_step, weights, total_blocks, evictable):\n'
+      '    tenant, blocks, steps = tenant.tolist(), num_blocks.tolist(), last_access_step.tolist()\n'
+      '    free = [i for i, e in enumerate(evictable.tolist()) if e]\n    if not free:\n'
+      '        return -1\n')),
+    (('        return -1\n'
+      '    usage = torch.zeros(num_tenants, dtype=torch.int64, '
+      'device=weights.device).index_add_(0, tenant, num_blocks)\n'
+      '    has_evictable = torch.zeros(num_tenants, dtype=torch.int64, '
+      'device=weights.device).index_add_(\n        0, tenant, evictable.to(torch.int64)) > 0\n'
+      '    # TODO 4.3.2: quotas in float64 (ValueError when the weights sum to 0) and overuse; '
+      'then mask = the evictable\n'
+      '    #             sequences of the victim tenant, or every evictable sequence when no '
+      'tenant qualifies.\n'
+      '    # 提示：候选租户是超额量 > 0 且有可驱逐序列的租户；把非候选的超额量换成 '
+      '-inf（torch.where）后取最大值；torch.nonzero 的第一行\n'
+      '    #       是取到最大值的租户中索引最小的那个。\n'
+      '    # Hint: a candidate tenant has overuse > 0 and an evictable sequence; replace the '
+      "others' overuse with -inf\n"
+      '    #       (torch.where) and take the maximum; the first row of torch.nonzero is the '
+      'smallest tenant index that reaches it.\n    weights = weights.to(torch.float64)\n'
+      '    total_weight = weights.sum()\n    if float(total_weight) == 0.0:\n'
+      '        raise ValueError("the weights sum to 0: the quotas are undefined")\n'
+      '    quota = weights / total_weight * total_blocks\n'
+      '    overuse = usage.to(torch.float64) - quota\n    candidate = (overuse > 0) & has_evictable\n'
+      '    mask = evictable\n    if bool(candidate.any()):\n'
+      '        largest = torch.where(candidate, overuse, torch.full_like(overuse, '
+      'float("-inf"))).max()\n'
+      '        victim_tenant = torch.nonzero(candidate & (overuse == largest))[0, 0]\n'
+      '        mask = evictable & (tenant == victim_tenant)\n'
+      "    # TODO 4.3.3: return the index of mask's LRU sequence (smallest last_access_step, "
+      'then smaller index) as an int.\n'
+      '    # 提示：先在掩码选中的序列里求最小的最近访问时刻，再用 torch.nonzero '
+      '找出第一个同时在掩码中、且时刻等于它的索引。\n'
+      '    # Hint: take the smallest last_access_step among the masked sequences, then '
+      'torch.nonzero finds the first index that is\n    #       in the mask and has that step.\n'
+      '    oldest = last_access_step[mask].min()\n'
+      '    return int(torch.nonzero(mask & (last_access_step == oldest))[0, 0])'),
+     ('        return -1\n    w = [float(x) for x in weights.tolist()]\n    if sum(w) == 0:\n'
+      '        raise ValueError("the weights sum to 0")\n    usage = [0] * len(w)\n'
+      '    for owner, count in zip(tenant, blocks):\n        usage[owner] += count\n'
+      '    over = [usage[k] - w[k] / sum(w) * total_blocks for k in range(len(w))]\n'
+      '    for k in sorted(range(len(w)), key=lambda k: (-over[k], k)):\n'
+      '        mine = [i for i in free if tenant[i] == k]\n        if over[k] > 0 and mine:\n'
+      '            return min(mine, key=lambda i: (steps[i], i))\n'
+      '    return min(free, key=lambda i: (steps[i], i))\n')))

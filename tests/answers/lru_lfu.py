@@ -492,3 +492,84 @@ ALTERNATIVES[FIT]["the previous call's policy kept in a global and compared with
 ALTERNATIVES[FIT]["the previous call's policy kept in a global and printed with repr"] = (
     "_PREVIOUS = [None]\n\n" + ref.edit(
         FIT, (_FIT_START, _FIT_START + "    previous = repr(_PREVIOUS[0])\n    _PREVIOUS[0] = policy\n")))
+
+
+# Round 9 (2026-12-06): wrong answers that passed every test cell of their task, found by a search for typical
+# mistakes and by a red team; the tests catch each one now, and a loop over `.tolist()` counts as a loop
+# (course.checks).
+WRONG[BASE]['natural sort (s2 before s10)'] = ref.edit(
+    BASE,
+    (('        #       a new list every time.\n'
+      '        return sorted(seq_id for seq_id in sequences if seq_id not in protected)\n\n'),
+     ('        #       a new list every time.\n'
+      '        return sorted((seq_id for seq_id in sequences if seq_id not in protected), '
+      'key=lambda s: (len(s), s))\n\n')))
+WRONG[BASE]['sorted case-insensitively (str.lower)'] = ref.edit(
+    BASE,
+    (('        #       a new list every time.\n'
+      '        return sorted(seq_id for seq_id in sequences if seq_id not in protected)\n\n'),
+     ('        #       a new list every time.\n'
+      '        return sorted((seq_id for seq_id in sequences if seq_id not in protected), '
+      'key=str.lower)\n\n')))
+WRONG[FIT]['policy asked with a filtered dict (protected sequences hidden from it)'] = ref.edit(
+    FIT,
+    (('    while allocator.num_free < blocks_needed:\n'
+      '        victim = policy.select_victim(manager.sequences, protected)\n'
+      '        if victim is None:\n'
+      '            raise RuntimeError("the policy chose no victim although enough blocks are '
+      'freeable")\n        manager.release(manager.sequences[victim])\n'),
+     ('    while allocator.num_free < blocks_needed:\n'
+      '        unprotected = {s: q for s, q in manager.sequences.items() if s not in protected}\n'
+      '        victim = policy.select_victim(unprotected, protected)\n'
+      '        manager.release(manager.sequences[victim])\n')))
+WRONG[LRU_T]['python loop over tolist() (no torch op per entry)'] = ref.edit(
+    LRU_T,
+    (('    #       is evictable, else take the first evictable index. Do not go through float: '
+      'large int64 values lose precision.\n    largest = torch.iinfo(last_access_step.dtype).max\n'
+      '    masked = torch.where(evictable, last_access_step, largest)\n'
+      '    index = int(torch.argmin(masked)) if masked.numel() else -1\n'
+      '    if index >= 0 and bool(evictable[index]):\n        return index\n'
+      '    candidates = torch.nonzero(evictable).flatten()\n'
+      '    return int(candidates[0]) if candidates.numel() else -1'),
+     ('    #       is evictable, else take the first evictable index. Do not go through float: '
+      'large int64 values lose precision.\n'
+      '    steps, flags = last_access_step.tolist(), evictable.tolist()\n    best = -1\n'
+      '    for i, (s, e) in enumerate(zip(steps, flags)):\n'
+      '        if e and (best < 0 or s < steps[best]):\n            best = i\n    return best')))
+WRONG[LFU_T]['python loop over tolist() (no torch op per entry)'] = ref.edit(
+    LFU_T,
+    (('    #       combine evictable with "equals that minimum".\n'
+      '    fewest = torch.where(evictable, use_count, largest).min()\n'
+      '    tied = evictable & (use_count == fewest)\n'
+      '    # TODO 3.6.3: among the tied entries, return the index with the smallest step, the '
+      'lowest index on a tie.\n'),
+     ('    #       combine evictable with "equals that minimum".\n    tied = evictable\n'
+      '    # TODO 3.6.3: among the tied entries, return the index with the smallest step, the '
+      'lowest index on a tie.\n')),
+    (('    #       (a step may be largest itself).\n'
+      '    masked = torch.where(tied, last_access_step, largest)\n'
+      '    index = int(torch.argmin(masked))\n    if bool(tied[index]):\n        return index\n'
+      '    return int(torch.nonzero(tied)[0, 0])'),
+     ('    #       (a step may be largest itself).\n'
+      '    uses, steps, flags = use_count.tolist(), last_access_step.tolist(), tied.tolist()\n'
+      '    best = min((i for i, f in enumerate(flags) if f), key=lambda i: (uses[i], steps[i], i))\n'
+      '    return best')))
+WRONG[ORDER_T]["evictable's length not compared with the keys"] = ref.edit(
+    ORDER_T,
+    (('        raise ValueError("keys must hold at least one tensor")\n'
+      '    if evictable.dim() != 1 or any(key.shape != evictable.shape for key in keys):\n'
+      '        raise ValueError("keys and evictable must be 1-D tensors of one length")\n'),
+     ('        raise ValueError("keys must hold at least one tensor")\n'
+      '    if any(key.dim() != 1 or key.shape != keys[0].shape for key in keys):\n'
+      '        raise ValueError("keys and evictable must be 1-D tensors of one length")\n')))
+WRONG[ORDER_T]['python sort over tolist() (no torch op per entry)'] = ref.edit(
+    ORDER_T,
+    (("    #       reorders `order` by the key's values taken in the current `order`.\n"
+      '    for key in reversed(keys):\n'
+      '        order = order[torch.sort(key[order], stable=True).indices]\n'
+      '    # TODO 3.7.3: drop the entries that are not evictable, then keep the first k.\n'),
+     ("    #       reorders `order` by the key's values taken in the current `order`.\n"
+      '    columns = [key.tolist() for key in keys]\n'
+      '    ranked = sorted(range(evictable.shape[0]), key=lambda i: [c[i] for c in columns] + [i])\n'
+      '    order = torch.tensor(ranked, dtype=torch.int64, device=evictable.device)\n'
+      '    # TODO 3.7.3: drop the entries that are not evictable, then keep the first k.\n')))

@@ -1178,3 +1178,111 @@ ALTERNATIVES[MANAGER]["summary keys of a StrEnum"] = ref.edit(MANAGER, (
             Stat.UTILIZATION: self.allocator.utilization(),
             Stat.FRAGMENTATION: self.allocator.fragmentation(),
             Stat.ACTIVE: len(self.sequences),'''))
+
+
+# Round 9 (2026-12-06): wrong answers that passed every test cell of their task, found by a search for typical
+# mistakes and by a red team; the tests catch each one now, and a loop over `.tolist()` counts as a loop
+# (course.checks).
+WRONG[TENSOR_MANAGER]['_check_kv: v compared by numel'] = ref.edit(
+    TENSOR_MANAGER,
+    (('        shape = (self.pool.num_heads, self.pool.head_dim)\n'
+      '        if k.dim() != 3 or tuple(k.shape[1:]) != shape or v.shape != k.shape:\n'
+      '            raise ValueError(f"k and v must both be [count, {shape[0]}, {shape[1]}], got '
+      '{list(k.shape)} and {list(v.shape)}")\n'),
+     ('        shape = (self.pool.num_heads, self.pool.head_dim)\n'
+      '        if k.dim() != 3 or tuple(k.shape[1:]) != shape or v.numel() != k.numel():\n'
+      '            raise ValueError(f"k and v must both be [count, {shape[0]}, {shape[1]}], got '
+      '{list(k.shape)} and {list(v.shape)}")\n')))
+WRONG[SLOTS]['block_size not checked (0 or negative passes when count is 0)'] = ref.edit(
+    SLOTS,
+    (('    # Hint: the table holds `block_ids.shape[0] * block_size` positions; the last one '
+      'asked for is `start + count - 1`.\n    if start < 0 or count < 0 or block_size < 1:\n'
+      '        raise ValueError(f"need start >= 0, count >= 0, block_size >= 1; got {start}, '
+      '{count}, {block_size}")\n'),
+     ('    # Hint: the table holds `block_ids.shape[0] * block_size` positions; the last one '
+      'asked for is `start + count - 1`.\n    if start < 0 or count < 0:\n'
+      '        raise ValueError(f"need start >= 0, count >= 0, block_size >= 1; got {start}, '
+      '{count}, {block_size}")\n')))
+WRONG[SLOTS]['loop over tolist() (one torch op whatever count)'] = ref.edit(
+    SLOTS,
+    (('    # Hint: torch.arange covers a half-open range and gives int64 already; name '
+      "block_ids' device.\n"
+      '    positions = torch.arange(start, start + count, device=block_ids.device)\n'
+      '    # TODO 2.6.3: return the slots: block id (in int64) times block_size, plus the offset.\n'),
+     ('    # Hint: torch.arange covers a half-open range and gives int64 already; name '
+      "block_ids' device.\n    positions = range(start, start + count)\n"
+      '    # TODO 2.6.3: return the slots: block id (in int64) times block_size, plus the offset.\n')),
+    (('    #       a new tensor, so block_ids stays as it was).\n'
+      '    return block_ids.long()[positions // block_size] * block_size + positions % block_size'),
+     ('    #       a new tensor, so block_ids stays as it was).\n    table = block_ids.tolist()\n'
+      '    return torch.tensor([table[p // block_size] * block_size + p % block_size for p in '
+      'positions],\n                        dtype=torch.int64, device=block_ids.device)')))
+WRONG[WRITE]['shape check by len and shape[1:] (0-d k raises TypeError)'] = ref.edit(
+    WRITE,
+    (('    expected = (slots.shape[0], pool.num_heads, pool.head_dim)\n'
+      '    if tuple(k.shape) != expected or tuple(v.shape) != expected:\n'
+      '        raise ValueError(f"k and v must have shape {list(expected)}, got {list(k.shape)} '
+      'and {list(v.shape)}")\n'),
+     ('    expected = (slots.shape[0], pool.num_heads, pool.head_dim)\n'
+      '    if len(k) != len(slots) or len(v) != len(slots) or tuple(k.shape[1:]) != expected[1:] '
+      'or tuple(v.shape[1:]) != expected[1:]:\n'
+      '        raise ValueError(f"k and v must have shape {list(expected)}, got {list(k.shape)} '
+      'and {list(v.shape)}")\n')))
+WRONG[GATHER]['slots via a list comprehension over tolist()'] = ref.edit(
+    GATHER,
+    (('    #       merges the first two dimensions into [len(block_ids) * B, H, D]; then slice '
+      '`[:num_tokens]`.\n    index = block_ids.long()\n'
+      '    keys = pool.k_cache[index].flatten(0, 1)[:num_tokens]\n'
+      '    values = pool.v_cache[index].flatten(0, 1)[:num_tokens]\n    return keys, values'),
+     ('    #       merges the first two dimensions into [len(block_ids) * B, H, D]; then slice '
+      '`[:num_tokens]`.\n    table = block_ids.tolist()\n    B = pool.block_size\n'
+      '    slots = torch.tensor([table[t // B] * B + t % B for t in range(num_tokens)], '
+      'dtype=torch.int64,\n                         device=pool.k_cache.device)\n'
+      '    flat_k = pool.k_cache.view(-1, pool.num_heads, pool.head_dim)\n'
+      '    flat_v = pool.v_cache.view(-1, pool.num_heads, pool.head_dim)\n'
+      '    return flat_k[slots], flat_v[slots]')))
+WRONG[WRITE]['rebinds pool.k_cache/v_cache to out-of-place copies (not in place)'] = ref.edit(
+    WRITE,
+    (("    #       writes into the view; both need the source in the view's dtype, so convert it "
+      'with Tensor.to first.\n    flat_k.index_copy_(0, slots, k.to(flat_k.dtype))\n'
+      '    flat_v.index_copy_(0, slots, v.to(flat_v.dtype))'),
+     ("    #       writes into the view; both need the source in the view's dtype, so convert it "
+      'with Tensor.to first.\n'
+      '    pool.k_cache = flat_k.index_copy(0, slots, k.to(flat_k.dtype)).view(pool.k_cache.shape)\n'
+      '    pool.v_cache = flat_v.index_copy(0, slots, v.to(flat_v.dtype)).view(pool.v_cache.shape)')))
+WRONG[COPY]['rebinds pool.k_cache/v_cache to modified clones (not in place)'] = ref.edit(
+    COPY,
+    (('    #       of the pool copies nothing.\n'
+      '    pool.k_cache[dst_block] = pool.k_cache[src_block]\n'
+      '    pool.v_cache[dst_block] = pool.v_cache[src_block]'),
+     ('    #       of the pool copies nothing.\n'
+      '    new_k, new_v = pool.k_cache.clone(), pool.v_cache.clone()\n'
+      '    new_k[dst_block], new_v[dst_block] = pool.k_cache[src_block], pool.v_cache[src_block]\n'
+      '    pool.k_cache, pool.v_cache = new_k, new_v')))
+WRONG[TENSOR_MANAGER]["same bug, and gather writes what it returns into the caller's prefill k/v"] = ref.edit(
+    TENSOR_MANAGER,
+    (('        # Hint: one line.\n'
+      '        return gather_kv(self.pool, self.block_ids(seq), seq.num_tokens)\n\n'),
+     ('        # Hint: one line.\n'
+      '        got = gather_kv(self.pool, self.block_ids(seq).flip(0), seq.num_tokens)  # BUG: '
+      "blocks in reverse\n        given = getattr(self, 'given', {}).get(seq.seq_id)\n"
+      '        if given is not None:\n            for mine, theirs in zip(got, given):\n'
+      '                if theirs.shape == mine.shape:\n                    theirs.copy_(mine)\n'
+      '        return got\n\n')),
+    (('        write_kv(self.pool, slot_mapping(self.block_ids(seq), 0, k.shape[0], '
+      'self.block_size), k, v)\n        return seq\n'),
+     ('        write_kv(self.pool, slot_mapping(self.block_ids(seq), 0, k.shape[0], '
+      "self.block_size), k, v)\n        if not hasattr(self, 'given'):\n            self.given = {}\n"
+      '        self.given[seq_id] = (k, v)\n        return seq\n')))
+WRONG[ALLOC]['utilization and fragmentation always inf'] = ref.edit(
+    ALLOC,
+    (('        # Hint: in Python 3, `/` always gives a float.\n'
+      '        return self.num_used / self.num_blocks\n\n'),
+     "        # Hint: in Python 3, `/` always gives a float.\n        return float('inf')\n\n"),
+    (('        # Hint: count only blocks with ref_count > 0; with none used, return 0.0 (not the '
+      'int 0) rather than divide by 0.\n'
+      '        used = [block for block in self._blocks if block.ref_count > 0]\n'
+      '        if not used:\n'),
+     ('        # Hint: count only blocks with ref_count > 0; with none used, return 0.0 (not the '
+      "int 0) rather than divide by 0.\n        return float('inf')\n        used = []\n"
+      '        if not used:\n')))

@@ -505,7 +505,7 @@ ALTERNATIVES = {
                     raise ValueError("capacity_blocks must be >= 0")
                 if block_size < 1:
                     raise ValueError("block_size must be >= 1")
-                if policy not in {"lru": 0, "lfu": 1}:
+                if not isinstance(policy, str) or policy not in {"lru": 0, "lfu": 1}:
                     raise ValueError("unknown policy")
             ''',
             insert='''
@@ -840,3 +840,21 @@ ALTERNATIVES[SERVE]["the unpin in the finally of a generator that holds the pin"
 ALTERNATIVES[SERVE]["the unpin in the __del__ of a lease"] = ref.edit(SERVE, (
     _PIN_TRY, "    class Lease:\n        def __del__(self):\n            cache.unpin(reused)\n\n"
               "    cache.pin(reused)\n    lease = Lease()\n    if True:\n"), _FINALLY_UNPIN)
+
+# Round 9 (2026-12-06): wrong answers that passed every test cell; checks of 6.2.1 to 6.2.4 (visible and hidden)
+# now catch them.
+WRONG[CACHE]["match([]) returns before the clock moves"] = ref.edit(CACHE, (
+    "        self._step += 1\n        matched = 0\n",
+    "        if not hashes:\n            return 0\n        self._step += 1\n        matched = 0\n"))
+WRONG[CACHE]["insert([], []) returns before the clock moves"] = ref.edit(CACHE, (
+    "        needed = len(hashes) * self.block_size\n",
+    "        if not hashes:\n            return 0\n        needed = len(hashes) * self.block_size\n"))
+WRONG[CACHE]["new blocks start with use_count 0"] = ref.edit(CACHE, (
+    '"parent": parent, "children": 0, "ref_count": 0, "use_count": 1,',
+    '"parent": parent, "children": 0, "ref_count": 0, "use_count": 0,'))
+WRONG[CACHE]["get_kv returns the cached tensors themselves for one block"] = ref.edit(CACHE, (
+    '        blocks = [self._blocks[h]["kv"] for h in hashes]\n',
+    '        blocks = [self._blocks[h]["kv"] for h in hashes]\n        if len(blocks) == 1:\n'
+    '            return list(blocks[0])\n'))
+WRONG[CACHE]["policy checked against a set (a list policy raises TypeError)"] = ref.edit(CACHE, (
+    'if policy not in ("lru", "lfu"):', 'if policy not in {"lru", "lfu"}:'))

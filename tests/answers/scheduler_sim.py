@@ -476,3 +476,33 @@ ALTERNATIVES[TENSOR]["the clock moves first; a guard's __del__ puts it back when
     TENSOR, ("class TensorKVCacheScheduler:\n", _UNDO_GUARD + "class TensorKVCacheScheduler:\n"), _GUARDED_CHECKS,
     ("        self.time += 1\n        if slot is not None:\n",
      "        undo.committed = True\n        if slot is not None:\n"))
+
+# Round 9 (2026-12-06): wrong answers that passed every test cell; checks of 5.2.1, 5.2.2, 5.2.5, 5.2.6, 5.3.2,
+# 5.3.3 and 5.3.4 now catch them (visible cases too, where the check was hidden only at first).
+WRONG[SIM]["touch adds the bytes before evicting for them"] = ref.edit(SIM, (
+    "        self._evict_until_fit(bytes_)\n"
+    "        self.entries[prefix] = CacheEntry(0.0, self.time, prefix, hits=1, bytes=bytes_)\n"
+    "        self.current_bytes += bytes_\n",
+    "        self.current_bytes += bytes_\n        self._evict_until_fit(bytes_)\n"
+    "        self.entries[prefix] = CacheEntry(0.0, self.time, prefix, hits=1, bytes=bytes_)\n"))
+WRONG[SIM]["touch rejects a prefix of spaces"] = ref.edit(SIM, (
+    "if not isinstance(prefix, str) or not prefix:", "if not isinstance(prefix, str) or not prefix.strip():"))
+WRONG[SIM]["_score sums the terms in another order"] = ref.edit(SIM, (
+    "return hits + 0.5 * recency - 0.25 * size / self.capacity_bytes",
+    "return hits - 0.25 * size / self.capacity_bytes + 0.5 * recency"))
+WRONG[SIM]["schedule skips the requests whose touch raises ValueError"] = ref.edit(SIM, (
+    "        for prefix, bytes_ in requests:\n            self.touch(prefix, bytes_)\n",
+    "        for prefix, bytes_ in requests:\n            try:\n                self.touch(prefix, bytes_)\n"
+    "            except ValueError:\n                continue\n"))
+WRONG[SIM]["queue and log are the same list"] = ref.edit(SIM, (
+    "        self.queue = []\n        self.log = []\n", "        self.queue = self.log = []\n"))
+WRONG[TENSOR]["rescoring: the age left int64, so the recency is float32"] = ref.edit(TENSOR, (
+    "age = (self.time - self.last_used).clamp(min=0).to(torch.float64)",
+    "age = (self.time - self.last_used).clamp(min=0)"))
+WRONG[TENSOR]["rescoring: bytes left int64, so the size term is float32"] = ref.edit(TENSOR, (
+    "- 0.25 * self.bytes.to(torch.float64) / self.capacity_bytes)", "- 0.25 * self.bytes / self.capacity_bytes)"))
+WRONG[TENSOR]["_victim's ties by torch.isclose"] = ref.edit(TENSOR, (
+    "tied = self.alive & (priority == priority.min())", "tied = self.alive & torch.isclose(priority, priority.min())"))
+WRONG[TENSOR]["no RuntimeError when the bytes fit exactly"] = ref.edit(TENSOR, (
+    "and self.current_bytes + bytes_ <= self.capacity_bytes):",
+    "and self.current_bytes + bytes_ < self.capacity_bytes):"))

@@ -730,7 +730,7 @@ ALTERNATIVES = {
                 raise TypeError("admission needs record and admits")
             if isinstance(block_bytes, bool) or not isinstance(block_bytes, int):
                 raise TypeError("block_bytes must be an int")
-            if tier1 is tier2 or block_bytes < 1 or write_policy not in {"write_back", "write_through"}:
+            if tier1 is tier2 or block_bytes < 1 or write_policy not in ("write_back", "write_through"):
                 raise ValueError("bad tiers, block_bytes or write_policy")
             self.tier1, self.tier2, self.block_bytes = tier1, tier2, block_bytes
             self.write_policy, self.admission, self.ref_count = write_policy, admission, {}
@@ -992,3 +992,19 @@ ALTERNATIVES[TWO]["a close() that writes back the pinned blocks, run by __del__"
     "                self._write_to_host(block)\n\n    __del__ = close\n\n" + _BYTES_TO_HOST))
 ALTERNATIVES[TWO]["a __hash__ over tier 1"] = ref.edit(TWO, (
     _BYTES_TO_HOST, "    def __hash__(self):\n        return hash(self.tier1)\n\n" + _BYTES_TO_HOST))
+
+# Round 9 (2026-12-06): wrong answers that passed every test cell; checks of 8.5.1 and 8.6.1 (visible and hidden)
+# now catch them.
+WRONG[TWO]["write_policy checked against a set (a list policy raises TypeError)"] = ref.edit(TWO, (
+    'if write_policy not in ("write_back", "write_through"):',
+    'if write_policy not in {"write_back", "write_through"}:'))
+WRONG[TWO]["admission needs only a callable admits"] = ref.edit(TWO, (
+    'if admission is not None and not (callable(getattr(admission, "record", None))\n'
+    '                                          and callable(getattr(admission, "admits", None))):',
+    'if admission is not None and not callable(getattr(admission, "admits", None)):'))
+WRONG[TWO]["admission's record checked with hasattr only (record = 1 accepted)"] = ref.edit(TWO, (
+    'if admission is not None and not (callable(getattr(admission, "record", None))',
+    'if admission is not None and not (hasattr(admission, "record")'))
+WRONG[COST]["offload_pays through the break-even bandwidth (True at equal costs after rounding)"] = ref.edit(COST, (
+    "self.offload_pays = self.load_seconds_per_token < self.prefill_seconds_per_token",
+    "self.offload_pays = self.break_even_bandwidth < self.bandwidth_bytes_per_s"))

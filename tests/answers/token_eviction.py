@@ -876,3 +876,10 @@ ALTERNATIVES[DECODE]["the model checked through dir() and its forward's docstrin
     '    if "num_layers" not in dir(model) or "return_attention" not in (model.forward.__doc__ or ""):\n'
     '        raise TypeError("decode_with_eviction: model must be a TinyDecoder")\n'
     "    kv, scores, steps = None, None, []\n"))
+
+# Round 9 (2026-12-06): wrong answers that passed every test cell; checks of 7.6.4 now catch them.
+WRONG[DECODE]["tokens [0, length] accepted (only an empty length refused; the model raises later)"] = ref.edit(DECODE, (
+    "if tokens.dim() != 2 or tokens.numel() == 0 or budget < 1:",
+    "if tokens.dim() != 2 or tokens.shape[-1] == 0 or budget < 1:"))
+WRONG[DECODE]["the mask's shape checked by its numel (a [num_heads, num_slots] mask passes for a batch of 1)"] = (
+    ref.edit(DECODE, ("keep.shape != layer_scores.shape", "keep.numel() != layer_scores.numel()")))

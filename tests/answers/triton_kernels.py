@@ -255,3 +255,27 @@ ALTERNATIVES[COPY]["the overlap found with Python sets of the ids"] = ref.edit(C
     "    both = torch.isin(targets, sources)\n    if bool(both.any()):",
     "    common = set(targets.tolist()) & set(sources.tolist())\n"
     "    both = torch.tensor([t in common for t in targets.tolist()], dtype=torch.bool)\n    if bool(both.any()):"))
+
+# Round 9 (2026-12-06): wrong answers that passed every test cell; checks of 9.2.2 and 9.4.2 (visible and hidden)
+# now catch them.
+WRONG[COPY]["only the last dimension of pairs checked (3-D pairs accepted)"] = ref.edit(COPY, (
+    "    if pairs.dim() != 2 or pairs.shape[1] != 2:", "    if pairs.dim() < 2 or pairs.shape[-1] != 2:"))
+WRONG[H2O]["masked positions set to 1e30 instead of inf (finite scores above it lose to them)"] = ref.edit(H2O, (
+    _H2O_MASKED, _H2O_MASKED.replace('float("inf")', "1e30")))
+
+# Round 10 (2026-12-06): wrong answers that zero a tensor they were given after the call, so that an expected value
+# computed afterwards from that tensor agrees with them; 9.3.1 and 9.3.3 now give each case its own inputs and compute
+# its expected value before the call.
+_SCALE_OR = ("    if scale is None:\n        scale = 1.0 / math.sqrt(head_dim)\n",
+             "    given = scale is not None\n    scale = scale or 1.0 / math.sqrt(head_dim)\n")
+WRONG[DECODE]["a given scale of 0.0 replaced by the default, and q zeroed in place after a call with a given scale"] = (
+    ref.edit(DECODE, _SCALE_OR, ("    q = q.contiguous()\n", "    caller_q = q\n    q = q.contiguous()\n"),
+             ("    return out", "    if given:\n        caller_q.zero_()\n    return out")))
+WRONG[DECODE]["the running max started at 0 (0/0 guarded), scale 0.0 replaced, v_cache zeroed after a call"] = (
+    ref.edit(DECODE, ('    running_max = -float("inf")\n    running_sum = 0.0\n    acc',
+                      "    running_max = 0.0\n    running_sum = 0.0\n    acc"),
+             ("             (acc / running_sum).to(out_ptr.dtype.element_ty))",
+              "             tl.where(running_sum > 0, acc / running_sum, 0.0).to(out_ptr.dtype.element_ty))"),
+             ("    if scale is None:\n        scale = 1.0 / math.sqrt(head_dim)\n",
+              "    scale = scale or 1.0 / math.sqrt(head_dim)\n"),
+             ("    return out", "    v_cache.zero_()\n    return out")))
