@@ -1597,5 +1597,7 @@ def test_a_tensor_crosses_with_its_autograd_and_inference_flags(kernel):
         assert flags(torch.ones(2, requires_grad=True) * 3) == [True, False, False]
         with torch.inference_mode():
             frozen = torch.ones(2)
+            frozen_grad = torch.ones(2, requires_grad=True)  # Torch allows both flags on one tensor.
         assert flags(frozen) == [False, True, True]
+        assert flags(frozen_grad) == [True, True, True]
     ''')

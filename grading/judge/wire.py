@@ -243,19 +243,20 @@ def decode_tensor(leaf, limits: Limits = LIMITS) -> torch.Tensor:
     expect(type(leaf) is list and len(leaf) == 6, "a malformed tensor")
     name, shape, stride, device, data, flags = leaf
     expect(type(flags) is int and 0 <= flags <= REQUIRES_GRAD | NOT_A_LEAF | INFERENCE
-           and (flags & REQUIRES_GRAD or not flags & NOT_A_LEAF)
-           and not (flags & REQUIRES_GRAD and flags & INFERENCE), "a tensor with malformed flags")
+           and (flags & REQUIRES_GRAD or not flags & NOT_A_LEAF), "a tensor with malformed flags")
     return _with_flags(_decoded_values(name, shape, stride, device, data, limits), flags)
 
 
 def _with_flags(values: torch.Tensor, flags: int) -> torch.Tensor:
     """``values`` (a tensor that owns its memory) made an inference tensor, or one that requires grad, as ``flags``
     say (see `REQUIRES_GRAD`)."""
-    if flags & INFERENCE:
-        with torch.inference_mode():
-            return values.clone()
     if flags & REQUIRES_GRAD:
         expect(values.dtype.is_floating_point or values.dtype.is_complex, "an integer tensor that requires grad")
+    if flags & INFERENCE:
+        with torch.inference_mode():  # Autograd records nothing here: a tensor made in it is a leaf.
+            values = values.clone()
+            return values.requires_grad_(True) if flags & REQUIRES_GRAD else values
+    if flags & REQUIRES_GRAD:
         values.requires_grad_(True)
         if flags & NOT_A_LEAF:
             return values.clone()  # Recorded by autograd: written in place as an operation's result may be.

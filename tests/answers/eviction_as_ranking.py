@@ -549,3 +549,12 @@ WRONG[LEX]['python loop over .tolist()'] = ref.edit(
       '    mask = [True] * n if evictable is None else evictable.tolist()\n'
       '    rows = [tuple(c[i] for c in columns) + (i,) for i in range(n) if mask[i]]\n'
       '    return min(rows)[-1] if rows else -1\n')))
+
+
+# Round 9 (2026-12-06): a result that is an inference tensor and requires grad, which torch allows; the judge
+# refused such a tensor until it sent both flags (grading/judge/wire.py).
+ALTERNATIVES[QUOTAS_T]["quotas made under inference_mode, with requires_grad"] = ref.edit(QUOTAS_T, (
+    "    return weights / total_weight * total_blocks",
+    "    with torch.inference_mode():\n"
+    "        quotas = weights.to(torch.float64) / total_weight * total_blocks\n"
+    "        return quotas.requires_grad_()"))

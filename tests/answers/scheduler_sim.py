@@ -506,3 +506,9 @@ WRONG[TENSOR]["_victim's ties by torch.isclose"] = ref.edit(TENSOR, (
 WRONG[TENSOR]["no RuntimeError when the bytes fit exactly"] = ref.edit(TENSOR, (
     "and self.current_bytes + bytes_ <= self.capacity_bytes):",
     "and self.current_bytes + bytes_ < self.capacity_bytes):"))
+
+
+# Round 9 (2026-12-06): a correct answer that the new count of `.tolist()` failed, until 5.3.6 counted `_victim`
+# alone, as the text asks (touch may find its free slot any way it likes).
+ALTERNATIVES[TENSOR]["touch finds the first free slot in a Python list of alive"] = ref.edit(TENSOR, (
+    "slot = int(torch.argmin(self.alive.to(torch.uint8)))", "slot = self.alive.tolist().index(False)"))
