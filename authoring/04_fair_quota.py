@@ -1173,26 +1173,6 @@ def _check_task4_3_2_victim_tenant():
                       torch.tensor([0, 2], device=device), torch.tensor([1, 1], device=device),
                       torch.tensor([0, 1], device=device), torch.zeros(3, dtype=torch.int64, device=device), 4,
                       torch.ones(2, dtype=torch.bool, device=device))
-        # (what, args, victim): sums, quotas and overuses that only float64 keeps apart.
-        def columns(tenant, blocks, steps, weights, total, evictable, device=device):
-            return (torch.tensor(tenant, device=device), torch.tensor(blocks, device=device),
-                    torch.tensor(steps, device=device), weights.to(device), total,
-                    torch.tensor(evictable, device=device))
-
-        for what, args, victim in (
-                ("float16 weights [60000, 30000], whose float16 sum overflows",
-                 columns([0, 0, 1], [3, 2, 4], [5, 0, 9], torch.tensor([60000.0, 30000.0], dtype=torch.float16), 9,
-                         [True, True, True]), 2),
-                ("usage [2**40 + 1, 2**41], weights [1, 2], total_blocks 3 * 2**40 (quotas float32 rounds)",
-                 columns([0, 1], [2**40 + 1, 2**41], [1, 0], torch.tensor([1.0, 2.0], dtype=torch.float64),
-                         3 * 2**40, [True, True]), 0),
-                ("usage [2**41 + 1, 2**41 + 3], equal weights (overuses float32 rounds to one value)",
-                 columns([0, 1], [2**41 + 1, 2**41 + 3], [0, 1], torch.tensor([1.0, 1.0], dtype=torch.float64), 2,
-                         [True, True]), 1),
-                ("weights [1e-13, 1e-13] (tiny, but their sum is not 0)",
-                 columns([0, 1], [3, 1], [0, 1], torch.tensor([1e-13, 1e-13], dtype=torch.float64), 4,
-                         [True, True]), 0)):
-            assert_plain_equal(fair_victim_t(*args), victim, f"fair_victim_t with {what} on {device}", reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -1247,12 +1227,6 @@ def _check_task4_3_3_lru():
                     torch.tensor(steps, dtype=torch.int64, device=device), torch.ones(n_t, dtype=torch.float64, device=device),
                     total, torch.tensor(evictable, dtype=torch.bool, device=device))
             assert_plain_equal(fair_victim_t(*args), expected, f"fair_victim_t on random case {case} ({device})", reveal=False)
-        # Every step at the int64 maximum: a masked-out entry must not win the LRU pick (the trap of Task 3.5).
-        latest = torch.full((3,), 2**63 - 1, device=device)
-        args = (torch.tensor([0, 1, 1], device=device), torch.tensor([1, 5, 5], device=device), latest,
-                torch.ones(2, dtype=torch.float64, device=device), 4,
-                torch.tensor([True, False, True], device=device))
-        assert_plain_equal(fair_victim_t(*args), 2, f"fair_victim_t with every step 2**63 - 1 on {device}", reveal=False)
     ### END HIDDEN TESTS
 
 

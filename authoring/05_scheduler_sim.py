@@ -1496,9 +1496,12 @@ def _check_task5_3_3_victim():
                            "priority is smaller: equal means exactly equal, no tolerance)")
 
 
+    # BEGIN SHARED victim_of (authoring/shared/05_scheduler_sim.py)
     def victim_of(hits, size, last_used, priority, alive, sched):
+        """``sched._victim()`` on these columns: what 5.3.3 and 5.3.6 count the torch operations of."""
         sched.hits, sched.bytes, sched.last_used, sched.priority, sched.alive = hits, size, last_used, priority, alive
         return sched._victim()
+    # END SHARED
 
 
     for rescore in (False, True):
@@ -1828,18 +1831,22 @@ def _check_task5_3_6_whole_scheduler():
 
     from course.checks import assert_no_python_loop
 
+    # BEGIN SHARED victim_of (authoring/shared/05_scheduler_sim.py)
+    def victim_of(hits, size, last_used, priority, alive, sched):
+        """``sched._victim()`` on these columns: what 5.3.3 and 5.3.6 count the torch operations of."""
+        sched.hits, sched.bytes, sched.last_used, sched.priority, sched.alive = hits, size, last_used, priority, alive
+        return sched._victim()
+    # END SHARED
+
+
+    def args(s):
+        return (s.hits, s.bytes, s.last_used, s.priority, s.alive, s)
+
+
     for rescore in (False, True):
         small, large = filled(8, rescore), filled(2048, rescore)
-
-        def victim_in(hits, size, last_used, priority, alive, sched):
-            sched.hits, sched.bytes, sched.last_used, sched.priority, sched.alive = hits, size, last_used, priority, alive
-            return sched._victim()
-
-        def args(s):
-            return (s.hits, s.bytes, s.last_used, s.priority, s.alive, s)
-
         # The text asks _victim for tensor operations only: touch may find its free slot any way it likes.
-        assert_no_python_loop(victim_in, args(small), args(large),
+        assert_no_python_loop(victim_of, args(small), args(large),
                               f"TensorKVCacheScheduler._victim in a full table that schedule filled (rescore={rescore})")
         large.touch("new", 1)
         assert_plain_equal(large.log[-2:], ["evict:p0", "add:new"], f"the eviction in a full table of 2048 (rescore={rescore})",

@@ -15,6 +15,7 @@ Every limit (`Limits`) is checked when a message is read or built; breaking one 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import math
@@ -244,22 +245,14 @@ def decode_tensor(leaf, limits: Limits = LIMITS) -> torch.Tensor:
     name, shape, stride, device, data, flags = leaf
     expect(type(flags) is int and 0 <= flags <= REQUIRES_GRAD | NOT_A_LEAF | INFERENCE
            and (flags & REQUIRES_GRAD or not flags & NOT_A_LEAF), "a tensor with malformed flags")
-    return _with_flags(_decoded_values(name, shape, stride, device, data, limits), flags)
-
-
-def _with_flags(values: torch.Tensor, flags: int) -> torch.Tensor:
-    """``values`` (a tensor that owns its memory) made an inference tensor, or one that requires grad, as ``flags``
-    say (see `REQUIRES_GRAD`)."""
-    if flags & REQUIRES_GRAD:
-        expect(values.dtype.is_floating_point or values.dtype.is_complex, "an integer tensor that requires grad")
-    if flags & INFERENCE:
-        with torch.inference_mode():  # Autograd records nothing here: a tensor made in it is a leaf.
-            values = values.clone()
-            return values.requires_grad_(True) if flags & REQUIRES_GRAD else values
-    if flags & REQUIRES_GRAD:
-        values.requires_grad_(True)
-        if flags & NOT_A_LEAF:
-            return values.clone()  # Recorded by autograd: written in place as an operation's result may be.
+    # An inference tensor is made in inference mode, where autograd records nothing: it is a leaf.
+    with torch.inference_mode() if flags & INFERENCE else contextlib.nullcontext():
+        values = _decoded_values(name, shape, stride, device, data, limits)
+        if flags & REQUIRES_GRAD:
+            expect(values.dtype.is_floating_point or values.dtype.is_complex, "an integer tensor that requires grad")
+            values.requires_grad_(True)
+    if flags & NOT_A_LEAF and not flags & INFERENCE:
+        return values.clone()  # Recorded by autograd: written in place as an operation's result may be.
     return values
 
 
