@@ -311,6 +311,38 @@ def test_a_view_crosses_with_its_whole_storage(kernel):
     ''')
 
 
+def test_a_tensor_that_views_part_of_its_storage_is_no_owner_on_either_side(kernel):
+    # A tensor with no base that starts inside its storage, or ends before its end (``set_``), crosses as a copy that
+    # owns all of its own storage on the receiving side. Views of that copy must not cross as views of it: the
+    # sender's tensor could not hold them. Both ways: the kernel's such tensor viewed by the test, and the test's
+    # such tensor viewed by the student's code.
+    k = kernel('''
+        import torch
+        storage = torch.arange(40.0)
+        def inside():
+            return torch.empty(0).set_(storage.untyped_storage(), 4, (2, 6), (6, 1))
+        def values(t):
+            return t.tolist()
+        def first_row(t):
+            return t[:1]
+        def leading(t):
+            return torch.empty(0).set_(t.untyped_storage(), 0, (2,), (1,))
+    ''', timeout=5)
+    k.passes('''
+        import torch
+        t = inside()
+        assert values(t[:1]) == [[4.0, 5.0, 6.0, 7.0, 8.0, 9.0]]
+        assert values(t.view(12)[6:8]) == [10.0, 11.0]
+        row = first_row(t)
+        assert row.tolist() == [[4.0, 5.0, 6.0, 7.0, 8.0, 9.0]]
+        mine = torch.arange(12.0).view(2, 6)
+        part = leading(mine)
+        assert part.tolist() == [0.0, 1.0] and values(part[1:]) == [1.0]
+        assert first_row(part).tolist() == [0.0]
+        assert values(first_row(mine)) == [[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]]
+    ''')
+
+
 def test_a_write_through_a_view_crosses_once(kernel):
     # A view and its base share their memory and version counter: the update written into one changes the other on
     # the receiving side, which must not send it back (each side would then send it at every message, for ever).

@@ -26,6 +26,7 @@ import torch
 from . import pairs as shared
 from .wire import (
     LIMITS,
+    OWNS_STORAGE,
     PAIR_TAGS,
     Limits,
     Tag,
@@ -197,7 +198,14 @@ class Codec:
         return [tag, pair.sid, self.content(pair, depth)]
 
     def content(self, pair: shared.Pair, depth: int = 0):
-        """What a pair holds now, as a tree (in a new pair's node, or in an update)."""
+        """What a pair holds now, as a tree (in a new pair's node, or in an update). A tensor's says whether it owns
+        its whole storage, which makes it, on both sides, the owner whose views cross as views (`PairTable.own`)."""
+        if pair.tag is Tag.TENSOR:
+            leaf = encode_tensor(pair.obj)
+            owns = self.peer.pairs.own(pair, shared.owns_storage(pair.obj))
+            if owns:
+                leaf[5] |= OWNS_STORAGE
+            return leaf
         return self._content_of(pair.tag, pair.obj, depth, pair.lazy)
 
     def _content_of(self, tag: int, obj, depth: int, lazy: bool = False):
@@ -321,9 +329,11 @@ class Codec:
         if sid == COPY and type(sid) is int:
             return self._decode_copy(tag, content, depth)
         pairs = self.peer.pairs
-        if tag in (Tag.TENSOR, Tag.NDARRAY):
-            obj = decode_tensor(content, self.limits) if tag == Tag.TENSOR else decode_ndarray(content, self.limits)
-            pair = pairs.add(obj, tag, sid, self.lazy)
+        if tag == Tag.TENSOR:
+            pair = pairs.add(decode_tensor(content, self.limits), tag, sid, self.lazy)
+            self._own(pair, content)
+        elif tag == Tag.NDARRAY:
+            pair = pairs.add(decode_ndarray(content, self.limits), tag, sid, self.lazy)
         else:
             pair = pairs.add(shared.MAKERS[tag](), tag, sid, self.lazy)
             self.fill(pair, content, depth)
@@ -371,13 +381,18 @@ class Codec:
         expect(pair is not None and pair.tag is Tag.DICT, "an object whose __dict__ is not a dict")
         return pair
 
+    def _own(self, pair: shared.Pair, leaf: list) -> None:
+        """A shared tensor that came with its content owns its storage here when it does on the sender's side too
+        (a tensor that only views part of its storage there owns all of its copy here)."""
+        self.peer.pairs.own(pair, bool(leaf[5] & OWNS_STORAGE) and shared.owns_storage(pair.obj), sent=False)
+
     def _decode_view(self, node: list, depth: int) -> torch.Tensor:
         """A tensor that views the storage of a shared tensor, as it does on the other side."""
         expect(len(node) == 6, "a malformed view")
         _, sid, owner_node, shape, stride, offset = node
         owner = self.peer.pairs.find(self.decode(owner_node, depth + 1))
-        expect(owner is not None and owner.tag is Tag.TENSOR and shared.owns_storage(owner.obj),
-               "a view of something that is not a tensor")
+        expect(owner is not None and owner.tag is Tag.TENSOR and self.peer.pairs.is_owner(owner),
+               "a view of a tensor that does not own its storage")
         dims = (shape, stride)
         expect(all(type(d) is list and len(d) <= self.limits.depth and all(type(x) is int and x >= 0 for x in d)
                    for d in dims) and len(shape) == len(stride) and type(offset) is int and offset >= 0,
@@ -397,6 +412,8 @@ class Codec:
         if tag == Tag.TENSOR or tag == Tag.NDARRAY:
             decode = decode_tensor if tag == Tag.TENSOR else decode_ndarray
             shared.apply(tag, pair.obj, decode(content, self.limits))
+            if tag == Tag.TENSOR:
+                self._own(pair, content)
             self.wrote_memory = True
             return
         expect(type(content) is list, "a malformed shared value")

@@ -292,7 +292,8 @@ def unshared_base(table: PairTable, tensor: torch.Tensor) -> torch.Tensor | None
 class Pair:
     """One shared pair on one side."""
 
-    __slots__ = ("sid", "tag", "obj", "recorded", "lazy", "quiet", "resting", "valid_at", "read_at", "keep")
+    __slots__ = ("sid", "tag", "obj", "recorded", "lazy", "quiet", "resting", "valid_at", "read_at", "keep",
+                 "owner_key")
 
     def __init__(self, sid: int, tag: int, obj, lazy: bool) -> None:
         self.sid, self.tag, self.obj, self.lazy = sid, tag, obj, lazy
@@ -302,6 +303,7 @@ class Pair:
         self.valid_at = -1  # The judge's count of the kernel's messages when a lazy pair was last current.
         self.read_at = 0  # The judge's count of its own messages when the test last read a mirrored __dict__.
         self.keep = None  # A view's storage owner: its pair stays while the view's does (`PairTable.scan`).
+        self.owner_key = None  # The storage this tensor owns on both sides (`PairTable.own`), if any.
 
     def record(self) -> None:
         self.recorded = snapshot(self.tag, self.obj)
@@ -321,7 +323,8 @@ class PairTable:
         self.by_id: dict[int, Pair] = {}
         self.eager: dict[int, Pair] = {}  # The eager pairs, by sid: what `scan` looks at.
         self.next_sid = 2 + parity
-        self.owners: dict[tuple[str, int], Pair] = {}  # Tensors that own their whole storage, by storage.
+        # Tensors that own their whole storage on both sides, by storage (`own`): a view of one crosses as a view.
+        self.owners: dict[tuple[str, int], Pair] = {}
         # Lazy or quiet pairs the judge changed (its writes to a mirrored __dict__), by sid: each crosses once per
         # message, however many attributes the test set since the last one.
         self.dirty: dict[int, Pair] = {}
@@ -347,9 +350,32 @@ class PairTable:
         self.by_id[id(obj)] = pair
         if not lazy:
             self.eager[sid] = pair
-        if pair.tag is Tag.TENSOR and owns_storage(obj):
-            self.owners[storage_key(obj)] = pair
         return pair
+
+    def own(self, pair: Pair, owns: bool, sent: bool = True) -> bool:
+        """Record whether the tensor of ``pair`` owns its storage on both sides; whether it does now. The sender of a
+        tensor's content decides (``sent``): a storage keeps an owner that still owns it, and the content says
+        what was decided (`codec.Codec.content`). The receiver follows (not ``sent``): a tensor that only views part
+        of its storage on the sender's side owns all of its copy on the receiver's, yet is no owner there either.
+        Views of an owner cross as views (`owner_of`), and the receiver rebuilds them on its own owner."""
+        key = pair.owner_key
+        if key is not None and self.owners.get(key) is pair:
+            del self.owners[key]
+        pair.owner_key = None
+        if not owns:
+            return False
+        key = storage_key(pair.obj)
+        current = self.owners.get(key)
+        if sent and current is not None and self.is_owner(current):
+            return False
+        self.owners[key], pair.owner_key = pair, key
+        return True
+
+    def is_owner(self, pair: Pair) -> bool:
+        """Whether the tensor of ``pair`` is its storage's owner on both sides (`own`) and still owns all of it."""
+        key = pair.owner_key
+        return (key is not None and self.owners.get(key) is pair and self.by_sid.get(pair.sid) is pair
+                and storage_key(pair.obj) == key and owns_storage(pair.obj))
 
     def promote(self, pair: Pair) -> None:
         """A lazy pair becomes eager (the test can reach it now)."""
@@ -389,7 +415,7 @@ class PairTable:
         owner = self.owners.get(storage_key(tensor))
         if owner is None or owner.obj is tensor or owner.obj.dtype != tensor.dtype or self.find(owner.obj) is not owner:
             return None
-        return owner if storage_key(owner.obj) == storage_key(tensor) else None
+        return owner if self.is_owner(owner) else None
 
     def get(self, sid) -> Pair:
         pair = self.by_sid.get(sid) if type(sid) is int else None
@@ -479,6 +505,6 @@ class PairTable:
         self.eager.pop(sid, None)
         if self.by_id.get(id(pair.obj)) is pair:
             del self.by_id[id(pair.obj)]
-        if pair.tag is _TENSOR and self.owners.get(storage_key(pair.obj)) is pair:
-            del self.owners[storage_key(pair.obj)]
+        if pair.owner_key is not None and self.owners.get(pair.owner_key) is pair:
+            del self.owners[pair.owner_key]
         return pair.obj

@@ -192,8 +192,9 @@ def _itemsize(dtype: torch.dtype) -> int:
 
 # What a tensor's flags say (`encode_tensor`): autograd records what is done with it (a leaf, or the result of an
 # operation that autograd recorded), or it was made under `torch.inference_mode()`. Each decides which in-place writes
-# torch allows, so the receiver makes its tensor so too.
-REQUIRES_GRAD, NOT_A_LEAF, INFERENCE = 1, 2, 4
+# torch allows, so the receiver makes its tensor so too. A shared tensor's content also says whether the sender's
+# tensor owns its whole storage (`codec.Codec.content`): only then may views of it cross as views (pairs.py).
+REQUIRES_GRAD, NOT_A_LEAF, INFERENCE, OWNS_STORAGE = 1, 2, 4, 8
 
 
 def encode_tensor(tensor: torch.Tensor) -> list:
@@ -243,7 +244,7 @@ def _dense(tensor: torch.Tensor) -> bool:
 def decode_tensor(leaf, limits: Limits = LIMITS) -> torch.Tensor:
     expect(type(leaf) is list and len(leaf) == 6, "a malformed tensor")
     name, shape, stride, device, data, flags = leaf
-    expect(type(flags) is int and 0 <= flags <= REQUIRES_GRAD | NOT_A_LEAF | INFERENCE
+    expect(type(flags) is int and 0 <= flags <= REQUIRES_GRAD | NOT_A_LEAF | INFERENCE | OWNS_STORAGE
            and (flags & REQUIRES_GRAD or not flags & NOT_A_LEAF), "a tensor with malformed flags")
     # An inference tensor is made in inference mode, where autograd records nothing: it is a leaf.
     with torch.inference_mode() if flags & INFERENCE else contextlib.nullcontext():
