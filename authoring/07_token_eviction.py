@@ -1755,7 +1755,7 @@ def _check_task7_6_4_bad_input():
                               ((tokens, 3, one_row), ValueError, "a keep_fn that returns one row for every head"),
                               ((tokens, 3, per_head), ValueError,
                                "a keep_fn that returns a [num_heads, num_slots] mask for a batch of 2"),
-                              ((tokens[:1].clone(), 3, per_head_fresh), ValueError,
+                              ((tokens[:1], 3, per_head_fresh), ValueError,
                                "a keep_fn that returns a [num_heads, num_slots] mask for a batch of 1 (as many entries "
                                "as the scores, not their shape)")]:
         assert_raises(error, f"decode_with_eviction with {what}", decode_with_eviction, model, *args)

@@ -343,6 +343,181 @@ def test_a_tensor_that_views_part_of_its_storage_is_no_owner_on_either_side(kern
     ''')
 
 
+def test_a_copy_of_a_tensor_that_is_no_owner_never_becomes_one(kernel):
+    # Ownership is decided when a tensor first crosses, by its sender; an update keeps or ends it, but never claims it.
+    # Both ways: the kernel writes its copy of the test's partial tensor, then sends a view of it; the test writes
+    # its copy of the kernel's partial tensor, then sends a view of it.
+    k = kernel('''
+        import torch
+        storage = torch.arange(6.0)
+        def clear(t):
+            t.zero_()
+            return t[2:]
+        def inside():
+            return torch.empty(0).set_(storage.untyped_storage(), 1, (4,), (1,))
+        def total(t):
+            return float(t.sum())
+    ''', timeout=5)
+    k.passes('''
+        import torch
+        part = torch.arange(8.0)[1:].view(torch.float32)  # A view of another dtype has no base: it crosses whole.
+        assert clear(part).tolist() == [0.0] * 5 and part.tolist() == [0.0] * 7
+        t = inside()
+        t[3] = 9.0
+        assert total(t[..., None]) == 1.0 + 2.0 + 3.0 + 9.0
+    ''')
+
+
+def test_a_storage_keeps_the_owner_it_has(kernel):
+    # A tensor of another dtype over a whole storage owns it when it crosses first: a view whose base crosses with it
+    # then crosses as a copy, and a view set onto the owner's storage does not take its place.
+    k = kernel('''
+        import torch
+        kept = {}
+        def make():
+            kept['x'] = torch.arange(12).reshape(4, 3)
+            return kept['x']
+        def as_float():
+            return kept['x'].view(torch.float64)
+        def rows():
+            return kept['x'][1:]
+        class Box:
+            pass
+        def box(x):
+            b = Box()
+            b.t, b.u = x, x[1:]
+            return b
+        def bump():
+            kept['x'].add_(4)
+            return kept['x'].squeeze()
+    ''', timeout=5)
+    k.passes('''
+        x = make()
+        f = as_float()
+        assert rows().tolist() == [[3, 4, 5], [6, 7, 8], [9, 10, 11]]
+        b = box(x)
+        b.u.set_(b.t)
+        assert bump().tolist() == [[4 + 3 * i + j for j in range(3)] for i in range(4)]
+    ''')
+
+
+def test_a_view_with_gaps_stays_a_view_of_its_owner_after_writes_on_either_side(kernel):
+    # A view's update says where it lies on its owner's storage, with its values written through it: a view whose
+    # strides have gaps stays a view (its values alone would make a contiguous copy of its own).
+    k = kernel('''
+        kept = {}
+        def evens(x):
+            return x[::2]
+        def bump(x):
+            x.add_(1)
+        def keep(x):
+            kept['x'], kept['odd'] = x, x[1::2]
+            return kept['odd']
+        def odd_after_doubling():
+            kept['x'].mul_(2)
+            return kept['odd'].tolist()
+        def column(x):
+            return x[:, 1]
+    ''', timeout=5)
+    k.passes('''
+        import torch
+        x = torch.arange(8.0)
+        even = evens(x)
+        bump(x)
+        x.zero_()
+        assert even.tolist() == [0.0] * 4
+        odd = keep(torch.arange(8.0))
+        odd.add_(5)
+        assert odd_after_doubling() == [12.0, 16.0, 20.0, 24.0]
+        pool = torch.zeros(3, 4)
+        second = column(pool)
+        second.fill_(7.0)
+        bump(pool)
+        assert pool[:, 1].tolist() == [8.0] * 3 and second.tolist() == [8.0] * 3 and second.stride() == (4,)
+    ''')
+
+
+def test_a_tensor_changed_in_place_stays_on_its_storage(kernel):
+    # In-place changes of shape, strides or size (``transpose_``, ``unsqueeze_``, an ``out=`` that resizes, a
+    # ``resize_`` that moves the memory) leave a tensor on its storage object, with every view on it: so on both sides.
+    k = kernel('''
+        import torch
+        def make():
+            return {'x': torch.arange(12).reshape(3, 4)}
+        def flip(d):
+            d['x'].transpose_(0, 1)
+        def column_plus_one(x):
+            torch.add(x[:, 2], 1, out=x)
+        def grow(x, y):
+            torch.cat([y, y], out=x)
+    ''', timeout=5)
+    k.passes('''
+        import torch
+        d = make()
+        first = d['x'][0]
+        flip(d)
+        first.add_(100)
+        assert d['x'].tolist() == [[100, 4, 8], [101, 5, 9], [102, 6, 10], [103, 7, 11]]
+        x = torch.arange(12).reshape(4, 3)
+        col = x[:, 2]
+        column_plus_one(x)
+        assert x.tolist() == [3, 6, 9, 12]
+        col.resize_(8).fill_(102)
+        assert x.tolist() == [3, 6, 102, 102]
+        y = torch.arange(6.0)
+        tail = y[1:]
+        grow(y, torch.ones(5))
+        tail.fill_(-1.0)
+        assert y.shape == (10,) and y[0].item() == 1.0 and y[1:6].tolist() == [-1.0] * 5
+    ''')
+
+
+def test_a_dimension_of_one_element_crosses_with_any_stride(kernel):
+    # torch ignores the stride of a dimension of one element, which may be larger than the tensor (the first row of a
+    # longer tensor, permuted, has its row stride): it crosses as it is, both ways.
+    k = kernel('''
+        import torch
+        def permuted():
+            return torch.empty_strided((3, 1, 4), (1, 24, 3)).copy_(torch.arange(12.0).reshape(4, 3).t()[:, None])
+        def same(t):
+            return t.stride(), t.tolist()
+    ''', timeout=5)
+    k.passes('''
+        import torch
+        t = permuted()
+        assert t.shape == (3, 1, 4) and t.stride() == (1, 24, 3) and t[0, 0].tolist() == [0.0, 3.0, 6.0, 9.0]
+        mine = torch.empty_strided((2, 1, 3), (1, 50, 2)).copy_(torch.arange(6.0).reshape(3, 2).t()[:, None])
+        assert same(mine) == ((1, 50, 2), [[[0.0, 2.0, 4.0]], [[1.0, 3.0, 5.0]]])
+    ''')
+
+
+def test_an_owner_that_only_its_views_reach_is_kept_in_step(kernel):
+    # The owner of the views inside a student's object crosses lazily with them, and the test cannot reach it. A write
+    # or a resize through one of the views changes it all the same: its update crosses first, then the views'.
+    k = kernel('''
+        import torch
+        kept = {}
+        class Box:
+            pass
+        def make():
+            kept['base'] = torch.arange(8.0)
+            kept['middle'] = kept['base'][2:6]
+            b = Box()
+            b.head, b.tail = kept['base'][:4], kept['base'][4:]
+            return b
+        def read():
+            return kept['base'].tolist(), kept['middle'].tolist()
+    ''', timeout=5)
+    k.passes('''
+        b = make()
+        b.tail.add_(10.0)
+        assert read() == ([0.0, 1.0, 2.0, 3.0, 14.0, 15.0, 16.0, 17.0], [2.0, 3.0, 14.0, 15.0])
+        b.head.resize_(10)
+        b.head[:8].fill_(1.0)
+        assert read() == ([1.0] * 8, [1.0] * 4)
+    ''')
+
+
 def test_a_write_through_a_view_crosses_once(kernel):
     # A view and its base share their memory and version counter: the update written into one changes the other on
     # the receiving side, which must not send it back (each side would then send it at every message, for ever).

@@ -28,6 +28,7 @@ from .wire import (
     LIMITS,
     OWNS_STORAGE,
     PAIR_TAGS,
+    SAME_STORAGE,
     Limits,
     Tag,
     WireError,
@@ -188,6 +189,8 @@ class Codec:
                 # guard blocks, which a kernel that writes past a pool must hit on both sides alike.
                 owner_node = self._encode_pair(base, Tag.TENSOR, depth + 1)
                 owner = pairs.find(base)
+                if owner is None or not pairs.is_owner(owner):  # It crossed, but another tensor owns its storage.
+                    owner = None
         pair = pairs.add(value, tag, lazy=self.lazy)
         self.touched.append(pair)
         if owner is not None:
@@ -201,10 +204,20 @@ class Codec:
         """What a pair holds now, as a tree (in a new pair's node, or in an update). A tensor's says whether it owns
         its whole storage, which makes it, on both sides, the owner whose views cross as views (`PairTable.own`)."""
         if pair.tag is Tag.TENSOR:
-            leaf = encode_tensor(pair.obj)
-            owns = self.peer.pairs.own(pair, shared.owns_storage(pair.obj))
-            if owns:
-                leaf[5] |= OWNS_STORAGE
+            pairs, obj = self.peer.pairs, pair.obj
+            if pair.recorded is not None and pair.keep is not None:
+                if pairs.on_owner(pair):
+                    # A view that is still on its owner's storage: its shape, strides and offset there, and its
+                    # values, which the receiver writes through its own view (`_fill_view`).
+                    return [Tag.VIEW, list(obj.shape), list(obj.stride()), obj.storage_offset(), encode_tensor(obj)]
+                pair.keep = None  # It left its owner's storage (``set_``, a resize): the receiver's leaves it too.
+            leaf = encode_tensor(obj)
+            # Only a new pair may become its storage's owner: the receiver's copy is then new, and owns all of its
+            # storage. An update keeps an ownership both sides agreed on, or ends it, but never claims one: the
+            # receiver's tensor may view part of its storage there, or share it with another owner.
+            same = pair.owner_key is not None and shared.storage_key(obj) == pair.owner_key
+            if pairs.own(pair, shared.owns_storage(obj) and (pair.recorded is None or pair.owner_key is not None)):
+                leaf[5] |= OWNS_STORAGE | (SAME_STORAGE if same else 0)
             return leaf
         return self._content_of(pair.tag, pair.obj, depth, pair.lazy)
 
@@ -393,6 +406,15 @@ class Codec:
         owner = self.peer.pairs.find(self.decode(owner_node, depth + 1))
         expect(owner is not None and owner.tag is Tag.TENSOR and self.peer.pairs.is_owner(owner),
                "a view of a tensor that does not own its storage")
+        self._check_view(owner, shape, stride, offset)
+        view = owner.obj.as_strided(shape, stride, offset)
+        pair = self.peer.pairs.add(view, Tag.TENSOR, sid, self.lazy)
+        pair.keep = owner.obj
+        pair.record()
+        return view
+
+    def _check_view(self, owner: shared.Pair, shape, stride, offset) -> None:
+        """Refuse a view's shape, strides and offset unless they are well formed and lie within its owner."""
         dims = (shape, stride)
         expect(all(type(d) is list and len(d) <= self.limits.depth and all(type(x) is int and x >= 0 for x in d)
                    for d in dims) and len(shape) == len(stride) and type(offset) is int and offset >= 0,
@@ -400,20 +422,41 @@ class Codec:
         if all(shape):
             last = offset + sum((size - 1) * step for size, step in zip(shape, stride))
             expect(last < owner.obj.numel(), "a view outside its tensor")
-        view = owner.obj.as_strided(shape, stride, offset)
-        pair = self.peer.pairs.add(view, Tag.TENSOR, sid, self.lazy)
-        pair.keep = owner.obj
-        pair.record()
-        return view
+
+    def _fill_view(self, pair: shared.Pair, node: list) -> None:
+        """A view's place on its owner's storage and its values (`content`), written where it lies: a view with gaps
+        in its strides stays a view of its owner, where its values alone would make a contiguous copy."""
+        expect(len(node) == 5, "a malformed view")
+        pairs = self.peer.pairs
+        _, shape, stride, offset, leaf = node
+        values = decode_tensor(leaf, self.limits)
+        expect(list(values.shape) == shape and values.dtype == pair.obj.dtype, "a view's values of another shape")
+        if pairs.on_owner(pair):
+            self._check_view(pairs.by_id[id(pair.keep)], shape, stride, offset)
+            shared.rewrite_view(pair.obj, shape, stride, offset, values)
+        else:  # Its owner is no owner here any more: the view keeps its values, as a tensor of its own.
+            shared.detach(pair, values)
 
     def fill(self, pair: shared.Pair, content, depth: int = 0) -> None:
         """Give ``pair`` the ``content`` the other side sent (a new pair, or an update), in place."""
         tag = pair.tag
-        if tag == Tag.TENSOR or tag == Tag.NDARRAY:
-            decode = decode_tensor if tag == Tag.TENSOR else decode_ndarray
-            shared.apply(tag, pair.obj, decode(content, self.limits))
-            if tag == Tag.TENSOR:
+        if tag == Tag.TENSOR:
+            if type(content) is list and content and content[0] == _VIEW and type(content[0]) is int:
+                self._fill_view(pair, content)
+            elif pair.keep is not None:
+                # A view that left its owner's storage on the sender's side leaves it here too.
+                shared.detach(pair, decode_tensor(content, self.limits))
+            else:
+                new = decode_tensor(content, self.limits)
+                if content[5] & SAME_STORAGE and content[5] & OWNS_STORAGE and self.peer.pairs.is_owner(pair):
+                    shared.apply_to_owner(pair.obj, new)
+                else:
+                    shared.apply(tag, pair.obj, new)
                 self._own(pair, content)
+            self.wrote_memory = True
+            return
+        if tag == Tag.NDARRAY:
+            shared.apply(tag, pair.obj, decode_ndarray(content, self.limits))
             self.wrote_memory = True
             return
         expect(type(content) is list, "a malformed shared value")

@@ -13,6 +13,18 @@ compares bytes (`compare_bytes`), and so does any process where Triton is loaded
 tensor's storage crosses with the whole storage (`unshared_base`), so that both sides' views
 share what lies around them as they do in one process.
 
+Views need both sides to agree on which tensor *owns* a storage (`PairTable.own`): the sender of a
+tensor's first content decides, and says so in it, that the tensor covers all of its storage object
+and that no other owner has it. A copy of a tensor that covers only part of its storage is no owner
+on either side, though it owns all of its own. An owner's later updates keep that or end it, and say
+whether it is still on the same storage object (`storage_key`: ``resize_`` keeps the object, ``set_``
+changes it), so that the receiver resizes and reshapes its own in place (`apply_to_owner`). A view
+(`Pair.keep`) that is still on its owner's storage sends its shape, strides, offset and values,
+which the receiver writes through its own view (`rewrite_view`): a view with gaps in its strides
+stays a view, where its values alone would make a contiguous copy. One that left it (``set_``, a
+resize that moved it) leaves it on both sides (`detach`). Updates cross owners first
+(`PairTable.with_owners`), with the owners that only their views reach.
+
 A pair is *eager* or *lazy*, alike on both sides (codec.py says when each is which):
 
 - eager: an object the test can reach (it made it, or got it from a call). Before a side sends
@@ -217,12 +229,54 @@ def apply(tag: int, obj, content) -> None:
         obj[...] = content
 
 
+def _writing(tensor: torch.Tensor):
+    """Where a tensor's values and layout are written: a tensor made under inference mode can only be written in it."""
+    return torch.inference_mode() if tensor.is_inference() else torch.no_grad()
+
+
+def rewrite_view(view: torch.Tensor, shape: list, stride: list, offset: int, values: torch.Tensor) -> None:
+    """Give a view the shape, strides and offset the sender's has on the storage it views (the sender's may have
+    changed them in place: ``unsqueeze_``, ``transpose_``), then its values, written through it. A view whose
+    elements overlap (``expand``) is not written: torch refuses, and the owner's update carries its values."""
+    with _writing(view):
+        if view.shape != values.shape or view.stride() != tuple(stride) or view.storage_offset() != offset:
+            view.as_strided_(shape, stride, offset)
+        if torch._debug_has_internal_overlap(view) == 0:
+            view.copy_(values)
+
+
+def detach(pair: Pair, new: torch.Tensor) -> None:
+    """A view that left its owner's storage on the sender's side: it leaves it here too, with the new values."""
+    obj = pair.obj
+    with _writing(obj):
+        if obj.dtype != new.dtype:
+            obj.data = new.to(obj.device)
+        else:
+            obj.set_(new.to(obj.device))
+    pair.keep = None
+
+
+def apply_to_owner(obj: torch.Tensor, new: torch.Tensor) -> None:
+    """An owner's new values, on the storage object it has, as on the sender's side (`storage_key`): resized in
+    place to their size (``resize_``, ``torch.cat(..., out=owner)``), and reshaped in place (``unsqueeze_``), so
+    that the views on that storage stay on it, where they are on the sender's side too."""
+    if obj.dtype != new.dtype or obj.device.type == "meta":
+        _apply_tensor(obj, new)
+        return
+    size = new.numel() * new.element_size()
+    with _writing(obj):
+        storage = obj.untyped_storage()
+        if storage.nbytes() != size:
+            storage.resize_(size)
+        obj.as_strided_(new.shape, new.stride(), 0)
+        obj.copy_(new)
+
+
 def _apply_tensor(obj: torch.Tensor, new: torch.Tensor) -> None:
     if obj.device.type == "meta":
         expect(new.device.type == "meta" and obj.dtype == new.dtype, "a meta tensor got data or another dtype")
         return
-    # A tensor made under inference mode can only be written in it.
-    with torch.inference_mode() if obj.is_inference() else torch.no_grad():
+    with _writing(obj):
         if obj.dtype != new.dtype:  # ``tensor.data = tensor.data.to(torch.float64)``: the same object, another dtype.
             obj.data = new.to(obj.device)
         # Strides that differ only where torch ignores them (a dimension of one element) are the same layout.
@@ -269,7 +323,9 @@ def lazy_pairs_in(table: PairTable, values) -> list[Pair]:
 
 
 def storage_key(tensor: torch.Tensor) -> tuple[str, int]:
-    return str(tensor.device), tensor.untyped_storage().data_ptr()
+    """The storage object a tensor uses: the same after ``resize_`` moves its memory, which every tensor on it follows,
+    and another one after ``set_``."""
+    return str(tensor.device), tensor.untyped_storage()._cdata
 
 
 def owns_storage(tensor: torch.Tensor) -> bool:
@@ -286,7 +342,11 @@ def unshared_base(table: PairTable, tensor: torch.Tensor) -> torch.Tensor | None
     if (base is None or type(base) is not torch.Tensor or base.dtype != tensor.dtype or not owns_storage(base)
             or table.find(base) is not None):
         return None
-    return base if storage_key(base) == storage_key(tensor) else None
+    key = storage_key(base)
+    current = table.owners.get(key)
+    if current is not None and table.is_owner(current):
+        return None  # Another tensor (a view of another dtype, with no base) owns it: the base could not.
+    return base if storage_key(tensor) == key else None
 
 
 class Pair:
@@ -407,6 +467,34 @@ class PairTable:
         pair.quiet = False
         if not pair.lazy:
             self.eager[pair.sid] = pair
+
+    def on_owner(self, pair: Pair) -> bool:
+        """Whether ``pair`` is a view (it crossed as one) that is still on its owner's storage, with its dtype, and
+        the owner still owns it on both sides: then the view's values are the owner's."""
+        keep = pair.keep
+        if keep is None:
+            return False
+        owner = self.by_id.get(id(keep))
+        return (owner is not None and owner.obj is keep and self.is_owner(owner) and pair.obj.dtype == keep.dtype
+                and storage_key(pair.obj) == owner.owner_key)
+
+    def with_owners(self, changed: list[Pair]) -> list[Pair]:
+        """The changed pairs in the order their updates cross: the owners of the changed views first, each with its
+        update if it changed (a lazy owner, which `scan` does not look at, changes through its eager views: a write,
+        a resize), then the rest, then the views, whose updates must find their owner's ownership as it is now on
+        both sides (`codec.Codec.content`)."""
+        views = [pair for pair in changed if pair.keep is not None]
+        if not views:
+            return changed
+        listed = {pair.sid for pair in changed}
+        owners = []
+        for view in views:
+            owner = self.by_id.get(id(view.keep))
+            if owner is not None and owner.obj is view.keep and owner.sid not in listed and owner.changed():
+                owners.append(owner)
+                listed.add(owner.sid)
+        first = [pair for pair in changed if pair.owner_key is not None]
+        return owners + first + [pair for pair in changed if pair.keep is None and pair.owner_key is None] + views
 
     def owner_of(self, tensor: torch.Tensor) -> Pair | None:
         """The shared tensor whose storage ``tensor`` views (so that the view crosses as one), if any."""

@@ -310,6 +310,8 @@ class Peer:
             scanned = {pair.sid for pair in changed}  # A quiet pair woken since the test wrote to it is scanned too.
             changed = changed + [pair for sid, pair in pairs.dirty.items() if sid not in scanned]
         extra = self.outgoing(dropped)
+        if changed:
+            changed = pairs.with_owners(changed)
         updates = [[pair.sid, codec.content(pair)] for pair in changed] if changed else []
         codec.by_value = by_value
         try:

@@ -193,8 +193,9 @@ def _itemsize(dtype: torch.dtype) -> int:
 # What a tensor's flags say (`encode_tensor`): autograd records what is done with it (a leaf, or the result of an
 # operation that autograd recorded), or it was made under `torch.inference_mode()`. Each decides which in-place writes
 # torch allows, so the receiver makes its tensor so too. A shared tensor's content also says whether the sender's
-# tensor owns its whole storage (`codec.Codec.content`): only then may views of it cross as views (pairs.py).
-REQUIRES_GRAD, NOT_A_LEAF, INFERENCE, OWNS_STORAGE = 1, 2, 4, 8
+# tensor owns its whole storage (`codec.Codec.content`): only then may views of it cross as views (pairs.py); and,
+# for an owner's update, whether it is still on the storage object it owned before (`pairs.apply_to_owner`).
+REQUIRES_GRAD, NOT_A_LEAF, INFERENCE, OWNS_STORAGE, SAME_STORAGE = 1, 2, 4, 8, 16
 
 
 def encode_tensor(tensor: torch.Tensor) -> list:
@@ -244,7 +245,7 @@ def _dense(tensor: torch.Tensor) -> bool:
 def decode_tensor(leaf, limits: Limits = LIMITS) -> torch.Tensor:
     expect(type(leaf) is list and len(leaf) == 6, "a malformed tensor")
     name, shape, stride, device, data, flags = leaf
-    expect(type(flags) is int and 0 <= flags <= REQUIRES_GRAD | NOT_A_LEAF | INFERENCE | OWNS_STORAGE
+    expect(type(flags) is int and 0 <= flags <= REQUIRES_GRAD | NOT_A_LEAF | INFERENCE | OWNS_STORAGE | SAME_STORAGE
            and (flags & REQUIRES_GRAD or not flags & NOT_A_LEAF), "a tensor with malformed flags")
     # An inference tensor is made in inference mode, where autograd records nothing: it is a leaf.
     with torch.inference_mode() if flags & INFERENCE else contextlib.nullcontext():
@@ -269,12 +270,17 @@ def _decoded_values(name, shape, stride, device, data, limits: Limits) -> torch.
     expect(len(data) == count * itemsize, "a tensor whose bytes do not match its shape and dtype")
     values = _tensor_of_bytes(data, dtype, shape)
     if stride is not None:
-        expect(type(stride) is list and len(stride) == len(shape) and all(type(s) is int and 0 <= s <= count
-                                                                             for s in stride), "a malformed stride")
+        # A dimension of one element may have any stride (torch ignores it): ``t[:1]`` of a longer tensor, permuted.
+        expect(type(stride) is list and len(stride) == len(shape)
+               and all(type(s) is int and 0 <= s <= (_ANY_STRIDE if n <= 1 else count) for s, n in zip(stride, shape)),
+               "a malformed stride")
         strided = torch.empty_strided(shape, stride, dtype=dtype)
         strided.copy_(values)
         values = strided
     return values.to(device) if device.type != "cpu" else values
+
+
+_ANY_STRIDE = 2**62  # The largest stride a dimension of one element may have (`_decoded_values`).
 
 
 def _tensor_of_bytes(data: bytes, dtype: torch.dtype, shape: list) -> torch.Tensor:
