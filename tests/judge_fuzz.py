@@ -306,8 +306,8 @@ class Generator:
             options.append(f"{expr}.t_()")
         if dims >= 2:
             options.append(f"{expr}.transpose_(0, 1)")
-        # An owner only grows: one that shrinks (``resize_``, ``resize_as_``, an ``out=`` of fewer elements) no longer
-        # covers its storage, which ends its ownership, and the views on that storage become copies on the other side.
+        # An owner only grows here: one that shrinks (``resize_``, ``resize_as_``, an ``out=`` of fewer elements) no
+        # longer covers its storage, which ends its ownership, and views made of it after that cross as copies.
         owner = owns_its_storage(tensor)
         if owner:
             options.append(f"{expr}.resize_({count + choose.randint(0, 6)}).fill_({value})")

@@ -518,6 +518,78 @@ def test_an_owner_that_only_its_views_reach_is_kept_in_step(kernel):
     ''')
 
 
+def test_a_changed_tensor_in_a_new_object_comes_with_its_new_values(kernel):
+    # A student's object that crosses for the first time may hold a tensor or a list that crossed before, inside
+    # another object, and that the student's code changed since: its new content comes with the new object.
+    k = kernel('''
+        import torch
+        kept = {}
+        class Box:
+            pass
+        def first():
+            kept['x'], kept['ids'] = torch.zeros(3), [1]
+            b = Box()
+            b.t, b.ids = kept['x'], [kept['ids']]
+            return [b]
+        def change():
+            kept['x'].add_(1)
+            kept['ids'].append(2)
+        def second():
+            b = Box()
+            b.t, b.ids = kept['x'], [kept['ids']]
+            return b
+    ''', timeout=5)
+    k.passes('''
+        a = first()
+        change()
+        b = second()
+        assert b.t.tolist() == [1.0, 1.0, 1.0] and b.ids == [[1, 2]], (b.t, b.ids)
+    ''')
+
+
+def test_views_of_any_layout_keep_their_values_and_strides(kernel):
+    # A transposed owner stays an owner; a view whose elements overlap (``expand``) is written where its elements
+    # lie; the strides of dimensions of one element cross as they are, which torch compares before it lets an
+    # ``out=`` that is its own input be written.
+    k = kernel('''
+        import torch
+        kept = {}
+        class Box:
+            pass
+        def make(x):
+            b = Box()
+            b.t = x
+            kept['b'] = b
+            return b
+        def read():
+            return kept['b'].t.tolist()
+        def spread(x):
+            kept['wide'] = x.unsqueeze(0).expand(2, *x.shape)
+            return kept['wide']
+        def same(x):
+            kept['y'] = x
+            return x.mT
+        def add_in_place(view):
+            torch.add(view, 1, out=kept['y'].transpose_(0, 1))
+            return kept['y'].tolist()
+    ''', timeout=5)
+    k.passes('''
+        import torch
+        x = torch.arange(12.0).reshape(3, 4)
+        x.transpose_(0, 1)
+        b = make(x)
+        b.v = x[:2]
+        b.v[0:1].add_(2)
+        assert read()[0] == [2.0, 6.0, 10.0], read()
+        base = torch.arange(6.0)
+        wide = spread(base)
+        wide.zero_()
+        assert base.tolist() == [0.0] * 6 and spread(base).tolist() == [[0.0] * 6] * 2
+        y = torch.arange(4, dtype=torch.int32).unsqueeze(0)
+        assert add_in_place(same(y)) == [[1], [2], [3], [4]]
+    ''')
+
+
 def test_a_write_through_a_view_crosses_once(kernel):
     # A view and its base share their memory and version counter: the update written into one changes the other on
     # the receiving side, which must not send it back (each side would then send it at every message, for ever).

@@ -53,6 +53,7 @@ _TUPLE_TAG = Tag.TUPLE
 _SMALLEST_INT, _BEYOND_INT = -(1 << 63), 1 << 64
 _SEQUENCES = {tuple: Tag.TUPLE, frozenset: Tag.FROZENSET, torch.Size: Tag.SIZE}
 _REF, _VIEW, _PROMOTE, _TUPLE = int(Tag.REF), int(Tag.VIEW), int(Tag.PROMOTE), int(Tag.TUPLE)
+_UPDATE = int(Tag.UPDATE)
 # The tags `Codec._decode_structure` reads, and those of leaves (wire.decode_leaf); any other is an object's.
 _STRUCTURES = frozenset(int(tag) for tag in (Tag.FROZENSET, Tag.SIZE, Tag.SLICE, Tag.RANGE, Tag.MAPPINGPROXY,
                                              Tag.PROPERTY, Tag.STATICMETHOD, Tag.CLASSMETHOD))
@@ -81,6 +82,7 @@ class Codec:
         self.items = 0
         self.lazy = False  # Whether what is encoded or decoded now is in a lazy pair's content.
         self.touched: list[shared.Pair] = []  # Pairs whose snapshot is taken once the message is sent.
+        self.updated: set[int] = set()  # The lazy pairs whose new content the message being encoded carries.
         # Whether decoding the message wrote into a tensor or array this side already held (`PairTable.settle`).
         self.wrote_memory = False
         # Whether lists, sets, dicts and tensors cross as copies, with no pair (a replay's results: copies that
@@ -90,6 +92,7 @@ class Codec:
     def start(self) -> None:
         self.items = 0
         self.touched = []
+        self.updated = set()
 
     def _count(self, depth: int) -> None:
         self.items += 1
@@ -179,6 +182,12 @@ class Codec:
                 pairs.promote(pair)
                 self.touched.append(pair)
                 return [Tag.PROMOTE, pair.sid, self.content(pair, depth)]
+            if pair.lazy and self.peer.parity == 1 and pair.sid not in self.updated and self._stale(pair):
+                # The student's code changed it, or a lazy pair it holds, since it crossed, and a new object's
+                # __dict__ (which the judge takes as current) holds it: its new content comes with it.
+                self.updated.add(pair.sid)
+                self.touched.append(pair)
+                return [Tag.UPDATE, pair.sid, self.content(pair, depth)]
             return [Tag.REF, pair.sid]
         owner = pairs.owner_of(value) if tag is Tag.TENSOR else None
         owner_node = None
@@ -195,10 +204,20 @@ class Codec:
         self.touched.append(pair)
         if owner is not None:
             pair.keep = owner.obj
-            if owner_node is None:
+            if owner_node is None and owner.lazy and self.peer.parity == 1 and owner.changed():
+                # The kernel's lazy owner is the student's own tensor, which its code may have changed through
+                # another view since it crossed: it comes with its content, as the view is built on it.
+                pairs.promote(owner)
+                self.touched.append(owner)
+                owner_node = [Tag.PROMOTE, owner.sid, self.content(owner, depth + 1)]
+            elif owner_node is None:
                 owner_node = self._encode_pair(owner.obj, Tag.TENSOR, depth + 1)
             return [Tag.VIEW, pair.sid, owner_node, list(value.shape), list(value.stride()), value.storage_offset()]
         return [tag, pair.sid, self.content(pair, depth)]
+
+    def _stale(self, pair: shared.Pair) -> bool:
+        """Whether a lazy pair, or a lazy pair it holds, changed since it last crossed."""
+        return any(each.changed() for each in shared.lazy_pairs_in(self.peer.pairs, [pair.obj]))
 
     def content(self, pair: shared.Pair, depth: int = 0):
         """What a pair holds now, as a tree (in a new pair's node, or in an update). A tensor's says whether it owns
@@ -215,9 +234,15 @@ class Codec:
             # Only a new pair may become its storage's owner: the receiver's copy is then new, and owns all of its
             # storage. An update keeps an ownership both sides agreed on, or ends it, but never claims one: the
             # receiver's tensor may view part of its storage there, or share it with another owner.
-            same = pair.owner_key is not None and shared.storage_key(obj) == pair.owner_key
             if pairs.own(pair, shared.owns_storage(obj) and (pair.recorded is None or pair.owner_key is not None)):
-                leaf[5] |= OWNS_STORAGE | (SAME_STORAGE if same else 0)
+                leaf[5] |= OWNS_STORAGE
+            # A tensor that was an owner and is still at the start of its storage object (``resize_`` keeps it,
+            # ``set_`` does not) says so: the receiver keeps its own on its storage, with the views on it.
+            if pair.home is not None and pair.recorded is not None:
+                if shared.storage_key(obj) == pair.home and obj.storage_offset() == 0:
+                    leaf[5] |= SAME_STORAGE
+                else:
+                    pair.home = None
             return leaf
         return self._content_of(pair.tag, pair.obj, depth, pair.lazy)
 
@@ -245,11 +270,19 @@ class Codec:
                 return self.encode(found, depth)
             finally:
                 self.lazy = outer
-        stale = [each for each in shared.lazy_pairs_in(self.peer.pairs, [found]) if each.changed()]
+        pairs = self.peer.pairs
+        stale = pairs.with_owners([each for each in shared.lazy_pairs_in(pairs, [found]) if each.changed()],
+                                  self.peer.parity == 1)
         self.touched.extend(stale)
-        root = self.content(pair, depth) if stale and stale[0] is pair else None
-        return [Tag.VALIDATE, pair.sid, root, [[each.sid, self.content(each, depth)] for each in stale
-                                               if each is not pair]]
+        # The receiver fills the others first, then the root (`decode_root`): their contents are made in that order.
+        # One that an earlier content carried already (an UPDATE node) is not sent twice.
+        others = []
+        for each in stale:
+            if each is not pair and each.sid not in self.updated:
+                self.updated.add(each.sid)
+                others.append([each.sid, self.content(each, depth)])
+        root = self.content(pair, depth) if any(each is pair for each in stale) else None
+        return [Tag.VALIDATE, pair.sid, root, others]
 
     # Decoding.
 
@@ -280,6 +313,12 @@ class Codec:
                 return pair.obj
             if tag == _PROMOTE:
                 return self._decode_promotion(node, depth)
+            if tag == _UPDATE:
+                expect(len(node) == 3, "a malformed update")
+                pair = self.peer.pairs.get(node[1])
+                self.fill(pair, node[2], depth)
+                pair.record()
+                return pair.obj
             if tag == _VIEW:
                 return self._decode_view(node, depth)
             return self._decode_value(tag, node, depth)
@@ -379,8 +418,8 @@ class Codec:
             if type(node) is list and node and node[0] == Tag.VALIDATE:
                 expect(len(node) == 4 and type(node[3]) is list, "a malformed validation")
                 pair = self.peer.pairs.get(node[1])
-                updates = [[node[1], node[2]]] if node[2] is not None else []
-                for update in updates + node[3]:
+                root = [[node[1], node[2]]] if node[2] is not None else []
+                for update in node[3] + root:
                     expect(type(update) is list and len(update) == 2, "a malformed update")
                     each = self.peer.pairs.get(update[0])
                     self.fill(each, update[1], depth)
@@ -397,7 +436,8 @@ class Codec:
     def _own(self, pair: shared.Pair, leaf: list) -> None:
         """A shared tensor that came with its content owns its storage here when it does on the sender's side too
         (a tensor that only views part of its storage there owns all of its copy here)."""
-        self.peer.pairs.own(pair, bool(leaf[5] & OWNS_STORAGE) and shared.owns_storage(pair.obj), sent=False)
+        self.peer.pairs.own(pair, bool(leaf[5] & OWNS_STORAGE) and shared.owns_storage(pair.obj, exact=False),
+                            sent=False)
 
     def _decode_view(self, node: list, depth: int) -> torch.Tensor:
         """A tensor that views the storage of a shared tensor, as it does on the other side."""
@@ -413,15 +453,19 @@ class Codec:
         pair.record()
         return view
 
-    def _check_view(self, owner: shared.Pair, shape, stride, offset) -> None:
+    def _check_view(self, owner: shared.Pair | None, shape, stride, offset) -> None:
         """Refuse a view's shape, strides and offset unless they are well formed and lie within its owner."""
         dims = (shape, stride)
         expect(all(type(d) is list and len(d) <= self.limits.depth and all(type(x) is int and x >= 0 for x in d)
                    for d in dims) and len(shape) == len(stride) and type(offset) is int and offset >= 0,
                "a malformed view")
-        if all(shape):
-            last = offset + sum((size - 1) * step for size, step in zip(shape, stride))
-            expect(last < owner.obj.numel(), "a view outside its tensor")
+        expect(owner is None or self._within(owner, shape, stride, offset), "a view outside its tensor")
+
+    @staticmethod
+    def _within(owner: shared.Pair, shape, stride, offset) -> bool:
+        if not all(shape):
+            return True
+        return offset + sum((size - 1) * step for size, step in zip(shape, stride)) < owner.obj.numel()
 
     def _fill_view(self, pair: shared.Pair, node: list) -> None:
         """A view's place on its owner's storage and its values (`content`), written where it lies: a view with gaps
@@ -431,10 +475,10 @@ class Codec:
         _, shape, stride, offset, leaf = node
         values = decode_tensor(leaf, self.limits)
         expect(list(values.shape) == shape and values.dtype == pair.obj.dtype, "a view's values of another shape")
+        self._check_view(None, shape, stride, offset)
         if pairs.on_owner(pair):
-            self._check_view(pairs.by_id[id(pair.keep)], shape, stride, offset)
             shared.rewrite_view(pair.obj, shape, stride, offset, values)
-        else:  # Its owner is no owner here any more: the view keeps its values, as a tensor of its own.
+        else:  # The view left its owner's storage here: it keeps its values, as a tensor of its own.
             shared.detach(pair, values)
 
     def fill(self, pair: shared.Pair, content, depth: int = 0) -> None:
@@ -448,10 +492,13 @@ class Codec:
                 shared.detach(pair, decode_tensor(content, self.limits))
             else:
                 new = decode_tensor(content, self.limits)
-                if content[5] & SAME_STORAGE and content[5] & OWNS_STORAGE and self.peer.pairs.is_owner(pair):
-                    shared.apply_to_owner(pair.obj, new)
+                obj = pair.obj
+                if (content[5] & SAME_STORAGE and pair.home is not None and shared.storage_key(obj) == pair.home
+                        and obj.dtype == new.dtype and obj.storage_offset() == 0):
+                    shared.apply_to_owner(obj, new)
                 else:
-                    shared.apply(tag, pair.obj, new)
+                    pair.home = None
+                    shared.apply(tag, obj, new)
                 self._own(pair, content)
             self.wrote_memory = True
             return

@@ -34,6 +34,8 @@ A pair is *eager* or *lazy*, alike on both sides (codec.py says when each is whi
   mirrors (handles.py), and what crossed inside one. Neither side looks for its changes at every
   message. The judge asks for a lazy pair's new content when the test reads it and the kernel may
   have changed it since (`Pair.valid_at`), and it becomes eager as soon as the test holds it.
+  A new ``__dict__`` that holds a lazy pair the student's code changed since it crossed brings its
+  new content along (``Tag.UPDATE``: the judge takes a new ``__dict__`` as current).
   A mirrored ``__dict__`` that the test has not read for a while, and what only it holds, become
   lazy again (`PairTable.demote`), on both sides.
 
@@ -71,7 +73,7 @@ from types import SimpleNamespace
 import numpy
 import torch
 
-from .wire import Tag, WireError, expect, flat_bytes, memory_bytes
+from .wire import Tag, WireError, dense, expect, flat_bytes, memory_bytes
 
 PAIR_TYPES = {list: Tag.LIST, dict: Tag.DICT, OrderedDict: Tag.ODICT, set: Tag.SET, SimpleNamespace: Tag.NAMESPACE,
               torch.Tensor: Tag.TENSOR, numpy.ndarray: Tag.NDARRAY}
@@ -236,13 +238,22 @@ def _writing(tensor: torch.Tensor):
 
 def rewrite_view(view: torch.Tensor, shape: list, stride: list, offset: int, values: torch.Tensor) -> None:
     """Give a view the shape, strides and offset the sender's has on the storage it views (the sender's may have
-    changed them in place: ``unsqueeze_``, ``transpose_``), then its values, written through it. A view whose
-    elements overlap (``expand``) is not written: torch refuses, and the owner's update carries its values."""
+    changed them in place: ``unsqueeze_``, ``transpose_``, a ``resize_`` that grew the storage), then its values,
+    written through it."""
     with _writing(view):
         if view.shape != values.shape or view.stride() != tuple(stride) or view.storage_offset() != offset:
+            if all(shape):
+                grow_storage(view, offset + sum((size - 1) * step for size, step in zip(shape, stride)) + 1)
             view.as_strided_(shape, stride, offset)
-        if torch._debug_has_internal_overlap(view) == 0:
+        if torch._debug_has_internal_overlap(view) != 1:  # 1: it overlaps; 2: torch cannot tell cheaply (a gap).
             view.copy_(values)
+        elif view.numel():
+            # Its elements overlap (``expand``), and torch refuses to write such a view: each element is written
+            # where it lies in the storage (elements that share a place have one value, read from one memory).
+            places = torch.arange(view.untyped_storage().nbytes() // view.element_size(), device=view.device)
+            flat = torch.empty(0, dtype=view.dtype, device=view.device).set_(view.untyped_storage(), 0,
+                                                                             places.shape, (1,))
+            flat[places.as_strided(shape, stride, offset).reshape(-1)] = values.reshape(-1).to(view.device)
 
 
 def detach(pair: Pair, new: torch.Tensor) -> None:
@@ -257,17 +268,12 @@ def detach(pair: Pair, new: torch.Tensor) -> None:
 
 
 def apply_to_owner(obj: torch.Tensor, new: torch.Tensor) -> None:
-    """An owner's new values, on the storage object it has, as on the sender's side (`storage_key`): resized in
-    place to their size (``resize_``, ``torch.cat(..., out=owner)``), and reshaped in place (``unsqueeze_``), so
-    that the views on that storage stay on it, where they are on the sender's side too."""
-    if obj.dtype != new.dtype or obj.device.type == "meta":
-        _apply_tensor(obj, new)
-        return
-    size = new.numel() * new.element_size()
+    """New values of a tensor that is still on its storage object on the sender's side (`Pair.home`): on the one it
+    has here, grown in place where they need more room (``resize_``, ``torch.cat(..., out=owner)``; a storage
+    never shrinks, in one process either), and reshaped in place (``unsqueeze_``, ``t_``), so that the views on that
+    storage stay on it, as they do on the sender's side."""
     with _writing(obj):
-        storage = obj.untyped_storage()
-        if storage.nbytes() != size:
-            storage.resize_(size)
+        grow_storage(obj, new.numel())
         obj.as_strided_(new.shape, new.stride(), 0)
         obj.copy_(new)
 
@@ -328,12 +334,29 @@ def storage_key(tensor: torch.Tensor) -> tuple[str, int]:
     return str(tensor.device), tensor.untyped_storage()._cdata
 
 
-def owns_storage(tensor: torch.Tensor) -> bool:
-    """Whether ``tensor`` starts at its storage and covers all of it, densely (a view can then be rebuilt)."""
+def owns_storage(tensor: torch.Tensor, exact: bool = True) -> bool:
+    """Whether ``tensor`` starts at its storage and covers all of it (or, not ``exact``, at least its start),
+    densely, so that a view of it can be rebuilt: in any order of its dimensions, so that ``t_()`` leaves an owner
+    one."""
     if tensor.device.type == "meta" or tensor.layout != torch.strided or tensor.storage_offset() != 0:
         return False
-    return (tensor.is_contiguous() and tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size()
-            and tensor.numel() > 0)
+    size, elements = tensor.untyped_storage().nbytes(), tensor.numel() * tensor.element_size()
+    return (tensor.is_contiguous() or dense(tensor)) and elements > 0 and (size == elements or not exact
+                                                                           and size > elements)
+
+
+def within(view: torch.Tensor, count: int) -> bool:
+    """Whether every element of ``view`` lies among the first ``count`` elements of its storage (of its dtype)."""
+    if not view.numel():
+        return True
+    return view.storage_offset() + sum((size - 1) * step for size, step in zip(view.shape, view.stride())) < count
+
+
+def grow_storage(tensor: torch.Tensor, count: int) -> None:
+    """Make the storage of ``tensor`` hold at least ``count`` of its elements, in place, as ``resize_`` does."""
+    storage, size = tensor.untyped_storage(), count * tensor.element_size()
+    if storage.nbytes() < size:
+        storage.resize_(size)
 
 
 def unshared_base(table: PairTable, tensor: torch.Tensor) -> torch.Tensor | None:
@@ -353,7 +376,7 @@ class Pair:
     """One shared pair on one side."""
 
     __slots__ = ("sid", "tag", "obj", "recorded", "lazy", "quiet", "resting", "valid_at", "read_at", "keep",
-                 "owner_key")
+                 "owner_key", "home")
 
     def __init__(self, sid: int, tag: int, obj, lazy: bool) -> None:
         self.sid, self.tag, self.obj, self.lazy = sid, tag, obj, lazy
@@ -364,6 +387,9 @@ class Pair:
         self.read_at = 0  # The judge's count of its own messages when the test last read a mirrored __dict__.
         self.keep = None  # A view's storage owner: its pair stays while the view's does (`PairTable.scan`).
         self.owner_key = None  # The storage this tensor owns on both sides (`PairTable.own`), if any.
+        # The storage object a tensor that was an owner is still on, on both sides (`codec.Codec.content`): a change of
+        # size or shape keeps it there, with the views on it.
+        self.home = None
 
     def record(self) -> None:
         self.recorded = snapshot(self.tag, self.obj)
@@ -429,13 +455,17 @@ class PairTable:
         if sent and current is not None and self.is_owner(current):
             return False
         self.owners[key], pair.owner_key = pair, key
+        if pair.home is None:
+            pair.home = key
         return True
 
     def is_owner(self, pair: Pair) -> bool:
-        """Whether the tensor of ``pair`` is its storage's owner on both sides (`own`) and still owns all of it."""
+        """Whether the tensor of ``pair`` is its storage's owner on both sides (`own`) and still starts it, densely.
+        Its storage may be larger here than the sender's (a receiver's storage only grows: `apply_to_owner`): a view
+        that crosses lies within the owner's elements (`owner_of`)."""
         key = pair.owner_key
         return (key is not None and self.owners.get(key) is pair and self.by_sid.get(pair.sid) is pair
-                and storage_key(pair.obj) == key and owns_storage(pair.obj))
+                and storage_key(pair.obj) == key and owns_storage(pair.obj, exact=False))
 
     def promote(self, pair: Pair) -> None:
         """A lazy pair becomes eager (the test can reach it now)."""
@@ -469,32 +499,39 @@ class PairTable:
             self.eager[pair.sid] = pair
 
     def on_owner(self, pair: Pair) -> bool:
-        """Whether ``pair`` is a view (it crossed as one) that is still on its owner's storage, with its dtype, and
-        the owner still owns it on both sides: then the view's values are the owner's."""
+        """Whether ``pair`` is a view (it crossed as one) that is still, with its dtype, on the storage object its
+        owner has on both sides (`Pair.home`), whether or not the owner still owns it: then its update says where it
+        lies there, and the receiver writes it there."""
         keep = pair.keep
         if keep is None:
             return False
         owner = self.by_id.get(id(keep))
-        return (owner is not None and owner.obj is keep and self.is_owner(owner) and pair.obj.dtype == keep.dtype
-                and storage_key(pair.obj) == owner.owner_key)
+        return (owner is not None and owner.obj is keep and owner.home is not None and pair.obj.dtype == keep.dtype
+                and storage_key(pair.obj) == owner.home)
 
-    def with_owners(self, changed: list[Pair]) -> list[Pair]:
-        """The changed pairs in the order their updates cross: the owners of the changed views first, each with its
-        update if it changed (a lazy owner, which `scan` does not look at, changes through its eager views: a write,
-        a resize), then the rest, then the views, whose updates must find their owner's ownership as it is now on
-        both sides (`codec.Codec.content`)."""
-        views = [pair for pair in changed if pair.keep is not None]
-        if not views:
+    def with_owners(self, changed: list[Pair], lazy_owners: bool) -> list[Pair]:
+        """The changed pairs in the order their updates cross: tensors first, since a container's new content may
+        hold a new view of one, which must find its owner as it is now (grown by ``out=``, say); among them the
+        owners, then the other tensors, then the views, whose updates must find their owner's ownership as it is
+        now on both sides (`codec.Codec.content`). With ``lazy_owners`` (the kernel's side, whose objects are the
+        student's own) the lazy owners of changed views come too, if they changed: `scan` does not look at them, and
+        the student's code changes them through its views. The judge's lazy pairs are copies that may be out of
+        date, which it never sends: a view's update carries its own values."""
+        tensors = [pair for pair in changed if pair.tag is _TENSOR]
+        if not tensors:
             return changed
-        listed = {pair.sid for pair in changed}
+        views = [pair for pair in tensors if pair.keep is not None]
         owners = []
-        for view in views:
-            owner = self.by_id.get(id(view.keep))
-            if owner is not None and owner.obj is view.keep and owner.sid not in listed and owner.changed():
-                owners.append(owner)
-                listed.add(owner.sid)
-        first = [pair for pair in changed if pair.owner_key is not None]
-        return owners + first + [pair for pair in changed if pair.keep is None and pair.owner_key is None] + views
+        if lazy_owners and views:
+            listed = {pair.sid for pair in changed}
+            for view in views:
+                owner = self.by_id.get(id(view.keep))
+                if owner is not None and owner.obj is view.keep and owner.sid not in listed and owner.changed():
+                    owners.append(owner)
+                    listed.add(owner.sid)
+        owners += [pair for pair in tensors if pair.owner_key is not None]
+        others = [pair for pair in tensors if pair.keep is None and pair.owner_key is None]
+        return owners + others + views + [pair for pair in changed if pair.tag is not _TENSOR]
 
     def owner_of(self, tensor: torch.Tensor) -> Pair | None:
         """The shared tensor whose storage ``tensor`` views (so that the view crosses as one), if any."""
@@ -503,7 +540,7 @@ class PairTable:
         owner = self.owners.get(storage_key(tensor))
         if owner is None or owner.obj is tensor or owner.obj.dtype != tensor.dtype or self.find(owner.obj) is not owner:
             return None
-        return owner if self.is_owner(owner) else None
+        return owner if self.is_owner(owner) and within(tensor, owner.obj.numel()) else None
 
     def get(self, sid) -> Pair:
         pair = self.by_sid.get(sid) if type(sid) is int else None

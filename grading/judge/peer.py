@@ -280,6 +280,7 @@ class Peer:
         codec, pairs = self.codec, self.pairs
         codec.items = 0
         touched = codec.touched = []
+        codec.updated = set()
         by_value, self.send_by_value = self.send_by_value and not raw, False
         marks = (pairs.next_sid, self.next_oid)
         self.in_message += 1
@@ -311,7 +312,7 @@ class Peer:
             changed = changed + [pair for sid, pair in pairs.dirty.items() if sid not in scanned]
         extra = self.outgoing(dropped)
         if changed:
-            changed = pairs.with_owners(changed)
+            changed = pairs.with_owners(changed, self.parity == 1)
         updates = [[pair.sid, codec.content(pair)] for pair in changed] if changed else []
         codec.by_value = by_value
         try:

@@ -83,9 +83,12 @@ class Tag(IntEnum):
     EXCEPTION = 30  # [EXCEPTION, [class names of the MRO], [arg...], message, [whether each is Python's own]]
     NOTIMPLEMENTED = 31  # [NOTIMPLEMENTED]
     BOUND = 32  # [BOUND, oid, name]  a method of the receiver's object (the judge's remote methods)
-    VIEW = 33  # [VIEW, sid, owner node, shape, stride, offset]  a new tensor pair viewing a shared tensor's storage
+    # [VIEW, sid, owner node, shape, stride, offset]  a new tensor pair viewing a shared tensor's storage; as a view's
+    # update: [VIEW, shape, stride, offset, leaf], where it lies on its owner's storage now, and its values
+    VIEW = 33
     PROMOTE = 35  # [PROMOTE, sid, content]  a lazy pair the receiver has, eager from now on, and all it holds
     VALIDATE = 36  # [VALIDATE, sid, content or None, [[sid, content]...]]  a lazy pair and what changed under it
+    UPDATE = 37  # [UPDATE, sid, content]  a lazy pair the receiver has, with its new content; it stays lazy
 
 
 CLASS_NAMES = 2000  # At most this many attribute names in a class node, or method names in an object node.
@@ -205,7 +208,12 @@ def encode_tensor(tensor: torch.Tensor) -> list:
                         "tensor cannot cross")
     device = tensor.device
     data = flat_bytes(tensor) if device.type != "meta" else b""
-    stride = list(tensor.stride()) if _dense(tensor) else None
+    strides = tensor.stride()
+    # The strides cross where they are not the default ones and cover each element once: torch calls a tensor
+    # contiguous whatever the strides of its dimensions of one element, yet compares them (an ``out=`` that is
+    # its input, laid out alike, may be written in place; laid out otherwise, it is refused).
+    stride = list(strides) if (strides != _default_strides(tensor.shape) if tensor.is_contiguous()
+                               else dense(tensor)) else None
     flags = (REQUIRES_GRAD | (0 if tensor.is_leaf else NOT_A_LEAF) if tensor.requires_grad else 0) | (
         INFERENCE if tensor.is_inference() else 0)
     return [_dtype_name(tensor.dtype), list(tensor.shape), stride, str(device), data, flags]
@@ -229,7 +237,16 @@ def memory_bytes(tensor: torch.Tensor) -> bytes:
     return ctypes.string_at(tensor.data_ptr(), tensor.numel() * tensor.element_size())
 
 
-def _dense(tensor: torch.Tensor) -> bool:
+def _default_strides(shape) -> tuple:
+    """The strides torch gives a new tensor of ``shape`` (``torch.empty(shape).stride()``)."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def dense(tensor: torch.Tensor) -> bool:
     """Whether the strides cover each element once (so that they can be rebuilt)."""
     if tensor.is_contiguous():
         return False  # The default strides; nothing to send.
@@ -270,10 +287,11 @@ def _decoded_values(name, shape, stride, device, data, limits: Limits) -> torch.
     expect(len(data) == count * itemsize, "a tensor whose bytes do not match its shape and dtype")
     values = _tensor_of_bytes(data, dtype, shape)
     if stride is not None:
-        # A dimension of one element may have any stride (torch ignores it): ``t[:1]`` of a longer tensor, permuted.
+        # A dimension of one element, or any of a tensor without elements, may have any stride (no element lies
+        # there): ``t[:1]`` of a longer tensor, permuted.
         expect(type(stride) is list and len(stride) == len(shape)
-               and all(type(s) is int and 0 <= s <= (_ANY_STRIDE if n <= 1 else count) for s, n in zip(stride, shape)),
-               "a malformed stride")
+               and all(type(s) is int and 0 <= s <= (_ANY_STRIDE if n <= 1 or not count else count)
+                       for s, n in zip(stride, shape)), "a malformed stride")
         strided = torch.empty_strided(shape, stride, dtype=dtype)
         strided.copy_(values)
         values = strided
