@@ -493,7 +493,8 @@ def test_a_dimension_of_one_element_crosses_with_any_stride(kernel):
 
 def test_an_owner_that_only_its_views_reach_is_kept_in_step(kernel):
     # The owner of the views inside a student's object crosses lazily with them, and the test cannot reach it. A write
-    # or a resize through one of the views changes it all the same: its update crosses first, then the views'.
+    # or a resize through one of the views changes it all the same: each view's update says where it lies on the
+    # owner's storage, with its values, and the kernel writes them there (growing that storage as the test did).
     k = kernel('''
         import torch
         kept = {}
