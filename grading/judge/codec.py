@@ -459,13 +459,7 @@ class Codec:
         expect(all(type(d) is list and len(d) <= self.limits.depth and all(type(x) is int and x >= 0 for x in d)
                    for d in dims) and len(shape) == len(stride) and type(offset) is int and offset >= 0,
                "a malformed view")
-        expect(owner is None or self._within(owner, shape, stride, offset), "a view outside its tensor")
-
-    @staticmethod
-    def _within(owner: shared.Pair, shape, stride, offset) -> bool:
-        if not all(shape):
-            return True
-        return offset + sum((size - 1) * step for size, step in zip(shape, stride)) < owner.obj.numel()
+        expect(owner is None or shared.within(shape, stride, offset, owner.obj.numel()), "a view outside its tensor")
 
     def _fill_view(self, pair: shared.Pair, node: list) -> None:
         """A view's place on its owner's storage and its values (`content`), written where it lies: a view with gaps

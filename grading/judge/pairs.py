@@ -242,8 +242,9 @@ def rewrite_view(view: torch.Tensor, shape: list, stride: list, offset: int, val
     written through it."""
     with _writing(view):
         if view.shape != values.shape or view.stride() != tuple(stride) or view.storage_offset() != offset:
-            if all(shape):
-                grow_storage(view, offset + sum((size - 1) * step for size, step in zip(shape, stride)) + 1)
+            last = last_element(shape, stride, offset)
+            if last is not None:
+                grow_storage(view, last + 1)
             view.as_strided_(shape, stride, offset)
         if torch._debug_has_internal_overlap(view) != 1:  # 1: it overlaps; 2: torch cannot tell cheaply (a gap).
             view.copy_(values)
@@ -258,12 +259,7 @@ def rewrite_view(view: torch.Tensor, shape: list, stride: list, offset: int, val
 
 def detach(pair: Pair, new: torch.Tensor) -> None:
     """A view that left its owner's storage on the sender's side: it leaves it here too, with the new values."""
-    obj = pair.obj
-    with _writing(obj):
-        if obj.dtype != new.dtype:
-            obj.data = new.to(obj.device)
-        else:
-            obj.set_(new.to(obj.device))
+    _apply_tensor(pair.obj, new, in_place=False)
     pair.keep = None
 
 
@@ -278,7 +274,9 @@ def apply_to_owner(obj: torch.Tensor, new: torch.Tensor) -> None:
         obj.copy_(new)
 
 
-def _apply_tensor(obj: torch.Tensor, new: torch.Tensor) -> None:
+def _apply_tensor(obj: torch.Tensor, new: torch.Tensor, in_place: bool = True) -> None:
+    """Give ``obj`` the values of ``new``: written into its memory where the layout allows (``in_place``), else on
+    new memory of its own."""
     if obj.device.type == "meta":
         expect(new.device.type == "meta" and obj.dtype == new.dtype, "a meta tensor got data or another dtype")
         return
@@ -286,7 +284,8 @@ def _apply_tensor(obj: torch.Tensor, new: torch.Tensor) -> None:
         if obj.dtype != new.dtype:  # ``tensor.data = tensor.data.to(torch.float64)``: the same object, another dtype.
             obj.data = new.to(obj.device)
         # Strides that differ only where torch ignores them (a dimension of one element) are the same layout.
-        elif obj.shape == new.shape and (obj.stride() == new.stride() or obj.is_contiguous() and new.is_contiguous()):
+        elif in_place and obj.shape == new.shape and (obj.stride() == new.stride()
+                                                      or obj.is_contiguous() and new.is_contiguous()):
             obj.copy_(new)
         else:
             obj.set_(new.to(obj.device))
@@ -345,11 +344,17 @@ def owns_storage(tensor: torch.Tensor, exact: bool = True) -> bool:
                                                                            and size > elements)
 
 
-def within(view: torch.Tensor, count: int) -> bool:
-    """Whether every element of ``view`` lies among the first ``count`` elements of its storage (of its dtype)."""
-    if not view.numel():
-        return True
-    return view.storage_offset() + sum((size - 1) * step for size, step in zip(view.shape, view.stride())) < count
+def last_element(shape, stride, offset: int) -> int | None:
+    """Where the last element of a tensor of this layout lies in its storage (in elements); None when it has none."""
+    if not all(shape):
+        return None
+    return offset + sum((size - 1) * step for size, step in zip(shape, stride))
+
+
+def within(shape, stride, offset: int, count: int) -> bool:
+    """Whether every element of a tensor of this layout lies among the first ``count`` elements of its storage."""
+    last = last_element(shape, stride, offset)
+    return last is None or last < count
 
 
 def grow_storage(tensor: torch.Tensor, count: int) -> None:
@@ -540,7 +545,8 @@ class PairTable:
         owner = self.owners.get(storage_key(tensor))
         if owner is None or owner.obj is tensor or owner.obj.dtype != tensor.dtype or self.find(owner.obj) is not owner:
             return None
-        return owner if self.is_owner(owner) and within(tensor, owner.obj.numel()) else None
+        return (owner if self.is_owner(owner)
+                and within(tensor.shape, tensor.stride(), tensor.storage_offset(), owner.obj.numel()) else None)
 
     def get(self, sid) -> Pair:
         pair = self.by_sid.get(sid) if type(sid) is int else None
