@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -54,13 +55,19 @@ def answer_dialogs(page, who: str) -> None:
             return
         text = " ".join(dialogs.first.inner_text().split())
         print(f"{who}: JupyterLab showed a dialog, accepted: {text[:300]}")
-        # "Select Kernel" offers the notebook's kernel and "No Kernel": choose a kernel, never none.
+        # "Select Kernel" for a notebook offers to start its kernel, "No Kernel", and the kernels of running
+        # sessions, named "<notebook> (<first 8 digits of the kernel's id>)". Join the notebook's own session where
+        # there is one: starting another kernel would leave the one the test started for it (the project's CI at
+        # 399bc6a). Never choose none, nor another notebook's kernel.
         choices = dialogs.first.locator("select")
         if choices.count():
             labels = choices.first.locator("option").all_inner_texts()
             kernels = [label for label in labels if label.strip() != "No Kernel"]
+            named = re.search(r'Select kernel for: "([^"]+)"', text)
+            own = re.escape(named.group(1).rsplit("/", 1)[-1]) + r" \([0-9a-f]{8}\)" if named else None
+            joined = [label for label in kernels if own and re.fullmatch(own, label.strip())]
             if kernels:
-                choices.first.select_option(label=kernels[0])
+                choices.first.select_option(label=(joined or kernels)[0])
         accept = dialogs.first.locator(".jp-Dialog-button.jp-mod-accept")
         if accept.count():
             accept.first.click()
