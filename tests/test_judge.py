@@ -548,6 +548,46 @@ def test_a_changed_tensor_in_a_new_object_comes_with_its_new_values(kernel):
     ''')
 
 
+def test_a_view_handed_out_again_finds_its_owner_as_it_is_now(kernel):
+    # The kernel's tensor outlives the test cell that sent it, so its pair goes; a view of it that crosses inside an
+    # object's __dict__ then brings it back as a lazy owner. The student's code changes the whole owner; when the
+    # view crosses again (returned, or in a new object's __dict__), the owner's new content comes with it. Else the
+    # judge's copy keeps its old elements around the view's, and a new view of it that the test sends back would
+    # write them into the student's tensor (found by tests/judge_fuzz.py, seed 514945).
+    k = kernel('''
+        import torch
+        kept = {}
+        class Box:
+            pass
+        def keep(x):
+            kept['g'] = x
+            kept['column'] = x[:, 3]
+        def boxed():
+            b = Box()
+            b.t = kept['column']
+            return [b]
+        def flip():
+            kept['g'].copy_(kept['g'].flip(0))
+        def column():
+            return kept['column']
+        def send(view):
+            kept['sent'] = view
+        def look():
+            return kept['g'].tolist()
+    ''', timeout=5)
+    for hand_out in ("column()", "boxed()[0].t"):
+        k.passes('''
+            keep(torch.arange(16.0).reshape(4, 4).t())
+        ''')
+        k.passes(f'''
+            kept = boxed()
+            flip()
+            send({hand_out}.unsqueeze(-1))
+            want = torch.arange(16.0).reshape(4, 4).t().flip(0).tolist()
+            assert look() == want, look()
+        ''')
+
+
 def test_views_of_any_layout_keep_their_values_and_strides(kernel):
     # A transposed owner stays an owner; a view whose elements overlap (``expand``) is written where its elements
     # lie; the strides of dimensions of one element cross as they are, which torch compares before it lets an

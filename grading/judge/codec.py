@@ -83,16 +83,14 @@ class Codec:
         self.lazy = False  # Whether what is encoded or decoded now is in a lazy pair's content.
         self.touched: list[shared.Pair] = []  # Pairs whose snapshot is taken once the message is sent.
         self.updated: set[int] = set()  # The lazy pairs whose new content the message being encoded carries.
+        # The message's updates (peer.Peer._tree), which the receiver applies before it decodes the body: the kernel
+        # adds the lazy owners of the views that the body hands out (`_owner_with`).
+        self.updates: list = []
         # Whether decoding the message wrote into a tensor or array this side already held (`PairTable.settle`).
         self.wrote_memory = False
         # Whether lists, sets, dicts and tensors cross as copies, with no pair (a replay's results: copies that
         # nothing in the kernel holds, so neither side need keep them in step); what a __dict__ holds never does.
         self.by_value = False
-
-    def start(self) -> None:
-        self.items = 0
-        self.touched = []
-        self.updated = set()
 
     def _count(self, depth: int) -> None:
         self.items += 1
@@ -181,12 +179,14 @@ class Codec:
             if pair.lazy and not self.lazy:
                 pairs.promote(pair)
                 self.touched.append(pair)
+                self._owner_with(pair)
                 return [Tag.PROMOTE, pair.sid, self.content(pair, depth)]
             if pair.lazy and self.peer.parity == 1 and pair.sid not in self.updated and self._stale(pair):
                 # The student's code changed it, or a lazy pair it holds, since it crossed, and a new object's
                 # __dict__ (which the judge takes as current) holds it: its new content comes with it.
                 self.updated.add(pair.sid)
                 self.touched.append(pair)
+                self._owner_with(pair)
                 return [Tag.UPDATE, pair.sid, self.content(pair, depth)]
             return [Tag.REF, pair.sid]
         owner = pairs.owner_of(value) if tag is Tag.TENSOR else None
@@ -214,6 +214,21 @@ class Codec:
                 owner_node = self._encode_pair(owner.obj, Tag.TENSOR, depth + 1)
             return [Tag.VIEW, pair.sid, owner_node, list(value.shape), list(value.stride()), value.storage_offset()]
         return [tag, pair.sid, self.content(pair, depth)]
+
+    def _owner_with(self, view: shared.Pair) -> None:
+        """(The kernel's side.) A lazy view that crosses with its content finds its owner as it is now: the owner, a
+        lazy pair too, which no scan looks at, may have changed through another view of the student's code, and the
+        judge's copy would keep its old elements around the view's. Its new content goes into the message's
+        updates, which the receiver applies before the body."""
+        if self.peer.parity != 1 or view.keep is None:
+            return
+        owner = self.peer.pairs.by_id.get(id(view.keep))
+        if (owner is None or owner.obj is not view.keep or not owner.lazy or owner.sid in self.updated
+                or not owner.changed()):
+            return
+        self.updated.add(owner.sid)
+        self.touched.append(owner)
+        self.updates.append([owner.sid, self.content(owner)])
 
     def _stale(self, pair: shared.Pair) -> bool:
         """Whether a lazy pair, or a lazy pair it holds, changed since it last crossed."""
