@@ -82,7 +82,8 @@ class Codec:
         self.items = 0
         self.lazy = False  # Whether what is encoded or decoded now is in a lazy pair's content.
         self.touched: list[shared.Pair] = []  # Pairs whose snapshot is taken once the message is sent.
-        self.updated: set[int] = set()  # The lazy pairs whose new content the message being encoded carries.
+        # The pairs whose new content the message being encoded carries: in its updates, or in its body (lazy ones).
+        self.updated: set[int] = set()
         # The message's updates (peer.Peer._tree), which the receiver applies before it decodes the body: the kernel
         # adds the lazy owners of the views that the body hands out (`_owner_with`).
         self.updates: list = []
@@ -239,7 +240,7 @@ class Codec:
         its whole storage, which makes it, on both sides, the owner whose views cross as views (`PairTable.own`)."""
         if pair.tag is Tag.TENSOR:
             pairs, obj = self.peer.pairs, pair.obj
-            if pair.recorded is not None and pair.keep is not None:
+            if pair.keep is not None:
                 if pairs.on_owner(pair):
                     # A view that is still on its owner's storage: its shape, strides and offset there, and its
                     # values, which the receiver writes through its own view (`_fill_view`).
