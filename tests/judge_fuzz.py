@@ -105,6 +105,7 @@ class Program:
     student: str
     cells: list[str]
     expected: list[list] = field(default_factory=list)
+    steps: int = 20  # How many steps the generator took to make it (``--steps``).
 
     def listing(self) -> str:
         """The program as a developer reads it: the student's functions (after the common prelude), then each cell."""
@@ -492,7 +493,7 @@ class Generator:
                         break
             self.observe_everything()
         cells = ["\n".join(cell) + "\n" for cell in self.cells]
-        program = Program(self.seed, self.student_source(), cells)
+        program = Program(self.seed, self.student_source(), cells, steps=self.steps)
         program.expected = one_process(program)
         return program
 
@@ -549,7 +550,8 @@ def report(program: Program, failure: Failure) -> str:
         text += f"#   in one process: {program.expected[failure.cell][index]!r}\n"
     text += f"# The judge's message: {failure.message}\n"
     text += "".join(f"#   {line}\n" for line in failure.traceback)
-    text += f"# Again: python tests/judge_fuzz.py --start {program.seed} --count 1 --verbose\n"
+    steps = f" --steps {program.steps}" if program.steps != 20 else ""
+    text += f"# Again: python tests/judge_fuzz.py --start {program.seed} --count 1{steps} --verbose\n"
     return text
 
 
