@@ -221,11 +221,10 @@ class Codec:
         lazy pair too, which no scan looks at, may have changed through another view of the student's code, and the
         judge's copy would keep its old elements around the view's. Its new content goes into the message's
         updates, which the receiver applies before the body."""
-        if self.peer.parity != 1 or view.keep is None:
+        if self.peer.parity != 1:
             return
-        owner = self.peer.pairs.by_id.get(id(view.keep))
-        if (owner is None or owner.obj is not view.keep or not owner.lazy or owner.sid in self.updated
-                or not owner.changed()):
+        owner = self.peer.pairs.owner_pair(view)
+        if owner is None or not owner.lazy or owner.sid in self.updated or not owner.changed():
             return
         self.updated.add(owner.sid)
         self.touched.append(owner)

@@ -503,15 +503,20 @@ class PairTable:
         if not pair.lazy:
             self.eager[pair.sid] = pair
 
+    def owner_pair(self, view: Pair) -> Pair | None:
+        """The pair of the tensor that ``view`` crossed as a view of (`Pair.keep`), while that tensor has one."""
+        keep = view.keep
+        if keep is None:
+            return None
+        owner = self.by_id.get(id(keep))
+        return owner if owner is not None and owner.obj is keep else None
+
     def on_owner(self, pair: Pair) -> bool:
         """Whether ``pair`` is a view (it crossed as one) that is still, with its dtype, on the storage object its
         owner has on both sides (`Pair.home`), whether or not the owner still owns it: then its update says where it
         lies there, and the receiver writes it there."""
-        keep = pair.keep
-        if keep is None:
-            return False
-        owner = self.by_id.get(id(keep))
-        return (owner is not None and owner.obj is keep and owner.home is not None and pair.obj.dtype == keep.dtype
+        owner = self.owner_pair(pair)
+        return (owner is not None and owner.home is not None and pair.obj.dtype == owner.obj.dtype
                 and storage_key(pair.obj) == owner.home)
 
     def with_owners(self, changed: list[Pair], lazy_owners: bool) -> list[Pair]:
@@ -530,8 +535,8 @@ class PairTable:
         if lazy_owners and views:
             listed = {pair.sid for pair in changed}
             for view in views:
-                owner = self.by_id.get(id(view.keep))
-                if owner is not None and owner.obj is view.keep and owner.sid not in listed and owner.changed():
+                owner = self.owner_pair(view)
+                if owner is not None and owner.sid not in listed and owner.changed():
                     owners.append(owner)
                     listed.add(owner.sid)
         owners += [pair for pair in tensors if pair.owner_key is not None]

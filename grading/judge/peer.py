@@ -313,8 +313,8 @@ class Peer:
         extra = self.outgoing(dropped)
         if changed:
             changed = pairs.with_owners(changed, self.parity == 1)
+            codec.updated.update(pair.sid for pair in changed)
         updates = codec.updates = [[pair.sid, codec.content(pair)] for pair in changed] if changed else []
-        codec.updated.update(pair.sid for pair in changed)
         codec.by_value = by_value
         try:
             encoded = body if raw else [codec.encode(value) for value in body]
