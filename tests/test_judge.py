@@ -1077,6 +1077,45 @@ def test_exceptions_keep_their_builtin_base(kernel):
     k.passes("assert fail is not None")  # The judge goes on after a kernel's SystemExit.
 
 
+def test_exceptions_keep_their_arguments_as_in_one_process(kernel):
+    # Mixed ints and strings, a tuple key, OSError's errno, and a KeyError of an object: each compares and reads as in
+    # one process (a KeyError's message is its argument's repr; an object's argument crosses as that message).
+    k = kernel('''
+        class Block:
+            def __repr__(self):
+                return "Block(7)"
+        def fail(kind):
+            if kind == "mixed":
+                raise ValueError("no room for block", 7, 2.5, None)
+            if kind == "tuple":
+                raise KeyError((3, "seq-1"))
+            if kind == "os":
+                raise FileNotFoundError(2, "No such file")
+            raise KeyError(Block())
+    ''')
+    k.passes('''
+        try:
+            fail("mixed")
+        except ValueError as error:
+            assert error.args == ("no room for block", 7, 2.5, None), error.args
+            assert str(error) == "('no room for block', 7, 2.5, None)"
+        try:
+            fail("tuple")
+        except KeyError as error:
+            assert type(error) is KeyError and error.args == ((3, "seq-1"),), error.args
+            assert str(error) == "(3, 'seq-1')", str(error)
+        try:
+            fail("os")
+        except OSError as error:
+            assert type(error) is FileNotFoundError and error.errno == 2 and error.strerror == "No such file"
+            assert str(error) == "[Errno 2] No such file", str(error)
+        try:
+            fail("object")
+        except KeyError as error:
+            assert type(error) is KeyError and str(error) == "Block(7)", str(error)
+    ''')
+
+
 def test_exceptions_keep_every_builtin_base_their_message_and_only_python_s_own_names_are_builtins(kernel):
     """An exception class of the kernel's with several of Python's exception classes among its bases is each of them in
     the test, a class of the student's that is named like one of Python's (``class MemoryError(RuntimeError)``)

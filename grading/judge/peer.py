@@ -49,6 +49,12 @@ def _message_of(error: BaseException) -> str:
         return ""
 
 
+class _Verbatim(str):
+    """A message whose repr is itself: the argument of a KeyError whose message crossed in its argument's place."""
+
+    __repr__ = str.__str__
+
+
 def _told_message(error: BaseException) -> str:
     return error.__dict__.get("message_of_the_other_side", "")
 
@@ -462,18 +468,29 @@ class Peer:
         # Which of them are Python's own (a student's class may be named MemoryError and derive from RuntimeError).
         builtin = [_python_s_own(klass) for klass in classes]
         args = list(getattr(error, "args", ()))
-        plain = all(type(a) in _PLAIN_ARGS and (type(a) is not str or len(a) <= self.limits.text) for a in args)
-        plain = plain or all(type(a) is int and -(1 << 63) <= a < (1 << 63) for a in args)
-        return [Tag.EXCEPTION, names, args if plain and len(args) <= 8 else [message], message, builtin]
+        plain = len(args) <= 8 and all(map(self._plain_argument, args))
+        # A tuple argument (``KeyError((seq_id, block))``) crosses as a list: the only list an exception's node holds.
+        args = [list(a) if type(a) is tuple else a for a in args] if plain else [message]
+        return [Tag.EXCEPTION, names, args, message, builtin]
+
+    def _plain_argument(self, value, nested: bool = False) -> bool:
+        """Whether an exception's argument crosses as it is: None, a bool, an int of 64 bits, a float, a short
+        string, or (not within another) a tuple of at most 64 of them."""
+        kind = type(value)
+        if kind is str:
+            return len(value) <= self.limits.text
+        if kind is int:
+            return -(1 << 63) <= value < (1 << 63)
+        if kind is tuple and not nested:
+            return len(value) <= 64 and all(self._plain_argument(item, True) for item in value)
+        return kind in _PLAIN_ARGS
 
     def decode_exception(self, node: list) -> BaseException:
         expect(len(node) == 5 and type(node[1]) is list and 0 < len(node[1]) <= 64 and type(node[2]) is list
                and len(node[2]) <= 8 and type(node[4]) is list and len(node[4]) == len(node[1])
                and all(type(flag) is bool for flag in node[4]), "a malformed exception")
         names = [text(name, self.limits) for name in node[1]]
-        args = [a if type(a) is int and -(1 << 63) <= a < (1 << 63) else text(a, self.limits) if type(a) is str
-                else a for a in node[2]]
-        expect(all(type(a) in (*_PLAIN_ARGS, int) for a in args), "a malformed exception")
+        args = [self._decode_argument(a) for a in node[2]]
         bases = _builtin_bases(names, node[4])
         # The judge's own class only for a builtin Exception; KeyboardInterrupt or SystemExit from the kernel
         # becomes a class of the kernel's (module "kernel"), never the judge's own signal.
@@ -484,6 +501,9 @@ class Peer:
             error = cls(*args)
         except Exception:  # noqa: BLE001 - a builtin whose constructor wants other arguments.
             return self._exception_class(names[0], bases, plain=True)(message)
+        if own and len(args) == 1 and type(args[0]) is str and _message_of(error)[:self.limits.text] != message:
+            # A KeyError says its argument's repr: one that crossed as its message alone says that message unquoted.
+            return cls(_Verbatim(args[0]))
         if not own and _message_of(error)[:self.limits.text] != message:
             # The class has a message of its own (its __str__), which its arguments do not make: it says that one.
             try:
@@ -493,6 +513,17 @@ class Peer:
             told.message_of_the_other_side = message
             return told
         return error
+
+    def _decode_argument(self, value, nested: bool = False):
+        """An exception's argument as `_plain_argument` lets it cross; a list is a tuple's."""
+        kind = type(value)
+        if kind is list and not nested:
+            expect(len(value) <= 64, "a malformed exception")
+            return tuple(self._decode_argument(item, True) for item in value)
+        if kind is str:
+            return text(value, self.limits)
+        expect(kind in _PLAIN_ARGS or kind is int and -(1 << 63) <= value < (1 << 63), "a malformed exception")
+        return value
 
     def _exception_class(self, name: str, bases: tuple[type, ...], plain: bool = False, told: bool = False) -> type:
         """A class named ``name`` derived from the builtin ``bases``, made from data only; with ``told``, its message is
