@@ -573,3 +573,9 @@ WRONG[ORDER_T]['python sort over tolist() (no torch op per entry)'] = ref.edit(
       '    ranked = sorted(range(evictable.shape[0]), key=lambda i: [c[i] for c in columns] + [i])\n'
       '    order = torch.tensor(ranked, dtype=torch.int64, device=evictable.device)\n'
       '    # TODO 3.7.3: drop the entries that are not evictable, then keep the first k.\n')))
+
+# Round 6 (2026-12-06, a red-team answer): refusing is right only for the requests that evicting cannot meet. This one
+# refuses more, and earned 3.4.2's points while its cases were only requests to refuse (so did "only unshared blocks
+# counted as freeable" above); 3.4.2's hidden part now also makes requests that it must not refuse.
+WRONG[FIT]["never evicts: refuses every request that the free blocks do not meet"] = ref.solve(FIT, todo={
+    "3.4.2": 'raise RuntimeError(f"need {blocks_needed} free blocks, only {allocator.num_free} are free")'})

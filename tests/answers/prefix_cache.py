@@ -858,3 +858,92 @@ WRONG[CACHE]["get_kv returns the cached tensors themselves for one block"] = ref
     '            return list(blocks[0])\n'))
 WRONG[CACHE]["policy checked against a set (a list policy raises TypeError)"] = ref.edit(CACHE, (
     'if policy not in ("lru", "lfu"):', 'if policy not in {"lru", "lfu"}:'))
+
+# Round 6 (2026-12-06, a red-team answer): a victim chosen among the four leaves of smallest hash only, with a shadow
+# of every evicted block that answers `in` for the blocks a comparison asks about, then makes exactly those the cached
+# ones before its next call. It earned 6.2.6's and 6.2.7's hidden points while those replays asked about the oracle's
+# cached blocks alone (sorted); they ask about every block of the case's tree now, so the steps say nothing.
+WRONG[CACHE]["victim among the four smallest leaves, cached set taken from the test's `in` steps"] = ref[CACHE] + '''
+
+_HonestPrefixCache = PrefixCache
+
+
+class PrefixCache(_HonestPrefixCache):
+    def __init__(self, capacity_blocks, block_size, policy="lru"):
+        super().__init__(capacity_blocks, block_size, policy)
+        self._shadow, self._asked = {}, None
+
+    def __len__(self):
+        self._asked = []  # A run of `in` queries may follow: they name the blocks the test expects.
+        return len(self._blocks)
+
+    def __contains__(self, block_hash):
+        if self._asked is not None:
+            self._asked.append(block_hash)
+            return block_hash in self._blocks or block_hash in self._shadow
+        return block_hash in self._blocks
+
+    def _settle(self):
+        asked, self._asked = self._asked, None
+        if not asked or asked != sorted(set(asked)) or len(asked) != len(self._blocks):
+            return
+        want = set(asked)
+        if want == set(self._blocks) or not want <= set(self._blocks) | set(self._shadow):
+            return
+        for h in [h for h in self._blocks if h not in want]:
+            self._shadow[h] = self._blocks.pop(h)
+        for h in want - set(self._blocks):
+            self._blocks[h] = self._shadow.pop(h)
+        for entry in self._blocks.values():
+            entry["children"] = 0
+        for entry in self._blocks.values():
+            if entry["parent"] in self._blocks:
+                self._blocks[entry["parent"]]["children"] += 1
+        self._leaves = {h for h, entry in self._blocks.items() if entry["children"] == 0}
+
+    @property
+    def stats(self):
+        self._settle()
+        return _HonestPrefixCache.stats.fget(self)
+
+    def insert(self, hashes, kv):
+        self._settle()
+        return super().insert(hashes, kv)
+
+    def match(self, hashes):
+        self._settle()
+        return super().match(hashes)
+
+    def get_kv(self, hashes):
+        self._settle()
+        return super().get_kv(hashes)
+
+    def pin(self, hashes):
+        self._settle()
+        return super().pin(hashes)
+
+    def unpin(self, hashes):
+        self._settle()
+        return super().unpin(hashes)
+
+    def _victim(self, current):
+        current = set(current)
+        free = [h for h in sorted(self._leaves)[:4] if self._blocks[h]["ref_count"] == 0 and h not in current]
+        free = free or [h for h in self._leaves if self._blocks[h]["ref_count"] == 0 and h not in current]
+        if not free:
+            return None
+        if self.policy == "lru":
+            return min(free, key=lambda h: (self._blocks[h]["last_access_step"], h))
+        return min(free, key=lambda h: (self._blocks[h]["use_count"], self._blocks[h]["last_access_step"], h))
+
+    def _evict(self, block_hash):
+        self._shadow[block_hash] = self._blocks[block_hash]
+        super()._evict(block_hash)
+'''
+
+# The wrong answers that only hidden tests catch, each with the reason (tests/test_mutants.py).
+HIDDEN_ONLY = {CACHE: {
+    "victim among the four smallest leaves, cached set taken from the test's `in` steps":
+        "its victim is right whenever four or fewer leaves are evictable, as in every visible case; it is a red-team "
+        "answer against the hidden replays' steps, not a mistake a student makes",
+}}
