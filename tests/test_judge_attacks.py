@@ -419,6 +419,16 @@ _PLANTER = """
 
     def make_hook(kind):
         return HOOKS[kind]()
+
+    KEPT = {}
+
+    def hand_out(kind):
+        KEPT[kind] = HOOKS[kind]()
+        return KEPT[kind]
+
+    def plant_kept(model, kind):
+        model.register(KEPT[kind])  # The test got this very object before, as a result.
+        return model(torch.ones(1, 2)).abs().sum().item()
 """
 
 _TEST_MODEL = """
@@ -586,3 +596,17 @@ def test_judges_forked_by_the_spawner_serve_start_cheaply_and_end_like_started_o
         spawner = client._SPAWNER
         client.stop_spawner()
     assert spawner.process.poll() is not None
+
+
+@pytest.mark.parametrize("kind", ["function", "lambda", "bound method", "callable object", "partial"])
+def test_a_callable_the_test_already_holds_is_held_back_once_the_student_s_code_plants_it(kernel, kind):
+    """The student's code first returns a callable (the test may call it), then hands that same object to one of
+    the test's objects: from then on it runs only while the student's code runs, as one planted at once does."""
+    attacker = kernel(_PLANTER)
+    planted = attacker.run(_TEST_MODEL + f"""
+    first = hand_out({kind!r})  # The test holds it now, as a result of the student's code.
+    inside = plant_kept(model, {kind!r})
+    assert inside == 0.0, inside  # The hook ran during the student's call.
+    expected = model(torch.ones(1, 2))  # The test's own computation: the hook must not run now.
+    """)
+    assert not planted.passed and "after that code had returned" in planted.message, planted.message

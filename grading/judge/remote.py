@@ -332,6 +332,9 @@ class JudgePeer(Peer):
             # callback): it stays so, even if the student's code returns it later (handles.Handle.__call__).
             object.__setattr__(handle, "_judge_planted", self.handing_over)
             self.handles[oid] = info_of(cls).instances[oid] = weakref.ref(handle)
+        elif self.handing_over:
+            # One that the test got before (a result, an attribute) and that the student's code hands over now: planted.
+            object.__setattr__(handle, "_judge_planted", True)
         if len(node) == 6:
             pair = self.codec.decode_root(node[5], depth + 1)
             pair.valid_at, pair.read_at = self.received, self.sent
