@@ -906,25 +906,13 @@ class PrefixCache(_HonestPrefixCache):
         self._settle()
         return _HonestPrefixCache.stats.fget(self)
 
-    def insert(self, hashes, kv):
-        self._settle()
-        return super().insert(hashes, kv)
+    def _settled(name):
+        def method(self, *args):
+            self._settle()
+            return getattr(_HonestPrefixCache, name)(self, *args)
+        return method
 
-    def match(self, hashes):
-        self._settle()
-        return super().match(hashes)
-
-    def get_kv(self, hashes):
-        self._settle()
-        return super().get_kv(hashes)
-
-    def pin(self, hashes):
-        self._settle()
-        return super().pin(hashes)
-
-    def unpin(self, hashes):
-        self._settle()
-        return super().unpin(hashes)
+    insert, match, get_kv, pin, unpin = map(_settled, ("insert", "match", "get_kv", "pin", "unpin"))
 
     def _victim(self, current):
         current = set(current)
