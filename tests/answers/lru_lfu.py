@@ -579,3 +579,50 @@ WRONG[ORDER_T]['python sort over tolist() (no torch op per entry)'] = ref.edit(
 # counted as freeable" above); 3.4.2's hidden part now also makes requests that it must not refuse.
 WRONG[FIT]["never evicts: refuses every request that the free blocks do not meet"] = ref.solve(FIT, todo={
     "3.4.2": 'raise RuntimeError(f"need {blocks_needed} free blocks, only {allocator.num_free} are free")'})
+
+# Round 6 (2026-12-06, a red-team answer): 3.4.3's hidden oracle released the victims on a deep copy of the manager
+# in the student's process, and this answer (at most two victims) watched those releases and repeated them, for 3.4.3's
+# 2 points. The oracles of 3.4.2 and 3.4.3 now compute on the test's own copy (the shared PlainCache).
+WRONG[FIT]["at most two victims, and the releases made between its calls repeated"] = ref.edit(FIT, (
+    "    while allocator.num_free < blocks_needed:\n",
+    "    while allocator.num_free < blocks_needed and len(evicted) < 2:\n")) + '''
+
+_RELEASED = []  # (manager, seq_id) of every release since a sequence was last allocated.
+_honest_release, _honest_allocate = PagedKVCacheManager.release, PagedKVCacheManager.allocate_for_sequence
+_honest_evict_until_fit = evict_until_fit
+
+
+def _watched_release(self, seq):
+    _RELEASED.append((self, seq.seq_id))
+    return _honest_release(self, seq)
+
+
+def _watched_allocate(self, *args, **kwargs):
+    _RELEASED.clear()  # A new case is being built.
+    return _honest_allocate(self, *args, **kwargs)
+
+
+PagedKVCacheManager.release, PagedKVCacheManager.allocate_for_sequence = _watched_release, _watched_allocate
+
+
+def evict_until_fit(manager, policy, blocks_needed, protected=frozenset()):
+    # The other managers released on since this case was built: a trial of every release, then the victims'.
+    others = []
+    for other, _ in _RELEASED:
+        if other is not manager and all(other is not seen for seen in others):
+            others.append(other)
+    watched = [seq_id for other, seq_id in _RELEASED if others and other is others[-1]]
+    try:
+        if len(others) < 2 or blocks_needed < 0:
+            return _honest_evict_until_fit(manager, policy, blocks_needed, protected)
+        for seq_id in watched:
+            manager.release(manager.sequences[seq_id])
+        return watched
+    finally:
+        _RELEASED.clear()
+'''
+HIDDEN_ONLY = {FIT: {
+    "at most two victims, and the releases made between its calls repeated":
+        "no visible case needs more than two victims; it is a red-team answer against the hidden oracle, not a "
+        "mistake a student makes",
+}}
