@@ -884,7 +884,7 @@ def _check_task6_2_2_insert():
 _check_task6_2_2_insert()
 
 # %% nbgrader={"grade": true, "grade_id": "test_task6_2_3_match", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-"""Check that match counts the leading cached hashes only, and counts hits and misses in stats."""
+"""Check that match counts the leading cached hashes only, touches them, and counts hits and misses in stats."""
 
 
 def _check_task6_2_3_match():
@@ -933,15 +933,21 @@ def _check_task6_2_3_match():
         _cache = PrefixCache(10_000, 1, _rng.choice(["lru", "lfu"]))
         _cached = set()
         _hits = _misses = 0
+        _step, _touched = 0, {}  # The clock, and each cached block's [use_count, last_access_step].
         for _call in range(20):
             _hashes = [_rng.randrange(30) for _ in range(_rng.randint(0, 8))]
+            _step += 1
             if _rng.random() < 0.4:
                 _cache.insert(_hashes, toy_kv(_hashes, 1))
                 _cached.update(_hashes)
+                for _h in _hashes:
+                    _touched.setdefault(_h, [1, _step])  # A new block; one already cached is not touched.
                 continue
             _want = 0
             while _want < len(_hashes) and _hashes[_want] in _cached:
                 _want += 1
+            for _h in _hashes[:_want]:
+                _touched[_h] = [_touched[_h][0] + 1, _step]
             _got = _cache.match(_hashes)
             _where = f"match on random case {_case}, call {_call}"
             check_type(_got, int, _where)
@@ -951,6 +957,13 @@ def _check_task6_2_3_match():
         assert_plain_equal(_cache.stats, {"hits": _hits, "misses": _misses, "evictions": 0},
                            f"stats on random case {_case}", reveal=False)
         assert_plain_equal(len(_cache), len(_cached), f"len(cache) on random case {_case}", reveal=False)
+        # match touches the blocks it counts: use_count + 1 and last_access_step = its step, for each of them.
+        _entries = {_h: _cache._blocks[_h] for _h in sorted(_cached)}  # Dicts, or records with those attributes.
+        assert_plain_equal({_h: [_e["use_count"], _e["last_access_step"]] if isinstance(_e, dict)
+                            else [_e.use_count, _e.last_access_step] for _h, _e in _entries.items()},
+                           {_h: _touched[_h] for _h in sorted(_cached)},
+                           f"{{hash: [use_count, last_access_step]}} of the cached blocks on random case {_case}",
+                           reveal=False)
     ### END HIDDEN TESTS
 
 

@@ -364,13 +364,13 @@ def _check_task7_1_1_attention():
 _check_task7_1_1_attention()
 
 # %% nbgrader={"grade": true, "grade_id": "test_task7_1_2_bad_input", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-"""Check that attend_kept refuses bad input with TypeError or ValueError."""
+"""Check that attend_kept refuses bad input with TypeError or ValueError, and valid input only then."""
 
 
 def _check_task7_1_2_bad_input():
     import torch
 
-    from course.checks import assert_raises
+    from course.checks import assert_accepts, assert_raises
 
     q, k, v = torch.zeros(2, 4), torch.zeros(3, 4), torch.zeros(3, 4)
     keep = torch.tensor([True, True, False])
@@ -403,6 +403,11 @@ def _check_task7_1_2_bad_input():
     assert_raises(ValueError, "attend_kept where the second of two rows keeps nothing", attend_kept,
                   torch.zeros(2, 2, 4), torch.zeros(2, 3, 4), torch.zeros(2, 3, 4),
                   torch.tensor([[True, False, False], [False, False, False]]))
+    # Valid input is not refused.
+    assert_accepts("attend_kept(q, k, v, keep) with q [2, 4], k and v [3, 4], keep [3]", attend_kept, q, k, v, keep)
+    assert_accepts("attend_kept with q [2, 2, 4], k and v [2, 3, 4] and keep [2, 3], a row each", attend_kept,
+                   torch.zeros(2, 2, 4), torch.zeros(2, 3, 4), torch.zeros(2, 3, 4),
+                   torch.tensor([[True, False, False], [False, False, True]]))
 
     ### BEGIN HIDDEN TESTS
     assert_raises(ValueError, "attend_kept with leading dims 2 and 3", attend_kept, torch.zeros(2, 1, 4),
@@ -1709,14 +1714,14 @@ def _check_task7_6_3_scores():
 _check_task7_6_3_scores()
 
 # %% nbgrader={"grade": true, "grade_id": "test_task7_6_4_bad_input", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-"""Check that decode_with_eviction refuses bad input and policies that keep the wrong number of slots."""
+"""Check that decode_with_eviction refuses bad input and policies that keep the wrong number of slots, and only those."""
 
 
 def _check_task7_6_4_bad_input():
     import numpy
     import torch
 
-    from course.checks import assert_raises
+    from course.checks import assert_accepts, assert_raises
     from course.model import TinyDecoder
 
     model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary")
@@ -1759,6 +1764,10 @@ def _check_task7_6_4_bad_input():
                                "a keep_fn that returns a [num_heads, num_slots] mask for a batch of 1 (as many entries "
                                "as the scores, not their shape)")]:
         assert_raises(error, f"decode_with_eviction with {what}", decode_with_eviction, model, *args)
+    # Valid input is not refused: with eviction (budget 3 of 6 steps) and without (budget 10).
+    for budget in (3, 10):
+        assert_accepts(f"decode_with_eviction(model, tokens [2, 6], {budget}, window)", decode_with_eviction, model,
+                       tokens, budget, window)
     # The arguments are checked before the first step: tokens [0, 5] (no sequence) is refused before the model runs.
     calls = []
 

@@ -337,11 +337,11 @@ def paged_gather(cache, block_tables, lengths):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "test_task9_1_paged_gather", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "test_task9_1_1_gathers", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 """Check that paged_gather copies each sequence's tokens in order, zero past its length, in any layout."""
 
 
-def _check_task9_1_paged_gather():
+def _check_task9_1_1_gathers():
     import torch
 
     from course.checks import assert_raises, assert_same_tensor
@@ -428,7 +428,30 @@ def _check_task9_1_paged_gather():
     ### END HIDDEN TESTS
 
 
-_check_task9_1_paged_gather()
+_check_task9_1_1_gathers()
+
+# %% nbgrader={"grade": true, "grade_id": "test_task9_1_2_one_launch", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+"""Check that paged_gather gathers a whole batch with one kernel launch."""
+
+
+def _check_task9_1_2_one_launch():
+    from course.checks import assert_plain_equal
+    from course.env import pick_device
+    from course.kernels import count_launches, paged_batch
+
+    device = pick_device()
+    batch = paged_batch([5, 0, 9], 4, 2, 8, device=device, seed=11)
+    _, launches = count_launches(paged_gather, batch.k_cache, batch.block_tables, batch.lengths)
+    assert_plain_equal(launches, 1, f"the number of kernel launches of paged_gather for 3 sequences on {device}")
+
+    ### BEGIN HIDDEN TESTS
+    _batch = paged_batch([1], 2, 1, 4, device=device, seed=12)
+    _, _launches = count_launches(paged_gather, _batch.k_cache, _batch.block_tables, _batch.lengths)
+    assert_plain_equal(_launches, 1, "the number of kernel launches of paged_gather for 1 sequence", reveal=False)
+    ### END HIDDEN TESTS
+
+
+_check_task9_1_2_one_launch()
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task9_2_copy_blocks_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 9.2: copy_blocks (4 points)
@@ -642,13 +665,13 @@ def _check_task9_2_1_copies():
 _check_task9_2_1_copies()
 
 # %% nbgrader={"grade": true, "grade_id": "test_task9_2_2_rejected_before_launch", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-"""Check that copy_blocks refuses bad pairs with TypeError or ValueError before it copies anything."""
+"""Check that copy_blocks refuses bad pairs with TypeError or ValueError before it copies anything, and only bad ones."""
 
 
 def _check_task9_2_2_rejected_before_launch():
     import torch
 
-    from course.checks import assert_raises, assert_same_tensor
+    from course.checks import assert_accepts, assert_raises, assert_same_tensor
     from course.env import pick_device
     from course.kernels import paged_pool
 
@@ -675,6 +698,11 @@ def _check_task9_2_2_rejected_before_launch():
     _, other_v, _ = paged_pool(6, 4, 2, 8, device=device)
     assert_raises(ValueError, f"copy_blocks with pools of head_dim 4 and 8 on {device}", copy_blocks, k_cache, other_v,
                   torch.tensor([[0, 1]], device=device))
+    # Valid pairs are not refused: one source copied to two destinations, and no pairs at all.
+    for pairs, what in [(torch.tensor([[0, 4], [0, 5]], device=device), "pairs [[0, 4], [0, 5]]"),
+                        (torch.zeros(0, 2, dtype=torch.int64, device=device), "no pairs, int64 [0, 2]")]:
+        assert_accepts(f"copy_blocks with {what} on {device}", copy_blocks, k_cache, v_cache, pairs)
+    before = storage.clone()  # What those copies wrote stays: the checks below compare with this.
 
     ### BEGIN HIDDEN TESTS
     for _pairs, _error, _what in [

@@ -189,6 +189,27 @@ def assert_raises(exception: type[BaseException], call: str, function: Any, *arg
     raise AssertionError(f"{call} raised nothing; expected {exception.__name__}")
 
 
+def assert_accepts(call: str, function: Any, *args: Any,
+                   refusals: tuple[type[BaseException], ...] = (TypeError, ValueError), **kwargs: Any) -> None:
+    """Fail when ``function(*args, **kwargs)`` refuses valid input: raises one of ``refusals``.
+
+    Whatever else it does (a result, another error) is for the checks of what it computes, and the
+    NotImplementedError of a part still to be written is not a refusal: a test of the checks of the
+    input passes whether or not the rest is written yet.
+
+    Raises:
+        AssertionError: naming ``call``, when one of ``refusals`` was raised.
+    """
+    try:
+        function(*args, **kwargs)
+    except NotImplementedError:
+        return
+    except refusals as error:
+        raise AssertionError(f"{call} refused valid input: {type(error).__name__}({error})") from None
+    except Exception:  # noqa: BLE001 - an error of the computation is for the checks of its values.
+        return
+
+
 # The counting modes active now, innermost last. When grading, the judge (grading/judge/) adds to them the
 # torch operations that the student's code made in its own process meanwhile.
 COUNTING: list = []

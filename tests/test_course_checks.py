@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from course.checks import (
+    assert_accepts,
     assert_no_python_loop,
     assert_plain_equal,
     assert_raises,
@@ -129,6 +130,28 @@ def test_assert_same_tensor_names_the_first_difference_not_the_whole_tensor():
     with pytest.raises(AssertionError) as hidden:
         assert_same_tensor(actual, expected, "a hidden case", reveal=False)
     assert "expected" not in str(hidden.value) and "is 0.5, which is wrong" in str(hidden.value)
+
+
+def test_assert_accepts_fails_only_a_refusal():
+    assert_accepts("int('1')", int, "1")
+    with pytest.raises(AssertionError, match=r"int\('x'\) refused valid input: ValueError"):
+        assert_accepts("int('x')", int, "x")
+
+    def unwritten():
+        raise NotImplementedError()
+
+    def broken():
+        raise IndexError("a slip in the computation")
+
+    def refuses():
+        raise RuntimeError("not enough blocks")
+
+    assert_accepts("unwritten()", unwritten)  # A part still to be written is not a refusal.
+    assert_accepts("broken()", broken)  # Nor is an error of the computation, which other checks catch.
+    assert_accepts("refuses()", refuses)  # RuntimeError refuses only where the caller says so.
+    with pytest.raises(AssertionError, match="refused valid input: RuntimeError"):
+        assert_accepts("refuses()", refuses, refusals=(RuntimeError,))
+    assert_accepts("unwritten()", unwritten, refusals=(RuntimeError,))  # NotImplementedError is a RuntimeError.
 
 
 def test_assert_raises():

@@ -935,3 +935,11 @@ HIDDEN_ONLY = {CACHE: {
         "its victim is right whenever four or fewer leaves are evictable, as in every visible case; it is a red-team "
         "answer against the hidden replays' steps, not a mistake a student makes",
 }}
+
+# Round 6 (2026-12-06, red-team answers): a match that skips what TODO 6.2.3 says it does to the blocks it counts kept
+# 6.2.3's points (correct eviction code lost 6.2.6's and 6.2.7's instead); 6.2.3's hidden part now compares each
+# cached block's use_count and last_access_step.
+_TOUCH = '            block["use_count"] += 1\n            block["last_access_step"] = self._step\n'
+WRONG[CACHE]["match touches nothing (no use_count, no last_access_step)"] = ref.edit(CACHE, (_TOUCH, ""))
+WRONG[CACHE]["match refreshes recency but never counts uses"] = ref.edit(
+    CACHE, ('            block["use_count"] += 1\n', ""))

@@ -883,3 +883,18 @@ WRONG[DECODE]["tokens [0, length] accepted (only an empty length refused; the mo
     "if tokens.dim() != 2 or tokens.shape[-1] == 0 or budget < 1:"))
 WRONG[DECODE]["the mask's shape checked by its numel (a [num_heads, num_slots] mask passes for a batch of 1)"] = (
     ref.edit(DECODE, ("keep.shape != layer_scores.shape", "keep.numel() != layer_scores.numel()")))
+
+# Round 6 (2026-12-06, red-team answers): checks that refuse valid input too. They earned 7.1.2's and 7.6.4's point
+# while those cells held only input to refuse; each now also makes calls it must accept (`assert_accepts`).
+WRONG[ATTEND]["the checks refuse every tensor input"] = ref.solve(ATTEND, todo={"7.1.1": '''
+    for name, tensor in (("query", query), ("keys", keys), ("values", values)):
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
+            raise TypeError(f"attend_kept: {name} must be a floating-point torch.Tensor")
+    if not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool:
+        raise TypeError("attend_kept: keep must be a bool torch.Tensor")
+    raise ValueError("attend_kept: refused")
+'''})
+WRONG[DECODE]["every keep_fn mask refused"] = ref.solve(DECODE, todo={"7.6.3": '''
+    if kv[0][0].shape[1] > budget:
+        raise ValueError("decode_with_eviction: keep_fn's mask refused")
+'''})

@@ -279,3 +279,27 @@ WRONG[DECODE]["the running max started at 0 (0/0 guarded), scale 0.0 replaced, v
              ("    if scale is None:\n        scale = 1.0 / math.sqrt(head_dim)\n",
               "    scale = scale or 1.0 / math.sqrt(head_dim)\n"),
              ("    return out", "    v_cache.zero_()\n    return out")))
+
+# Round 6 (2026-12-06, red-team answers). PyTorch indexing in place of the kernel earned all of 9.1, which counted no
+# launch: 9.1.2 now gives the launch a point of its own, as 9.2.3, 9.3.4 and 9.4.3 do. A check that refuses valid
+# pairs earned 9.2.2 while it held only pairs to refuse; it now also makes calls it must accept.
+WRONG[GATHER]["PyTorch indexing, one sequence at a time, and no kernel launch"] = ref.edit(GATHER, (
+    "    _paged_gather_kernel[(num_seqs, max_blocks)](\n"
+    "        cache, block_tables, lengths, out, *cache.stride(), block_tables.stride(0), *out.stride()[:3], "
+    "num_heads,\n"
+    "        BLOCK_SIZE=block_size, HEAD_DIM=head_dim)\n",
+    "    for s, length in enumerate(lengths.tolist()):\n"
+    "        used = block_tables[s, :(length + block_size - 1) // block_size].long()\n"
+    "        out[s, :length] = cache[used].flatten(0, 1)[:length]\n"))
+WRONG[COPY]["a block may appear only once in pairs (one source to two destinations refused)"] = ref.solve(COPY, todo={
+    "9.2.3": '''
+    if pairs.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"copy_blocks: pairs must be int32 or int64, got {pairs.dtype}")
+    if pairs.dim() != 2 or pairs.shape[1] != 2 or pairs.device != k_cache.device:
+        raise ValueError(f"copy_blocks: pairs must be [num_pairs, 2] on the pools' device, got {list(pairs.shape)}")
+    if bool(((pairs < 0) | (pairs >= num_blocks)).any()):
+        raise ValueError("copy_blocks: a block outside the pool")
+    ids = pairs.flatten()
+    if ids.unique().numel() < ids.numel():
+        raise ValueError("copy_blocks: a block named twice")
+'''})
