@@ -2338,6 +2338,10 @@ def _check_task8_5_5_pins():
     assert_plain_equal(cache.serve_request([]), (0, 0, 0), "serve_request([])")
     assert_plain_equal(cache.serve_request([2, 2]), (0, 2, 0),
                        "serve_request([2, 2]) (this request's counts, not the cache's totals)")
+    cache.ref_count[1] = 1  # Another request holds block 1: serving one that uses it too leaves that pin.
+    cache.serve_request([1])
+    assert_plain_equal(cache.ref_count, {1: 1, 4: 1}, "ref_count {1: 1, 4: 1}, then serve_request([1]) (each pin "
+                       "the request took is released once: another request's pin of 1 stays)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random

@@ -1393,7 +1393,8 @@ def _check_task9_4_1_scores():
 
     device = pick_device()
 
-    def expected(q, batch, scores, scale=None):
+    # BEGIN SHARED expected_scores (authoring/shared/09_triton_kernels.py)
+    def expected_scores(q, batch, scores, scale=None):
         """The scores plus this step's attention, summed over the query heads, computed with torch."""
         block_size, group = batch.k_cache.shape[1], q.shape[1] // batch.k_cache.shape[2]
         want = scores.clone()
@@ -1403,6 +1404,7 @@ def _check_task9_4_1_scores():
             x = torch.einsum("hd,thd->ht", q[s].float(), keys) * (q.shape[2] ** -0.5 if scale is None else scale)
             want[s, :length] += torch.softmax(x, dim=-1).sum(dim=0)
         return want
+    # END SHARED
 
     generator = torch.Generator().manual_seed(941)
     for spec, num_q_heads in ((dict(lengths=[10, 3, 16], block_size=4, num_heads=2, head_dim=8, seed=71), 2),
@@ -1415,7 +1417,7 @@ def _check_task9_4_1_scores():
         scores = torch.rand(len(spec["lengths"]), width, generator=generator).to(device)
         q = torch.randn(len(spec["lengths"]), num_q_heads, spec["head_dim"], generator=generator)
         q = q.to(device=device, dtype=batch.k_cache.dtype)
-        want = expected(q, batch, scores)
+        want = expected_scores(q, batch, scores)
         h2o_victims(q, batch.k_cache, batch.block_tables, batch.lengths, scores, 0)
         assert_same_tensor(scores, want, f"the scores after h2o_victims with {num_q_heads} query heads on "
                            f"paged_batch({spec}) on {device} (entries past each length unchanged)", atol=2e-5)
@@ -1423,7 +1425,7 @@ def _check_task9_4_1_scores():
     wide = torch.rand(2, 3 + 8, generator=generator).to(device)
     scores, before = wide[:, 3:], wide.clone()  # a view: every row starts 3 entries into a wider one
     q = torch.randn(2, 2, 8, generator=generator).to(device)
-    want = expected(q, batch, scores)
+    want = expected_scores(q, batch, scores)
     h2o_victims(q, batch.k_cache, batch.block_tables, batch.lengths, scores, 0)
     assert_same_tensor(wide, torch.cat((before[:, :3], want), dim=1), f"the scores after h2o_victims on scores that "
                        f"are columns 3 to 10 of a [2, 11] tensor on {device} (updated in place, the rest unchanged)",
@@ -1431,14 +1433,14 @@ def _check_task9_4_1_scores():
     batch = paged_batch([12, 7], 4, 1, 8, device=device, seed=74)
     scores = torch.zeros(2, 12, device=device)
     loud = torch.randn(2, 3, 8, generator=generator).to(device) * 300
-    want = expected(loud, batch, scores, scale=0.5)
+    want = expected_scores(loud, batch, scores, scale=0.5)
     h2o_victims(loud, batch.k_cache, batch.block_tables, batch.lengths, scores, 0, scale=0.5)
     assert_same_tensor(scores, want, f"the scores after h2o_victims with 300 * q and scale 0.5 on {device} "
                        "(scores in the hundreds must not overflow)", atol=2e-5)
     batch = paged_batch([10, 3, 16], 4, 2, 8, device=device, seed=76)
     scores = torch.rand(3, 16, generator=generator).to(device)
     q = torch.randn(3, 2, 8, generator=generator).to(device)
-    want = expected(q, batch, scores)
+    want = expected_scores(q, batch, scores)
     columns, strided = batch.block_tables.t().contiguous().t(), batch.lengths.repeat_interleave(2)[::2]
     h2o_victims(q, batch.k_cache, columns, strided, scores, 0)
     assert_same_tensor(scores, want, f"the scores after h2o_victims on {device} with block_tables.t().contiguous().t() "
@@ -1459,14 +1461,14 @@ def _check_task9_4_1_scores():
             _scores = _scores.t().contiguous().t()
         _q = (torch.randn(len(_lengths), _kv * _rng.randint(1, 3), _dim, generator=generator) * 3).to(device)
         _scale = None if _case % 2 else _rng.uniform(0.1, 1.0)
-        _want = expected(_q, _batch, _scores, _scale)
+        _want = expected_scores(_q, _batch, _scores, _scale)
         h2o_victims(_q, _batch.k_cache, _batch.block_tables, _batch.lengths, _scores, _rng.randint(0, 3), scale=_scale)
         assert_same_tensor(_scores, _want, f"the scores after h2o_victims on random case {_case} (lengths {_lengths})",
                            atol=2e-5, reveal=False)
     _batch = paged_batch([6, 13, 2], 4, 2, 4, device=device, seed=9411, extra_table_columns=1)
     _scores = torch.zeros(3, _batch.block_tables.shape[1] * 4, device=device)
     _q = torch.randn(3, 4, 4, generator=torch.Generator().manual_seed(9411)).to(device)
-    _want = expected(_q, _batch, _scores)
+    _want = expected_scores(_q, _batch, _scores)
     _wide = torch.stack((_batch.block_tables, torch.zeros_like(_batch.block_tables)), dim=-1)  # [seqs, blocks, 2]
     h2o_victims(_q, _batch.k_cache, _wide[..., 0], _batch.lengths, _scores, 0)
     assert_same_tensor(_scores, _want, "the scores after h2o_victims with block_tables a strided view (every other "
@@ -1488,6 +1490,19 @@ def _check_task9_4_2_victims():
     from course.kernels import paged_batch
 
     device = pick_device()
+
+    # BEGIN SHARED expected_scores (authoring/shared/09_triton_kernels.py)
+    def expected_scores(q, batch, scores, scale=None):
+        """The scores plus this step's attention, summed over the query heads, computed with torch."""
+        block_size, group = batch.k_cache.shape[1], q.shape[1] // batch.k_cache.shape[2]
+        want = scores.clone()
+        for s, length in enumerate(batch.lengths.tolist()):
+            used = batch.block_tables[s, :(length + block_size - 1) // block_size].long()
+            keys = batch.k_cache[used].flatten(0, 1)[:length].float().repeat_interleave(group, dim=1)
+            x = torch.einsum("hd,thd->ht", q[s].float(), keys) * (q.shape[2] ** -0.5 if scale is None else scale)
+            want[s, :length] += torch.softmax(x, dim=-1).sum(dim=0)
+        return want
+    # END SHARED
     # A zero query attends to every token equally, so each step adds the same amount to every score of a sequence:
     # the victims follow the scores given here.
     batch = paged_batch([6, 5, 2, 8], 4, 1, 4, device=device, seed=81)
@@ -1510,6 +1525,18 @@ def _check_task9_4_2_victims():
                        f"h2o_victims(zero q, lengths [6, 5, 2, 8], recent 1) with scores of 2e30 and 3e30 on {device} "
                        "(finite scores can be far above 1e30: a masked position must still never win)")
 
+    # Equal scores and a query that attends unequally: the victim is the token this step attends to least (the
+    # victims follow the scores after this step's attention is added to them).
+    batch = paged_batch([6, 5], 4, 1, 4, device=device, seed=82)
+    q = torch.randn(2, 2, 4, generator=torch.Generator().manual_seed(82)).to(device)
+    updated = expected_scores(q, batch, torch.ones(2, 8, device=device))
+    rows = updated.tolist()
+    want = [min(range(length), key=lambda t, row=rows[s]: (row[t], t)) for s, length in enumerate([6, 5])]
+    victims = h2o_victims(q, batch.k_cache, batch.block_tables, batch.lengths, torch.ones(2, 8, device=device), 0)
+    assert_same_tensor(victims, torch.tensor(want, device=device),
+                       f"h2o_victims(random q, lengths [6, 5], recent 0) with every score 1.0 on {device}: the victims "
+                       "(the tokens this step attends to least)")
+
     ### BEGIN HIDDEN TESTS
     import random as _random
 
@@ -1523,12 +1550,17 @@ def _check_task9_4_2_victims():
         _scores = torch.randint(0, 3, (len(_lengths), _width), generator=_generator).float().to(device)
         _q = torch.randn(len(_lengths), 2, 4, generator=_generator).to(device) * (_case % 2)
         _recent = _rng.randint(0, 4)
+        # The victims follow the scores with this step's attention added, computed here before the call (never read
+        # back from what h2o_victims wrote); a victim whose score ties the expected one's within float error passes.
+        _updated = expected_scores(_q, _batch, _scores)
         _victims = h2o_victims(_q, _batch.k_cache, _batch.block_tables, _batch.lengths, _scores, _recent)
         _want = []
         for _s, _length in enumerate(_lengths):
-            _row = _scores[_s].tolist()
+            _row = _updated[_s].tolist()
             _choices = range(max(0, _length - _recent))
-            _want.append(min(_choices, key=lambda t, row=_row: (row[t], t)) if _choices else -1)
+            _best = min(_choices, key=lambda t, row=_row: (row[t], t)) if _choices else -1
+            _got = int(_victims[_s]) if isinstance(_victims, torch.Tensor) and _victims.shape == (len(_lengths),) else _best
+            _want.append(_got if _best >= 0 and _got in _choices and abs(_row[_got] - _row[_best]) <= 1e-4 else _best)
         assert_same_tensor(_victims, torch.tensor(_want, device=device),
                            f"h2o_victims victims on random case {_case} (lengths {_lengths}, recent {_recent})",
                            reveal=False)

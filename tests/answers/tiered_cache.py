@@ -1008,3 +1008,9 @@ WRONG[TWO]["admission's record checked with hasattr only (record = 1 accepted)"]
 WRONG[COST]["offload_pays through the break-even bandwidth (True at equal costs after rounding)"] = ref.edit(COST, (
     "self.offload_pays = self.load_seconds_per_token < self.prefill_seconds_per_token",
     "self.offload_pays = self.break_even_bandwidth < self.bandwidth_bytes_per_s"))
+
+# Round 6 (2026-12-06, a red-team answer): no case served a request that uses a block another request had pinned, so a
+# serve_request that drops every pin of its blocks kept 8.5.5's points; the visible part now shows one.
+WRONG[TWO]["serve_request drops every pin of its blocks (another request's pins too)"] = ref.edit(TWO, (
+    "            for block in pinned:\n                self.release(block)\n",
+    "            for block in pinned:\n                self.ref_count.pop(block, None)\n"))

@@ -303,3 +303,12 @@ WRONG[COPY]["a block may appear only once in pairs (one source to two destinatio
     if ids.unique().numel() < ids.numel():
         raise ValueError("copy_blocks: a block named twice")
 '''})
+# 9.4.2 took its expected victims from the scores that h2o_victims wrote, and no case told the scores before this step
+# from those after it: victims chosen from the old scores passed. It now computes them before the call, and shows a
+# case of equal scores.
+WRONG[H2O]["victims from the scores before this step's attention"] = ref.edit(H2O, (
+    "    work = scores if scores.is_contiguous() else scores.contiguous()  # the kernel writes a contiguous tensor\n",
+    "    work = scores if scores.is_contiguous() else scores.contiguous()  # the kernel writes a contiguous tensor\n"
+    "    before = scores.clone()\n"), (
+    '    victims = torch.where(evictable, scores, torch.full_like(scores, float("inf"))).argmin(dim=1)',
+    '    victims = torch.where(evictable, before, torch.full_like(before, float("inf"))).argmin(dim=1)'))
