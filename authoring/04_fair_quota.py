@@ -655,15 +655,17 @@ def _check_task4_1_5_victim_tenant():
         return seq_id.split("::")[0] if "::" in seq_id else "default"
 
 
-    def oracle(weights, total, sequences, protected):
-        tenants = set(weights) | {tenant_of(s) for s in sequences}
+    def oracle(weights, total, rows, protected):
+        """The expected victim and its tenant, from the test's own rows (seq_id -> (blocks, last_access_step)), never
+        from the sequences that make_sequence returned."""
+        tenants = set(weights) | {tenant_of(s) for s in rows}
         w = {t: Fraction(weights.get(t, 1.0)) for t in tenants}
         total_w = sum(w.values())
         quota = {t: w[t] / total_w * total for t in tenants}
         usage = {t: 0 for t in tenants}
-        for s, seq in sequences.items():
-            usage[tenant_of(s)] += len(seq.block_table)
-        free = sorted((seq.last_access_step, s) for s, seq in sequences.items() if s not in protected)
+        for s, (blocks, _) in rows.items():
+            usage[tenant_of(s)] += blocks
+        free = sorted((step, s) for s, (_, step) in rows.items() if s not in protected)
         best, best_over = None, None
         for t in sorted(tenants):
             over = usage[t] - quota[t]
@@ -702,14 +704,15 @@ def _check_task4_1_5_victim_tenant():
             else:
                 seq_id = f"{rng.choice(names)}::{i:02d}"
             made.append(("__call__", (seq_id, rng.randint(0, 7), rng.randint(0, 6), rng.randint(1, 4))))
-        # One replay makes every sequence of the case.
-        return {args[0]: seq for (_, args), seq in zip(made, replay(make_sequence, made))}
+        # One replay makes every sequence of the case; the rows (blocks, last_access_step) are the test's own.
+        cache = {args[0]: seq for (_, args), seq in zip(made, replay(make_sequence, made))}
+        return cache, {args[0]: (args[1], args[2]) for _, args in made}
 
 
     rng = random.Random(4105)
     for case in range(200):
         names = rng.sample(["ann", "bob", "cat", "dan", "eve"], rng.randint(1, 4))
-        cache = random_cache(rng, names)
+        cache, rows = random_cache(rng, names)
         present = sorted({tenant_of(s) for s in cache})
         if case % 5 == 4:
             weights = {t: rng.uniform(0.05, 4.0) for t in rng.sample(present + ["zz-idle"], rng.randint(0, len(present)))}
@@ -721,7 +724,7 @@ def _check_task4_1_5_victim_tenant():
         snapshot = {s: (q.last_access_step, q.use_count, len(q.block_table)) for s, q in cache.items()}
         if sum(weights.get(t, 1.0) for t in set(weights) | set(present)) == 0:
             continue
-        want, victim_tenant = oracle(weights, total, cache, protected)
+        want, victim_tenant = oracle(weights, total, rows, protected)
         if victim_tenant is None:
             continue  # No over-quota tenant can give a sequence: part 4.1.6 checks the global LRU fallback.
         got = FairPolicy(dict(weights), total).select_victim(cache, protected)
@@ -782,7 +785,7 @@ def _check_task4_1_6_fallback():
         # One replay makes every sequence of the case.
         cache = {args[0]: seq for (_, args), seq in zip(made, replay(make_sequence, made))}
         protected = frozenset(s for s in sorted(cache) if rng.random() < 0.3)
-        free = sorted((q.last_access_step, s) for s, q in cache.items() if s not in protected)
+        free = sorted((args[2], args[0]) for _, args in made if args[0] not in protected)  # The test's own steps.
         # Room for every block in every tenant's quota (the blocks each sequence was made with): nobody is over
         # quota, so the global LRU decides.
         total = 8 * sum(args[1] for _, args in made) + 8

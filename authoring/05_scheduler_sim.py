@@ -719,28 +719,28 @@ def _check_task5_2_4_evict_until_fit():
     rng = random.Random(5244)
     for case in range(80):
         names = [f"p{i}" for i in range(rng.randint(1, 8))]
-        entries = [entry(n, rng.choice([1.25, 1.5, 2.5, 3.0]), rng.randint(0, 9), rng.randint(1, 40)) for n in names]
-        live = {e.prefix: e for e in entries}
-        queue = [(e.priority, e.last_used, e.prefix) for e in entries if rng.random() < 0.85]
+        # The test's own rows (priority, last_used, bytes): the oracle reads these, never the student's entries.
+        rows = {n: (rng.choice([1.25, 1.5, 2.5, 3.0]), rng.randint(0, 9), rng.randint(1, 40)) for n in names}
+        entries = [entry(n, *rows[n]) for n in names]
+        queue = [(rows[n][0], rows[n][1], n) for n in names if rng.random() < 0.85]
         queue += [(rng.choice([1.25, 1.5, 2.5]), rng.randint(0, 9), rng.choice(names + ["gone", "lost"]))
                   for _ in range(rng.randint(0, 8))]
-        capacity = rng.randint(max(e.bytes for e in entries), 200)
+        capacity = rng.randint(max(row[2] for row in rows.values()), 200)
         needed = rng.randint(0, capacity)
         sim = bare(entries, queue, capacity)
         # Oracle: pop the sorted items, keep the first that agrees with a live entry on both fields.
-        expected, used, left, items = [], sum(e.bytes for e in entries), dict(live), sorted(queue)
+        expected, used, left, items = [], sum(row[2] for row in rows.values()), dict(rows), sorted(queue)
         while left and used + needed > capacity:
             victim = None
             while items:
                 priority, last_used, name = items.pop(0)
-                if name in left and (left[name].priority, left[name].last_used) == (priority, last_used):
-                    victim = left[name]
+                if name in left and left[name][:2] == (priority, last_used):
+                    victim = name
                     break
             if victim is None:
-                victim = min(left.values(), key=lambda e: (e.priority, e.last_used))
-            used -= victim.bytes
-            del left[victim.prefix]
-            expected.append("evict:" + victim.prefix)
+                victim = min(left, key=lambda n: left[n][:2])
+            used -= left.pop(victim)[2]
+            expected.append("evict:" + victim)
         sim._evict_until_fit(needed)
         assert_plain_equal(result(sim), [expected, sorted(left), used], f"_evict_until_fit on random case {case}", reveal=False)
         assert all(sim.queue[(i - 1) // 2] <= sim.queue[i] for i in range(1, len(sim.queue))), \

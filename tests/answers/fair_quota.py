@@ -636,3 +636,28 @@ WRONG[TENSOR]['python loops over .tolist()'] = ref.edit(
       '        mine = [i for i in free if tenant[i] == k]\n        if over[k] > 0 and mine:\n'
       '            return min(mine, key=lambda i: (steps[i], i))\n'
       '    return min(free, key=lambda i: (steps[i], i))\n')))
+
+# Round 6 (2026-12-06, a red-team answer): the hidden oracles of 4.1.5 and 4.1.6 read the blocks and steps of the
+# sequences that make_sequence returned, and the answer cell may rebind make_sequence (a given helper): this one
+# makes the hidden cases' sequences empty (only the hidden replays pass use_count), so nobody was over quota there
+# and a ranking by usage/quota passed. The oracles now read the test's own arguments.
+WRONG[FAIR]["ranked by usage/quota, and make_sequence rebound to make the hidden cases' sequences empty"] = ref.edit(
+    FAIR, ("        overuse = {tenant: usage[tenant] - quotas[tenant] for tenant in quotas}\n",
+           "        overuse = {tenant: usage[tenant] - quotas[tenant] for tenant in quotas}\n"
+           "        ratio = {t: (usage[t] / quotas[t] if quotas[t] else float('inf')) for t in quotas}\n"),
+    ("for tenant in sorted(over, key=lambda t: (-overuse[t], t)):",
+     "for tenant in sorted(over, key=lambda t: (-ratio[t], t)):")) + '''
+
+_given_make_sequence = make_sequence
+
+
+def make_sequence(seq_id, num_blocks, last_access_step, use_count=None, block_size=16):
+    if use_count is not None:  # Only the hidden random cases pass it.
+        num_blocks = 0
+    return _given_make_sequence(seq_id, num_blocks, last_access_step, 1 if use_count is None else use_count, block_size)
+'''
+HIDDEN_ONLY = {FAIR: {
+    "ranked by usage/quota, and make_sequence rebound to make the hidden cases' sequences empty":
+        "usage/quota and usage - quota rank the visible cases alike; it is a red-team answer against the hidden "
+        "oracle, not a mistake a student makes",
+}}

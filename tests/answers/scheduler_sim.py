@@ -512,3 +512,55 @@ WRONG[TENSOR]["no RuntimeError when the bytes fit exactly"] = ref.edit(TENSOR, (
 # alone, as the text asks (touch may find its free slot any way it likes).
 ALTERNATIVES[TENSOR]["touch finds the first free slot in a Python list of alive"] = ref.edit(TENSOR, (
     "slot = int(torch.argmin(self.alive.to(torch.uint8)))", "slot = self.alive.tolist().index(False)"))
+
+# Round 6 (2026-12-06, a red-team answer): 5.2.4's hidden oracle read the priority, last_used, bytes and prefix of
+# the student's own CacheEntry objects, and a CacheEntry that logs reads of its attributes learned the expected
+# victims from the order of those reads (the scan flags its dunder write). The oracle now reads the test's own rows.
+_SPY = '''
+_READS, _QUIET = [], [0]
+
+
+def _spy_getattribute(self, name):
+    value = object.__getattribute__(self, name)
+    if not _QUIET[0] and name in ("bytes", "prefix"):
+        _READS.append((name, object.__getattribute__(self, "prefix")))
+    return value
+
+
+CacheEntry.__getattribute__ = _spy_getattribute
+
+
+def _victims_read():
+    """The entries whose bytes, then prefix twice, the caller read since the last call."""
+    reads = list(_READS)
+    _READS.clear()
+    return [reads[i][1] for i in range(len(reads) - 2)
+            if reads[i][0] == "bytes" and reads[i + 1] == ("prefix", reads[i][1]) == reads[i + 2]]
+
+'''
+_REPEAT = '''        _QUIET[0] += 1
+        try:
+            victims = _victims_read()
+            if victims and all(v in self.entries for v in victims):
+                for v in victims:
+                    gone = self.entries.pop(v)
+                    self.current_bytes -= gone.bytes
+                    self.log.append(f"evict:{v}")
+                return
+            return self._at_most_two(needed)
+        finally:
+            _QUIET[0] -= 1
+
+    def _at_most_two(self, needed):
+'''
+_EVICT_DOC = '''        """Evict lowest (priority, last_used) entries until needed more bytes fit."""\n'''
+WRONG[SIM]["at most two victims, and the rest read off the test's reads of each CacheEntry"] = ref.edit(SIM, (
+    "        while self.entries and self.current_bytes + needed > self.capacity_bytes:\n",
+    "        count = 0\n"
+    "        while self.entries and self.current_bytes + needed > self.capacity_bytes and count < 2:\n"
+    "            count += 1\n"), ("import heapq\n", "import heapq\n" + _SPY), (_EVICT_DOC, _EVICT_DOC + _REPEAT))
+HIDDEN_ONLY = {SIM: {
+    "at most two victims, and the rest read off the test's reads of each CacheEntry":
+        "no visible case needs more than two victims; it is a red-team answer against the hidden oracle, not a "
+        "mistake a student makes",
+}}
