@@ -3220,8 +3220,77 @@ def _check_task2_11_2_copy_on_write_keeps_tokens():
                            "[d's block ids, num_tokens, use_count, step, num_free] after append_tokens raised RuntimeError")
         assert_same_tensor(pool.k_cache, snapshot, f"pool.k_cache after append_tokens raised RuntimeError on {device} (nothing may be copied)")
 
+    # Four copy-on-writes on one manager: three forks of a append into the block they share with it, then a does.
+    for device in available_devices():
+        pool = PagedKVPool(8, 4, 1, 2, device=device)
+        manager = TensorPagedKVCacheManager(pool)
+        a = manager.allocate_for_sequence("a", 2)
+        base = torch.arange(4.0, device=device).reshape(2, 1, 2)
+        write_rows(pool, a, 0, base, -base)
+        wants = {}
+        for name, seq in [(f"f{i}", manager.fork(a, f"f{i}")) for i in range(3)] + [("a", a)]:
+            manager.append_tokens(seq, 1)
+            token = torch.full((1, 1, 2), 10.0 + len(wants), device=device)
+            write_rows(pool, seq, 2, token, -token)
+            wants[name] = torch.cat([base, token])
+        for name, want in wants.items():
+            seq = manager.sequences[name]
+            keys, values = read_rows(pool, seq)
+            what = f"after three forks of a, then a, each appended a token on {device} (four copy-on-writes)"
+            check_rows(keys, want, "K", seq, what)
+            check_rows(values, -want, "V", seq, what)
+
     ### BEGIN HIDDEN TESTS
     import random
+
+    # BEGIN SHARED SharedBlocks (authoring/shared/02_paged_kv_cache.py)
+    class SharedBlocks:
+        """This test's own account of the blocks behind each sequence and which sequences share them, kept from the
+        test's own calls: whether an append needs more blocks than are free is the test's to say, never read from the
+        student's blocks (whose free_slots or ref_count could say whatever makes the test expect an error)."""
+
+        def __init__(self, num_blocks, block_size):
+            self.num_blocks, self.block_size, self.made = num_blocks, block_size, 0
+            self.tables, self.tokens = {}, {}  # Per sequence: its blocks (this account's own ids), its number of tokens.
+
+        def _new(self, count):
+            self.made += count
+            return list(range(self.made - count, self.made))
+
+        @property
+        def num_free(self):
+            return self.num_blocks - len({block for table in self.tables.values() for block in table})
+
+        def fits(self, num_tokens):
+            return -(-num_tokens // self.block_size) <= self.num_free
+
+        def allocate(self, seq_id, num_tokens):
+            self.tables[seq_id], self.tokens[seq_id] = self._new(-(-num_tokens // self.block_size)), num_tokens
+
+        def fork(self, seq_id, child):
+            self.tables[child], self.tokens[child] = list(self.tables[seq_id]), self.tokens[seq_id]
+
+        def _copy_and_new(self, seq_id, num_tokens):
+            """(whether the last block is copied first, how many new blocks follow) for an append of num_tokens."""
+            table = self.tables[seq_id]
+            room = len(table) * self.block_size - self.tokens[seq_id]
+            shared = bool(table) and any(table[-1] in other for key, other in self.tables.items() if key != seq_id)
+            return num_tokens > 0 and room > 0 and shared, -(-max(0, num_tokens - room) // self.block_size)
+
+        def need(self, seq_id, num_tokens):
+            copy, new = self._copy_and_new(seq_id, num_tokens)
+            return int(copy) + new
+
+        def append(self, seq_id, num_tokens):
+            copy, new = self._copy_and_new(seq_id, num_tokens)
+            if copy:
+                self.tables[seq_id][-1] = self._new(1)[0]
+            self.tables[seq_id] += self._new(new)
+            self.tokens[seq_id] += num_tokens
+
+        def release(self, seq_id):
+            del self.tables[seq_id], self.tokens[seq_id]
+    # END SHARED
 
     rng = random.Random(21112)
     for device in available_devices():
@@ -3232,15 +3301,16 @@ def _check_task2_11_2_copy_on_write_keeps_tokens():
             pool.k_cache.copy_(torch.randn(pool.k_cache.shape, generator=gen))
             pool.v_cache.copy_(torch.randn(pool.v_cache.shape, generator=gen))
             manager = TensorPagedKVCacheManager(pool)
-            history, next_id = {}, 0
+            history, next_id, blocks = {}, 0, SharedBlocks(num_blocks, size)
             for op in range(24):
                 where = f"(case {case}, op {op}, {num_blocks} blocks of {size}, {device})"
                 kind = rng.random()
                 if kind < 0.2 or not history:
                     sid, n = f"s{next_id}", rng.randint(0, 2 * size + 1)
                     next_id += 1
-                    if -(-n // size) <= manager.allocator.num_free:
+                    if blocks.fits(n):
                         seq = manager.allocate_for_sequence(sid, n)
+                        blocks.allocate(sid, n)
                         k = torch.randn(n, heads, dim, generator=gen).to(device=device, dtype=pool.k_cache.dtype)
                         v = torch.randn(n, heads, dim, generator=gen).to(device=device, dtype=pool.k_cache.dtype)
                         write_rows(pool, seq, 0, k, v)
@@ -3249,14 +3319,12 @@ def _check_task2_11_2_copy_on_write_keeps_tokens():
                     sid, child = rng.choice(sorted(history)), f"s{next_id}"
                     next_id += 1
                     manager.fork(manager.sequences[sid], child)
+                    blocks.fork(sid, child)
                     history[child] = history[sid]
                 elif kind < 0.9:
                     sid, n = rng.choice(sorted(history)), rng.choice([0, 1, 1, 2, size, size + 1, 2 * size + 1])
                     seq = manager.sequences[sid]
-                    last = seq.block_table[-1] if seq.block_table else None
-                    room = last.free_slots if last is not None else 0
-                    need = int(n > 0 and room > 0 and last.ref_count > 1) + -(-max(0, n - room) // size)
-                    if need > manager.allocator.num_free:
+                    if blocks.need(sid, n) > blocks.num_free:
                         snapshot = (pool.k_cache.clone(), pool.v_cache.clone())
                         assert_raises(RuntimeError, f"append_tokens({sid!r}, {n}) without enough blocks {where}", manager.append_tokens, seq, n)
                         assert_same_tensor(pool.k_cache, snapshot[0], f"pool.k_cache after append_tokens raised {where}", reveal=False)
@@ -3264,6 +3332,7 @@ def _check_task2_11_2_copy_on_write_keeps_tokens():
                     else:
                         start = seq.num_tokens
                         manager.append_tokens(seq, n)
+                        blocks.append(sid, n)
                         k = torch.randn(n, heads, dim, generator=gen).to(device=device, dtype=pool.k_cache.dtype)
                         v = torch.randn(n, heads, dim, generator=gen).to(device=device, dtype=pool.k_cache.dtype)
                         write_rows(pool, seq, start, k, v)
@@ -3271,6 +3340,7 @@ def _check_task2_11_2_copy_on_write_keeps_tokens():
                 else:
                     sid = rng.choice(sorted(history))
                     manager.release(manager.sequences[sid])
+                    blocks.release(sid)
                     del history[sid]
                 for sid, (k, v) in history.items():
                     seq = manager.sequences[sid]
@@ -3380,6 +3450,55 @@ def _check_task2_11_3_append_kv():
     ### BEGIN HIDDEN TESTS
     import random
 
+    # BEGIN SHARED SharedBlocks (authoring/shared/02_paged_kv_cache.py)
+    class SharedBlocks:
+        """This test's own account of the blocks behind each sequence and which sequences share them, kept from the
+        test's own calls: whether an append needs more blocks than are free is the test's to say, never read from the
+        student's blocks (whose free_slots or ref_count could say whatever makes the test expect an error)."""
+
+        def __init__(self, num_blocks, block_size):
+            self.num_blocks, self.block_size, self.made = num_blocks, block_size, 0
+            self.tables, self.tokens = {}, {}  # Per sequence: its blocks (this account's own ids), its number of tokens.
+
+        def _new(self, count):
+            self.made += count
+            return list(range(self.made - count, self.made))
+
+        @property
+        def num_free(self):
+            return self.num_blocks - len({block for table in self.tables.values() for block in table})
+
+        def fits(self, num_tokens):
+            return -(-num_tokens // self.block_size) <= self.num_free
+
+        def allocate(self, seq_id, num_tokens):
+            self.tables[seq_id], self.tokens[seq_id] = self._new(-(-num_tokens // self.block_size)), num_tokens
+
+        def fork(self, seq_id, child):
+            self.tables[child], self.tokens[child] = list(self.tables[seq_id]), self.tokens[seq_id]
+
+        def _copy_and_new(self, seq_id, num_tokens):
+            """(whether the last block is copied first, how many new blocks follow) for an append of num_tokens."""
+            table = self.tables[seq_id]
+            room = len(table) * self.block_size - self.tokens[seq_id]
+            shared = bool(table) and any(table[-1] in other for key, other in self.tables.items() if key != seq_id)
+            return num_tokens > 0 and room > 0 and shared, -(-max(0, num_tokens - room) // self.block_size)
+
+        def need(self, seq_id, num_tokens):
+            copy, new = self._copy_and_new(seq_id, num_tokens)
+            return int(copy) + new
+
+        def append(self, seq_id, num_tokens):
+            copy, new = self._copy_and_new(seq_id, num_tokens)
+            if copy:
+                self.tables[seq_id][-1] = self._new(1)[0]
+            self.tables[seq_id] += self._new(new)
+            self.tokens[seq_id] += num_tokens
+
+        def release(self, seq_id):
+            del self.tables[seq_id], self.tokens[seq_id]
+    # END SHARED
+
     rng = random.Random(21113)
     for device in available_devices():
         for case in range(16):
@@ -3390,15 +3509,16 @@ def _check_task2_11_3_append_kv():
             pool.k_cache.copy_(torch.randn(pool.k_cache.shape, generator=gen))
             pool.v_cache.copy_(torch.randn(pool.v_cache.shape, generator=gen))
             manager = TensorPagedKVCacheManager(pool)
-            history, next_id = {}, 0
+            history, next_id, blocks = {}, 0, SharedBlocks(num_blocks, size)
             for op in range(24):
                 where = f"(case {case}, op {op}, {num_blocks} blocks of {size}, {device})"
                 kind = rng.random()
                 if kind < 0.2 or not history:
                     sid, n = f"s{next_id}", rng.randint(0, 2 * size + 1)
                     next_id += 1
-                    if -(-n // size) <= manager.allocator.num_free:
+                    if blocks.fits(n):
                         seq = manager.allocate_for_sequence(sid, n)
+                        blocks.allocate(sid, n)
                         k = torch.randn(n, heads, dim, generator=gen).to(device=device, dtype=dtype)
                         v = torch.randn(n, heads, dim, generator=gen).to(device=device, dtype=dtype)
                         write_rows(pool, seq, 0, k, v)
@@ -3407,16 +3527,14 @@ def _check_task2_11_3_append_kv():
                     sid, child = rng.choice(sorted(history)), f"s{next_id}"
                     next_id += 1
                     manager.fork(manager.sequences[sid], child)
+                    blocks.fork(sid, child)
                     history[child] = history[sid]
                 elif kind < 0.9:
                     sid, n = rng.choice(sorted(history)), rng.choice([0, 1, 1, 2, size, size + 1, 2 * size + 1])
                     seq = manager.sequences[sid]
                     k = torch.randn(n, heads, dim, generator=gen).to(device=device, dtype=dtype)
                     v = torch.randn(n, heads, dim, generator=gen).to(device=device, dtype=dtype)
-                    last = seq.block_table[-1] if seq.block_table else None
-                    room = last.free_slots if last is not None else 0
-                    need = int(n > 0 and room > 0 and last.ref_count > 1) + -(-max(0, n - room) // size)
-                    if need > manager.allocator.num_free:
+                    if blocks.need(sid, n) > blocks.num_free:
                         snapshot = (pool.k_cache.clone(), pool.v_cache.clone(), seq.num_tokens, manager.step)
                         assert_raises(RuntimeError, f"append_kv({sid!r}, {n} tokens) without enough blocks {where}", manager.append_kv, seq, k, v)
                         assert_same_tensor(pool.k_cache, snapshot[0], f"pool.k_cache after append_kv raised {where}", reveal=False)
@@ -3427,10 +3545,12 @@ def _check_task2_11_3_append_kv():
                         # Made before the call: what append_kv does to its arguments cannot move what is expected.
                         expected = torch.cat([history[sid][0], k]), torch.cat([history[sid][1], v])
                         manager.append_kv(seq, k, v)
+                        blocks.append(sid, n)
                         history[sid] = expected
                 else:
                     sid = rng.choice(sorted(history))
                     manager.release(manager.sequences[sid])
+                    blocks.release(sid)
                     del history[sid]
                 for sid, (k, v) in history.items():
                     seq = manager.sequences[sid]

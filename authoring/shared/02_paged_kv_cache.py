@@ -205,3 +205,51 @@ def check_rows(got, want, name, seq, what, reveal=True, known=None):
             f"{what}: row {t} of {name} of sequence {seq.seq_id!r} (token {t}, in logical block {t // size} = physical block "
             f"{table[t // size]}, offset {t % size}) is not token {t}'s {word}: entry {list(entry)} is {found} "
             f"({int(differs.sum())} of {len(differs)} rows differ)")
+
+
+class SharedBlocks:
+    """This test's own account of the blocks behind each sequence and which sequences share them, kept from the
+    test's own calls: whether an append needs more blocks than are free is the test's to say, never read from the
+    student's blocks (whose free_slots or ref_count could say whatever makes the test expect an error)."""
+
+    def __init__(self, num_blocks, block_size):
+        self.num_blocks, self.block_size, self.made = num_blocks, block_size, 0
+        self.tables, self.tokens = {}, {}  # Per sequence: its blocks (this account's own ids), its number of tokens.
+
+    def _new(self, count):
+        self.made += count
+        return list(range(self.made - count, self.made))
+
+    @property
+    def num_free(self):
+        return self.num_blocks - len({block for table in self.tables.values() for block in table})
+
+    def fits(self, num_tokens):
+        return -(-num_tokens // self.block_size) <= self.num_free
+
+    def allocate(self, seq_id, num_tokens):
+        self.tables[seq_id], self.tokens[seq_id] = self._new(-(-num_tokens // self.block_size)), num_tokens
+
+    def fork(self, seq_id, child):
+        self.tables[child], self.tokens[child] = list(self.tables[seq_id]), self.tokens[seq_id]
+
+    def _copy_and_new(self, seq_id, num_tokens):
+        """(whether the last block is copied first, how many new blocks follow) for an append of num_tokens."""
+        table = self.tables[seq_id]
+        room = len(table) * self.block_size - self.tokens[seq_id]
+        shared = bool(table) and any(table[-1] in other for key, other in self.tables.items() if key != seq_id)
+        return num_tokens > 0 and room > 0 and shared, -(-max(0, num_tokens - room) // self.block_size)
+
+    def need(self, seq_id, num_tokens):
+        copy, new = self._copy_and_new(seq_id, num_tokens)
+        return int(copy) + new
+
+    def append(self, seq_id, num_tokens):
+        copy, new = self._copy_and_new(seq_id, num_tokens)
+        if copy:
+            self.tables[seq_id][-1] = self._new(1)[0]
+        self.tables[seq_id] += self._new(new)
+        self.tokens[seq_id] += num_tokens
+
+    def release(self, seq_id):
+        del self.tables[seq_id], self.tokens[seq_id]

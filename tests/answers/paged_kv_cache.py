@@ -1286,3 +1286,37 @@ WRONG[ALLOC]['utilization and fragmentation always inf'] = ref.edit(
      ('        # Hint: count only blocks with ref_count > 0; with none used, return 0.0 (not the '
       "int 0) rather than divide by 0.\n        return float('inf')\n        used = []\n"
       '        if not used:\n')))
+
+# Round 6 (2026-12-06, red-team answers). A copy-on-write that stops after a manager's first two copies passed 2.11.2,
+# whose cases made at most two (it now shows four, visibly). With it, a KVBlock.free_slots that says the block is
+# hopelessly full when a test reads it made the hidden loops of 2.11.2 and 2.11.3 expect a RuntimeError at every
+# append; they now count the blocks themselves (the shared SharedBlocks) and read nothing of the student's to decide.
+_COPY = "            copy_block(self.pool, last.block_id, seq.block_table[position].block_id)\n"
+_AT_MOST_TWO = ref.edit(TENSOR_MANAGER, (
+    _COPY, "            self.__dict__['_copies'] = self.__dict__.get('_copies', 0) + 1\n"
+           "            if self._copies <= 2:\n    " + _COPY))
+WRONG[TENSOR_MANAGER]["copy-on-write stops after the manager's first two copies"] = _AT_MOST_TWO
+WRONG[TENSOR_MANAGER]["copy-on-write stops after two copies, and free_slots says full when a test reads it"] = '''\
+import sys as _sys
+
+_SPIED = [False]
+_honest_free_slots = KVBlock.free_slots
+
+
+def _free_slots(self):
+    caller = _sys._getframe(1)
+    if caller.f_code.co_name.startswith("_check_") or "/grading/" in caller.f_code.co_filename:
+        _SPIED[0] = True
+        return -10**9
+    return _honest_free_slots.fget(self)
+
+
+KVBlock.free_slots = property(_free_slots)
+
+
+''' + _AT_MOST_TWO.replace("        position = len(seq.block_table) - 1\n", '''\
+        if _SPIED[0]:
+            _SPIED[0] = False
+            raise RuntimeError("out of blocks")
+        position = len(seq.block_table) - 1
+''', 1)
