@@ -3066,6 +3066,21 @@ def _check_task2_11_1_prefill_and_gather():
         k2 = torch.tensor([[[0.1, 0.2]], [[0.3, 0.4]], [[0.5, 0.6]]], dtype=torch.float64, device=device)
         w = wide.prefill("w", k2, -k2)
         check_rows(wide.gather(w)[0], k2, "K", w, f"gather(w) after prefill('w', 3 float64 tokens) into a float64 pool on {device}")
+        # gather reads the pool as it is now, through the table in its order: rows written into the pool after
+        # prefill, and a table that is not ascending (x and y take blocks 0 and 1, x goes, y grows into block 0).
+        small = PagedKVPool(2, 2, 1, 2, device=device)
+        down = TensorPagedKVCacheManager(small)
+        x = down.prefill("x", torch.zeros(2, 1, 2, device=device), torch.zeros(2, 1, 2, device=device))
+        k3 = torch.arange(8.0, device=device).reshape(4, 1, 2)
+        y = down.prefill("y", torch.zeros(2, 1, 2, device=device), torch.zeros(2, 1, 2, device=device))
+        down.release(x)
+        PagedKVCacheManager.append_tokens(down, y, 2)  # The base class's append: block 0 for tokens 2 and 3.
+        assert_plain_equal(ids(y), [1, 0], f"y's block ids after x released its block 0 and y grew by 2 tokens on {device}")
+        write_rows(small, y, 0, k3, -k3)  # This test writes y's four tokens into the pool itself.
+        got = down.gather(y)
+        what = f"gather(y) of block table [1, 0] after this test wrote y's 4 tokens into the pool on {device}"
+        check_rows(got[0], k3, "K", y, what)
+        check_rows(got[1], -k3, "V", y, what)
 
     ### BEGIN HIDDEN TESTS
     import random

@@ -1293,7 +1293,7 @@ WRONG[ALLOC]['utilization and fragmentation always inf'] = ref.edit(
 # append; they now count the blocks themselves (the shared SharedBlocks) and read nothing of the student's to decide.
 _COPY = "            copy_block(self.pool, last.block_id, seq.block_table[position].block_id)\n"
 _AT_MOST_TWO = ref.edit(TENSOR_MANAGER, (
-    _COPY, "            self.__dict__['_copies'] = self.__dict__.get('_copies', 0) + 1\n"
+    _COPY, "            self._copies = getattr(self, '_copies', 0) + 1\n"
            "            if self._copies <= 2:\n    " + _COPY))
 WRONG[TENSOR_MANAGER]["copy-on-write stops after the manager's first two copies"] = _AT_MOST_TWO
 WRONG[TENSOR_MANAGER]["copy-on-write stops after two copies, and free_slots says full when a test reads it"] = '''\
@@ -1320,3 +1320,17 @@ KVBlock.free_slots = property(_free_slots)
             raise RuntimeError("out of blocks")
         position = len(seq.block_table) - 1
 ''', 1)
+# gather was only checked on ascending tables it had just filled by prefill: these passed 2.11.1. It now reads a table
+# [1, 0] whose rows the test wrote into the pool itself.
+_GATHER = "        return gather_kv(self.pool, self.block_ids(seq), seq.num_tokens)\n"
+_PREFILL_RETURN = ("        write_kv(self.pool, slot_mapping(self.block_ids(seq), 0, k.shape[0], self.block_size), "
+                   "k, v)\n        return seq\n")
+WRONG[TENSOR_MANAGER]["gather returns copies of what prefill was given, never reading the pool"] = ref.edit(
+    TENSOR_MANAGER, (_GATHER, "        return tuple(t.clone() for t in self._given[seq.seq_id])\n"),
+    (_PREFILL_RETURN, _PREFILL_RETURN.replace(
+        "        return seq\n",
+        "        self._given = {**getattr(self, '_given', {}), seq_id: (k.clone(), v.clone())}\n        return seq\n")))
+WRONG[TENSOR_MANAGER]["gather reads the blocks in ascending order of their ids"] = ref.edit(TENSOR_MANAGER, (
+    _GATHER, "        return gather_kv(self.pool, torch.sort(self.block_ids(seq)).values, seq.num_tokens)\n"))
+# The red-team answers that the scan flags (a frame read): tests/test_grading_scan.py checks that it does.
+FLAGGED = {TENSOR_MANAGER: ("copy-on-write stops after two copies, and free_slots says full when a test reads it",)}

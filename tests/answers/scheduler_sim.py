@@ -564,3 +564,5 @@ HIDDEN_ONLY = {SIM: {
         "no visible case needs more than two victims; it is a red-team answer against the hidden oracle, not a "
         "mistake a student makes",
 }}
+# The red-team answers that the scan flags (a dunder write): tests/test_grading_scan.py checks that it does.
+FLAGGED = {SIM: ("at most two victims, and the rest read off the test's reads of each CacheEntry",)}
