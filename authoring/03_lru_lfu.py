@@ -1218,11 +1218,11 @@ def _check_task3_4_2_refuses():
         protected = frozenset(rng.sample(ids, rng.randint(0, len(ids))))
         policy = ListedOrder(rng.sample(ids, len(ids)))
         needed = rng.randint(0, manager.allocator.num_blocks + 1)
-        if PlainCache(manager).feasible(needed, protected):
+        plain = PlainCache(manager)
+        if plain.feasible(needed, protected):
             # Evicting can meet this request, so it is not refused: evict_until_fit asks the policy for a victim
             # (or raises NotImplementedError where TODO 3.4.3 is not written yet). Only a RuntimeError refuses.
-
-            if needed > manager.allocator.num_free:
+            if needed > plain.num_free:
                 asked += 1
                 assert_accepts(f"evict_until_fit on random case {case}, where evicting unprotected sequences frees "
                                "enough blocks (count each block that only unprotected sequences reference),",

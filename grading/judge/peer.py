@@ -40,6 +40,7 @@ from .wire import LIMITS, Framing, Limits, Tag, WireError, expect, text
 REQ, OK, ERR, READY, END, HELLO = "req", "ok", "err", "ready", "end", "hello"
 _KINDS = frozenset({REQ, OK, ERR, READY, END, HELLO})
 _PLAIN_ARGS = (str, float, bool, type(None))
+_INT64 = range(-(1 << 63), 1 << 63)  # The ints an exception's argument crosses as.
 
 
 def _message_of(error: BaseException) -> str:
@@ -480,7 +481,7 @@ class Peer:
         if kind is str:
             return len(value) <= self.limits.text
         if kind is int:
-            return -(1 << 63) <= value < (1 << 63)
+            return value in _INT64
         if kind is tuple and not nested:
             return len(value) <= 64 and all(self._plain_argument(item, True) for item in value)
         return kind in _PLAIN_ARGS
@@ -522,7 +523,7 @@ class Peer:
             return tuple(self._decode_argument(item, True) for item in value)
         if kind is str:
             return text(value, self.limits)
-        expect(kind in _PLAIN_ARGS or kind is int and -(1 << 63) <= value < (1 << 63), "a malformed exception")
+        expect(kind in _PLAIN_ARGS or kind is int and value in _INT64, "a malformed exception")
         return value
 
     def _exception_class(self, name: str, bases: tuple[type, ...], plain: bool = False, told: bool = False) -> type:

@@ -327,13 +327,13 @@ class JudgePeer(Peer):
             handle = adopting if type(adopting) is cls and not hasattr(adopting, "_judge_oid") else object.__new__(cls)
             object.__setattr__(handle, "_judge_oid", oid)
             object.__setattr__(handle, "_judge_hash", hashed)
-            # An object that first came as an argument of the kernel's request, or in what the kernel put into one
-            # of the test's own containers, was handed to the test's objects by the student's code (a hook, a
-            # callback): it stays so, even if the student's code returns it later (handles.Handle.__call__).
-            object.__setattr__(handle, "_judge_planted", self.handing_over)
+            object.__setattr__(handle, "_judge_planted", False)
             self.handles[oid] = info_of(cls).instances[oid] = weakref.ref(handle)
-        elif self.handing_over:
-            # One that the test got before (a result, an attribute) and that the student's code hands over now: planted.
+        if self.handing_over:
+            # An object that comes as an argument of the kernel's request, or in what the kernel put into one of the
+            # test's own containers, was handed to the test's objects by the student's code (a hook, a callback),
+            # whether or not the test had it before: it stays so, even if the student's code returns it later
+            # (handles.Handle.__call__).
             object.__setattr__(handle, "_judge_planted", True)
         if len(node) == 6:
             pair = self.codec.decode_root(node[5], depth + 1)
