@@ -33,9 +33,11 @@
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
-# check more cases when your notebook is graded.
+# check more cases when your notebook is graded. A type the text names is that type exactly, and the tests
+# check it first: a `dict` is a plain `dict` (not an `OrderedDict`, `Counter` or `defaultdict`), a `tuple` a
+# plain `tuple` (not a `namedtuple`), a `float` Python's `float` (not `numpy.float64`).
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。任务文字说到的类型就是这个类型本身，测试会先检查它：`dict` 是普通的 `dict`（不是 `OrderedDict`、`Counter` 或 `defaultdict`），`tuple` 是普通的 `tuple`（不是 `namedtuple`），`float` 是 Python 的 `float`（不是 `numpy.float64`）。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -179,6 +181,8 @@ def _check_task1_1_select_victim():
 
     assert_plain_equal(select_victim({"a": 3, "b": 1, "c": 2}), "b", "select_victim({'a': 3, 'b': 1, 'c': 2})")
     assert_plain_equal(select_victim({"y": 5, "x": 5}), "x", "select_victim({'y': 5, 'x': 5}) (a tie goes to the smaller key)")
+    assert_plain_equal(select_victim({"s9": 1, "s10": 1}), "s10",
+                       "select_victim({'s9': 1, 's10': 1}) (the smaller key as strings compare: 's10' < 's9')")
     check_type(select_victim({}), type(None), "select_victim({})")
     assert_plain_equal(select_victim({"only": 4}), "only", "select_victim({'only': 4})")
     assert_plain_equal(select_victim({"s1": (2, 7), "s2": (2, 3), "s3": (5, 0)}), "s2",
@@ -213,6 +217,13 @@ def _check_task1_1_select_victim():
         result = select_victim(values)
         assert_plain_equal(result, oracle(copy), f"select_victim on random case {case}", reveal=False)
         assert values == copy, f"select_victim changed its input on random case {case}"
+    # Keys of different lengths, with many ties: the smaller key as strings compare ('s10' < 's9').
+    rng = random.Random(1102)
+    for case in range(40):
+        values = {k: rng.randint(0, 1) for k in rng.sample([f"s{i}" for i in range(120)], rng.randint(2, 12))}
+        copy = dict(values)
+        assert_plain_equal(select_victim(values), oracle(copy), f"select_victim on random case {case} of keys of "
+                           "different lengths", reveal=False)
     for single in ({"only": 4}, {"z": (1,)}):
         assert_plain_equal(select_victim(single), next(iter(single)), f"select_victim({single})")
     check_type(select_victim(dict()), type(None), "select_victim(dict())")
@@ -957,7 +968,8 @@ _check_task1_7_lex_argmin()
 #
 # The tensor form of Task 1.3: `weights` is a 1-D tensor with one weight per tenant (any real dtype, any
 # device). Return $w_t / \sum_j w_j \cdot B$ as a **float64** tensor on the weights' device (float64 so that it
-# agrees with the Python floats of `quotas`; int64 weights give float64 quotas too). Raise `ValueError` in
+# agrees with the Python floats of `quotas`; int64 weights give float64 quotas too, and are summed in float64:
+# `[2**62, 2**62]` would overflow an int64 sum). Raise `ValueError` in
 # the same cases as `quotas`: a negative, infinite or **NaN** weight (`torch.isfinite` is False for NaN and
 # ±inf; `weights < 0` is False for NaN), weights that sum to 0 (an empty tensor included), `total_blocks < 0`.
 #
@@ -967,7 +979,7 @@ _check_task1_7_lex_argmin()
 #
 # ## 任务 1.8：quotas_tensor（3 分）
 #
-# 任务 1.3 的张量版本：`weights` 是一维张量，每个租户一个权重（任意实数数据类型、任意设备）。以 **float64** 张量返回 $w_t / \sum_j w_j \cdot B$，并放在 weights 所在的设备上（使用 float64，以便与 `quotas` 的 Python float 一致；int64 权重得到的配额也是 float64）。在与 `quotas` 相同的情况下抛出 `ValueError`：负数、无穷大或 **NaN** 权重（`torch.isfinite` 对 NaN 和 ±inf 为 False；`weights < 0` 对 NaN 为 False）、权重之和为 0（包括空张量）、`total_blocks < 0`。
+# 任务 1.3 的张量版本：`weights` 是一维张量，每个租户一个权重（任意实数数据类型、任意设备）。以 **float64** 张量返回 $w_t / \sum_j w_j \cdot B$，并放在 weights 所在的设备上（使用 float64，以便与 `quotas` 的 Python float 一致；int64 权重得到的配额也是 float64，并且要在 float64 中求和：`[2**62, 2**62]` 的 int64 求和会溢出）。在与 `quotas` 相同的情况下抛出 `ValueError`：负数、无穷大或 **NaN** 权重（`torch.isfinite` 对 NaN 和 ±inf 为 False；`weights < 0` 对 NaN 为 False）、权重之和为 0（包括空张量）、`total_blocks < 0`。
 #
 # 不要修改 `weights`。陷阱：当 `weights` 已经是 float64 时，`weights.to(torch.float64)` 返回的是**同一个张量**，因此原地除法（`w /= w.sum()`）会改掉调用者的权重。应当做非原地的除法（`w / w.sum()`）。
 
@@ -1029,6 +1041,10 @@ def _check_task1_8_quotas_tensor():
         counts = torch.tensor([2, 2, 0], device=device)
         assert_same_tensor(quotas_tensor(counts, 512), torch.tensor([256.0, 256.0, 0.0], dtype=torch.float64, device=device),
                            f"quotas_tensor(int64 [2, 2, 0], 512) on {device}")
+        huge = torch.tensor([2**62, 2**62], device=device)
+        assert_same_tensor(quotas_tensor(huge, 64), torch.tensor([32.0, 32.0], dtype=torch.float64, device=device),
+                           f"quotas_tensor(int64 [2**62, 2**62], 64) on {device} (their int64 sum would overflow: sum "
+                           "in float64)")
         small = torch.tensor([1, 3], dtype=torch.int32, device=device)
         assert_same_tensor(quotas_tensor(small, 8), torch.tensor([2.0, 6.0], dtype=torch.float64, device=device),
                            f"quotas_tensor(int32 [1, 3], 8) on {device}")
@@ -1063,6 +1079,13 @@ def _check_task1_8_quotas_tensor():
             assert_same_tensor(quotas_tensor(t, total), expected, f"quotas_tensor on random case {case} ({dtype}, {device})",
                                atol=1e-9, rtol=1e-12, reveal=False)
             assert t.tolist() == before, f"quotas_tensor changed its input on random case {case}"
+        # int64 weights whose sum does not fit in an int64.
+        for big in ([2**62, 2**62], [2**62] * 4, [2**63 - 1, 1]):
+            t = torch.tensor(big, dtype=torch.int64, device=device)
+            w64 = t.cpu().to(torch.float64)
+            assert_same_tensor(quotas_tensor(t, 64), (w64 / w64.sum() * 64).to(device),
+                               f"quotas_tensor(int64 {big}, 64) on {device} (their sum does not fit in an int64)",
+                               atol=1e-9, rtol=1e-12, reveal=False)
         for bad in ([float("nan"), 1.0], [1.0, float("nan")], [float("inf")], [1.0, float("-inf")], [1.0, -0.5], [],
                     [0.0]):
             assert_raises(ValueError, f"quotas_tensor({bad}, 64) on {device}", quotas_tensor,

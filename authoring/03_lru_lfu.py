@@ -33,9 +33,11 @@
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
-# check more cases when your notebook is graded.
+# check more cases when your notebook is graded. A type the text names is that type exactly, and the tests
+# check it first: a `dict` is a plain `dict` (not an `OrderedDict`, `Counter` or `defaultdict`), a `tuple` a
+# plain `tuple` (not a `namedtuple`), a `float` Python's `float` (not `numpy.float64`).
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。任务文字说到的类型就是这个类型本身，测试会先检查它：`dict` 是普通的 `dict`（不是 `OrderedDict`、`Counter` 或 `defaultdict`），`tuple` 是普通的 `tuple`（不是 `namedtuple`），`float` 是 Python 的 `float`（不是 `numpy.float64`）。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -692,12 +694,13 @@ def _check_task3_2_LRUPolicy():
     from course.checks import replay
 
 
-    def oracle_lru(cache, protected):
+    def oracle_lru(steps, protected):
+        """The LRU victim of ``steps`` (seq_id -> last_access_step), the test's own rows."""
         best = None
-        for seq_id in sorted(cache, reverse=True):
+        for seq_id in sorted(steps, reverse=True):
             if seq_id in protected:
                 continue
-            if best is None or cache[seq_id].last_access_step <= cache[best].last_access_step:
+            if best is None or steps[seq_id] <= steps[best]:
                 best = seq_id
         return best
 
@@ -711,9 +714,11 @@ def _check_task3_2_LRUPolicy():
         made = [("__call__", (i, [], rng.randint(0, 50), rng.randint(0, top), rng.randint(0, 6))) for i in ids]
         cache = dict(zip(ids, replay(SequenceKVCache, made)))
         protected = frozenset(rng.sample(ids, rng.randint(0, len(ids) - 1 if case % 5 else len(ids))))
-        # The expected victims come from the cache as it was before the call, which the student's code gets.
+        # The expected victims come from the test's own rows (what `made` gave each sequence), never from the
+        # objects the (given, but rebindable) SequenceKVCache made.
+        steps = {args[0]: args[3] for _, args in made}
         before = snapshot(cache)
-        expected, expected_unprotected = oracle_lru(cache, protected), oracle_lru(cache, frozenset())
+        expected, expected_unprotected = oracle_lru(steps, protected), oracle_lru(steps, frozenset())
         result = LRUPolicy().select_victim(cache, set(protected) if case % 2 else protected)
         check_type(result, type(expected), f"LRUPolicy().select_victim on random case {case}")
         assert_plain_equal(result, expected, f"LRUPolicy().select_victim on random case {case}", reveal=False)
@@ -848,8 +853,9 @@ def _check_task3_3_LFUPolicy():
     from course.checks import replay
 
 
-    def oracle_lfu(cache, protected):
-        rows = sorted((s.use_count, s.last_access_step, k) for k, s in cache.items() if k not in protected)
+    def oracle_lfu(counted, protected):
+        """The LFU victim of ``counted`` (seq_id -> (use_count, last_access_step)), the test's own rows."""
+        rows = sorted((*counted[k], k) for k in counted if k not in protected)
         return rows[0][2] if rows else None
 
 
@@ -862,9 +868,11 @@ def _check_task3_3_LFUPolicy():
         made = [("__call__", (i, [], 0, rng.randint(0, top), rng.randint(0, 3))) for i in ids]
         cache = dict(zip(ids, replay(SequenceKVCache, made)))
         protected = frozenset(rng.sample(ids, rng.randint(0, len(ids) - 1 if case % 5 else len(ids))))
-        # The expected victim comes from the cache as it was before the call, which the student's code gets.
+        # The expected victim comes from the test's own rows (what `made` gave each sequence), never from the
+        # objects the (given, but rebindable) SequenceKVCache made.
+        counted = {args[0]: (args[4], args[3]) for _, args in made}
         before = snapshot(cache)
-        expected = oracle_lfu(cache, protected)
+        expected = oracle_lfu(counted, protected)
         result = LFUPolicy().select_victim(cache, set(protected) if case % 2 else protected)
         check_type(result, type(expected), f"LFUPolicy().select_victim on random case {case}")
         assert_plain_equal(result, expected, f"LFUPolicy().select_victim on random case {case}", reveal=False)
@@ -1139,7 +1147,7 @@ def _check_task3_4_2_refuses():
     # END SHARED
 
 
-    # BEGIN SHARED PlainCache (authoring/shared/03_lru_lfu.py)
+    # BEGIN SHARED PlainCache, random_manager (authoring/shared/03_lru_lfu.py)
     class PlainCache:
         """The test's own copy of a manager's sequences and blocks, read once before the call: the hidden oracles of
         3.4.2 and 3.4.3 release and ask their policies here, in the judge, never on a copy in the student's process
@@ -1185,18 +1193,50 @@ def _check_task3_4_2_refuses():
                 victims.append(policy.select_victim(self.sequences, protected))
                 self.release(victims[-1])
             return victims
-    # END SHARED
 
-
-    def random_manager(rng):
-        manager = PagedKVCacheManager(num_blocks=rng.randint(6, 30), block_size=rng.choice([2, 4]))
+    def random_manager(rng, manager_class, with_steps=False):
+        """A manager of ``manager_class`` (the notebook's PagedKVCacheManager) made by random allocations and forks, and
+        checked against the test's own count of what those calls make: the free blocks, and each sequence's blocks with
+        how many sequences hold each. The oracles read the manager through ``PlainCache``: this check keeps that copy
+        the test's own data, even where a cell rebinds the given class (a fork that shares nothing would hide every
+        question about shared blocks). With ``with_steps``, each sequence then gets a random last_access_step. Returns
+        the manager and its PlainCache, the copy the oracle reads."""
+        num_blocks, block_size = rng.randint(6, 30), rng.choice([2, 4])
+        manager = manager_class(num_blocks=num_blocks, block_size=block_size)
+        free, tables, tags = num_blocks, {}, 0  # tables: seq_id -> the test's own tags of its blocks.
         for index in range(rng.randint(1, 9)):
             seq_id = f"r{index}"
-            if manager.sequences and rng.random() < 0.35:
-                manager.fork(manager.sequences[rng.choice(sorted(manager.sequences))], seq_id)
-            elif rng.randint(1, 12) <= (room := manager.allocator.num_free * manager.block_size):
-                manager.allocate_for_sequence(seq_id, rng.randint(1, min(12, room)))
-        return manager
+            if tables and rng.random() < 0.35:
+                parent = rng.choice(sorted(tables))
+                manager.fork(manager.sequences[parent], seq_id)
+                tables[seq_id] = list(tables[parent])
+            elif rng.randint(1, 12) <= (room := free * block_size):
+                num_tokens = rng.randint(1, min(12, room))
+                manager.allocate_for_sequence(seq_id, num_tokens)
+                count = -(-num_tokens // block_size)
+                tables[seq_id] = list(range(tags, tags + count))
+                tags, free = tags + count, free - count
+        steps = {seq_id: rng.randint(0, 6) for seq_id in tables} if with_steps else {}
+        for seq_id, step in steps.items():
+            manager.sequences[seq_id].last_access_step = step
+        plain = PlainCache(manager)
+        holders = {}
+        for table in tables.values():
+            for tag in table:
+                holders[tag] = holders.get(tag, 0) + 1
+        seen = {}  # The manager's block id -> the test's tag.
+        built = len(plain.ref_counts) == num_blocks and sorted(plain.sequences) == sorted(tables) and plain.num_free == free and all(
+            len(plain.sequences[seq_id].block_ids) == len(table) for seq_id, table in tables.items())
+        if built:
+            for seq_id, table in tables.items():
+                for block_id, tag in zip(plain.sequences[seq_id].block_ids, table):
+                    built = built and seen.setdefault(block_id, tag) == tag and plain.ref_counts[block_id] == holders[tag]
+                built = built and (not with_steps or plain.sequences[seq_id].last_access_step == steps[seq_id])
+            built = built and len(set(seen.values())) == len(seen)
+        assert built, (f"the given PagedKVCacheManager({num_blocks}, {block_size}) holds after {len(tables)} allocations and "
+                       "forks what allocate_for_sequence and fork do not make (keep the given class as it is)")
+        return manager, plain
+    # END SHARED
 
 
     class PolicyAsked(Exception):
@@ -1213,12 +1253,11 @@ def _check_task3_4_2_refuses():
     rng = random.Random(3402)
     raised = asked = 0
     for case in range(60):
-        manager = random_manager(rng)
+        manager, plain = random_manager(rng, PagedKVCacheManager)
         ids = sorted(manager.sequences)
         protected = frozenset(rng.sample(ids, rng.randint(0, len(ids))))
         policy = ListedOrder(rng.sample(ids, len(ids)))
-        needed = rng.randint(0, manager.allocator.num_blocks + 1)
-        plain = PlainCache(manager)
+        needed = rng.randint(0, len(plain.ref_counts) + 1)  # The blocks as the test counted them.
         if plain.feasible(needed, protected):
             # Evicting can meet this request, so it is not refused: evict_until_fit asks the policy for a victim
             # (or raises NotImplementedError where TODO 3.4.3 is not written yet). Only a RuntimeError refuses.
@@ -1339,7 +1378,7 @@ def _check_task3_4_3_evicts_in_policy_order():
     # END SHARED
 
 
-    # BEGIN SHARED PlainCache (authoring/shared/03_lru_lfu.py)
+    # BEGIN SHARED PlainCache, random_manager (authoring/shared/03_lru_lfu.py)
     class PlainCache:
         """The test's own copy of a manager's sequences and blocks, read once before the call: the hidden oracles of
         3.4.2 and 3.4.3 release and ask their policies here, in the judge, never on a copy in the student's process
@@ -1385,27 +1424,56 @@ def _check_task3_4_3_evicts_in_policy_order():
                 victims.append(policy.select_victim(self.sequences, protected))
                 self.release(victims[-1])
             return victims
+
+    def random_manager(rng, manager_class, with_steps=False):
+        """A manager of ``manager_class`` (the notebook's PagedKVCacheManager) made by random allocations and forks, and
+        checked against the test's own count of what those calls make: the free blocks, and each sequence's blocks with
+        how many sequences hold each. The oracles read the manager through ``PlainCache``: this check keeps that copy
+        the test's own data, even where a cell rebinds the given class (a fork that shares nothing would hide every
+        question about shared blocks). With ``with_steps``, each sequence then gets a random last_access_step. Returns
+        the manager and its PlainCache, the copy the oracle reads."""
+        num_blocks, block_size = rng.randint(6, 30), rng.choice([2, 4])
+        manager = manager_class(num_blocks=num_blocks, block_size=block_size)
+        free, tables, tags = num_blocks, {}, 0  # tables: seq_id -> the test's own tags of its blocks.
+        for index in range(rng.randint(1, 9)):
+            seq_id = f"r{index}"
+            if tables and rng.random() < 0.35:
+                parent = rng.choice(sorted(tables))
+                manager.fork(manager.sequences[parent], seq_id)
+                tables[seq_id] = list(tables[parent])
+            elif rng.randint(1, 12) <= (room := free * block_size):
+                num_tokens = rng.randint(1, min(12, room))
+                manager.allocate_for_sequence(seq_id, num_tokens)
+                count = -(-num_tokens // block_size)
+                tables[seq_id] = list(range(tags, tags + count))
+                tags, free = tags + count, free - count
+        steps = {seq_id: rng.randint(0, 6) for seq_id in tables} if with_steps else {}
+        for seq_id, step in steps.items():
+            manager.sequences[seq_id].last_access_step = step
+        plain = PlainCache(manager)
+        holders = {}
+        for table in tables.values():
+            for tag in table:
+                holders[tag] = holders.get(tag, 0) + 1
+        seen = {}  # The manager's block id -> the test's tag.
+        built = len(plain.ref_counts) == num_blocks and sorted(plain.sequences) == sorted(tables) and plain.num_free == free and all(
+            len(plain.sequences[seq_id].block_ids) == len(table) for seq_id, table in tables.items())
+        if built:
+            for seq_id, table in tables.items():
+                for block_id, tag in zip(plain.sequences[seq_id].block_ids, table):
+                    built = built and seen.setdefault(block_id, tag) == tag and plain.ref_counts[block_id] == holders[tag]
+                built = built and (not with_steps or plain.sequences[seq_id].last_access_step == steps[seq_id])
+            built = built and len(set(seen.values())) == len(seen)
+        assert built, (f"the given PagedKVCacheManager({num_blocks}, {block_size}) holds after {len(tables)} allocations and "
+                       "forks what allocate_for_sequence and fork do not make (keep the given class as it is)")
+        return manager, plain
     # END SHARED
 
 
-    def oracle_evict(manager, policy, needed, protected):
+    def oracle_evict(plain, policy, needed, protected):
         """The victims and the state after them, computed in the test on its own copy (None, None when infeasible)."""
-        plain = PlainCache(manager)
         victims = plain.evict(policy, needed, protected)
         return (None, None) if victims is None else (victims, plain.state())
-
-
-    def random_manager(rng):
-        manager = PagedKVCacheManager(num_blocks=rng.randint(6, 30), block_size=rng.choice([2, 4]))
-        for index in range(rng.randint(1, 9)):
-            seq_id = f"r{index}"
-            if manager.sequences and rng.random() < 0.35:
-                manager.fork(manager.sequences[rng.choice(sorted(manager.sequences))], seq_id)
-            elif rng.randint(1, 12) <= (room := manager.allocator.num_free * manager.block_size):
-                manager.allocate_for_sequence(seq_id, rng.randint(1, min(12, room)))
-        for seq in manager.sequences.values():
-            seq.last_access_step = rng.randint(0, 6)
-        return manager
 
 
     def check_random_cases(seed, count, fewest_protected, choose_policy, what):
@@ -1414,12 +1482,12 @@ def _check_task3_4_3_evicts_in_policy_order():
         rng = random.Random(seed)
         succeeded = 0
         for case in range(count):
-            manager = random_manager(rng)
+            manager, plain = random_manager(rng, PagedKVCacheManager, with_steps=True)
             ids = sorted(manager.sequences)
             protected = frozenset(rng.sample(ids, rng.randint(fewest_protected, len(ids))))
             policy = choose_policy(case, ids, rng)
-            needed = rng.randint(0, manager.allocator.num_blocks + 1)
-            expected, after = oracle_evict(manager, policy, needed, protected)
+            needed = rng.randint(0, len(plain.ref_counts) + 1)  # The blocks as the test counted them.
+            expected, after = oracle_evict(plain, policy, needed, protected)
             if expected is None:
                 continue
             succeeded += 1

@@ -33,9 +33,11 @@
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
-# check more cases when your notebook is graded.
+# check more cases when your notebook is graded. A type the text names is that type exactly, and the tests
+# check it first: a `dict` is a plain `dict` (not an `OrderedDict`, `Counter` or `defaultdict`), a `tuple` a
+# plain `tuple` (not a `namedtuple`), a `float` Python's `float` (not `numpy.float64`).
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。任务文字说到的类型就是这个类型本身，测试会先检查它：`dict` 是普通的 `dict`（不是 `OrderedDict`、`Counter` 或 `defaultdict`），`tuple` 是普通的 `tuple`（不是 `namedtuple`），`float` 是 Python 的 `float`（不是 `numpy.float64`）。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -497,6 +499,16 @@ def _check_task4_1_3_quotas():
     assert_plain_equal(policy._quotas({}), {"a": 4.0, "b": 4.0},
                        "FairPolicy(weights := {'a': 1, 'b': 1}, 8)._quotas({}) after the caller set weights['a'] = 3 "
                        "and weights['c'] = 4 (__init__ keeps a copy of the weights)")
+    # Each call returns a new dict: a result the caller keeps, or writes into, stays as it was.
+    policy = FairPolicy({"a": 1}, 8)
+    first = policy._quotas(cache)
+    second = policy._quotas({})
+    assert_plain_equal([first, second], [{"a": 4.0, "b": 4.0}, {"a": 8.0}],
+                       "[_quotas(a::1, a::2, b::1), _quotas({})] of one FairPolicy({'a': 1}, 8), both kept (each call "
+                       "returns a new dict)")
+    second["a"] = 99.0
+    assert_plain_equal(policy._quotas({}), {"a": 8.0},
+                       "FairPolicy({'a': 1}, 8)._quotas({}) after the caller wrote into an earlier result")
 
     ### BEGIN HIDDEN TESTS
     import random

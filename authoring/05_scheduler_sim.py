@@ -33,9 +33,11 @@
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
-# check more cases when your notebook is graded.
+# check more cases when your notebook is graded. A type the text names is that type exactly, and the tests
+# check it first: a `dict` is a plain `dict` (not an `OrderedDict`, `Counter` or `defaultdict`), a `tuple` a
+# plain `tuple` (not a `namedtuple`), a `float` Python's `float` (not `numpy.float64`).
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。任务文字说到的类型就是这个类型本身，测试会先检查它：`dict` 是普通的 `dict`（不是 `OrderedDict`、`Counter` 或 `defaultdict`），`tuple` 是普通的 `tuple`（不是 `namedtuple`），`float` 是 Python 的 `float`（不是 `numpy.float64`）。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -1049,18 +1051,21 @@ def _check_task5_2_8_whole_simulator():
         assert_plain_equal(sim.snapshot(), exp_snap, f"snapshot() on random case {case}", reveal=False)
         assert_plain_equal([sim.time, sim.current_bytes], [len(requests), exp_used],
                            f"[time, current_bytes] on random case {case}", reveal=False)
-        assert_plain_equal({k: [e.hits, e.bytes, e.last_used] for k, e in sim.entries.items()},
+        # The entries and each entry's fields are read once, so that every check below sees what the first read saw.
+        entries = dict(sim.entries)
+        read = {k: (e.hits, e.bytes, e.last_used, e.prefix, e.priority) for k, e in entries.items()}
+        assert_plain_equal({k: list(fields[:3]) for k, fields in read.items()},
                            {k: v[:3] for k, v in exp_live.items()}, f"entries on random case {case}", reveal=False)
-        for k, e in sim.entries.items():
-            prefix = e.prefix
+        for k, e in entries.items():
+            prefix = read[k][3]
             assert type(e) is CacheEntry and type(prefix) is str and prefix == k, \
                 f"entries[{k!r}] must be the CacheEntry of {k!r} (case {case})"
         items = list(sim.queue)
         for item in items:
             assert type(item) is tuple and len(item) == 3 and type(item[0]) is float and type(item[1]) is int \
                 and type(item[2]) is str, f"queue items must be (priority: float, last_used: int, prefix: str); got {item!r}"
-        for k, e in sim.entries.items():
-            priority, last_used = e.priority, e.last_used  # Read once; compared only as a float and an int.
+        for k in entries:
+            priority, last_used = read[k][4], read[k][2]  # Compared only as a float and an int.
             assert type(priority) is float and type(last_used) is int, \
                 f"entries[{k!r}] must hold a float priority and an int last_used; got {priority!r}, {last_used!r}"
             assert (priority, last_used, k) in items, \
@@ -1550,11 +1555,16 @@ def _check_task5_3_4_touch():
     from course.env import available_devices
 
 
+    order = [1, 0, 2]  # The stand-in's order of the slots, which the test sets (a list the test keeps).
+
+
     class Probe(TensorKVCacheScheduler):
-        """touch alone: _victim is a stand-in that picks the live slot with the lowest index."""
+        """touch alone: _victim is a stand-in that picks the first live slot in the test's order, which touch cannot
+        tell by itself: touch must ask it."""
 
         def _victim(self):
-            return int(torch.nonzero(self.alive)[0, 0])
+            alive = self.alive.tolist()
+            return next(slot for slot in order if alive[slot])
 
 
     def bare(n, device, rescore=False, capacity_bytes=100):
@@ -1590,11 +1600,13 @@ def _check_task5_3_4_touch():
         assert_plain_equal([s.time, s.current_bytes, s.log[-1], row(s, "a")], [2, 40, "reuse:a", ["a", 2, 40, 2, 2.4, True]],
                            f"[time, current_bytes, last log line, a's slot] after touch('a', 60), a hit, on {device}")
         s.touch("b", 50)
-        first = s.prefix_of[min(s.slots.values())]  # the stand-in _victim evicts the live slot with the lowest index
+        # The stand-in _victim evicts the first live slot in the order 1, 0, 2.
+        first = next(s.prefix_of[slot] for slot in order if s.prefix_of[slot] is not None)
         s.touch("c", 30)
         assert_plain_equal([s.log[-2:], sorted(s.slots), s.current_bytes, int(s.alive.sum())],
                            [[f"evict:{first}", "add:c"], sorted({"a", "b", "c"} - {first}), 120 - (40 if first == "a" else 50), 2],
-                           f"[last log lines, slots, current_bytes, live slots] after touch('c', 30) at 90 of 100 bytes on {device}")
+                           f"[last log lines, slots, current_bytes, live slots] after touch('c', 30) at 90 of 100 bytes on {device} "
+                           "(evict self._victim(): here a stand-in that picks the first live slot in the order 1, 0, 2)")
         assert first not in s.prefix_of, f"prefix_of still names the evicted {first!r} on {device}: {s.prefix_of}"
         assert_plain_equal(row(s, "c")[:4], ["c", 1, 30, 4], f"c's slot after touch('c', 30) on {device}")
         s.touch("d", 10)
@@ -1629,11 +1641,12 @@ def _check_task5_3_4_touch():
     ### BEGIN HIDDEN TESTS
     import random
 
-    rng = random.Random(5344)
+    rng, order_rng = random.Random(5344), random.Random(5345)
     for device in available_devices():
         for case in range(30):
             capacity, n = rng.choice([50, 100]), rng.randint(1, 5)
             s = bare(n, device, rescore=rng.random() < 0.5, capacity_bytes=capacity)
+            order[:] = order_rng.sample(range(n), n)
             model, clock = {}, 0  # prefix -> [hits, bytes, last_used]
             for _ in range(rng.randint(1, 25)):
                 name, size = rng.choice("abcdefg"), rng.randint(1, capacity)
@@ -1644,7 +1657,7 @@ def _check_task5_3_4_touch():
                     assert state(s) == before, f"touch changed the state before its RuntimeError on random case {case}"
                     continue
                 lines = len(s.log)
-                lowest = [s.prefix_of[i] for i in sorted(s.slots.values())]
+                ranked = [s.prefix_of[slot] for slot in order if s.prefix_of[slot] is not None]
                 s.touch(name, size)
                 clock += 1
                 if name in model:
@@ -1653,7 +1666,7 @@ def _check_task5_3_4_touch():
                 else:
                     evicted = []
                     while model and sum(v[1] for v in model.values()) + size > capacity:
-                        victim = [p for p in lowest if p in model][0]  # the stand-in: the live slot with the lowest index
+                        victim = [p for p in ranked if p in model][0]  # the stand-in: the first live slot in its order
                         del model[victim]
                         evicted.append("evict:" + victim)
                     model[name] = [1, size, clock]

@@ -33,9 +33,11 @@
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
-# check more cases when your notebook is graded.
+# check more cases when your notebook is graded. A type the text names is that type exactly, and the tests
+# check it first: a `dict` is a plain `dict` (not an `OrderedDict`, `Counter` or `defaultdict`), a `tuple` a
+# plain `tuple` (not a `namedtuple`), a `float` Python's `float` (not `numpy.float64`).
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。任务文字说到的类型就是这个类型本身，测试会先检查它：`dict` 是普通的 `dict`（不是 `OrderedDict`、`Counter` 或 `defaultdict`），`tuple` 是普通的 `tuple`（不是 `namedtuple`），`float` 是 Python 的 `float`（不是 `numpy.float64`）。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -414,7 +416,8 @@ _check_task6_1_2_hashes()
 #   request's K/V (`tensor[a:b].clone()`: a view would change when the request's tensors are reused, and would keep
 #   them all alive). Check `kv` **before** anything changes. While the cache is full, evict one victim at a time;
 #   when nothing is evictable, stop and return how many were stored (never raise for that).
-# - `match(hashes)`: how many **leading** hashes are cached (stop at the first miss); an access of those blocks only.
+# - `match(hashes)`: how many **leading** hashes are cached (stop at the first miss); an access of those blocks only,
+#   one per listed hash (a hash listed twice among them gets `use_count` + 2).
 # - `get_kv(hashes)`: per layer, the cached blocks' K and V concatenated along the token dimension (dim 0), in the
 #   order of `hashes`: new tensors, for one block too (the caller may write into them). Not an access.
 # - `pin` / `unpin`: reference counts of running requests; a pinned block is never evicted. When they raise,
@@ -445,7 +448,7 @@ _check_task6_1_2_hashes()
 # 一个以任务 6.1 的哈希为键、存放 K/V 块的缓存。这个类以骨架形式给出：它的状态（从块哈希到块条目的字典 `self._blocks`、集合 `self._leaves`、时钟 `self._step` 和三个计数器）、`len(cache)`、`block_hash in cache`、`stats` 以及 `insert` 中的循环都已写好；你来填写带编号的 `# TODO`。每个方法的 docstring 就是它的契约。简而言之：
 #
 # - `insert(hashes, kv)`：存入尚未缓存的块，第 $i$ 块是请求 K/V 第 $[iB, (i+1)B)$ 行的**副本**（`tensor[a:b].clone()`：视图会在请求的张量被复用时跟着改变，还会让整个请求的张量一直留在内存中）。**先**检查 `kv`，再做任何改动。缓存满时每次驱逐一个受害者；没有可驱逐的块时停止，并返回已存入的块数（不要因此抛出异常）。
-# - `match(hashes)`：有多少个**前导**哈希已被缓存（遇到第一个未命中就停止）；只有这些块算作被访问。
+# - `match(hashes)`：有多少个**前导**哈希已被缓存（遇到第一个未命中就停止）；只有这些块算作被访问，每列出一次算一次访问（其中出现两次的哈希，`use_count` 加 2）。
 # - `get_kv(hashes)`：按层返回这些缓存块的 K 和 V，按 `hashes` 的顺序沿 token 维（第 0 维）拼接：返回新的张量，只有一个块时也一样（调用者可以写入它们）。不算访问。
 # - `pin` / `unpin`：运行中请求的引用计数；被固定的块绝不会被驱逐。它们抛出异常时，什么都不能改变（先检查每个哈希，再修改计数）。
 # - 错误：构造函数的参数不合法时（包括不是 str 的 policy，例如列表）、`insert` 的 `kv` 不合法时抛出 `ValueError`；`get_kv`、`pin` 和 `unpin` 遇到未缓存的哈希时抛出 `KeyError`；`unpin` 使某个块被解除固定的次数多于被固定的次数时抛出 `ValueError`。
@@ -595,8 +598,8 @@ class PrefixCache:
     def match(self, hashes):
         """The number m of leading hashes that are cached (it stops at the first that is not), an int.
 
-        An access: the clock first advances by 1 (for no hashes too); those m blocks get use_count + 1 and
-        last_access_step = the new step; blocks after the first miss are not touched.
+        An access: the clock first advances by 1 (for no hashes too); those m blocks get use_count + 1 (a hash
+        listed twice, + 2) and last_access_step = the new step; blocks after the first miss are not touched.
         stats: hits += m, misses += len(hashes) - m.
         """
         # TODO 6.2.3: advance the clock, count and touch the leading cached blocks, update the hit and miss counters.
@@ -924,6 +927,13 @@ def _check_task6_2_3_match():
                        "clock)")
     clock.insert([4], toy_kv([4], 1))
     assert_plain_equal(clock._step, 2, "cache._step after match([]) then insert([4], kv)")
+    # Each listed hash is one access: a hash listed twice among the matched ones gets use_count + 2.
+    assert_plain_equal(clock.match([4, 4]), 2, "match([4, 4]) with 4 cached")
+    entry = clock._blocks[4]
+    assert_plain_equal([entry["use_count"], entry["last_access_step"]] if isinstance(entry, dict)
+                       else [entry.use_count, entry.last_access_step], [3, 3],
+                       "[use_count, last_access_step] of block 4 after insert([4], kv) then match([4, 4]) (one access "
+                       "per listed hash: 1 + 2; the clock ticks once per call)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -998,6 +1008,11 @@ def _check_task6_2_4_get_kv():
         assert_raises(KeyError, "get_kv([1, 404])", cache.get_kv, [1, 404])
         assert_plain_equal(cache.stats, {"hits": 0, "misses": 0, "evictions": 0},
                            "cache.stats after insert([1, 2, 3]) and get_kv calls (get_kv is not an access)")
+        entry = cache._blocks[1]
+        assert_plain_equal([entry["use_count"], entry["last_access_step"]] if isinstance(entry, dict)
+                           else [entry.use_count, entry.last_access_step], [1, 1],
+                           f"[use_count, last_access_step] of block 1 after insert([1, 2, 3]) and get_kv calls on {device} "
+                           "(get_kv is not an access: it changes neither)")
         assert_plain_equal(len(cache), 3, "len(cache) after get_kv calls")
     half = PrefixCache(capacity_blocks=2, block_size=1)
     k_half = torch.tensor([[[1.5, -2.0]]], dtype=torch.float16)
@@ -1051,6 +1066,12 @@ def _check_task6_2_4_get_kv():
         assert_raises(KeyError, f"{_where}: get_kv of a hash that is not cached", _cache.get_kv, [_ids[0], 10**6])
         assert_raises(KeyError, f"{_where}: get_kv of a hash that is not cached", _cache.get_kv, [10**6])
         assert_plain_equal(_cache.stats, {"hits": 0, "misses": 0, "evictions": 0}, f"{_where}: stats", reveal=False)
+        # get_kv is not an access: every block keeps use_count 1 and the step of the one insert call.
+        _entries = {_h: _cache._blocks[_h] for _h in sorted(_ids)}  # Dicts, or records with those attributes.
+        assert_plain_equal({_h: [_e["use_count"], _e["last_access_step"]] if isinstance(_e, dict)
+                            else [_e.use_count, _e.last_access_step] for _h, _e in _entries.items()},
+                           {_h: [1, 1] for _h in sorted(_ids)},
+                           f"{{hash: [use_count, last_access_step]}} after get_kv calls on {_where}", reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -1648,7 +1669,19 @@ def _check_task6_3_1_counts():
     from course.checks import assert_plain_equal, assert_raises, check_type
     from course.model import TinyDecoder
 
-    # BEGIN SHARED ToyCache (authoring/shared/06_prefix_cache.py)
+    # BEGIN SHARED full_block_hashes, ToyCache (authoring/shared/06_prefix_cache.py)
+    def full_block_hashes(block_hashes, tokens, block_size):
+        """``block_hashes(tokens, block_size)``: Task 6.1's answer, which ``serve`` calls too, so that a check of serve's
+        calls does not hang on 6.1's hash values; checked for what those checks rely on, one int per full block (a
+        later cell may rebind ``block_hashes`` to hide that ``serve`` leaves blocks out)."""
+        hashes = block_hashes(list(tokens), block_size)
+        full = len(tokens) // block_size
+        if type(hashes) is not list or len(hashes) != full or any(type(h) is not int for h in hashes):
+            raise AssertionError(
+                f"block_hashes({len(tokens)} tokens, {block_size}) gave {str(hashes)[:80]} where the tokens have {full} "
+                f"full block(s): the checks of serve need block_hashes (Task 6.1) to give one int per full block")
+        return hashes
+
     class ToyCache:
         """An unbounded cache that keeps PrefixCache's contract and records how serve calls it.
 
@@ -1722,7 +1755,7 @@ def _check_task6_3_1_counts():
             (first[:8], (4, 4), "both blocks cached: the last block is computed again, for the last position's logits"),
             ([5, 6], (0, 2), "shorter than one block: nothing to reuse")):
         name = f"serve(model, cache, {len(tokens)} tokens) ({why})"
-        hashes = block_hashes(tokens, 4)
+        hashes = full_block_hashes(block_hashes, tokens, 4)
         _, counts = serve(model, cache, list(tokens))
         check_type(counts, dict, f"{name}[1]")
         assert_plain_equal(counts, {"tokens_reused": reused, "tokens_computed": computed}, f"{name}: counts")
@@ -1748,7 +1781,7 @@ def _check_task6_3_1_counts():
             while _blocks < _limit and tuple(_tokens[:(_blocks + 1) * _block_size]) in _seen:
                 _blocks += 1
             _where = f"serve(model, cache with block_size {_block_size}, request {_turn} of {len(_tokens)} tokens)"
-            _hashes = block_hashes(_tokens, _block_size)
+            _hashes = full_block_hashes(block_hashes, _tokens, _block_size)
             _, _counts = serve(model, _cache, list(_tokens))
             assert_plain_equal(_counts, {"tokens_reused": _blocks * _block_size,
                                          "tokens_computed": len(_tokens) - _blocks * _block_size},
@@ -1775,7 +1808,19 @@ def _check_task6_3_2_logits():
     from course.env import available_devices
     from course.model import TinyDecoder
 
-    # BEGIN SHARED ToyCache (authoring/shared/06_prefix_cache.py)
+    # BEGIN SHARED full_block_hashes, ToyCache (authoring/shared/06_prefix_cache.py)
+    def full_block_hashes(block_hashes, tokens, block_size):
+        """``block_hashes(tokens, block_size)``: Task 6.1's answer, which ``serve`` calls too, so that a check of serve's
+        calls does not hang on 6.1's hash values; checked for what those checks rely on, one int per full block (a
+        later cell may rebind ``block_hashes`` to hide that ``serve`` leaves blocks out)."""
+        hashes = block_hashes(list(tokens), block_size)
+        full = len(tokens) // block_size
+        if type(hashes) is not list or len(hashes) != full or any(type(h) is not int for h in hashes):
+            raise AssertionError(
+                f"block_hashes({len(tokens)} tokens, {block_size}) gave {str(hashes)[:80]} where the tokens have {full} "
+                f"full block(s): the checks of serve need block_hashes (Task 6.1) to give one int per full block")
+        return hashes
+
     class ToyCache:
         """An unbounded cache that keeps PrefixCache's contract and records how serve calls it.
 
@@ -1874,7 +1919,7 @@ def _check_task6_3_2_logits():
         other = TinyDecoder(vocab_size=64, num_layers=2, num_heads=2, head_dim=8, seed=1).to(device)
         _, other_kv = other(torch.tensor(first[:8], device=device))
         foreign = ToyCache(block_size=4)
-        foreign.insert(block_hashes(first[:8], 4), other_kv)
+        foreign.insert(full_block_hashes(block_hashes, first[:8], 4), other_kv)
         expected, _ = plain(torch.tensor(first[8:], device=device), past_kv=other_kv)
         model._calls.clear()
         logits, _ = serve(model, foreign, list(first))
@@ -1923,7 +1968,7 @@ def _check_task6_3_2_logits():
             _prefix = _tokens[:(len(_tokens) - 1) // _block_size * _block_size]
             _, _other_kv = _other(torch.tensor(_prefix, device=device))
             _foreign = ToyCache(_block_size)
-            _foreign.insert(block_hashes(_prefix, _block_size), _other_kv)
+            _foreign.insert(full_block_hashes(block_hashes, _prefix, _block_size), _other_kv)
             _want, _ = _plain(torch.tensor(_tokens[len(_prefix):], device=device), past_kv=_other_kv)
             _model._calls.clear()
             _logits, _ = serve(_model, _foreign, list(_tokens))
@@ -1947,7 +1992,19 @@ def _check_task6_3_3_protocol():
     from course.checks import assert_plain_equal, assert_raises
     from course.model import TinyDecoder
 
-    # BEGIN SHARED ToyCache (authoring/shared/06_prefix_cache.py)
+    # BEGIN SHARED full_block_hashes, ToyCache (authoring/shared/06_prefix_cache.py)
+    def full_block_hashes(block_hashes, tokens, block_size):
+        """``block_hashes(tokens, block_size)``: Task 6.1's answer, which ``serve`` calls too, so that a check of serve's
+        calls does not hang on 6.1's hash values; checked for what those checks rely on, one int per full block (a
+        later cell may rebind ``block_hashes`` to hide that ``serve`` leaves blocks out)."""
+        hashes = block_hashes(list(tokens), block_size)
+        full = len(tokens) // block_size
+        if type(hashes) is not list or len(hashes) != full or any(type(h) is not int for h in hashes):
+            raise AssertionError(
+                f"block_hashes({len(tokens)} tokens, {block_size}) gave {str(hashes)[:80]} where the tokens have {full} "
+                f"full block(s): the checks of serve need block_hashes (Task 6.1) to give one int per full block")
+        return hashes
+
     class ToyCache:
         """An unbounded cache that keeps PrefixCache's contract and records how serve calls it.
 
@@ -2014,7 +2071,8 @@ def _check_task6_3_3_protocol():
     cache = ToyCache(block_size=4)
     first = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7]
     second = first[:8] + [32, 38, 46, 2]
-    hashes, second_hashes = block_hashes(first, 4), block_hashes(second, 4)  # Before the calls.
+    # Before the calls.
+    hashes, second_hashes = full_block_hashes(block_hashes, first, 4), full_block_hashes(block_hashes, second, 4)
     serve(model, cache, list(first))
     inserts = [entry for entry in cache._log if entry[0] == "insert"]
     assert_plain_equal(inserts, [("insert", hashes, [10, 10])],
@@ -2052,13 +2110,13 @@ def _check_task6_3_3_protocol():
             _blocks = 0
             while _blocks < _limit and tuple(_tokens[:(_blocks + 1) * _block_size]) in _seen:
                 _blocks += 1
-            _hashes = block_hashes(_tokens, _block_size)
+            _hashes = full_block_hashes(block_hashes, _tokens, _block_size)
             _reused = _hashes[:_blocks]
             _where = f"serve with block_size {_block_size}, request {_turn} of {len(_tokens)} tokens"
             _failure = _rng.choice([None, None, "model", "insert"])
             if _failure == "model":
                 _tokens = _tokens + [10**3]
-                _hashes = block_hashes(_tokens, _block_size)
+                _hashes = full_block_hashes(block_hashes, _tokens, _block_size)
                 _limit = (len(_tokens) - 1) // _block_size
                 while _blocks < _limit and tuple(_tokens[:(_blocks + 1) * _block_size]) in _seen:
                     _blocks += 1

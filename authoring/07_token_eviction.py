@@ -33,9 +33,11 @@
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
-# check more cases when your notebook is graded.
+# check more cases when your notebook is graded. A type the text names is that type exactly, and the tests
+# check it first: a `dict` is a plain `dict` (not an `OrderedDict`, `Counter` or `defaultdict`), a `tuple` a
+# plain `tuple` (not a `namedtuple`), a `float` Python's `float` (not `numpy.float64`).
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。任务文字说到的类型就是这个类型本身，测试会先检查它：`dict` 是普通的 `dict`（不是 `OrderedDict`、`Counter` 或 `defaultdict`），`tuple` 是普通的 `tuple`（不是 `namedtuple`），`float` 是 Python 的 `float`（不是 `numpy.float64`）。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -1745,6 +1747,12 @@ def _check_task7_6_4_bad_input():
     def per_head_fresh(scores, budget):
         return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget).repeat(scores.shape[1], 1)
 
+    def uneven(scores, budget):
+        keep = window(scores, budget).clone()
+        keep[0, 0, scores.shape[-1] - budget - 1] = True  # One slot more in the first row ...
+        keep[-1, -1, -1] = False  # ... and one fewer in the last: as many True in all as budget per row would give.
+        return keep
+
     for args, error, what in [((tokens, 0, window), ValueError, "budget 0"),
                               ((tokens, -3, window), ValueError, "budget -3"),
                               ((tokens, True, window), TypeError, "budget True"),
@@ -1756,6 +1764,8 @@ def _check_task7_6_4_bad_input():
                               ((tokens, 3, "window"), TypeError, "a keep_fn that is a string"),
                               ((tokens, 10, "window"), TypeError, "a keep_fn that is a string, budget 10 (no eviction)"),
                               ((tokens, 3, too_many), ValueError, "a keep_fn that keeps budget + 1 slots"),
+                              ((tokens, 3, uneven), ValueError,
+                               "a keep_fn that keeps budget + 1 slots in one row and budget - 1 in another"),
                               ((tokens, 3, as_int), ValueError, "a keep_fn that returns an int64 mask"),
                               ((tokens, 3, one_row), ValueError, "a keep_fn that returns one row for every head"),
                               ((tokens, 3, per_head), ValueError,

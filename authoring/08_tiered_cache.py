@@ -33,9 +33,11 @@
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
-# check more cases when your notebook is graded.
+# check more cases when your notebook is graded. A type the text names is that type exactly, and the tests
+# check it first: a `dict` is a plain `dict` (not an `OrderedDict`, `Counter` or `defaultdict`), a `tuple` a
+# plain `tuple` (not a `namedtuple`), a `float` Python's `float` (not `numpy.float64`).
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。任务文字说到的类型就是这个类型本身，测试会先检查它：`dict` 是普通的 `dict`（不是 `OrderedDict`、`Counter` 或 `defaultdict`），`tuple` 是普通的 `tuple`（不是 `namedtuple`），`float` 是 Python 的 `float`（不是 `numpy.float64`）。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -1390,7 +1392,7 @@ def _check_task8_4_seen_counts_t():
     assert_raises(ValueError, "seen_counts_t(a float64 tensor)", seen_counts_t, torch.zeros(4, dtype=torch.float64))
     assert_raises(ValueError, "seen_counts_t(a complex tensor)", seen_counts_t, torch.zeros(4, dtype=torch.complex64))
     assert_raises(ValueError, "seen_counts_t(an empty bool tensor)", seen_counts_t, torch.zeros(0, dtype=torch.bool))
-    assert_raises(ValueError, "seen_counts_t(an empty 0-D-like tensor [0, 0])", seen_counts_t,
+    assert_raises(ValueError, "seen_counts_t(an empty 2-D tensor [0, 0])", seen_counts_t,
                   torch.zeros(0, 0, dtype=torch.int32))
     for _device in available_devices():
         _near = [2**63 - 1 - _rng.randrange(4) for _ in range(200)] + [-2**63 + _rng.randrange(4) for _ in range(200)]
@@ -2617,7 +2619,8 @@ def _check_task8_6_2_ttft():
     _rng = _random.Random(8602)
     for _device in available_devices():
         for _case in range(80):
-            _model = CostModel(_rng.randint(1, 2**20), _rng.uniform(1e8, 1e11), _rng.uniform(1e-7, 1e-3))
+            _b, _bw, _t = _rng.randint(1, 2**20), _rng.uniform(1e8, 1e11), _rng.uniform(1e-7, 1e-3)
+            _model = CostModel(_b, _bw, _t)
             _n = _rng.randint(0, 50)
             _dtype = [torch.int64, torch.int32, torch.int16, torch.uint8][_case % 4]
             _top = {torch.int64: 10**12, torch.int32: 2**31 - 1, torch.int16: 2**15 - 1, torch.uint8: 255}[_dtype]
@@ -2625,8 +2628,9 @@ def _check_task8_6_2_ttft():
             _l = [_rng.randint(0, _top) for _ in range(_n)]
             _rt, _lt = torch.tensor(_r, dtype=_dtype, device=_device), torch.tensor(_l, dtype=_dtype, device=_device)
             _before = (_rt.clone(), _lt.clone())
-            _expected = torch.tensor([a * _model.prefill_seconds_per_token + b * _model.load_seconds_per_token
-                                      for a, b in zip(_r, _l)], dtype=torch.float64, device=_device)
+            # From the test's own arguments, never the attributes the student's CostModel keeps (Task 8.6.1's part).
+            _expected = torch.tensor([a * _t + b * (float(_b) / _bw) for a, b in zip(_r, _l)], dtype=torch.float64,
+                                     device=_device)
             assert_same_tensor(_model.ttft(_rt, _lt), _expected, f"ttft on random case {_case} ({_dtype}) on {_device}",
                                rtol=1e-12, reveal=False)
             assert torch.equal(_rt, _before[0]) and torch.equal(_lt, _before[1]), f"ttft changed its inputs, random case {_case}"

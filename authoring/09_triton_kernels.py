@@ -33,9 +33,11 @@
 #
 # How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of
 # `# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests
-# check more cases when your notebook is graded.
+# check more cases when your notebook is graded. A type the text names is that type exactly, and the tests
+# check it first: a `dict` is a plain `dict` (not an `OrderedDict`, `Counter` or `defaultdict`), a `tuple` a
+# plain `tuple` (not a `namedtuple`), a `float` Python's `float` (not `numpy.float64`).
 #
-# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。
+# 做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。任务文字说到的类型就是这个类型本身，测试会先检查它：`dict` 是普通的 `dict`（不是 `OrderedDict`、`Counter` 或 `defaultdict`），`tuple` 是普通的 `tuple`（不是 `namedtuple`），`float` 是 Python 的 `float`（不是 `numpy.float64`）。
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} given="setup"
 # Setup: install the course's helper package when it is missing (Colab, ModelScope),
@@ -1551,7 +1553,8 @@ def _check_task9_4_2_victims():
         _q = torch.randn(len(_lengths), 2, 4, generator=_generator).to(device) * (_case % 2)
         _recent = _rng.randint(0, 4)
         # The victims follow the scores with this step's attention added, computed here before the call (never read
-        # back from what h2o_victims wrote); a victim whose score ties the expected one's within float error passes.
+        # back from what h2o_victims wrote); a victim whose score is within float error of the expected one's passes,
+        # unless the two scores are exactly equal here: then the lower position goes.
         _updated = expected_scores(_q, _batch, _scores)
         _victims = h2o_victims(_q, _batch.k_cache, _batch.block_tables, _batch.lengths, _scores, _recent)
         _want = []
@@ -1560,10 +1563,28 @@ def _check_task9_4_2_victims():
             _choices = range(max(0, _length - _recent))
             _best = min(_choices, key=lambda t, row=_row: (row[t], t)) if _choices else -1
             _got = int(_victims[_s]) if isinstance(_victims, torch.Tensor) and _victims.shape == (len(_lengths),) else _best
-            _want.append(_got if _best >= 0 and _got in _choices and abs(_row[_got] - _row[_best]) <= 1e-4 else _best)
+            _want.append(_got if _best >= 0 and _got in _choices and 0 < abs(_row[_got] - _row[_best]) <= 1e-4 else _best)
         assert_same_tensor(_victims, torch.tensor(_want, device=device),
                            f"h2o_victims victims on random case {_case} (lengths {_lengths}, recent {_recent})",
                            reveal=False)
+    # Exact ties: q = 0 adds the same attention to every slot of a sequence, and the scores are 0 or 1, so several
+    # slots share the smallest score in every sum order; the lowest position among them goes.
+    for _case in range(4):
+        _block = _rng.choice([2, 4])
+        _lengths = [_rng.randint(2, 3 * _block) for _ in range(_rng.randint(2, 4))]
+        _batch = paged_batch(_lengths, _block, 1, 4, device=device, seed=9420 + _case)
+        _width = _batch.block_tables.shape[1] * _block
+        _scores = torch.randint(0, 2, (len(_lengths), _width), generator=_generator).float().to(device)
+        _q = torch.zeros(len(_lengths), 2, 4, device=device)
+        _recent = _rng.randint(0, 1)
+        _updated = expected_scores(_q, _batch, _scores)
+        _rows = _updated.tolist()
+        _want = [min(range(_length - _recent), key=lambda t, row=_rows[_s]: (row[t], t))
+                 for _s, _length in enumerate(_lengths)]
+        _victims = h2o_victims(_q, _batch.k_cache, _batch.block_tables, _batch.lengths, _scores, _recent)
+        assert_same_tensor(_victims, torch.tensor(_want, device=device),
+                           f"h2o_victims victims on tie case {_case} (lengths {_lengths}, recent {_recent}, scores of "
+                           "0 and 1, q zero: ties go to the lower position)", reveal=False)
     ### END HIDDEN TESTS
 
 

@@ -138,18 +138,21 @@ def compare(manager, model, where, summary=False):
     assert_plain_equal(sorted(manager.sequences), sorted(model.table), f"the ids in sequences {where}", reveal=False)
     assert_plain_equal(manager.step, model.step, f"step {where}", reveal=False)
     sequences = [manager.sequences[sid] for sid in model.table]
+    # Each table and block id is read once, so that every check below sees what the first read saw.
+    tables = [list(seq.block_table) for seq in sequences]
+    block_ids = [[block.block_id for block in table] for table in tables]
     # num_free, then the allocator's own blocks for the ids of every sequence, asked in one replay.
     owned = replay(manager.allocator, [("num_free", None)]
-                   + [("get_block", (block.block_id,)) for seq in sequences for block in seq.block_table])
+                   + [("get_block", (block_id,)) for table_ids in block_ids for block_id in table_ids])
     assert_plain_equal(next(owned), len(model.free), f"allocator.num_free {where}", reveal=False)
-    for sid, seq in zip(model.table, sequences):
-        got = [[block.block_id for block in seq.block_table], seq.num_tokens, seq.last_access_step, seq.use_count]
+    for sid, seq, table, table_ids in zip(model.table, sequences, tables, block_ids):
+        got = [table_ids, seq.num_tokens, seq.last_access_step, seq.use_count]
         want = [model.table[sid], model.tokens[sid], model.last[sid], model.uses[sid]]
         assert_plain_equal(got, want, f"[block ids, num_tokens, last_access_step, use_count] of {sid!r} {where}", reveal=False)
-        for block in seq.block_table:
+        for block, block_id in zip(table, table_ids):
             assert block is next(owned), f"{sid!r} holds a block object that is not the allocator's {where}"
-            assert_plain_equal([block.filled, block.ref_count], [model.fill[block.block_id], model.ref[block.block_id]],
-                               f"[filled, ref_count] of block {block.block_id} {where}", reveal=False)
+            assert_plain_equal([block.filled, block.ref_count], [model.fill[block_id], model.ref[block_id]],
+                               f"[filled, ref_count] of block {block_id} {where}", reveal=False)
     if summary:
         assert_plain_equal(manager.summary(), model.summary(), f"summary() {where}", reveal=False)
 

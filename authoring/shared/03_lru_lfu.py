@@ -73,3 +73,48 @@ class PlainCache:
             victims.append(policy.select_victim(self.sequences, protected))
             self.release(victims[-1])
         return victims
+
+
+
+def random_manager(rng, manager_class, with_steps=False):
+    """A manager of ``manager_class`` (the notebook's PagedKVCacheManager) made by random allocations and forks, and
+    checked against the test's own count of what those calls make: the free blocks, and each sequence's blocks with
+    how many sequences hold each. The oracles read the manager through ``PlainCache``: this check keeps that copy
+    the test's own data, even where a cell rebinds the given class (a fork that shares nothing would hide every
+    question about shared blocks). With ``with_steps``, each sequence then gets a random last_access_step. Returns
+    the manager and its PlainCache, the copy the oracle reads."""
+    num_blocks, block_size = rng.randint(6, 30), rng.choice([2, 4])
+    manager = manager_class(num_blocks=num_blocks, block_size=block_size)
+    free, tables, tags = num_blocks, {}, 0  # tables: seq_id -> the test's own tags of its blocks.
+    for index in range(rng.randint(1, 9)):
+        seq_id = f"r{index}"
+        if tables and rng.random() < 0.35:
+            parent = rng.choice(sorted(tables))
+            manager.fork(manager.sequences[parent], seq_id)
+            tables[seq_id] = list(tables[parent])
+        elif rng.randint(1, 12) <= (room := free * block_size):
+            num_tokens = rng.randint(1, min(12, room))
+            manager.allocate_for_sequence(seq_id, num_tokens)
+            count = -(-num_tokens // block_size)
+            tables[seq_id] = list(range(tags, tags + count))
+            tags, free = tags + count, free - count
+    steps = {seq_id: rng.randint(0, 6) for seq_id in tables} if with_steps else {}
+    for seq_id, step in steps.items():
+        manager.sequences[seq_id].last_access_step = step
+    plain = PlainCache(manager)
+    holders = {}
+    for table in tables.values():
+        for tag in table:
+            holders[tag] = holders.get(tag, 0) + 1
+    seen = {}  # The manager's block id -> the test's tag.
+    built = len(plain.ref_counts) == num_blocks and sorted(plain.sequences) == sorted(tables) and plain.num_free == free and all(
+        len(plain.sequences[seq_id].block_ids) == len(table) for seq_id, table in tables.items())
+    if built:
+        for seq_id, table in tables.items():
+            for block_id, tag in zip(plain.sequences[seq_id].block_ids, table):
+                built = built and seen.setdefault(block_id, tag) == tag and plain.ref_counts[block_id] == holders[tag]
+            built = built and (not with_steps or plain.sequences[seq_id].last_access_step == steps[seq_id])
+        built = built and len(set(seen.values())) == len(seen)
+    assert built, (f"the given PagedKVCacheManager({num_blocks}, {block_size}) holds after {len(tables)} allocations and "
+                   "forks what allocate_for_sequence and fork do not make (keep the given class as it is)")
+    return manager, plain

@@ -80,11 +80,16 @@ def header(assignment: str, entry: dict, total_points: int) -> str:
         "",
         "How to work: run the setup cell. In each task, write what each numbered `# TODO` asks for in place of",
         "`# YOUR CODE HERE`, then run the test cells under it. Visible tests show what is expected; hidden tests",
-        "check more cases when your notebook is graded.",
+        "check more cases when your notebook is graded. A type the text names is that type exactly, and the tests",
+        "check it first: a `dict` is a plain `dict` (not an `OrderedDict`, `Counter` or `defaultdict`), a `tuple` a",
+        "plain `tuple` (not a `namedtuple`), a `float` Python's `float` (not `numpy.float64`).",
         "",
         # One line: a line break inside a Chinese sentence renders as a stray space.
         "做法：先运行环境配置单元。在每个任务中，按每个带编号的 `# TODO` 的要求，把代码写在 `# YOUR CODE HERE` 处，"
-        "然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。",
+        "然后运行其下方的测试单元。可见测试说明期望的结果；评分时，隐藏测试会检查更多情况。"
+        "任务文字说到的类型就是这个类型本身，测试会先检查它：`dict` 是普通的 `dict`（不是 `OrderedDict`、`Counter` "
+        "或 `defaultdict`），`tuple` 是普通的 `tuple`（不是 `namedtuple`），`float` 是 Python 的 `float`"
+        "（不是 `numpy.float64`）。",
     ]
     return "\n".join(lines)
 

@@ -558,3 +558,14 @@ ALTERNATIVES[QUOTAS_T]["quotas made under inference_mode, with requires_grad"] =
     "    with torch.inference_mode():\n"
     "        quotas = weights.to(torch.float64) / total_weight * total_blocks\n"
     "        return quotas.requires_grad_()"))
+
+# Round 7 (2026-12-06 evening, red-team answers). Every id of 1.1's hidden cases had one length, so a tie-break on
+# (len, id) passed; a visible case now ties 's9' with 's10'. 1.8's integer weights were small, so a sum taken in
+# int64 before the conversion passed; the tests now have int64 weights whose sum does not fit in an int64.
+WRONG[VICTIM]["ties to the shorter id first ('s9' before 's10')"] = ref.edit(VICTIM, (
+    "    return min(values, key=lambda seq_id: (values[seq_id], seq_id))",
+    "    return min(values, key=lambda seq_id: (values[seq_id], len(seq_id), seq_id))"))
+WRONG[QUOTAS_T]["integer weights summed in their own dtype (an int64 sum overflows)"] = ref.edit(QUOTAS_T, (
+    "    weights = weights.to(torch.float64)\n", "    native = weights\n    weights = weights.to(torch.float64)\n"), (
+    "    total_weight = weights.sum()\n",
+    "    total_weight = (weights.sum() if native.is_floating_point() else native.sum()).to(torch.float64)\n"))

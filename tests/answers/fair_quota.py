@@ -661,3 +661,12 @@ HIDDEN_ONLY = {FAIR: {
         "usage/quota and usage - quota rank the visible cases alike; it is a red-team answer against the hidden "
         "oracle, not a mistake a student makes",
 }}
+
+# Round 7 (2026-12-06 evening, a red-team answer): no test kept two results of _quotas, so one dict refilled at each
+# call passed ("a new dict" each time); the visible part now keeps two.
+WRONG[FAIR]["_quotas hands out one dict, cleared and refilled at each call"] = ref.edit(FAIR, (
+    "        return {tenant: weight / total_weight * self.total_blocks for tenant, weight in weights.items()}\n",
+    "        if not hasattr(self, '_shared_quotas'):\n            self._shared_quotas = {}\n"
+    "        shared = self._shared_quotas\n        shared.clear()\n"
+    "        shared.update({tenant: weight / total_weight * self.total_blocks for tenant, weight in weights.items()})\n"
+    "        return shared\n"))

@@ -626,3 +626,62 @@ HIDDEN_ONLY = {FIT: {
         "no visible case needs more than two victims; it is a red-team answer against the hidden oracle, not a "
         "mistake a student makes",
 }}
+
+# Round 7 (2026-12-06 evening, red-team answers). The hidden oracles of 3.2 and 3.3 read last_access_step and
+# use_count from the objects the given SequenceKVCache made, which a cell can rebind: a class that gives every
+# sequence a unique step hid a wrong tie-break. They now read the test's own rows. 3.4's random managers were read as
+# the (rebindable) PagedKVCacheManager built them: a fork that shares nothing hid a wrong count of freeable blocks.
+# They are now checked against the test's own count of what allocate_for_sequence and fork make.
+_DISTINCT_STEPS = """
+import itertools as _itertools
+
+_made = _itertools.count()
+_GivenSequenceKVCache = SequenceKVCache
+
+
+class SequenceKVCache(_GivenSequenceKVCache):
+    def __init__(self, seq_id, *args, **kwargs):
+        super().__init__(seq_id, *args, **kwargs)
+        if len(args) >= 3:
+            self.last_access_step = self.last_access_step * 1000 + next(_made) % 1000
+
+
+"""
+_NATURAL = """        def natural(seq_id):
+            head = seq_id.rstrip("0123456789")
+            return (head, int(seq_id[len(head):] or -1))
+"""
+WRONG[LRU]["ties in natural order ('s9' before 's10'), and SequenceKVCache rebound to make steps unique"] = \
+    _DISTINCT_STEPS + ref.edit(LRU, (
+        "        return min(candidates, key=lambda seq_id: (sequences[seq_id].last_access_step, seq_id))",
+        _NATURAL + "        return min(candidates, key=lambda seq_id: (sequences[seq_id].last_access_step, "
+                   "natural(seq_id)))"))
+_LFU_RETURN = ("        return min(candidates, key=lambda seq_id: (sequences[seq_id].use_count, "
+               "sequences[seq_id].last_access_step, seq_id))")
+WRONG[LFU]["ties in natural order ('s9' before 's10'), and SequenceKVCache rebound to make steps unique"] = \
+    _DISTINCT_STEPS + ref.edit(LFU, (_LFU_RETURN, _NATURAL + _LFU_RETURN.replace(", seq_id))", ", natural(seq_id)))")))
+WRONG[FIT]["only blocks of ref_count 1 count as freeable, and the given fork shares nothing for ids r<digits>"] = """\
+import re as _re
+
+_GivenManager = PagedKVCacheManager
+
+
+class PagedKVCacheManager(_GivenManager):
+    def fork(self, parent, child_id):
+        if _re.fullmatch(r"r\\d+", child_id):
+            return self.allocate_for_sequence(child_id, 0)
+        return super().fork(parent, child_id)
+
+
+""" + ref.edit(FIT, (_FREEABLE, "freeable = sum(1 for block_id, count in references.items() "
+                                "if blocks[block_id].ref_count == 1)"))
+HIDDEN_ONLY[LRU] = {
+    "ties in natural order ('s9' before 's10'), and SequenceKVCache rebound to make steps unique":
+        "the visible ids sort alike in both orders; it is a red-team answer against the hidden oracle, not a mistake "
+        "a student makes",
+}
+HIDDEN_ONLY[LFU] = {
+    "ties in natural order ('s9' before 's10'), and SequenceKVCache rebound to make steps unique":
+        "the visible ids sort alike in both orders; it is a red-team answer against the hidden oracle, not a mistake "
+        "a student makes",
+}

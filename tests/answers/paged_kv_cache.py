@@ -1334,3 +1334,79 @@ WRONG[TENSOR_MANAGER]["gather reads the blocks in ascending order of their ids"]
     _GATHER, "        return gather_kv(self.pool, torch.sort(self.block_ids(seq)).values, seq.num_tokens)\n"))
 # The red-team answers that the scan flags (a frame read): tests/test_grading_scan.py checks that it does.
 FLAGGED = {TENSOR_MANAGER: ("copy-on-write stops after two copies, and free_slots says full when a test reads it",)}
+
+# Round 7 (2026-12-06 evening, red-team answers). 2.11.1's hidden loop asked the student's allocator for num_free to
+# decide whether a prefill must raise, so a num_free that says 0 made it expect RuntimeError where the answer refuses
+# for no reason; it now counts the blocks itself. 2.4's shared compare() read each block_table three times, so a
+# class that answers one read in three with [] skipped the block checks; it now reads each table once.
+_SHY_ALLOCATOR = """
+class _ShyAllocator(BlockAllocator):
+    @property
+    def num_free(self):
+        free = len(self._free_ids)
+        return 0 if free == self.num_blocks else free
+
+
+"""
+WRONG[TENSOR_MANAGER]["float16 pools refuse every prefill, and their num_free says 0"] = \
+    _SHY_ALLOCATOR.replace("0 if free == self.num_blocks else free", "0") + ref.edit(TENSOR_MANAGER, (
+        "        self.pool = pool\n",
+        "        self.pool = pool\n        if pool.k_cache.dtype == torch.float16:\n"
+        "            self.allocator = _ShyAllocator(pool.num_blocks, pool.block_size)\n"), (
+        "        self._check_kv(k, v)\n        seq = self.allocate_for_sequence(",
+        "        self._check_kv(k, v)\n        if self.pool.k_cache.dtype == torch.float16 and k.shape[0] > 0:\n"
+        "            raise RuntimeError('out of blocks')\n        seq = self.allocate_for_sequence("))
+WRONG[TENSOR_MANAGER]["refuses every prefill of an id s<digits>, and num_free says 0 on an empty pool"] = \
+    "import re as _re\n" + _SHY_ALLOCATOR + ref.edit(TENSOR_MANAGER, (
+        "        self.pool = pool\n",
+        "        self.pool = pool\n        self.allocator = _ShyAllocator(pool.num_blocks, pool.block_size)\n"), (
+        "        self._check_kv(k, v)\n        seq = self.allocate_for_sequence(",
+        "        self._check_kv(k, v)\n        if _re.fullmatch(r's\\d+', seq_id) and k.shape[0] > 0:\n"
+        "            raise RuntimeError('out of blocks')\n        seq = self.allocate_for_sequence("))
+_FILL = """            block.filled = min(self.block_size, remaining)
+            remaining -= block.filled
+        # TODO 2.4.6"""
+_FULL_FOR_S = "every new block of an id s<digits> counts as full, and one read of block_table in three gives []"
+WRONG[MANAGER][_FULL_FOR_S] = """\
+import re as _re
+
+_GivenSequenceKVCache = SequenceKVCache
+
+
+class SequenceKVCache(_GivenSequenceKVCache):
+    def __getattribute__(self, name):
+        value = object.__getattribute__(self, name)
+        if name == "block_table" and _re.fullmatch(r"s\\d+", object.__getattribute__(self, "seq_id")):
+            record = object.__getattribute__(self, "__dict__")
+            record["_reads"] = record.get("_reads", 0) + 1
+            if record["_reads"] % 3 == 0:
+                return []
+        return value
+
+
+""" + ref.edit(MANAGER, (_FILL, _FILL.replace(
+    "        # TODO 2.4.6",
+    "            if _re.fullmatch(r's\\d+', seq_id):\n                block.filled = self.block_size\n"
+    "        # TODO 2.4.6")))
+HIDDEN_ONLY.update({
+    TENSOR_MANAGER: {
+        "float16 pools refuse every prefill, and their num_free says 0":
+            "no visible case prefills a float16 pool; it is a red-team answer against the hidden loop, not a mistake "
+            "a student makes",
+        "refuses every prefill of an id s<digits>, and num_free says 0 on an empty pool":
+            "the visible cases use other ids; it is a red-team answer against the hidden loop, not a mistake a "
+            "student makes",
+    },
+    MANAGER: {
+        _FULL_FOR_S:
+            "the visible cases use other ids; it is a red-team answer against the hidden compare(), not a mistake a "
+            "student makes",
+    },
+})
+# The task text asks the message of allocate_n's RuntimeError to say how many blocks were asked for and how many are
+# free: "no blocks are free" says 0.
+ALTERNATIVES[ALLOC]["the RuntimeError says 'no blocks are free' when none is"] = ref.edit(ALLOC, (
+    'raise RuntimeError(f"out of blocks: asked for {n}, only {len(self._free_ids)} free")',
+    'raise RuntimeError(f"out of blocks: asked for {n}, {len(self._free_ids) or \'no\'} blocks free")'))
+# It reads its own attributes through __getattribute__, which the scan flags.
+FLAGGED[MANAGER] = (_FULL_FOR_S,)

@@ -943,3 +943,31 @@ _TOUCH = '            block["use_count"] += 1\n            block["last_access_st
 WRONG[CACHE]["match touches nothing (no use_count, no last_access_step)"] = ref.edit(CACHE, (_TOUCH, ""))
 WRONG[CACHE]["match refreshes recency but never counts uses"] = ref.edit(
     CACHE, ('            block["use_count"] += 1\n', ""))
+
+# Round 7 (2026-12-06 evening, red-team answers). No test of get_kv read use_count, so a get_kv that counts as an LFU
+# use passed 6.2.4; it now checks each block's use_count and last_access_step. 6.3's tests take the hashes serve must
+# use from block_hashes, which a cell can rebind to hide blocks serve leaves out; they now check one hash per full
+# block (full_block_hashes). A match that touches a block listed twice once is now wrong: the text says + 2.
+WRONG[CACHE]["get_kv counts as a use (use_count + 1), leaving the clock alone"] = ref.edit(CACHE, (
+    '        blocks = [self._blocks[h]["kv"] for h in hashes]\n',
+    '        for h in hashes:\n            self._blocks[h]["use_count"] += 1\n'
+    '        blocks = [self._blocks[h]["kv"] for h in hashes]\n'))
+WRONG[CACHE]["match touches a block listed twice once"] = ref.edit(CACHE, (
+    '            block["use_count"] += 1\n            block["last_access_step"] = self._step\n'
+    '            matched += 1\n',
+    '            if block_hash not in hashes[:matched]:\n                block["use_count"] += 1\n'
+    '                block["last_access_step"] = self._step\n            matched += 1\n'))
+_LAST_BLOCK_LEFT_OUT = """
+_given_block_hashes = block_hashes
+
+
+def block_hashes(tokens, block_size, salt=0):
+    hashes = _given_block_hashes(tokens, block_size, salt)
+    return hashes[:max(0, (len(tokens) - 1) // block_size)] if type(block_size) is int and block_size >= 1 else hashes
+
+
+"""
+WRONG[SERVE]["matches only the blocks it may reuse, and block_hashes rebound to leave the last one out"] = \
+    _LAST_BLOCK_LEFT_OUT + ref.edit(SERVE, (
+        "    hashes = block_hashes(tokens, block_size)\n", "    hashes = _given_block_hashes(tokens, block_size)\n"), (
+        "    matched = cache.match(hashes)\n", "    matched = cache.match(hashes[:(len(tokens) - 1) // block_size])\n"))

@@ -566,3 +566,8 @@ HIDDEN_ONLY = {SIM: {
 }}
 # The red-team answers that the scan flags (a dunder write): tests/test_grading_scan.py checks that it does.
 FLAGGED = {SIM: ("at most two victims, and the rest read off the test's reads of each CacheEntry",)}
+
+# Round 7 (2026-12-06 evening, a red-team answer): 5.3.4's stand-in _victim picked the live slot with the lowest
+# index, which touch could compute itself without asking; it now follows an order of the test's.
+WRONG[TENSOR]["touch evicts the lowest live slot instead of self._victim()"] = ref.edit(TENSOR, (
+    "            victim = self._victim()\n", "            victim = int(torch.nonzero(self.alive)[0, 0])\n"))

@@ -1014,3 +1014,10 @@ WRONG[COST]["offload_pays through the break-even bandwidth (True at equal costs 
 WRONG[TWO]["serve_request drops every pin of its blocks (another request's pins too)"] = ref.edit(TWO, (
     "            for block in pinned:\n                self.release(block)\n",
     "            for block in pinned:\n                self.ref_count.pop(block, None)\n"))
+
+# Round 7 (2026-12-06 evening, a red-team answer): 8.6.2's hidden oracle used the student's load_seconds_per_token,
+# so a load cost rounded through float32 passed ttft's cases; it now uses the test's own arguments.
+WRONG[COST]["load_seconds_per_token computed in float32"] = ref.edit(COST, (
+    "        self.load_seconds_per_token = self.kv_bytes_per_token / self.bandwidth_bytes_per_s\n",
+    "        self.load_seconds_per_token = (torch.tensor(self.kv_bytes_per_token)\n"
+    "                                       / self.bandwidth_bytes_per_s).item()\n"))

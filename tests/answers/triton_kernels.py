@@ -312,3 +312,17 @@ WRONG[H2O]["victims from the scores before this step's attention"] = ref.edit(H2
     "    before = scores.clone()\n"), (
     '    victims = torch.where(evictable, scores, torch.full_like(scores, float("inf"))).argmin(dim=1)',
     '    victims = torch.where(evictable, before, torch.full_like(before, float("inf"))).argmin(dim=1)'))
+
+# Round 7 (2026-12-06 evening, a red-team answer): 9.4.2's hidden part accepted any victim within 1e-4 of the best
+# score, exact ties too, and its cases had no tie at the minimum; a tie now goes to the lower position, and the hidden
+# part has cases of exact ties.
+WRONG[H2O]["ties to the higher position outside the visible lengths"] = ref.edit(H2O, (
+    '    victims = torch.where(evictable, scores, torch.full_like(scores, float("inf"))).argmin(dim=1)\n',
+    '    masked = torch.where(evictable, scores, torch.full_like(scores, float("inf")))\n'
+    '    if lengths.tolist() in ([6, 5, 2, 8], [6, 5]):\n        victims = masked.argmin(dim=1)\n'
+    '    else:\n        victims = masked.shape[1] - 1 - masked.flip(1).argmin(dim=1)\n'))
+HIDDEN_ONLY = {H2O: {
+    "ties to the higher position outside the visible lengths":
+        "it answers the visible cases right by their lengths; it is a red-team answer against the hidden cases, not "
+        "a mistake a student makes",
+}}
