@@ -572,6 +572,10 @@ def _check_task4_1_4_usage():
                       make_sequence("b::3", 1, 3))
     assert_plain_equal(FairPolicy(None, 16).select_victim(blocks), "a::big",
                        "FairPolicy(None, 16).select_victim(a: one 10-block sequence, b: three 1-block ones) (usage is in blocks)")
+    small = cache_of(make_sequence("a::1", 6, 9, block_size=4), make_sequence("b::1", 5, 1, block_size=8))
+    assert_plain_equal(FairPolicy(None, 8).select_victim(small), "a::1",
+                       "FairPolicy(None, 8).select_victim(a: 6 blocks of 4 tokens, b: 5 blocks of 8 tokens) (usage is in "
+                       "blocks, whatever their size: a holds 6 of them, 24 tokens; b 5, 40 tokens)")
     cache = cache_of(make_sequence("a::1", 3, 5), make_sequence("a::2", 3, 1), make_sequence("b::1", 2, 0))
     policy = FairPolicy({"a": 1.0, "b": 1.0}, total_blocks=8)
     before = snapshot(cache)

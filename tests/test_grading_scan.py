@@ -110,6 +110,44 @@ def test_no_answer_of_the_course_is_flagged(assignment):
                     assert notes == [], (kind, grade_id, name, notes)
 
 
+REBINDINGS = {
+    "a class of a given cell": "class SequenceKVCache(SequenceKVCache):\n    pass",
+    "a function of a given cell, by def": "def make_sequence(*args):\n    return None",
+    "a given name by assignment": "SequenceKVCache = dict",
+    "a given name in a tuple assignment": "x, SequenceKVCache = 1, dict",
+    "a given name by an import": "from collections import OrderedDict as SequenceKVCache",
+    "a given name inside an if": "if True:\n    SequenceKVCache = dict",
+    "a given name through global": "def swap():\n    global SequenceKVCache\n    SequenceKVCache = dict",
+    "another task's answer": "def block_hashes(tokens, block_size, salt=0):\n    return []",
+    "a given import, from another module": "import numpy as torch",
+}
+
+
+@pytest.mark.parametrize("code", REBINDINGS.values(), ids=REBINDINGS)
+def test_a_cell_that_rebinds_a_given_name_or_another_task_s_answer_is_flagged(code):
+    """Test cells build their cases with the notebook's given classes and helpers (``SequenceKVCache``,
+    ``make_sequence``) and use earlier answers (``block_hashes``): a cell that rebinds one of those names would have
+    the tests use its own version, so it gets a manual look. Its own task's names, a local name of the same
+    spelling and a given import imported again are not flagged."""
+    release = nbformat.v4.new_notebook()
+    given = nbformat.v4.new_code_cell("import torch\n\n\nclass SequenceKVCache:\n    pass\n\n\n"
+                                      "def make_sequence():\n    return SequenceKVCache()")
+    given.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": True, "grade_id": "given"}
+    cells = [given]
+    for grade_id, source in (("task6_1_block_hashes", "def block_hashes(tokens, block_size, salt=0):\n    return []"),
+                             ("task6_3_serve", "def serve(model, cache, tokens):\n    return None")):
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["nbgrader"] = {"grade": False, "solution": True, "locked": False, "grade_id": grade_id}
+        cells.append(cell)
+    release.cells = cells
+    assert scan(release, release) == []
+    honest = fill(release, {"task6_3_serve": "import torch\n\n\ndef serve(model, cache, tokens):\n"
+                                             "    SequenceKVCache = dict\n    block_hashes = []\n    return None"})
+    assert scan(honest, release) == []
+    notes = scan(fill(release, {"task6_3_serve": code}), release)
+    assert any("rebinds" in note for note in notes), notes
+
+
 def test_scan_names_the_cell_and_line_and_skips_course_cells():
     release = nbformat.read(ROOT / "release" / ASSIGNMENTS[0] / f"{ASSIGNMENTS[0]}.ipynb", as_version=4)
     answers = solution_code(nbformat.read(ROOT / "source" / ASSIGNMENTS[0] / f"{ASSIGNMENTS[0]}.ipynb", as_version=4))

@@ -301,18 +301,91 @@ def student_cells(notebook: nbformat.NotebookNode, release: nbformat.NotebookNod
     return cells
 
 
+def bindings(source: str) -> list[tuple[int, str, str | None]]:
+    """(line, name, module) for each name that a cell binds in the notebook's namespace: at its top level (also
+    inside if, for, while, try and with) by a class, a def, an assignment or an import (``module`` is the imported
+    one, else None), and inside its functions through a ``global`` statement. Cells the parser cannot read bind
+    nothing here (`findings` flags them)."""
+    try:
+        tree = _parse(source)[0]
+    except Unparsable:
+        return []
+    if tree is None:
+        return []
+    bound = []
+
+    def targets(node):
+        for part in ast.walk(node):
+            if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
+                bound.append((part.lineno, part.id, None))
+
+    def walk(statements):
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.append((node.lineno, node.name, None))
+                declared = {name for inner in ast.walk(node) if isinstance(inner, ast.Global) for name in inner.names}
+                bound.extend((inner.lineno, inner.id, None) for inner in ast.walk(node) if isinstance(inner, ast.Name)
+                             and isinstance(inner.ctx, ast.Store) and inner.id in declared)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound.extend((node.lineno, name, module) for name, module in _imports(node))
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With,
+                                   ast.AsyncWith, ast.NamedExpr)):
+                for target in (node.targets if isinstance(node, ast.Assign) else
+                               [item.optional_vars for item in node.items if item.optional_vars]
+                               if isinstance(node, (ast.With, ast.AsyncWith)) else [node.target]):
+                    targets(target)
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    walk(getattr(node, field, []))
+
+    walk(tree.body)
+    return bound
+
+
+def _course_names(release: nbformat.NotebookNode | None) -> dict[str, tuple[str, str | None]]:
+    """Each name that a release code cell binds: (the grade id of the solution cell that binds it, or "" for a given
+    cell, and the module when it is an import)."""
+    names: dict[str, tuple[str, str | None]] = {}
+    for cell in release.cells if release else []:
+        nbgrader = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or nbgrader.get("grade"):
+            continue
+        owner = nbgrader.get("grade_id", "") if nbgrader.get("solution") else ""
+        for _, name, module in bindings(cell.source):
+            names.setdefault(name, (owner, module))
+    return names
+
+
+def _rebinding(name: str, module: str | None, where: str, course: dict[str, tuple[str, str | None]]) -> str | None:
+    """The note for a student's cell ``where`` that binds ``name`` (from ``module`` when it imports it), when that
+    name is a given cell's or another task's: the tests would then build their cases with the student's version."""
+    if name not in course:
+        return None
+    owner, course_module = course[name]
+    if owner == where or (module is not None and module == course_module):
+        return None
+    return (f"rebinds {name}, which a given cell defines" if not owner else
+            f"rebinds {name}, the answer of {owner}")
+
+
 def scan(notebook: nbformat.NotebookNode, release: nbformat.NotebookNode | None = None,
          limit: int = 5) -> list[str]:
     """Notes on the suspicious code in the cells the student wrote (see `student_cells`).
 
     The names that every cell imports count, the course's own cells included: assigning to
-    ``torch.equal`` is flagged even when only a given cell imported ``torch``.
+    ``torch.equal`` is flagged even when only a given cell imported ``torch``. A student's cell that binds a
+    name of a given cell (a class the tests build their cases with, such as ``SequenceKVCache``) or of another
+    task's answer is flagged too: the tests would use the student's version of it.
     """
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     imported = imported_names([cell.source for cell in code_cells])
+    course = _course_names(release)
     notes = []
     for _, where, cell in student_cells(notebook, release):
-        for line, what in findings(cell.source, imported):
+        found = findings(cell.source, imported)
+        found += [(line, what) for line, name, module in bindings(cell.source)
+                  if (what := _rebinding(name, module, where, course))]
+        for line, what in sorted(set(found)):
             notes.append(f"{where}, line {line}: {what}" if line else f"{where}: {what}")
     if len(notes) > limit:
         notes = notes[:limit] + [f"and {len(notes) - limit} more"]

@@ -670,3 +670,9 @@ WRONG[FAIR]["_quotas hands out one dict, cleared and refilled at each call"] = r
     "        shared = self._shared_quotas\n        shared.clear()\n"
     "        shared.update({tenant: weight / total_weight * self.total_blocks for tenant, weight in weights.items()})\n"
     "        return shared\n"))
+# It rebinds the given make_sequence, which the scan flags (tests/test_grading_scan.py checks that it does).
+FLAGGED = {FAIR: ("ranked by usage/quota, and make_sequence rebound to make the hidden cases' sequences empty",)}
+# Every sequence of the tests came from make_sequence with blocks of 16 tokens, so usage counted as num_tokens // 16
+# passed 4.1.4 to 4.1.6 (red team, 2026-12-06 evening); 4.1.4 now shows blocks of 4 and 8 tokens.
+WRONG[FAIR]["usage counted as num_tokens // 16"] = ref.edit(FAIR, (
+    "            usage[tenant] += seq.num_blocks()", "            usage[tenant] += seq.num_tokens // 16"))

@@ -685,3 +685,9 @@ HIDDEN_ONLY[LFU] = {
         "the visible ids sort alike in both orders; it is a red-team answer against the hidden oracle, not a mistake "
         "a student makes",
 }
+# They rebind a given class, which the scan flags (tests/test_grading_scan.py checks that it does).
+FLAGGED = {
+    LRU: ("ties in natural order ('s9' before 's10'), and SequenceKVCache rebound to make steps unique",),
+    LFU: ("ties in natural order ('s9' before 's10'), and SequenceKVCache rebound to make steps unique",),
+    FIT: ("only blocks of ref_count 1 count as freeable, and the given fork shares nothing for ids r<digits>",),
+}
