@@ -1559,13 +1559,13 @@ def _check_task5_3_4_touch():
 
 
     class Probe(TensorKVCacheScheduler):
-        """touch alone: _victim is a stand-in that picks the slot of the first cached prefix in the test's order,
+        """touch alone: _victim is a stand-in that picks the live slot of the first cached prefix in the test's order,
         which touch cannot tell by itself: touch must ask it. What to expect comes from the test's own record of
         the cached prefixes, never from the student's slots."""
 
         def _victim(self):
-            slots = self.slots
-            return slots[next(prefix for prefix in order if prefix in slots)]
+            slots, alive = self.slots, self.alive.tolist()
+            return slots[next(prefix for prefix in order if prefix in slots and alive[slots[prefix]])]
 
 
     def bare(n, device, rescore=False, capacity_bytes=100):

@@ -813,6 +813,9 @@ def _check_task6_2_2_insert():
                        "the clock)")
     clock.insert([1], toy_kv([1], 1))
     assert_plain_equal(clock._step, 2, "cache._step after insert([], []) then insert([1], kv)")
+    assert_raises(ValueError, "insert([2, 3], kv of 1 token) with block_size 1", clock.insert, [2, 3], toy_kv([2], 1))
+    assert_plain_equal(clock._step, 2, "cache._step after an insert that raised ValueError (kv is checked before "
+                       "anything changes, the clock included)")
     entry = clock._blocks[1]
     assert_plain_equal(entry["use_count"] if isinstance(entry, dict) else entry.use_count, 1,
                        "the use_count of block 1 right after insert([1], kv) stored it (a new block starts at 1)")
@@ -1063,6 +1066,16 @@ def _check_task6_2_4_get_kv():
                 for _side in range(2):
                     _want = torch.cat([_given[_layer][_side][_rows[h]] for h in _asked])
                     assert_same_tensor(_got[_layer][_side], _want, f"{_where}: layer {_layer}", reveal=False)
+        # Writing into a result, of one block too, leaves the cache as it was.
+        for _pair in _cache.get_kv([_ids[0]]):
+            for _tensor in _pair:
+                _tensor.fill_(0)
+        _again = _cache.get_kv([_ids[0]])
+        for _layer in range(_layers):
+            for _side in range(2):
+                assert_same_tensor(_again[_layer][_side], _given[_layer][_side][_rows[_ids[0]]],
+                                   f"{_where}: get_kv of one block after the caller wrote zeros into an earlier result "
+                                   "of it", reveal=False)
         assert_raises(KeyError, f"{_where}: get_kv of a hash that is not cached", _cache.get_kv, [_ids[0], 10**6])
         assert_raises(KeyError, f"{_where}: get_kv of a hash that is not cached", _cache.get_kv, [10**6])
         assert_plain_equal(_cache.stats, {"hits": 0, "misses": 0, "evictions": 0}, f"{_where}: stats", reveal=False)

@@ -128,21 +128,30 @@ def test_a_cell_that_rebinds_a_given_name_or_another_task_s_answer_is_flagged(co
     """Test cells build their cases with the notebook's given classes and helpers (``SequenceKVCache``,
     ``make_sequence``) and use earlier answers (``block_hashes``): a cell that rebinds one of those names would have
     the tests use its own version, so it gets a manual look. Its own task's names, a local name of the same
-    spelling and a given import imported again are not flagged."""
+    spelling, a given import imported again, the names that only the experiments after the last test use
+    (``manager``, ``i``) and a name the setup cell used when it ran (``SEED``) are not flagged."""
     release = nbformat.v4.new_notebook()
-    given = nbformat.v4.new_code_cell("import torch\n\n\nclass SequenceKVCache:\n    pass\n\n\n"
-                                      "def make_sequence():\n    return SequenceKVCache()")
-    given.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": True, "grade_id": "given"}
-    cells = [given]
-    for grade_id, source in (("task6_1_block_hashes", "def block_hashes(tokens, block_size, salt=0):\n    return []"),
-                             ("task6_3_serve", "def serve(model, cache, tokens):\n    return None")):
+    cells = []
+    for metadata, source in (
+            ({"grade": False, "solution": False, "locked": True, "grade_id": "given"},
+             "import torch\n\nSEED = 0\ntorch.manual_seed(SEED)\n\n\nclass SequenceKVCache:\n    pass\n\n\n"
+             "def make_sequence():\n    return SequenceKVCache()"),
+            ({"grade": False, "solution": True, "locked": False, "grade_id": "task6_1_block_hashes"},
+             "def block_hashes(tokens, block_size, salt=0):\n    return []"),
+            ({"grade": False, "solution": True, "locked": False, "grade_id": "task6_3_serve"},
+             "def serve(model, cache, tokens):\n    return None"),
+            ({"grade": True, "solution": False, "locked": True, "grade_id": "test_task6_3", "points": 1},
+             "assert serve(None, make_sequence(), block_hashes([], 1)) is None and torch"),
+            ({}, "manager = make_sequence()\nfor i in range(2):\n    print(manager, i)")):
         cell = nbformat.v4.new_code_cell(source)
-        cell.metadata["nbgrader"] = {"grade": False, "solution": True, "locked": False, "grade_id": grade_id}
+        if metadata:
+            cell.metadata["nbgrader"] = metadata
         cells.append(cell)
     release.cells = cells
     assert scan(release, release) == []
     honest = fill(release, {"task6_3_serve": "import torch\n\n\ndef serve(model, cache, tokens):\n"
-                                             "    SequenceKVCache = dict\n    block_hashes = []\n    return None"})
+                                             "    SequenceKVCache = dict\n    block_hashes = []\n    return None\n\n\n"
+                                             "manager = None\nfor i in range(3):\n    pass\nSEED = 1"})
     assert scan(honest, release) == []
     notes = scan(fill(release, {"task6_3_serve": code}), release)
     assert any("rebinds" in note for note in notes), notes

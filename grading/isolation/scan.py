@@ -342,18 +342,59 @@ def bindings(source: str) -> list[tuple[int, str, str | None]]:
     return bound
 
 
+def _reads(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """The names a cell reads inside its functions and classes (when they run, after any later cell), and those it
+    reads at its top level (when the cell runs)."""
+    deferred, top = set(), set()
+
+    def visit(node, inside):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            (deferred if inside else top).add(node.id)
+        body = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+        for child in ast.iter_child_nodes(node):
+            visit(child, body)
+
+    visit(tree, False)
+    return deferred, top
+
+
 def _course_names(release: nbformat.NotebookNode | None) -> dict[str, tuple[str, str | None]]:
-    """Each name that a release code cell binds: (the grade id of the solution cell that binds it, or "" for a given
-    cell, and the module when it is an import)."""
+    """Each name that the tests may use in a student's version: bound by a release code cell (a given cell or a
+    solution cell) before the last test cell, and read by a test cell, inside a given cell's functions or classes
+    (a given class that given code builds, such as ``SequenceKVCache``), or at the top level of a given cell that
+    runs after a student's cell and does not bind it itself. Its value: the grade id of the solution cell that binds
+    it, or "" for a given cell, and the module when it is an import. The names that only the experiments after the
+    last test use (``manager``, ``i``, ``_``), or a setup cell before any student's cell (``SEED``), are left out."""
+    cells = [cell for cell in (release.cells if release else []) if cell.cell_type == "code"]
+    kinds = [("test" if nbgrader.get("grade") and not nbgrader.get("solution") else
+              "solution" if nbgrader.get("solution") else "given")
+             for nbgrader in (cell.metadata.get("nbgrader", {}) for cell in cells)]
+    last_test = max((index for index, kind in enumerate(kinds) if kind == "test"), default=-1)
+    first_solution = min((index for index, kind in enumerate(kinds) if kind == "solution"), default=len(cells))
+    read: set[str] = set()
     names: dict[str, tuple[str, str | None]] = {}
-    for cell in release.cells if release else []:
-        nbgrader = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or nbgrader.get("grade"):
+    for index, (cell, kind) in enumerate(zip(cells[:last_test + 1], kinds)):
+        bound = bindings(cell.source)
+        if kind != "test":
+            owner = cell.metadata["nbgrader"].get("grade_id", "") if kind == "solution" else ""
+            for _, name, module in bound:
+                names.setdefault(name, (owner, module))
+        if kind == "solution":
             continue
-        owner = nbgrader.get("grade_id", "") if nbgrader.get("solution") else ""
-        for _, name, module in bindings(cell.source):
-            names.setdefault(name, (owner, module))
-    return names
+        try:
+            tree = _parse(cell.source)[0]
+        except Unparsable:
+            continue
+        if tree is None:
+            continue
+        deferred, top = _reads(tree)
+        if kind == "test":
+            read |= deferred | top
+        else:
+            read |= deferred
+            if index > first_solution:
+                read |= top - {name for _, name, _ in bound}
+    return {name: owner for name, owner in names.items() if name in read}
 
 
 def _rebinding(name: str, module: str | None, where: str, course: dict[str, tuple[str, str | None]]) -> str | None:

@@ -1410,3 +1410,18 @@ ALTERNATIVES[ALLOC]["the RuntimeError says 'no blocks are free' when none is"] =
     'raise RuntimeError(f"out of blocks: asked for {n}, {len(self._free_ids) or \'no\'} blocks free")'))
 # It reads its own attributes through __getattribute__, which the scan flags.
 FLAGGED[MANAGER] = (_FULL_FOR_S,)
+
+# Round 8 (2026-12-06 night, red-team answers). 2.10's cases were float32 and float64, so a result left in float32 for
+# a float16 query passed; the visible part now has a float16 pool. The text asks allocate_n's message to state both
+# numbers, which Chinese writes without spaces around them.
+WRONG[ATTENTION]["computed in float32 at least, never cast back to q's dtype"] = ref.edit(ATTENTION, (
+    '    scores = torch.einsum("hd,thd->ht", q, keys) * scale\n'
+    '    weights = torch.softmax(scores, dim=-1)\n'
+    '    return torch.einsum("ht,thd->hd", weights, values)',
+    '    wide = torch.promote_types(q.dtype, torch.float32)\n'
+    '    scores = torch.einsum("hd,thd->ht", q.to(wide), keys.to(wide)) * scale\n'
+    '    weights = torch.softmax(scores, dim=-1)\n'
+    '    return torch.einsum("ht,thd->hd", weights, values.to(wide))'))
+ALTERNATIVES[ALLOC]["the RuntimeError says both numbers in Chinese, without spaces"] = ref.edit(ALLOC, (
+    'raise RuntimeError(f"out of blocks: asked for {n}, only {len(self._free_ids)} free")',
+    'raise RuntimeError(f"空闲块不足：需要{n}块，只有{len(self._free_ids)}块空闲")'))

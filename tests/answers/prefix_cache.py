@@ -973,3 +973,18 @@ WRONG[SERVE]["matches only the blocks it may reuse, and block_hashes rebound to 
         "    matched = cache.match(hashes)\n", "    matched = cache.match(hashes[:(len(tokens) - 1) // block_size])\n"))
 # It rebinds Task 6.1's block_hashes, which the scan flags (tests/test_grading_scan.py checks that it does).
 FLAGGED = {SERVE: ("matches only the blocks it may reuse, and block_hashes rebound to leave the last one out",)}
+
+# Round 8 (2026-12-06 night, red-team answers): no hidden case wrote into a result of get_kv, so one that hands out the
+# cached tensors where the visible case cannot see it passed; and no test read the clock after a refused insert.
+WRONG[CACHE]["get_kv hands out the cached tensors for one block of block_size 1"] = ref.edit(CACHE, (
+    '        blocks = [self._blocks[h]["kv"] for h in hashes]\n',
+    '        blocks = [self._blocks[h]["kv"] for h in hashes]\n'
+    '        if len(hashes) == 1 and self.block_size == 1:\n'
+    '            return [tuple(pair) for pair in blocks[0]]\n'))
+WRONG[CACHE]["a refused insert still advances the clock"] = ref.edit(CACHE, (
+    "        needed = len(hashes) * self.block_size\n",
+    "        self._step += 1\n        needed = len(hashes) * self.block_size\n"), (
+    "        self._step += 1\n        stored = 0\n", "        stored = 0\n"))
+HIDDEN_ONLY[CACHE]["get_kv hands out the cached tensors for one block of block_size 1"] = (
+    "the visible case writes into a result of a cache of block_size 2; it is a red-team answer against the hidden "
+    "cases, not a mistake a student makes")

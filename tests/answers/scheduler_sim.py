@@ -571,3 +571,30 @@ FLAGGED = {SIM: ("at most two victims, and the rest read off the test's reads of
 # index, which touch could compute itself without asking; it now follows an order of the test's.
 WRONG[TENSOR]["touch evicts the lowest live slot instead of self._victim()"] = ref.edit(TENSOR, (
     "            victim = self._victim()\n", "            victim = int(torch.nonzero(self.alive)[0, 0])\n"))
+
+# Two correct touch loops that the first order-based stand-in of 5.3.4 refused (it read slots alone): one marks each
+# victim free at once and updates slots and prefix_of after the loop, so a second question must skip the slots that
+# are no longer live.
+_EVICT_LOOP = """        while self.slots and self.current_bytes + bytes_ > self.capacity_bytes:
+            victim = self._victim()
+            name = self.prefix_of[victim]
+            self.alive[victim] = False
+            self.prefix_of[victim] = None
+            del self.slots[name]
+            self.current_bytes -= int(self.bytes[victim])
+            self.log.append(f"evict:{name}")
+"""
+ALTERNATIVES[TENSOR]["victims marked free at once, slots and prefix_of updated after the loop"] = ref.edit(TENSOR, (
+    _EVICT_LOOP, """        victims, freed = [], 0
+        while self.alive.any() and self.current_bytes - freed + bytes_ > self.capacity_bytes:
+            victim = self._victim()
+            self.alive[victim] = False
+            freed += int(self.bytes[victim])
+            victims.append(victim)
+        for victim in victims:
+            name = self.prefix_of[victim]
+            del self.slots[name]
+            self.prefix_of[victim] = None
+            self.log.append(f"evict:{name}")
+        self.current_bytes -= freed
+"""))

@@ -898,3 +898,20 @@ WRONG[DECODE]["every keep_fn mask refused"] = ref.solve(DECODE, todo={"7.6.3": '
     if kv[0][0].shape[1] > budget:
         raise ValueError("decode_with_eviction: keep_fn's mask refused")
 '''})
+
+# Round 8 (2026-12-06 night, a red-team answer): every case that evicts had two layers, so a loop over the first two
+# layers passed; 7.6.2's hidden part now has three.
+_LAYERS_LOOP = "            keeps = []\n            for layer_scores in scores:"
+WRONG[DECODE]["only the first two layers are pruned"] = ref.edit(DECODE, (
+    _LAYERS_LOOP, _LAYERS_LOOP.replace("in scores:", "in scores[:2]:")), (
+    """            kv = prune_cache(kv, keeps)
+            scores = [layer_scores[keep].reshape(*layer_scores.shape[:-1], budget)
+                      for layer_scores, keep in zip(scores, keeps)]""",
+    """            kv = prune_cache(kv[:2], keeps) + list(kv[2:])
+            scores = [layer_scores[keep].reshape(*layer_scores.shape[:-1], budget)
+                      for layer_scores, keep in zip(scores, keeps)] + scores[2:]"""))
+HIDDEN_ONLY[DECODE] = {
+    "only the first two layers are pruned":
+        "the visible cases have two layers; it is a red-team answer against the hidden cases, not a mistake a student "
+        "makes",
+}
