@@ -118,6 +118,11 @@ REBINDINGS = {
     "a given name by an import": "from collections import OrderedDict as SequenceKVCache",
     "a given name inside an if": "if True:\n    SequenceKVCache = dict",
     "a given name through global": "def swap():\n    global SequenceKVCache\n    SequenceKVCache = dict",
+    "a given name by a walrus": "(SequenceKVCache := dict)",
+    "a given name as an except target": "try:\n    1 / 0\nexcept ZeroDivisionError as SequenceKVCache:\n    pass",
+    "a given name as a for target": "for make_sequence in [print]:\n    pass",
+    "a given name captured by match": "match dict:\n    case SequenceKVCache:\n        pass",
+    "a given name by a walrus in a comprehension": "[(make_sequence := x) for x in [print]]",
     "another task's answer": "def block_hashes(tokens, block_size, salt=0):\n    return []",
     "a given import, from another module": "import numpy as torch",
 }

@@ -302,43 +302,58 @@ def student_cells(notebook: nbformat.NotebookNode, release: nbformat.NotebookNod
 
 
 def bindings(source: str) -> list[tuple[int, str, str | None]]:
-    """(line, name, module) for each name that a cell binds in the notebook's namespace: at its top level (also
-    inside if, for, while, try and with) by a class, a def, an assignment or an import (``module`` is the imported
-    one, else None), and inside its functions through a ``global`` statement. Cells the parser cannot read bind
-    nothing here (`findings` flags them)."""
+    """(line, name, module) for each name that a cell binds in the notebook's namespace: at module scope by any
+    binding Python has (an assignment, also a walrus or a for, with or except target, a match capture, a class, a
+    def, an import: ``module`` is the imported one, else None), and inside its functions and classes through a
+    ``global`` statement. Cells the parser cannot read bind nothing here (`findings` flags them)."""
     try:
         tree = _parse(source)[0]
     except Unparsable:
         return []
     if tree is None:
         return []
-    bound = []
+    bound: list[tuple[int, str, str | None]] = []
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+    comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
-    def targets(node):
-        for part in ast.walk(node):
-            if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
-                bound.append((part.lineno, part.id, None))
+    def name_of(node) -> str | None:
+        """The name a node binds in the scope it is written in, if any."""
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            return node.id
+        if isinstance(node, ast.ExceptHandler):
+            return node.name
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+            return node.name
+        if isinstance(node, ast.MatchMapping):
+            return node.rest
+        return None
 
-    def walk(statements):
-        for node in statements:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                bound.append((node.lineno, node.name, None))
-                declared = {name for inner in ast.walk(node) if isinstance(inner, ast.Global) for name in inner.names}
-                bound.extend((inner.lineno, inner.id, None) for inner in ast.walk(node) if isinstance(inner, ast.Name)
-                             and isinstance(inner.ctx, ast.Store) and inner.id in declared)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+    def visit(node, module_scope: bool, in_comprehension: bool) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if module_scope:
                 bound.extend((node.lineno, name, module) for name, module in _imports(node))
-            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With,
-                                   ast.AsyncWith, ast.NamedExpr)):
-                for target in (node.targets if isinstance(node, ast.Assign) else
-                               [item.optional_vars for item in node.items if item.optional_vars]
-                               if isinstance(node, (ast.With, ast.AsyncWith)) else [node.target]):
-                    targets(target)
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    walk(getattr(node, field, []))
+            return
+        if isinstance(node, scopes):
+            if module_scope and not isinstance(node, ast.Lambda):
+                bound.append((node.lineno, node.name, None))
+            declared = {name for inner in ast.walk(node) if isinstance(inner, ast.Global) for name in inner.names}
+            bound.extend((inner.lineno, name, None) for inner in ast.walk(node)
+                         if (name := name_of(inner)) in declared)
+            for child in ast.iter_child_nodes(node):
+                # Decorators, defaults and base classes run in the enclosing scope.
+                if child in getattr(node, "decorator_list", []) or child in getattr(node, "bases", []) or (
+                        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and child is node.args):
+                    visit(child, module_scope, in_comprehension)
+            return
+        if isinstance(node, ast.NamedExpr) and module_scope:
+            bound.append((node.lineno, node.target.id, None))  # A walrus binds in the enclosing scope, even in a
+        elif module_scope and not in_comprehension and (name := name_of(node)):  # comprehension.
+            bound.append((getattr(node, "lineno", 0), name, None))
+        inner = in_comprehension or isinstance(node, comprehensions)
+        for child in ast.iter_child_nodes(node):
+            visit(child, module_scope, inner)
 
-    walk(tree.body)
+    visit(tree, True, False)
     return bound
 
 
