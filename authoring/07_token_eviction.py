@@ -1605,34 +1605,24 @@ def _check_task7_6_2_eviction():
 
     _rng = _random.Random(7602)
     for _device in available_devices():
-        for _case in range(6):
-            _model, _twin = (TinyDecoder(vocab_size=13, num_layers=2, num_heads=2, head_dim=4, seed=10 + _case,
+        # Cases 6 to 8 have three layers: each one is cut back to the budget, on its own scores.
+        for _case in range(9):
+            _layers = 2 if _case < 6 else 3
+            _model, _twin = (TinyDecoder(vocab_size=13, num_layers=_layers, num_heads=2, head_dim=4, seed=10 + _case,
                                          positions="rotary").to(_device) for _ in range(2))
             _tokens = torch.randint(0, 13, (2, 12), generator=torch.Generator().manual_seed(_case)).to(_device)
             _budget = _rng.randint(2, 6)
             _fn = [window, _sinks, _heavy][_case % 3]
             _want, _want_kv = _oracle(_twin, _tokens.clone(), _budget, _fn)
             _got, _final = decode_with_eviction(_model, _tokens, _budget, _fn)
-            assert_same_tensor(_got, _want, f"logits with eviction, random case {_case} on {_device}", atol=1e-5,
-                               reveal=False)
-            assert_same_tensor(_final[0][1], _want_kv[0][1], f"final values, random case {_case} on {_device}",
-                               atol=1e-5, reveal=False)
-        # Three layers: each one is cut back to the budget, on its own scores.
-        for _case in range(6, 9):
-            _model, _twin = (TinyDecoder(vocab_size=13, num_layers=3, num_heads=2, head_dim=4, seed=10 + _case,
-                                         positions="rotary").to(_device) for _ in range(2))
-            _tokens = torch.randint(0, 13, (2, 12), generator=torch.Generator().manual_seed(_case)).to(_device)
-            _budget = _rng.randint(2, 6)
-            _fn = [window, _sinks, _heavy][_case % 3]
-            _want, _want_kv = _oracle(_twin, _tokens.clone(), _budget, _fn)
-            _got, _final = decode_with_eviction(_model, _tokens, _budget, _fn)
-            _where = f"random case {_case} of 3 layers, budget {_budget}, on {_device}"
+            _where = f"random case {_case} ({_layers} layers, budget {_budget}) on {_device}"
             assert_same_tensor(_got, _want, f"logits with eviction, {_where}", atol=1e-5, reveal=False)
             assert_plain_equal([tuple(k.shape) for k, _ in _final], [tuple(k.shape) for k, _ in _want_kv],
                                f"the final cache's shapes, layer by layer, {_where}", reveal=False)
-            for _layer in range(3):
-                assert_same_tensor(_final[_layer][0], _want_kv[_layer][0], f"final keys of layer {_layer}, {_where}",
-                                   atol=1e-5, reveal=False)
+            for _layer in range(_layers):
+                for _side, _what in enumerate(("keys", "values")):
+                    assert_same_tensor(_final[_layer][_side], _want_kv[_layer][_side],
+                                       f"final {_what} of layer {_layer}, {_where}", atol=1e-5, reveal=False)
     ### END HIDDEN TESTS
 
 
