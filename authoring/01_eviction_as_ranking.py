@@ -402,11 +402,11 @@ def _check_task1_3_quotas():
     assert_raises(ValueError, "quotas({'a': 0, 'b': 0}, 10) (weights sum to 0)", quotas, {"a": 0, "b": 0}, 10)
     assert_raises(ValueError, "quotas({}, 10) (no weights: they sum to 0)", quotas, {}, 10)
     assert_raises(ValueError, "quotas({'a': 1}, -5)", quotas, {"a": 1}, -5)
-    weights = {"b": 3.0, "a": 1.0}
+    weights = {"b": 3.0, "a": 1}
     quotas(weights, 64)
-    assert_plain_equal(list(weights.items()), [("b", 3.0), ("a", 1.0)],
-                       "list(weights.items()) after quotas({'b': 3.0, 'a': 1.0}, 64) (it must not change weights, nor "
-                       "their order)")
+    assert_plain_equal(list(weights.items()), [("b", 3.0), ("a", 1)],
+                       "list(weights.items()) after quotas({'b': 3.0, 'a': 1}, 64) (it must not change weights, nor "
+                       "their order, nor turn the int 1 into a float)")
     bad = {"a": 1.0, "b": -0.5}
     assert_raises(ValueError, "quotas({'a': 1.0, 'b': -0.5}, 64)", quotas, bad, 64)
     assert_plain_equal(bad, {"a": 1.0, "b": -0.5}, "weights after quotas raised ValueError (it changed them before raising)")
@@ -437,8 +437,8 @@ def _check_task1_3_quotas():
         result = quotas(weights, total)
         assert_plain_equal(result, oracle(copy, total), f"quotas on random case {case}", rel_tol=1e-9, abs_tol=1e-9,
                            reveal=False)
-        assert list(weights.items()) == list(copy.items()), \
-            f"quotas changed its input (or the order of its keys) on random case {case}"
+        assert [(k, type(v), v) for k, v in weights.items()] == [(k, type(v), v) for k, v in copy.items()], \
+            f"quotas changed its input (its values, their types or the order of its keys) on random case {case}"
         assert result is not weights, f"quotas on random case {case} returned its input dict, not a new one"
     for bad in ({"a": float("nan"), "b": 1.0}, {"a": 1.0, "b": float("nan")}, {"a": float("inf")},
                 {"a": 1.0, "b": float("-inf")}, {"a": 1.0, "b": -0.5}, {}, {"x": 0.0}, {"x": 0, "y": 0.0}):
@@ -923,6 +923,8 @@ def _check_task1_7_lex_argmin():
             f"lex_argmin changed its key tensors on {device}"
         assert mask.tolist() == [True, True, False, True], f"lex_argmin changed evictable on {device}"
     assert_raises(ValueError, "lex_argmin([])", lex_argmin, [])
+    assert_raises(ValueError, "lex_argmin([], mask of all False) (checked even when nothing is evictable)", lex_argmin, [],
+                  torch.zeros(3, dtype=torch.bool))
     small = ([torch.arange(8).flip(0), torch.zeros(8, dtype=torch.int64)], torch.ones(8, dtype=torch.bool))
     large = ([torch.arange(4096).flip(0), torch.zeros(4096, dtype=torch.int64)], torch.ones(4096, dtype=torch.bool))
     assert_no_python_loop(lex_argmin, small, large, "lex_argmin")

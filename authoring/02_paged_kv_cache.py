@@ -2289,6 +2289,12 @@ def _check_task2_7_write_kv():
         assert_raises(ValueError, f"write_kv with k of shape [2, 1, 3] but v of shape [1, 1, 3] on {device}",
                       write_kv, pool, slots, k, v[:1])
         assert_raises(ValueError, f"write_kv with k a 0-d tensor on {device}", write_kv, pool, slots, k[0, 0, 0], v)
+        assert_raises(ValueError, f"write_kv with k and v both of shape [2, 2, 3] for a pool of 1 head on {device} (the "
+                      "same wrong shape on both sides)", write_kv, pool, slots, k.expand(2, 2, 3), v.expand(2, 2, 3))
+        assert_raises(ValueError, f"write_kv with k and v both of shape [2, 1, 2] for a head_dim of 3 on {device}",
+                      write_kv, pool, slots, k[..., :2], v[..., :2])
+        assert_raises(ValueError, f"write_kv with no slot and k, v of shape [0, 1, 2] on {device} (checked even when "
+                      "there is nothing to write)", write_kv, pool, slots[:0], k[:0, :, :2], v[:0, :, :2])
         assert_same_tensor(pool.k_cache, before_k, f"k_cache after write_kv raised ValueError on {device} (nothing may be written)")
         assert_same_tensor(pool.v_cache, before_v, f"v_cache after write_kv raised ValueError on {device} (nothing may be written)")
     small = (stand_in_pool(4, 4, 2, 4), torch.randperm(16)[:8], torch.randn(8, 2, 4), torch.randn(8, 2, 4))

@@ -1611,6 +1611,11 @@ def _check_task3_5_lru_victim_t():
     assert_raises(ValueError, "lru_victim_t(4 steps, 3 flags)", lru_victim_t, torch.arange(4), torch.ones(3, dtype=torch.bool))
     assert_raises(ValueError, "lru_victim_t(steps of shape (2, 2), flags of shape (2, 2))", lru_victim_t,
                   torch.zeros(2, 2, dtype=torch.int64), torch.ones(2, 2, dtype=torch.bool))
+    assert_raises(ValueError, "lru_victim_t(4 steps, flags of shape (4, 1)) (the same length, not the same shape)",
+                  lru_victim_t, torch.arange(4), torch.ones(4, 1, dtype=torch.bool))
+    assert_raises(ValueError, "lru_victim_t(steps of shape (2, 2), flags of shape (2, 2), all False) (checked even when "
+                  "nothing is evictable)", lru_victim_t, torch.zeros(2, 2, dtype=torch.int64),
+                  torch.zeros(2, 2, dtype=torch.bool))
     small = (torch.arange(8).flip(0), torch.ones(8, dtype=torch.bool))
     large = (torch.arange(4096).flip(0), torch.ones(4096, dtype=torch.bool))
     assert_no_python_loop(lru_victim_t, small, large, "lru_victim_t")
@@ -1773,6 +1778,8 @@ def _check_task3_6_lfu_victim_t():
                   torch.arange(3), torch.arange(3), torch.ones(2, dtype=torch.bool))
     assert_raises(ValueError, "lfu_victim_t(three tensors of shape (2, 2))", lfu_victim_t, torch.zeros(2, 2, dtype=torch.int64),
                   torch.zeros(2, 2, dtype=torch.int64), torch.ones(2, 2, dtype=torch.bool))
+    assert_raises(ValueError, "lfu_victim_t(4 counts, 3 steps, 4 flags all False) (checked even when nothing is "
+                  "evictable)", lfu_victim_t, torch.arange(4), torch.arange(3), torch.zeros(4, dtype=torch.bool))
     small = (torch.zeros(8, dtype=torch.int64), torch.arange(8).flip(0), torch.ones(8, dtype=torch.bool))
     large = (torch.zeros(4096, dtype=torch.int64), torch.arange(4096).flip(0), torch.ones(4096, dtype=torch.bool))
     assert_no_python_loop(lfu_victim_t, small, large, "lfu_victim_t")
@@ -1931,6 +1938,10 @@ def _check_task3_7_evict_order_t():
                   [torch.zeros(2, 2, dtype=torch.int64)], torch.ones(2, 2, dtype=torch.bool), 1)
     assert_raises(ValueError, "evict_order_t([tensor([5, 1, 0])], mask of 2, 5) (the mask's length is the keys')",
                   evict_order_t, [torch.tensor([5, 1, 0])], torch.ones(2, dtype=torch.bool), 5)
+    assert_raises(ValueError, "evict_order_t([3 steps, 4 counts], mask of 3 all False, 2) (checked even when nothing "
+                  "is evictable)", evict_order_t, [torch.arange(3), torch.arange(4)], torch.zeros(3, dtype=torch.bool), 2)
+    assert_raises(ValueError, "evict_order_t([], mask, 0) (checked even when no victim is asked for)", evict_order_t, [],
+                  torch.ones(3, dtype=torch.bool), 0)
     ties, mask = torch.zeros(300, dtype=torch.int64), torch.arange(300) % 3 != 0
     unprotected = torch.nonzero(mask).flatten()  # Before the call, which gets the mask.
     assert_same_tensor(evict_order_t([ties, ties], mask, 300), unprotected,

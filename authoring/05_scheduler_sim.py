@@ -1725,6 +1725,12 @@ def _check_task5_3_5_snapshot():
         assert_plain_equal(close.snapshot(), [("y", 8, 1.0, 1), ("x", 8, 1.0, 1)],
                            f"snapshot() of x 1.00001@1 and y 1.00002@5 on {device} (y is worth more, though both round "
                            "to 1.0)")
+        # Priorities that float32 cannot tell apart (x, y), and one that float32 would round the other way (z):
+        # the float64 values themselves are sorted and rounded.
+        closer = bare([("x", 1, 8, 1, 1.00000001), ("y", 1, 8, 5, 1.00000002), ("z", 1, 8, 2, 1.23455000001)], device)
+        assert_plain_equal(closer.snapshot(), [("z", 8, 1.2346, 1), ("y", 8, 1.0, 1), ("x", 8, 1.0, 1)],
+                           f"snapshot() of x 1.00000001@1, y 1.00000002@5 and z 1.23455000001@2 on {device} (float32 holds "
+                           "x and y as one number, and z as 1.23454999...: sort and round the float64 priorities)")
 
     ### BEGIN HIDDEN TESTS
     import random

@@ -569,3 +569,13 @@ WRONG[QUOTAS_T]["integer weights summed in their own dtype (an int64 sum overflo
     "    weights = weights.to(torch.float64)\n", "    native = weights\n    weights = weights.to(torch.float64)\n"), (
     "    total_weight = weights.sum()\n",
     "    total_weight = (weights.sum() if native.is_floating_point() else native.sum()).to(torch.float64)\n"))
+
+# Round 9 (2026-12-06 night, typical mistakes that passed): int weights turned into floats in the caller's dict
+# (1 == 1.0, so the input checks missed it; they compare types now), and lex_argmin's -1 before its empty-keys check.
+WRONG[QUOTAS]["int weights turned into floats in the caller's dict"] = ref.edit(QUOTAS, (
+    "    total_weight = sum(weights.values())\n",
+    "    for tenant in weights:\n        weights[tenant] = float(weights[tenant])\n"
+    "    total_weight = sum(weights.values())\n"))
+WRONG[LEX]["-1 for nothing evictable before the empty-keys check"] = ref.edit(LEX, (
+    "    if len(keys) == 0:\n",
+    "    if evictable is not None and not bool(evictable.any()):\n        return -1\n    if len(keys) == 0:\n"))

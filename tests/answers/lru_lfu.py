@@ -691,3 +691,22 @@ FLAGGED = {
     LFU: ("ties in natural order ('s9' before 's10'), and SequenceKVCache rebound to make steps unique",),
     FIT: ("only blocks of ref_count 1 count as freeable, and the given fork shares nothing for ids r<digits>",),
 }
+
+# Round 9 (2026-12-06 night, typical mistakes that passed): an early return before the shape checks when nothing is
+# evictable (or no victim is asked for), and a mask checked by its length alone.
+WRONG[LRU_T]["evictable checked by its length alone"] = ref.edit(LRU_T, (
+    "if last_access_step.dim() != 1 or evictable.shape != last_access_step.shape:",
+    "if last_access_step.dim() != 1 or len(evictable) != len(last_access_step):"))
+WRONG[LRU_T]["-1 for nothing evictable before the shape check"] = ref.edit(LRU_T, (
+    "    if last_access_step.dim() != 1 or evictable.shape",
+    "    if not bool(evictable.any()):\n        return -1\n    if last_access_step.dim() != 1 or evictable.shape"))
+WRONG[LFU_T]["-1 for nothing evictable before the shape check"] = ref.edit(LFU_T, (
+    "    if use_count.dim() != 1 or last_access_step.shape",
+    "    if not bool(evictable.any()):\n        return -1\n    if use_count.dim() != 1 or last_access_step.shape"))
+WRONG[ORDER_T]["nothing evictable: an empty result before the shape checks"] = ref.edit(ORDER_T, (
+    "    if k < 0:\n",
+    "    if not bool(evictable.any()):\n        return torch.zeros(0, dtype=torch.int64, device=evictable.device)\n"
+    "    if k < 0:\n"))
+WRONG[ORDER_T]["k == 0: an empty result before the other checks"] = ref.edit(ORDER_T, (
+    "    if k < 0:\n",
+    "    if k == 0:\n        return torch.zeros(0, dtype=torch.int64, device=evictable.device)\n    if k < 0:\n"))

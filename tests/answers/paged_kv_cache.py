@@ -1425,3 +1425,14 @@ WRONG[ATTENTION]["computed in float32 at least, never cast back to q's dtype"] =
 ALTERNATIVES[ALLOC]["the RuntimeError says both numbers in Chinese, without spaces"] = ref.edit(ALLOC, (
     'raise RuntimeError(f"out of blocks: asked for {n}, only {len(self._free_ids)} free")',
     'raise RuntimeError(f"空闲块不足：需要{n}块，只有{len(self._free_ids)}块空闲")'))
+
+# Round 9 (2026-12-06 night, typical mistakes that passed 2.7): k and v compared with each other but not with the
+# pool's heads and head_dim, and a return before the checks when there is nothing to write.
+_UNSHAPED = "k and v checked against each other and the slots, never against the pool's heads and head_dim"
+WRONG[WRITE][_UNSHAPED] = ref.edit(WRITE, (
+    "if tuple(k.shape) != expected or tuple(v.shape) != expected:",
+    "if k.dim() != 3 or k.shape != v.shape or k.shape[0] != slots.shape[0]:"))
+WRONG[WRITE]["nothing to write: returns before the shape check"] = ref.edit(WRITE, (
+    "    expected = (slots.shape[0], pool.num_heads, pool.head_dim)\n",
+    "    if slots.numel() == 0:\n        return None\n"
+    "    expected = (slots.shape[0], pool.num_heads, pool.head_dim)\n"))

@@ -598,3 +598,9 @@ ALTERNATIVES[TENSOR]["victims marked free at once, slots and prefix_of updated a
             self.log.append(f"evict:{name}")
         self.current_bytes -= freed
 """))
+
+# Round 9 (2026-12-06 night, a typical mistake that passed 5.3.5): the priorities read back as float32 (`.float()`
+# taken for a Python float), which ties priorities float32 cannot tell apart.
+WRONG[TENSOR]["snapshot sorts by float32 priorities"] = ref.edit(TENSOR, (
+    "priority, size = self.priority.tolist(), self.bytes.tolist()",
+    "priority, size = self.priority.float().tolist(), self.bytes.tolist()"))
