@@ -1896,6 +1896,26 @@ def _check_task8_5_2_access():
     assert_plain_equal([recorded.access(b) for b in (1, 1, 4)], ["miss", "device", "host"],
                        "access(1), access(1), access(4) with a filter, 4 in tier 2 only")
     assert_plain_equal(seen._seen, {1: 2, 4: 1}, "the filter's counts after them (record is called once per access)")
+    # The filter decides only what goes to tier 2: every block still goes into tier 1, under both policies.
+    refused_t1, refused_t2 = Tier(3), Tier(3)
+    refusing = TwoTierCache(refused_t1, refused_t2, 10, "write_through", Filter(admitted=[]))
+    assert_plain_equal([refusing.access(b) for b in (1, 1, 2)], ["miss", "device", "miss"],
+                       "access(1), access(1), access(2) under write-through with a filter that admits nothing (each block "
+                       "still goes into tier 1)")
+    assert_plain_equal((refused_t1._blocks, refused_t2._blocks, refusing.blocks_to_host), ([1, 2], [], 0),
+                       "(tier 1's blocks, tier 2's blocks, blocks_to_host) after them (nothing admitted, nothing copied)")
+    through_t2 = Tier(3)
+    through = TwoTierCache(Tier(3), through_t2, 10, "write_through", Filter())
+    assert_plain_equal([through.access(b) for b in (1, 2, 1)], ["miss", "miss", "device"],
+                       "access(1), access(2), access(1) under write-through with a filter that admits what it saw once "
+                       "(the copy to tier 2 comes after the lookup)")
+    assert_plain_equal((through_t2._blocks, through.blocks_to_host), ([1, 2], 2),
+                       "(tier 2's blocks, blocks_to_host) after them (each block copied once, after its first access)")
+    later_t2 = Tier(3)
+    later = TwoTierCache(Tier(3), later_t2, 10, "write_through", Filter(threshold=2))
+    assert_plain_equal(([later.access(b) for b in (1, 2, 1)], later_t2._blocks), (["miss", "miss", "device"], [1]),
+                       "(access(1), access(2), access(1), tier 2's blocks) under write-through with a filter that admits "
+                       "what it saw twice (block 1 is admitted at its second access, a device hit: copied then)")
 
     def stand_in_demote(cache, demoted):
         """Stands in for _demote (graded in part 8.5.3): records the victim, then demotes it as the text says."""

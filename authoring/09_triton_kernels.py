@@ -775,8 +775,9 @@ _check_task9_2_3_one_launch()
 # Traps: without the running max, $e^{x}$ overflows float32 for scores above 88 (a test has scores in the hundreds);
 # the running sum and the accumulator must **both** be rescaled by $e^{m - m'}$ when the max grows; query head `h`
 # reads KV head `h // group`, not `h` (with 8 query heads and 2 KV heads, head 5 reads KV head 1); the last block's
-# slots past the length hold stale tokens (mask them to $-\infty$ before the max and the sum); the tests use the
-# interleaved layout of Task 9.1, so the strides matter.
+# slots past the length hold stale tokens (mask them to $-\infty$ before the max and the sum, and load V under the
+# same mask: a stale V may be NaN, and $0 \cdot \text{NaN}$ is NaN); the tests use the interleaved layout of Task 9.1,
+# so the strides matter.
 #
 # Graded in parts: 9.3.1 multi-head attention (2) · 9.3.2 grouped-query heads (2) · 9.3.3 float16 and large
 # scores (1) · 9.3.4 one launch and bad input (1).
@@ -787,7 +788,7 @@ _check_task9_2_3_one_launch()
 #
 # 内核为每个（序列，查询头）启动一个程序实例：网格为 `(num_seqs, num_q_heads)`。它用**在线 softmax** 按顺序逐块处理这条序列的 `ceil(length / block_size)` 个块：$m' = \max(m, \max_j x_j)$，$l' = l e^{m - m'} + \sum_j e^{x_j - m'}$，$a' = a e^{m - m'} + \sum_j e^{x_j - m'} v_j$，最后 $o = a / l$；无论输入的数据类型是什么，都用 float32 计算，并且从不读取长度之后的槽位。结果必须与在收集出的 K/V 上调用 `torch.nn.functional.scaled_dot_product_attention`（`enable_gqa=True`）的结果一致：float32 下绝对误差和相对误差都在 `1e-5` 以内（分数达到几百时为 `1e-4`）；float16 下与“先用 float32 计算、再舍入到 float16”的结果相差不超过 `2e-3`。
 #
-# 错误（都在任何启动之前抛出）：`check_paged_batch` 的各项错误，并且每个长度至少为 1（对零个 token 做注意力是 0/0）；`q` 或 `v_cache` 不是张量，或者 `q`、`k_cache` 和 `v_cache` 的数据类型不一致时，抛出 `TypeError`；`v_cache` 与 `k_cache` 的形状、步长或设备不同，`q` 位于另一个设备上，或者 `q` 的形状不是 `[num_seqs, num_q_heads, head_dim]`、`num_q_heads` 不是 `num_kv_heads` 的正整数倍时，抛出 `ValueError`。陷阱：没有运行最大值时，分数一旦超过 88，$e^{x}$ 就会在 float32 中溢出（有一个测试的分数达到几百）；最大值增大时，运行和与累加器**都**要乘以 $e^{m - m'}$；查询头 `h` 读取第 `h // group` 个 KV 头，而不是第 `h` 个（8 个查询头、2 个 KV 头时，查询头 5 读取 KV 头 1）；最后一个块中长度之后的槽位存放的是旧 token（在求最大值和求和之前，把它们的分数屏蔽为 $-\infty$）；测试使用任务 9.1 中键和值交错存放的布局，所以步长很重要。
+# 错误（都在任何启动之前抛出）：`check_paged_batch` 的各项错误，并且每个长度至少为 1（对零个 token 做注意力是 0/0）；`q` 或 `v_cache` 不是张量，或者 `q`、`k_cache` 和 `v_cache` 的数据类型不一致时，抛出 `TypeError`；`v_cache` 与 `k_cache` 的形状、步长或设备不同，`q` 位于另一个设备上，或者 `q` 的形状不是 `[num_seqs, num_q_heads, head_dim]`、`num_q_heads` 不是 `num_kv_heads` 的正整数倍时，抛出 `ValueError`。陷阱：没有运行最大值时，分数一旦超过 88，$e^{x}$ 就会在 float32 中溢出（有一个测试的分数达到几百）；最大值增大时，运行和与累加器**都**要乘以 $e^{m - m'}$；查询头 `h` 读取第 `h // group` 个 KV 头，而不是第 `h` 个（8 个查询头、2 个 KV 头时，查询头 5 读取 KV 头 1）；最后一个块中长度之后的槽位存放的是旧 token（在求最大值和求和之前，把它们的分数屏蔽为 $-\infty$，并用同一个掩码加载 V：旧的 V 可能是 NaN，而 $0 \cdot \text{NaN}$ 仍是 NaN）；测试使用任务 9.1 中键和值交错存放的布局，所以步长很重要。
 #
 # 分部分计分：9.3.1 多头注意力（2 分）· 9.3.2 分组查询头（2 分）· 9.3.3 float16 与大分数（1 分）· 9.3.4 一次启动与错误输入（1 分）。
 
@@ -1060,6 +1061,15 @@ def _check_task9_3_2_grouped_heads():
         assert_same_tensor(paged_decode(q, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths),
                            expected, f"paged_decode with {num_q_heads} query heads on paged_batch({spec}) "
                            f"vs scaled_dot_product_attention(enable_gqa=True) on {device}", atol=1e-5, rtol=1e-5)
+    # NaN in V past each sequence's length: those slots weigh 0, and 0 * NaN is NaN, so V is loaded under K's mask.
+    batch = paged_batch([5, 3], 4, 1, 4, device=device, seed=44)
+    batch.v_cache[int(batch.block_tables[0, 1]), 1:] = float("nan")
+    batch.v_cache[int(batch.block_tables[1, 0]), 3:] = float("nan")
+    q = torch.randn(2, 2, 4, generator=torch.Generator().manual_seed(933)).to(device)
+    expected = reference(q, batch)
+    assert_same_tensor(paged_decode(q, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths), expected,
+                       f"paged_decode of lengths [5, 3] with NaN in V past each length on {device} (load V under the mask "
+                       "of K: a weight of 0 times NaN is NaN)", atol=1e-5, rtol=1e-5)
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -1075,6 +1085,22 @@ def _check_task9_3_2_grouped_heads():
         assert_same_tensor(paged_decode(_q, _batch.k_cache, _batch.v_cache, _batch.block_tables, _batch.lengths),
                            _expected, f"paged_decode with {_q_heads} query heads and {_kv} KV heads, "
                            f"random case {_case}", atol=1e-5, rtol=1e-5, reveal=False)
+    # A query that is a view whose head_dim is not contiguous, and NaN in V after each sequence's last token: the slots
+    # past the length are neither read into the result nor weighed, so a kernel masks its V loads as its K loads.
+    for _case in range(4, 6):
+        _block, _dim, _kv = _rng.choice([2, 4, 8]), _rng.choice([4, 8, 16]), _rng.randint(1, 3)
+        _q_heads = _kv * _rng.randint(2, 4)
+        _lengths = [_rng.randint(1, 3 * _block) for _ in range(_rng.randint(2, 3))]
+        _batch = paged_batch(_lengths, _block, _kv, _dim, device=device, seed=9310 + _case, interleaved=_case % 2 == 1)
+        for _s, _length in enumerate(_lengths):
+            if _length % _block:
+                _batch.v_cache[int(_batch.block_tables[_s, (_length - 1) // _block]), _length % _block:] = float("nan")
+        _q = torch.randn(len(_lengths), _dim, _q_heads, generator=generator).to(device).transpose(1, 2)
+        _expected = reference(_q, _batch)
+        assert bool(torch.isfinite(_expected).all()), "the test's reference read a slot past a sequence's length"
+        assert_same_tensor(paged_decode(_q, _batch.k_cache, _batch.v_cache, _batch.block_tables, _batch.lengths),
+                           _expected, f"paged_decode with a query that is a transposed view and NaN in V past each "
+                           f"sequence's length, random case {_case}", atol=1e-5, rtol=1e-5, reveal=False)
     ### END HIDDEN TESTS
 
 

@@ -1021,3 +1021,19 @@ WRONG[COST]["load_seconds_per_token computed in float32"] = ref.edit(COST, (
     "        self.load_seconds_per_token = self.kv_bytes_per_token / self.bandwidth_bytes_per_s\n",
     "        self.load_seconds_per_token = (torch.tensor(self.kv_bytes_per_token)\n"
     "                                       / self.bandwidth_bytes_per_s).item()\n"))
+
+# Round 9 (2026-12-06 night, mistakes that passed 8.5): no test ran access under write-through, nor with a filter that
+# refuses a block; 8.5.2's visible part now does both.
+_LOOKUP_END = ("            victim = self.tier1.insert(block, self.ref_count)\n            if victim is not None:\n"
+               "                self._demote(victim)\n")
+WRONG[TWO]["the filter also decides what goes into tier 1"] = ref.edit(TWO, (
+    _LOOKUP_END, "            if where == 'host' or self._admitted(block):\n"
+                 "                victim = self.tier1.insert(block, self.ref_count)\n"
+                 "                if victim is not None:\n                    self._demote(victim)\n"))
+_MISS = '            else:\n                self.misses += 1\n                where = "miss"\n'
+WRONG[TWO]["write-through of a miss straight to tier 2, the filter not asked"] = ref.edit(TWO, (
+    _MISS, _MISS + '                if self.write_policy == "write_through" and block not in self.tier2:\n'
+                   '                    self._write_to_host(block)\n'))
+WRONG[TWO]["write-through only for the blocks that arrive, never on a device hit"] = ref.edit(TWO, (
+    '        if self.write_policy == "write_through":\n            self._write_through(block)\n',
+    '        if self.write_policy == "write_through" and where != "device":\n            self._write_through(block)\n'))

@@ -326,3 +326,15 @@ HIDDEN_ONLY = {H2O: {
         "it answers the visible cases right by their lengths; it is a red-team answer against the hidden cases, not "
         "a mistake a student makes",
 }}
+
+# Round 9 (2026-12-06 night, mistakes that passed 9.3): every query was contiguous and every pool held finite values
+# past the lengths, so a kernel that assumed q's layout, or loaded V without its mask, passed; the hidden part now has
+# a query whose head_dim is not contiguous, and both parts NaN in V past each length.
+WRONG[DECODE]["q not made contiguous (the kernel assumes q's layout)"] = ref.edit(DECODE, (
+    "    q = q.contiguous()\n    out = torch.empty_like(q)\n", "    out = torch.empty_like(q)\n"))
+WRONG[DECODE]["V loaded without the mask"] = ref.edit(DECODE, (
+    "v = tl.load(v_ptr + offsets, mask=valid[:, None], other=0.0).to(tl.float32)",
+    "v = tl.load(v_ptr + offsets).to(tl.float32)"))
+HIDDEN_ONLY[DECODE] = {
+    "q not made contiguous (the kernel assumes q's layout)": "every visible query is a contiguous tensor",
+}
