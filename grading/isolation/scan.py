@@ -301,6 +301,12 @@ def student_cells(notebook: nbformat.NotebookNode, release: nbformat.NotebookNod
     return cells
 
 
+# The nodes that open a scope of their own: names bound inside them are not the notebook's (but through ``global``),
+# and names read inside them are read when they run, after any later cell.
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
 def bindings(source: str) -> list[tuple[int, str, str | None]]:
     """(line, name, module) for each name that a cell binds in the notebook's namespace: at module scope by any
     binding Python has (an assignment, also a walrus or a for, with or except target, a match capture, a class, a
@@ -313,47 +319,44 @@ def bindings(source: str) -> list[tuple[int, str, str | None]]:
     if tree is None:
         return []
     bound: list[tuple[int, str, str | None]] = []
-    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-    comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
     def name_of(node) -> str | None:
         """The name a node binds in the scope it is written in, if any."""
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             return node.id
-        if isinstance(node, ast.ExceptHandler):
-            return node.name
-        if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
             return node.name
         if isinstance(node, ast.MatchMapping):
             return node.rest
         return None
 
-    def visit(node, module_scope: bool, in_comprehension: bool) -> None:
+    def visit(node, in_comprehension: bool) -> None:
+        """Visits the module scope only: a scope of its own contributes its name, its ``global`` bindings, and the
+        decorators, defaults and base classes that run in the module's scope."""
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            if module_scope:
-                bound.extend((node.lineno, name, module) for name, module in _imports(node))
+            bound.extend((node.lineno, name, module) for name, module in _imports(node))
             return
-        if isinstance(node, scopes):
-            if module_scope and not isinstance(node, ast.Lambda):
+        if isinstance(node, _SCOPES):
+            if not isinstance(node, ast.Lambda):
                 bound.append((node.lineno, node.name, None))
             declared = {name for inner in ast.walk(node) if isinstance(inner, ast.Global) for name in inner.names}
             bound.extend((inner.lineno, name, None) for inner in ast.walk(node)
                          if (name := name_of(inner)) in declared)
             for child in ast.iter_child_nodes(node):
-                # Decorators, defaults and base classes run in the enclosing scope.
                 if child in getattr(node, "decorator_list", []) or child in getattr(node, "bases", []) or (
                         isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and child is node.args):
-                    visit(child, module_scope, in_comprehension)
+                    visit(child, in_comprehension)
             return
-        if isinstance(node, ast.NamedExpr) and module_scope:
-            bound.append((node.lineno, node.target.id, None))  # A walrus binds in the enclosing scope, even in a
-        elif module_scope and not in_comprehension and (name := name_of(node)):  # comprehension.
+        if isinstance(node, ast.NamedExpr):
+            # A walrus binds in the enclosing scope, even inside a comprehension.
+            bound.append((node.lineno, node.target.id, None))
+        elif not in_comprehension and (name := name_of(node)):
             bound.append((getattr(node, "lineno", 0), name, None))
-        inner = in_comprehension or isinstance(node, comprehensions)
+        inner = in_comprehension or isinstance(node, _COMPREHENSIONS)
         for child in ast.iter_child_nodes(node):
-            visit(child, module_scope, inner)
+            visit(child, inner)
 
-    visit(tree, True, False)
+    visit(tree, False)
     return bound
 
 
@@ -365,50 +368,57 @@ def _reads(tree: ast.AST) -> tuple[set[str], set[str]]:
     def visit(node, inside):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             (deferred if inside else top).add(node.id)
-        body = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
         for child in ast.iter_child_nodes(node):
-            visit(child, body)
+            visit(child, inside or isinstance(node, _SCOPES))
 
     visit(tree, False)
     return deferred, top
 
 
 def _course_names(release: nbformat.NotebookNode | None) -> dict[str, tuple[str, str | None]]:
-    """Each name that the tests may use in a student's version: bound by a release code cell (a given cell or a
-    solution cell) before the last test cell, and read by a test cell, inside a given cell's functions or classes
-    (a given class that given code builds, such as ``SequenceKVCache``), or at the top level of a given cell that
-    runs after a student's cell and does not bind it itself. Its value: the grade id of the solution cell that binds
-    it, or "" for a given cell, and the module when it is an import. The names that only the experiments after the
-    last test use (``manager``, ``i``, ``_``), or a setup cell before any student's cell (``SEED``), are left out."""
-    cells = [cell for cell in (release.cells if release else []) if cell.cell_type == "code"]
-    kinds = [("test" if nbgrader.get("grade") and not nbgrader.get("solution") else
-              "solution" if nbgrader.get("solution") else "given")
-             for nbgrader in (cell.metadata.get("nbgrader", {}) for cell in cells)]
+    """Each name that the tests may use in a student's version (see `_names_of_cells`), for a release notebook."""
+    cells = []
+    for cell in release.cells if release else []:
+        if cell.cell_type == "code":
+            nbgrader = cell.metadata.get("nbgrader", {})
+            kind = ("test" if nbgrader.get("grade") and not nbgrader.get("solution") else
+                    "solution" if nbgrader.get("solution") else "given")
+            cells.append((kind, nbgrader.get("grade_id", ""), cell.source))
+    return _names_of_cells(tuple(cells))
+
+
+@functools.lru_cache(maxsize=16)
+def _names_of_cells(cells: tuple[tuple[str, str, str], ...]) -> dict[str, tuple[str, str | None]]:
+    """Each name that the tests may use in a student's version, from a release's code cells as (kind, grade id,
+    source): bound by a given or solution cell before the last test cell, and read by a test cell, inside a given
+    cell's functions or classes (a given class that given code builds, such as ``SequenceKVCache``), or at the top
+    level of a given cell that runs after a student's cell and does not bind it itself. Its value: the grade id of
+    the solution cell that binds it, or "" for a given cell, and the module when it is an import. The names that
+    only the experiments after the last test use (``manager``, ``i``, ``_``), or a setup cell before any student's
+    cell (``SEED``), are left out. Computed once per release (every submission of a notebook shares it): callers
+    only read the dict."""
+    kinds = [kind for kind, _, _ in cells]
     last_test = max((index for index, kind in enumerate(kinds) if kind == "test"), default=-1)
     first_solution = min((index for index, kind in enumerate(kinds) if kind == "solution"), default=len(cells))
     read: set[str] = set()
     names: dict[str, tuple[str, str | None]] = {}
-    for index, (cell, kind) in enumerate(zip(cells[:last_test + 1], kinds)):
-        bound = bindings(cell.source)
+    for index, (kind, grade_id, source) in enumerate(cells[:last_test + 1]):
+        bound = bindings(source)
         if kind != "test":
-            owner = cell.metadata["nbgrader"].get("grade_id", "") if kind == "solution" else ""
             for _, name, module in bound:
-                names.setdefault(name, (owner, module))
+                names.setdefault(name, (grade_id if kind == "solution" else "", module))
         if kind == "solution":
             continue
         try:
-            tree = _parse(cell.source)[0]
+            tree = _parse(source)[0]
         except Unparsable:
             continue
         if tree is None:
             continue
         deferred, top = _reads(tree)
-        if kind == "test":
-            read |= deferred | top
-        else:
-            read |= deferred
-            if index > first_solution:
-                read |= top - {name for _, name, _ in bound}
+        read |= deferred
+        if kind == "test" or index > first_solution:
+            read |= top - {name for _, name, _ in bound} if kind == "given" else top
     return {name: owner for name, owner in names.items() if name in read}
 
 
