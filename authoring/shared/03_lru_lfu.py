@@ -102,19 +102,23 @@ def random_manager(rng, manager_class, with_steps=False):
     for seq_id, step in steps.items():
         manager.sequences[seq_id].last_access_step = step
     plain = PlainCache(manager)
-    holders = {}
+
+    def renamed(block_ids_of):
+        """Each sequence's blocks renamed in the order they first appear (sequences in sorted order): equal for two
+        managers exactly when they share the same blocks in the same way, whatever the ids."""
+        names = {}
+        return {seq_id: [names.setdefault(block, len(names)) for block in block_ids_of[seq_id]]
+                for seq_id in sorted(block_ids_of)}
+
+    holders = {}  # The test's tag -> how many sequences hold it.
     for table in tables.values():
         for tag in table:
             holders[tag] = holders.get(tag, 0) + 1
-    seen = {}  # The manager's block id -> the test's tag.
-    built = len(plain.ref_counts) == num_blocks and sorted(plain.sequences) == sorted(tables) and plain.num_free == free and all(
-        len(plain.sequences[seq_id].block_ids) == len(table) for seq_id, table in tables.items())
-    if built:
-        for seq_id, table in tables.items():
-            for block_id, tag in zip(plain.sequences[seq_id].block_ids, table):
-                built = built and seen.setdefault(block_id, tag) == tag and plain.ref_counts[block_id] == holders[tag]
-            built = built and (not with_steps or plain.sequences[seq_id].last_access_step == steps[seq_id])
-        built = built and len(set(seen.values())) == len(seen)
+    built = (len(plain.ref_counts) == num_blocks and plain.num_free == free
+             and renamed({seq_id: seq.block_ids for seq_id, seq in plain.sequences.items()}) == renamed(tables)
+             and all(plain.ref_counts[block_id] == holders[tag] for seq_id, table in tables.items()
+                     for block_id, tag in zip(plain.sequences[seq_id].block_ids, table))
+             and all(plain.sequences[seq_id].last_access_step == step for seq_id, step in steps.items()))
     assert built, (f"the given PagedKVCacheManager({num_blocks}, {block_size}) holds after {len(tables)} allocations and "
                    "forks what allocate_for_sequence and fork do not make (keep the given class as it is)")
     return manager, plain
