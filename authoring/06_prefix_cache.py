@@ -898,11 +898,18 @@ def _check_task6_2_3_match():
 
     from course.checks import assert_plain_equal, check_type
 
-    # BEGIN SHARED toy_kv (authoring/shared/06_prefix_cache.py)
+    # BEGIN SHARED toy_kv, touches (authoring/shared/06_prefix_cache.py)
     def toy_kv(hashes, block_size):
         """One layer, one head, head_dim 2."""
         k_cache = torch.tensor([[h + r / 8, -h] for h in hashes for r in range(block_size)]).reshape(-1, 1, 2)
         return [(k_cache, k_cache + 0.5)]
+
+    def touches(entry):
+        """[use_count, last_access_step] of a cached block's entry in ``cache._blocks``: a dict, or a record with those
+        attributes (the task allows both)."""
+        if isinstance(entry, dict):
+            return [entry["use_count"], entry["last_access_step"]]
+        return [entry.use_count, entry.last_access_step]
     # END SHARED
 
     cache = PrefixCache(capacity_blocks=8, block_size=1)
@@ -932,9 +939,7 @@ def _check_task6_2_3_match():
     assert_plain_equal(clock._step, 2, "cache._step after match([]) then insert([4], kv)")
     # Each listed hash is one access: a hash listed twice among the matched ones gets use_count + 2.
     assert_plain_equal(clock.match([4, 4]), 2, "match([4, 4]) with 4 cached")
-    entry = clock._blocks[4]
-    assert_plain_equal([entry["use_count"], entry["last_access_step"]] if isinstance(entry, dict)
-                       else [entry.use_count, entry.last_access_step], [3, 3],
+    assert_plain_equal(touches(clock._blocks[4]), [3, 3],
                        "[use_count, last_access_step] of block 4 after insert([4], kv) then match([4, 4]) (one access "
                        "per listed hash: 1 + 2; the clock ticks once per call)")
 
@@ -971,9 +976,7 @@ def _check_task6_2_3_match():
                            f"stats on random case {_case}", reveal=False)
         assert_plain_equal(len(_cache), len(_cached), f"len(cache) on random case {_case}", reveal=False)
         # match touches the blocks it counts: use_count + 1 and last_access_step = its step, for each of them.
-        _entries = {_h: _cache._blocks[_h] for _h in sorted(_cached)}  # Dicts, or records with those attributes.
-        assert_plain_equal({_h: [_e["use_count"], _e["last_access_step"]] if isinstance(_e, dict)
-                            else [_e.use_count, _e.last_access_step] for _h, _e in _entries.items()},
+        assert_plain_equal({_h: touches(_cache._blocks[_h]) for _h in sorted(_cached)},
                            {_h: _touched[_h] for _h in sorted(_cached)},
                            f"{{hash: [use_count, last_access_step]}} of the cached blocks on random case {_case}",
                            reveal=False)
@@ -991,6 +994,15 @@ def _check_task6_2_4_get_kv():
 
     from course.checks import assert_plain_equal, assert_raises, assert_same_tensor, check_type
     from course.env import available_devices
+
+    # BEGIN SHARED touches (authoring/shared/06_prefix_cache.py)
+    def touches(entry):
+        """[use_count, last_access_step] of a cached block's entry in ``cache._blocks``: a dict, or a record with those
+        attributes (the task allows both)."""
+        if isinstance(entry, dict):
+            return [entry["use_count"], entry["last_access_step"]]
+        return [entry.use_count, entry.last_access_step]
+    # END SHARED
 
     for device in available_devices():
         cache = PrefixCache(capacity_blocks=8, block_size=2)
@@ -1011,9 +1023,7 @@ def _check_task6_2_4_get_kv():
         assert_raises(KeyError, "get_kv([1, 404])", cache.get_kv, [1, 404])
         assert_plain_equal(cache.stats, {"hits": 0, "misses": 0, "evictions": 0},
                            "cache.stats after insert([1, 2, 3]) and get_kv calls (get_kv is not an access)")
-        entry = cache._blocks[1]
-        assert_plain_equal([entry["use_count"], entry["last_access_step"]] if isinstance(entry, dict)
-                           else [entry.use_count, entry.last_access_step], [1, 1],
+        assert_plain_equal(touches(cache._blocks[1]), [1, 1],
                            f"[use_count, last_access_step] of block 1 after insert([1, 2, 3]) and get_kv calls on {device} "
                            "(get_kv is not an access: it changes neither)")
         assert_plain_equal(len(cache), 3, "len(cache) after get_kv calls")
@@ -1080,9 +1090,7 @@ def _check_task6_2_4_get_kv():
         assert_raises(KeyError, f"{_where}: get_kv of a hash that is not cached", _cache.get_kv, [10**6])
         assert_plain_equal(_cache.stats, {"hits": 0, "misses": 0, "evictions": 0}, f"{_where}: stats", reveal=False)
         # get_kv is not an access: every block keeps use_count 1 and the step of the one insert call.
-        _entries = {_h: _cache._blocks[_h] for _h in sorted(_ids)}  # Dicts, or records with those attributes.
-        assert_plain_equal({_h: [_e["use_count"], _e["last_access_step"]] if isinstance(_e, dict)
-                            else [_e.use_count, _e.last_access_step] for _h, _e in _entries.items()},
+        assert_plain_equal({_h: touches(_cache._blocks[_h]) for _h in sorted(_ids)},
                            {_h: [1, 1] for _h in sorted(_ids)},
                            f"{{hash: [use_count, last_access_step]}} after get_kv calls on {_where}", reveal=False)
     ### END HIDDEN TESTS

@@ -14,6 +14,14 @@ def toy_kv(hashes, block_size):
     return [(k_cache, k_cache + 0.5)]
 
 
+def touches(entry):
+    """[use_count, last_access_step] of a cached block's entry in ``cache._blocks``: a dict, or a record with those
+    attributes (the task allows both)."""
+    if isinstance(entry, dict):
+        return [entry["use_count"], entry["last_access_step"]]
+    return [entry.use_count, entry.last_access_step]
+
+
 def evicts(cache, new, candidates, expected, why):
     """insert(new) into a full cache must evict exactly ``expected`` among ``candidates``."""
     before = [h for h in candidates if h in cache]
