@@ -75,7 +75,6 @@ class PlainCache:
         return victims
 
 
-
 def random_manager(rng, manager_class, with_steps=False):
     """A manager of ``manager_class`` (the notebook's PagedKVCacheManager) made by random allocations and forks, and
     checked against the test's own count of what those calls make: the free blocks, and each sequence's blocks with
