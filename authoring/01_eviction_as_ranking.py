@@ -1059,6 +1059,14 @@ def _check_task1_8_quotas_tensor():
                          ([], "an empty tensor: weights sum to 0")):
             assert_raises(ValueError, f"quotas_tensor({bad}, 10) on {device} ({why})", quotas_tensor,
                           torch.tensor(bad, device=device), 10)
+        for bad, dtype, why in (([-1, 2], torch.int64, "an int64 weight that is negative"),
+                                ([-(10.0**-50), 1.0], torch.float64, "a float64 weight just below 0, which float32 "
+                                                                     "rounds to -0.0")):
+            assert_raises(ValueError, f"quotas_tensor({dtype} {bad}, 10) on {device} ({why})", quotas_tensor,
+                          torch.tensor(bad, dtype=dtype, device=device), 10)
+        assert_same_tensor(quotas_tensor(torch.tensor([-0.0, 1.0], device=device), 10),
+                           torch.tensor([0.0, 10.0], dtype=torch.float64, device=device),
+                           f"quotas_tensor([-0.0, 1.0], 10) on {device} (-0.0 is not negative: -0.0 < 0 is False)")
         assert_raises(ValueError, f"quotas_tensor([1.], -1) on {device}", quotas_tensor, torch.tensor([1.0], device=device), -1)
         assert_raises(ValueError, f"quotas_tensor([nan], 0) on {device} (the weights are checked when total_blocks is 0 too)",
                       quotas_tensor, torch.tensor([float("nan")], device=device), 0)

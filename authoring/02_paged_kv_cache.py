@@ -2141,7 +2141,8 @@ def _check_task2_6_slot_mapping():
         big = torch.tensor([2**28], dtype=torch.int32, device=device)
         assert_same_tensor(slot_mapping(big, 0, 2, 16), torch.tensor([2**32, 2**32 + 1], device=device),
                            f"slot_mapping(int32 tensor([2**28]), 0, 2, 16) on {device} (convert to int64 before multiplying)")
-        for args in ((10, 3, 4), (-1, 2, 4), (0, -1, 4), (0, 1, 0), (0, 0, 0)):  # block_size 0: even with no position.
+        # block_size 0: even with no position; start 13 with no position is still past the table's 12 positions.
+        for args in ((10, 3, 4), (-1, 2, 4), (0, -1, 4), (0, 1, 0), (0, 0, 0), (13, 0, 4)):
             assert_raises(ValueError, f"slot_mapping(tensor([7, 2, 5]), *{args}) on {device}", slot_mapping, table, *args)
     small, large = (torch.randperm(8), 3, 20, 4), (torch.randperm(4096), 3, 16000, 4)
     assert_no_python_loop(slot_mapping, small, large, "slot_mapping")

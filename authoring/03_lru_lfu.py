@@ -1244,14 +1244,23 @@ def _check_task3_4_2_refuses():
 
 
     class PolicyAsked(Exception):
-        """Raised by `AskFirst`: evict_until_fit went past its check and asked the policy for a victim."""
+        """Raised by `Questions`: evict_until_fit asked for more victims than an eviction loop can need."""
 
 
-    class AskFirst:
-        """A policy for this test that stops evict_until_fit at its first question (TODO 3.4.3 is not checked here)."""
+    class Questions:
+        """ListedOrder's answers, for one question more than there are sequences (the last answer, None, says that no
+        unprotected sequence is left); one more, past what any eviction loop needs, raises PolicyAsked (TODO 3.4.3 is
+        not checked here). The cases that must raise and those that must not get the same kind of policy, so that it
+        tells the student's code nothing about which case it is."""
+
+        def __init__(self, order):
+            self._order, self._left = list(order), len(order) + 1
 
         def select_victim(self, sequences, protected=frozenset()):
-            raise PolicyAsked("evict_until_fit asked for a victim")
+            if self._left == 0:
+                raise PolicyAsked("evict_until_fit asked the policy more often than there are sequences, plus one")
+            self._left -= 1
+            return next((seq_id for seq_id in self._order if seq_id in sequences and seq_id not in protected), None)
 
 
     rng = random.Random(3402)
@@ -1260,16 +1269,16 @@ def _check_task3_4_2_refuses():
         manager, plain = random_manager(rng, PagedKVCacheManager)
         ids = sorted(manager.sequences)
         protected = frozenset(rng.sample(ids, rng.randint(0, len(ids))))
-        policy = ListedOrder(rng.sample(ids, len(ids)))
+        policy = Questions(rng.sample(ids, len(ids)))
         needed = rng.randint(0, len(plain.ref_counts) + 1)  # The blocks as the test counted them.
         if plain.feasible(needed, protected):
-            # Evicting can meet this request, so it is not refused: evict_until_fit asks the policy for a victim
+            # Evicting can meet this request, so it is not refused: evict_until_fit asks the policy for victims
             # (or raises NotImplementedError where TODO 3.4.3 is not written yet). Only a RuntimeError refuses.
             if needed > plain.num_free:
                 asked += 1
                 assert_accepts(f"evict_until_fit on random case {case}, where evicting unprotected sequences frees "
                                "enough blocks (count each block that only unprotected sequences reference),",
-                               evict_until_fit, manager, AskFirst(), needed, protected, refusals=(RuntimeError,))
+                               evict_until_fit, manager, policy, needed, protected, refusals=(RuntimeError,))
             continue
         raised += 1
         before = state(manager)
@@ -1786,6 +1795,10 @@ def _check_task3_6_lfu_victim_t():
                   torch.arange(3), torch.arange(3), torch.ones(2, dtype=torch.bool))
     assert_raises(ValueError, "lfu_victim_t(three tensors of shape (2, 2))", lfu_victim_t, torch.zeros(2, 2, dtype=torch.int64),
                   torch.zeros(2, 2, dtype=torch.int64), torch.ones(2, 2, dtype=torch.bool))
+    for steps_shape, flags_shape in (((4, 1), (4,)), ((4,), (1, 4))):
+        assert_raises(ValueError, f"lfu_victim_t(4 counts, steps of shape {steps_shape}, flags of shape {flags_shape}) "
+                      "(each of the three 1-D)", lfu_victim_t, torch.ones(4, dtype=torch.int64),
+                      torch.arange(4).reshape(steps_shape), torch.ones(flags_shape, dtype=torch.bool))
     assert_raises(ValueError, "lfu_victim_t(4 counts, 3 steps, 4 flags all False) (checked even when nothing is "
                   "evictable)", lfu_victim_t, torch.arange(4), torch.arange(3), torch.zeros(4, dtype=torch.bool))
     small = (torch.zeros(8, dtype=torch.int64), torch.arange(8).flip(0), torch.ones(8, dtype=torch.bool))

@@ -1224,6 +1224,9 @@ def _check_task4_3_3_lru():
         latest = (t([0, 1, 1]), t([1, 5, 5]), t([2**63 - 1] * 3), t([1.0, 1.0]), 4, t([True, False, True], torch.bool))
         assert_plain_equal(fair_victim_t(*latest), 2, f"fair_victim_t(every step 2**63 - 1, sequence 1 protected) on {device} "
                            "(a masked-out sequence must not win the tie at the largest step)")
+        large = (t([0, 0, 0]), t([1, 1, 1]), t([2**62 + 3, 2**62 + 1, 2**62 + 2]), t([1.0]), 3, t([True, True, True], torch.bool))
+        assert_plain_equal(fair_victim_t(*large), 1, f"fair_victim_t(steps [2**62 + 3, 2**62 + 1, 2**62 + 2]) on {device} "
+                           "(int64 steps compared exactly: float64 cannot tell them apart)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -1236,7 +1239,8 @@ def _check_task4_3_3_lru():
             n_t = 1 if one_tenant else rng.randint(2, 4)
             tenant = [rng.randrange(n_t) for _ in range(n)]
             blocks = [rng.randint(0, 7) for _ in range(n)]
-            steps = [rng.randint(0, 5) for _ in range(n)]
+            base = rng.choice([0, 0, 2**53, 2**62, 2**63 - 6])  # Large steps that float64 rounds together.
+            steps = [base + rng.randint(0, 5) for _ in range(n)]
             evictable = [rng.random() < 0.7 for _ in range(n)]
             # One tenant, or room for everyone: the victim is the LRU of every evictable sequence.
             total = rng.randint(1, 60) if one_tenant else 8 * sum(blocks) + 8

@@ -504,6 +504,7 @@ def _check_task5_2_1_init():
     assert_plain_equal(KVCacheSchedulerSim().capacity_bytes, 1024, "KVCacheSchedulerSim().capacity_bytes (the default)")
     assert_plain_equal(KVCacheSchedulerSim(1).capacity_bytes, 1, "KVCacheSchedulerSim(1).capacity_bytes (the smallest capacity)")
     assert_raises(ValueError, "KVCacheSchedulerSim(0)", KVCacheSchedulerSim, 0)
+    assert_raises(ValueError, "KVCacheSchedulerSim(0.5) (capacity_bytes < 1)", KVCacheSchedulerSim, 0.5)
 
     ### BEGIN HIDDEN TESTS
     for bad in (-3, -1, 0):
@@ -771,7 +772,7 @@ def _check_task5_2_5_touch():
         """touch alone: the two helpers are stand-ins that only record how touch calls them (nothing is evicted)."""
 
         def _evict_until_fit(self, needed):
-            recorded.append(["_evict_until_fit", needed, sorted(self.entries)])
+            recorded.append(["_evict_until_fit", needed, sorted(self.entries), self.current_bytes])
 
         def _refresh_queue(self, prefix):
             entry = self.entries[prefix]
@@ -793,14 +794,18 @@ def _check_task5_2_5_touch():
                 {k: [e.prefix, e.hits, e.last_used, e.bytes] for k, e in sim.entries.items()}]
 
 
-    # A miss that does not fit: _evict_until_fit(40) before the entry exists, _refresh_queue after.
+    # A miss that does not fit: _evict_until_fit(40) before the entry exists and before its bytes are added to
+    # current_bytes, _refresh_queue after. Each call of _evict_until_fit is recorded with the cached prefixes and
+    # current_bytes as they were then.
     sim = bare([CacheEntry(priority=1.3, last_used=0, prefix="old", hits=1, bytes=80)])
     check_type(sim.touch("a", 40), type(None), "touch('a', 40)")
     check_type(sim.entries["a"], CacheEntry, "entries['a'] after touch('a', 40)")
-    assert_plain_equal(state(sim), [1, 120, ["add:a"], [["_evict_until_fit", 40, ["old"]], ["_refresh_queue", "a", 1, 1, 40]],
+    assert_plain_equal(state(sim), [1, 120, ["add:a"], [["_evict_until_fit", 40, ["old"], 80],
+                                                        ["_refresh_queue", "a", 1, 1, 40]],
                                     {"old": ["old", 1, 0, 80], "a": ["a", 1, 1, 40]}],
                        "[time, current_bytes, log, calls, entries] after touch('a', 40) with 'old' (80 bytes) cached "
-                       "(the stand-ins evict nothing)")
+                       "(the stand-ins evict nothing; _evict_until_fit is recorded with the entries and current_bytes "
+                       "it found)")
     # A hit keeps the size, whatever bytes_ says, and does not evict.
     check_type(sim.touch("a", 60), type(None), "touch('a', 60), a hit")
     after = state(sim)
@@ -809,8 +814,9 @@ def _check_task5_2_5_touch():
                        "[time, current_bytes, log, new calls, entries['a']] after touch('a', 60), a hit")
     # Bad input: ValueError before anything changes (a cached prefix with too many bytes too).
     before = state(sim)
-    for args in (("", 5), (7, 5), ("b", 0), ("b", 101), ("a", 101)):
-        assert_raises(ValueError, f"touch{args!r} with capacity 100", sim.touch, *args)
+    for args in (("", 5), (7, 5), ("b", 0), ("b", 101), ("a", 101), ("a", 0), ("a", -5)):
+        assert_raises(ValueError, f"touch{args!r} with capacity 100{' (a cached prefix)' if args[0] == 'a' else ''}",
+                      sim.touch, *args)
         assert_plain_equal(state(sim), before, f"[time, current_bytes, log, calls, entries] after touch{args!r} raised")
     # A prefix of spaces is a non-empty str: accepted.
     sim = bare()
@@ -824,7 +830,7 @@ def _check_task5_2_5_touch():
     # A miss that fits: calling _evict_until_fit is allowed (it would evict nothing), not required.
     sim = bare()
     sim.touch("z", 10)
-    calls = [c for c in recorded if c[0] != "_evict_until_fit" or c != ["_evict_until_fit", 10, []]]
+    calls = [c for c in recorded if c[0] != "_evict_until_fit" or c != ["_evict_until_fit", 10, [], 0]]
     assert_plain_equal([sim.time, sim.current_bytes, sim.log, calls], [1, 10, ["add:z"], [["_refresh_queue", "z", 1, 1, 10]]],
                        "[time, current_bytes, log, calls] after touch('z', 10) on an empty cache", reveal=False)
     sim.touch("z", 100)
@@ -848,7 +854,7 @@ def _check_task5_2_5_touch():
             else:
                 evict_calls = [c for c in recorded if c[0] == "_evict_until_fit"]
                 if used + size > 100:
-                    assert_plain_equal(evict_calls, [["_evict_until_fit", size, sorted(model)]],
+                    assert_plain_equal(evict_calls, [["_evict_until_fit", size, sorted(model), used]],
                                        f"the _evict_until_fit calls of a miss on random case {case}", reveal=False)
                 model[name] = [name, 1, clock, size]
                 used += size
@@ -859,21 +865,6 @@ def _check_task5_2_5_touch():
             assert_plain_equal(sim.log[-1], line, f"the last log line on random case {case}", reveal=False)
         assert_plain_equal([sim.time, sim.current_bytes, state(sim)[4]], [clock, used, model],
                            f"[time, current_bytes, entries] on random case {case}", reveal=False)
-    # A miss calls _evict_until_fit before its bytes are added to current_bytes.
-    seen = []
-
-    class BytesProbe(Probe):
-        def _evict_until_fit(self, needed):
-            seen.append([needed, self.current_bytes, sorted(self.entries)])
-
-    sim = object.__new__(BytesProbe)
-    sim.capacity_bytes, sim.time, sim.log, sim.queue = 100, 0, [], []
-    sim.entries = {"old": CacheEntry(priority=1.3, last_used=0, prefix="old", hits=1, bytes=80)}
-    sim.current_bytes = 80
-    sim.touch("new", 40)
-    assert_plain_equal([seen, sim.current_bytes], [[[40, 80, ["old"]]], 120],
-                       "[[needed, current_bytes, entries] when touch('new', 40) called _evict_until_fit, current_bytes "
-                       "after it] with 'old' (80 bytes) cached (the new bytes are added after the call)", reveal=False)
     ### END HIDDEN TESTS
 
 
@@ -888,9 +879,12 @@ def _check_task5_2_6_schedule():
 
 
     class Probe(KVCacheSchedulerSim):
-        """schedule alone: touch is a stand-in that logs what it was given."""
+        """schedule alone: touch is a stand-in that logs what it was given and raises ValueError for 'bad' (one
+        stand-in for every case, so that it tells schedule nothing about which case runs)."""
 
         def touch(self, prefix, bytes_):
+            if prefix == "bad":
+                raise ValueError("touch: a bad request")
             self.log.append(f"touch:{prefix}:{bytes_}")
 
 
@@ -907,16 +901,7 @@ def _check_task5_2_6_schedule():
 
 
     # touch's errors reach the caller of schedule.
-    class Raising(KVCacheSchedulerSim):
-        """schedule alone: touch is a stand-in that logs what it was given and raises ValueError for 'bad'."""
-
-        def touch(self, prefix, bytes_):
-            if prefix == "bad":
-                raise ValueError("touch: a bad request")
-            self.log.append(f"touch:{prefix}:{bytes_}")
-
-
-    sim = object.__new__(Raising)
+    sim = object.__new__(Probe)
     sim.log = []
     assert_raises(ValueError, "schedule([('x', 1), ('bad', 2), ('y', 3)]) when touch('bad', 2) raises ValueError (do not "
                   "catch it)", sim.schedule, [("x", 1), ("bad", 2), ("y", 3)])
@@ -1361,10 +1346,24 @@ def _check_task5_3_1_init():
                   "TensorKVCacheScheduler(64, 4, device='meta')")
     assert_plain_equal(TensorKVCacheScheduler(64, 4, rescore=True).rescore, True, "TensorKVCacheScheduler(64, 4, rescore=True).rescore")
     assert_raises(ValueError, "TensorKVCacheScheduler(0, 4)", TensorKVCacheScheduler, 0, 4)
+    assert_raises(ValueError, "TensorKVCacheScheduler(0.5, 4) (capacity_bytes < 1)", TensorKVCacheScheduler, 0.5, 4)
     assert_raises(ValueError, "TensorKVCacheScheduler(64, 0)", TensorKVCacheScheduler, 64, 0)
     one = TensorKVCacheScheduler(1, 1, device="cpu")
     check_tensors(one, 1, torch.device("cpu"), "TensorKVCacheScheduler(1, 1, device='cpu')")
     check_type(one.device, torch.device, "TensorKVCacheScheduler(1, 1, device='cpu').device (a str device becomes a torch.device)")
+    # Every scheduler has tensors, a log and tables of its own: a write into one of its int64 tensors changes no other.
+    first, second = TensorKVCacheScheduler(128, 4), TensorKVCacheScheduler(128, 4)
+    assert first.log is not second.log and first.slots is not second.slots and first.prefix_of is not second.prefix_of, (
+        "two TensorKVCacheScheduler objects share their log, slots or prefix_of: each needs its own")
+    for name, _ in DTYPES[:3]:
+        getattr(first, name).fill_(7)
+        for sched, other in ((first, "hits"), (first, "bytes"), (first, "last_used"), (second, "hits"),
+                             (second, "bytes"), (second, "last_used")):
+            if (sched, other) != (first, name):
+                assert_plain_equal(getattr(sched, other).tolist(), [0] * 4,
+                                   f"{'the same' if sched is first else 'another'} scheduler's {other} after "
+                                   f"{name}.fill_(7) (each tensor is its own memory)")
+        getattr(first, name).zero_()
 
     ### BEGIN HIDDEN TESTS
     for args in ((-1, 4), (64, -2), (0, 0)):
@@ -1613,8 +1612,9 @@ def _check_task5_3_4_touch():
         before = state(s)
         assert_raises(RuntimeError, f"touch('e', 1) with all 3 slots live and room for 1 byte on {device}", s.touch, "e", 1)
         assert_plain_equal(state(s), before, f"the state after that RuntimeError on {device} (nothing may change)")
-        for args in (("", 5), (3, 5), ("x", 0), ("x", 101), ("d", 101)):
-            assert_raises(ValueError, f"touch{args!r} on {device}", s.touch, *args)
+        for args in (("", 5), (3, 5), ("x", 0), ("x", 101), ("d", 101), ("d", 0), ("d", -5)):
+            assert_raises(ValueError, f"touch{args!r} on {device}{' (a cached prefix)' if args[0] == 'd' else ''}",
+                          s.touch, *args)
             assert_plain_equal(state(s), before, f"the state after touch{args!r} raised on {device}")
         s.touch("d", 5)
         assert_plain_equal([s.log[-1], row(s, "d")[:4]], ["reuse:d", ["d", 2, 10, 6]],

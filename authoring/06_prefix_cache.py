@@ -292,6 +292,12 @@ def _check_task6_1_1_checks():
                   block_hashes, [1, 2, 3.0], 2)
     assert_raises(TypeError, "block_hashes([numpy.int64(3), 4], 2) (a numpy integer is not exactly an int)", block_hashes,
                   [np.int64(3), 4], 2)
+
+    class TokenId(int):
+        """An int subclass: not exactly an int."""
+
+    assert_raises(TypeError, "block_hashes([TokenId(3), 4], 2) (an instance of a subclass of int is not exactly an int)",
+                  block_hashes, [TokenId(3), 4], 2)
     assert_raises(TypeError, "block_hashes([1, 2], 2.0)", block_hashes, [1, 2], 2.0)
     assert_raises(TypeError, "block_hashes([1, 2], 2, salt=0.5)", block_hashes, [1, 2], 2, salt=0.5)
     check_type(block_hashes([1, 2, 3], 2, salt=-5), list, "block_hashes([1, 2, 3], 2, salt=-5) (valid arguments)")
@@ -1608,7 +1614,8 @@ _check_task6_2_7_evict()
 # model runs once, on the tokens not reused, after their cached K/V (TODO 6.3.2, 3) · **6.3.3** the cache's
 # protocol: match, pin, get_kv, insert, unpin in this order, nothing left pinned even when the model or `insert`
 # raises (TODO 6.3.2, 2). The tests give `serve` a small cache of their own that keeps `PrefixCache`'s contract and
-# records every call, so a slip in Task 6.2 does not cost points here.
+# records every call, so a slip in Task 6.2 does not cost points here; its methods take the hashes as a list or a
+# tuple (`block_hashes` returns a list, and a slice of it is one).
 #
 # ## 任务 6.3：serve（8 分）
 #
@@ -1622,7 +1629,7 @@ _check_task6_2_7_evict()
 #
 # 返回 `(logits, counts)`：被计算位置的 logits，形状 `[tokens_computed, vocab_size]`，以及 `{"tokens_reused": int, "tokens_computed": int}`。被复用的位置没有 logits：模型根本没有运行它们，这正是节省所在；服务器只需要最后一个位置的 logits 来选择下一个 token。`tokens` 为空时抛出 `ValueError`。模型是 `course.model.TinyDecoder`：`model(tokens, past_kv=None)` 返回 `(logits, kv)`，`kv` 是每层一个 `(k_cache, v_cache)` 的列表，每个张量的形状为 `[num_tokens, num_heads, head_dim]`；新 token 从位置 `len(past)` 开始继续编号。
 #
-# 分部分计分：**6.3.1** 复用哪些块，以及计数（TODO 6.3.1，3 分）· **6.3.2** logits：模型只运行一次，在已缓存的 K/V 之后只处理未复用的 token（TODO 6.3.2，3 分）· **6.3.3** 与缓存交互的规程：按 match、pin、get_kv、insert、unpin 的顺序调用，即使模型或 `insert` 抛出异常也不留下被固定的块（TODO 6.3.2，2 分）。测试给 `serve` 传入测试自带的一个小缓存，它遵守 `PrefixCache` 的契约并记录每次调用，因此任务 6.2 中的失误不会在这里扣分。
+# 分部分计分：**6.3.1** 复用哪些块，以及计数（TODO 6.3.1，3 分）· **6.3.2** logits：模型只运行一次，在已缓存的 K/V 之后只处理未复用的 token（TODO 6.3.2，3 分）· **6.3.3** 与缓存交互的规程：按 match、pin、get_kv、insert、unpin 的顺序调用，即使模型或 `insert` 抛出异常也不留下被固定的块（TODO 6.3.2，2 分）。测试给 `serve` 传入测试自带的一个小缓存，它遵守 `PrefixCache` 的契约并记录每次调用，因此任务 6.2 中的失误不会在这里扣分；它的方法接受以列表或元组形式传入的哈希（`block_hashes` 返回列表，列表的切片也是列表）。
 
 # %% nbgrader={"grade": false, "grade_id": "task6_3_serve", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def serve(model, cache, tokens):
@@ -1690,7 +1697,7 @@ def _check_task6_3_1_counts():
     from course.checks import assert_plain_equal, assert_raises, check_type
     from course.model import TinyDecoder
 
-    # BEGIN SHARED full_block_hashes, ToyCache (authoring/shared/06_prefix_cache.py)
+    # BEGIN SHARED full_block_hashes, ToyCache, CountingDecoder (authoring/shared/06_prefix_cache.py)
     def full_block_hashes(block_hashes, tokens, block_size):
         """``block_hashes(tokens, block_size)`` as a list: Task 6.1's answer, which ``serve`` calls too, so that a check
         of serve's calls does not hang on 6.1's hash values (nor on 6.1's slips, such as a hash of the partial last
@@ -1715,7 +1722,16 @@ def _check_task6_3_1_counts():
             self._kv, self._refs, self._log = {}, {}, []
             self._fail_insert = False
 
+        @staticmethod
+        def _read(hashes, method):
+            """The hashes of a call, read once (what the cache records is what it works on): a list or a tuple."""
+            if type(hashes) not in (list, tuple):
+                raise TypeError(f"the test's cache: {method} takes the hashes as a list or a tuple, as block_hashes returns "
+                                f"them; got {type(hashes).__name__}")
+            return list(hashes)
+
         def match(self, hashes):
+            hashes = self._read(hashes, "match")
             self._log.append(("match", list(hashes)))
             count = 0
             while count < len(hashes) and hashes[count] in self._kv:
@@ -1723,6 +1739,7 @@ def _check_task6_3_1_counts():
             return count
 
         def pin(self, hashes):
+            hashes = self._read(hashes, "pin")
             self._log.append(("pin", list(hashes)))
             if any(h not in self._kv for h in hashes):
                 raise KeyError("pin of a block that is not cached")
@@ -1730,13 +1747,15 @@ def _check_task6_3_1_counts():
                 self._refs[h] = self._refs.get(h, 0) + 1
 
         def unpin(self, hashes):
+            hashes = self._read(hashes, "unpin")
             self._log.append(("unpin", list(hashes)))
-            if any(self._refs.get(h, 0) < list(hashes).count(h) for h in hashes):
+            if any(self._refs.get(h, 0) < hashes.count(h) for h in hashes):
                 raise ValueError("unpin of a block that is not pinned")
             for h in hashes:
                 self._refs[h] -= 1
 
         def get_kv(self, hashes):
+            hashes = self._read(hashes, "get_kv")
             self._log.append(("get_kv", list(hashes)))
             if any(self._refs.get(h, 0) < 1 for h in hashes):
                 raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
@@ -1746,6 +1765,7 @@ def _check_task6_3_1_counts():
                     for layer in range(len(self._kv[hashes[0]]))]
 
         def insert(self, hashes, kv):
+            hashes, kv = self._read(hashes, "insert"), [tuple(layer) for layer in kv]
             self._log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
             if self._fail_insert:
                 raise RuntimeError("insert failed (the test's cache raises on purpose)")
@@ -1764,9 +1784,24 @@ def _check_task6_3_1_counts():
 
         def pinned(self):
             return sorted(h for h, count in self._refs.items() if count)
+
+    class CountingDecoder(TinyDecoder):
+        """A TinyDecoder that records every call as (new tokens, past tokens); every test of serve gives serve one, so
+        that the model's class tells serve nothing about which test runs."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._calls = []  # Private: the student's code, which gets the model, cannot rewrite the record.
+            self._dtypes = []  # The dtype of the tokens of each call, as a string.
+
+        def forward(self, tokens, past_kv=None, **options):
+            # TinyDecoder's keyword arguments (position, return_attention) pass through, as the text's model takes them.
+            self._calls.append((len(tokens), 0 if past_kv is None else int(past_kv[0][0].shape[0])))
+            self._dtypes.append(str(tokens.dtype) if isinstance(tokens, torch.Tensor) else type(tokens).__name__)
+            return super().forward(tokens, past_kv, **options)
     # END SHARED
 
-    model = TinyDecoder(vocab_size=64, num_layers=2, num_heads=2, head_dim=8, seed=0)
+    model = CountingDecoder(vocab_size=64, num_layers=2, num_heads=2, head_dim=8, seed=0)
     cache = ToyCache(block_size=4)
     first = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7]
     second = first[:8] + [32, 38, 46, 2]
@@ -1830,7 +1865,7 @@ def _check_task6_3_2_logits():
     from course.env import available_devices
     from course.model import TinyDecoder
 
-    # BEGIN SHARED full_block_hashes, ToyCache (authoring/shared/06_prefix_cache.py)
+    # BEGIN SHARED full_block_hashes, ToyCache, CountingDecoder (authoring/shared/06_prefix_cache.py)
     def full_block_hashes(block_hashes, tokens, block_size):
         """``block_hashes(tokens, block_size)`` as a list: Task 6.1's answer, which ``serve`` calls too, so that a check
         of serve's calls does not hang on 6.1's hash values (nor on 6.1's slips, such as a hash of the partial last
@@ -1855,7 +1890,16 @@ def _check_task6_3_2_logits():
             self._kv, self._refs, self._log = {}, {}, []
             self._fail_insert = False
 
+        @staticmethod
+        def _read(hashes, method):
+            """The hashes of a call, read once (what the cache records is what it works on): a list or a tuple."""
+            if type(hashes) not in (list, tuple):
+                raise TypeError(f"the test's cache: {method} takes the hashes as a list or a tuple, as block_hashes returns "
+                                f"them; got {type(hashes).__name__}")
+            return list(hashes)
+
         def match(self, hashes):
+            hashes = self._read(hashes, "match")
             self._log.append(("match", list(hashes)))
             count = 0
             while count < len(hashes) and hashes[count] in self._kv:
@@ -1863,6 +1907,7 @@ def _check_task6_3_2_logits():
             return count
 
         def pin(self, hashes):
+            hashes = self._read(hashes, "pin")
             self._log.append(("pin", list(hashes)))
             if any(h not in self._kv for h in hashes):
                 raise KeyError("pin of a block that is not cached")
@@ -1870,13 +1915,15 @@ def _check_task6_3_2_logits():
                 self._refs[h] = self._refs.get(h, 0) + 1
 
         def unpin(self, hashes):
+            hashes = self._read(hashes, "unpin")
             self._log.append(("unpin", list(hashes)))
-            if any(self._refs.get(h, 0) < list(hashes).count(h) for h in hashes):
+            if any(self._refs.get(h, 0) < hashes.count(h) for h in hashes):
                 raise ValueError("unpin of a block that is not pinned")
             for h in hashes:
                 self._refs[h] -= 1
 
         def get_kv(self, hashes):
+            hashes = self._read(hashes, "get_kv")
             self._log.append(("get_kv", list(hashes)))
             if any(self._refs.get(h, 0) < 1 for h in hashes):
                 raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
@@ -1886,6 +1933,7 @@ def _check_task6_3_2_logits():
                     for layer in range(len(self._kv[hashes[0]]))]
 
         def insert(self, hashes, kv):
+            hashes, kv = self._read(hashes, "insert"), [tuple(layer) for layer in kv]
             self._log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
             if self._fail_insert:
                 raise RuntimeError("insert failed (the test's cache raises on purpose)")
@@ -1904,20 +1952,22 @@ def _check_task6_3_2_logits():
 
         def pinned(self):
             return sorted(h for h, count in self._refs.items() if count)
-    # END SHARED
 
     class CountingDecoder(TinyDecoder):
-        """A TinyDecoder that records every call as (new tokens, past tokens)."""
+        """A TinyDecoder that records every call as (new tokens, past tokens); every test of serve gives serve one, so
+        that the model's class tells serve nothing about which test runs."""
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self._calls = []  # Private: the student's code, which gets the model, cannot rewrite the record.
             self._dtypes = []  # The dtype of the tokens of each call, as a string.
 
-        def forward(self, tokens, past_kv=None):
+        def forward(self, tokens, past_kv=None, **options):
+            # TinyDecoder's keyword arguments (position, return_attention) pass through, as the text's model takes them.
             self._calls.append((len(tokens), 0 if past_kv is None else int(past_kv[0][0].shape[0])))
             self._dtypes.append(str(tokens.dtype) if isinstance(tokens, torch.Tensor) else type(tokens).__name__)
-            return super().forward(tokens, past_kv)
+            return super().forward(tokens, past_kv, **options)
+    # END SHARED
 
     first = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7]
     second = first[:8] + [32, 38, 46, 2]
@@ -2015,7 +2065,7 @@ def _check_task6_3_3_protocol():
     from course.checks import assert_plain_equal, assert_raises
     from course.model import TinyDecoder
 
-    # BEGIN SHARED full_block_hashes, ToyCache (authoring/shared/06_prefix_cache.py)
+    # BEGIN SHARED full_block_hashes, ToyCache, CountingDecoder (authoring/shared/06_prefix_cache.py)
     def full_block_hashes(block_hashes, tokens, block_size):
         """``block_hashes(tokens, block_size)`` as a list: Task 6.1's answer, which ``serve`` calls too, so that a check
         of serve's calls does not hang on 6.1's hash values (nor on 6.1's slips, such as a hash of the partial last
@@ -2040,7 +2090,16 @@ def _check_task6_3_3_protocol():
             self._kv, self._refs, self._log = {}, {}, []
             self._fail_insert = False
 
+        @staticmethod
+        def _read(hashes, method):
+            """The hashes of a call, read once (what the cache records is what it works on): a list or a tuple."""
+            if type(hashes) not in (list, tuple):
+                raise TypeError(f"the test's cache: {method} takes the hashes as a list or a tuple, as block_hashes returns "
+                                f"them; got {type(hashes).__name__}")
+            return list(hashes)
+
         def match(self, hashes):
+            hashes = self._read(hashes, "match")
             self._log.append(("match", list(hashes)))
             count = 0
             while count < len(hashes) and hashes[count] in self._kv:
@@ -2048,6 +2107,7 @@ def _check_task6_3_3_protocol():
             return count
 
         def pin(self, hashes):
+            hashes = self._read(hashes, "pin")
             self._log.append(("pin", list(hashes)))
             if any(h not in self._kv for h in hashes):
                 raise KeyError("pin of a block that is not cached")
@@ -2055,13 +2115,15 @@ def _check_task6_3_3_protocol():
                 self._refs[h] = self._refs.get(h, 0) + 1
 
         def unpin(self, hashes):
+            hashes = self._read(hashes, "unpin")
             self._log.append(("unpin", list(hashes)))
-            if any(self._refs.get(h, 0) < list(hashes).count(h) for h in hashes):
+            if any(self._refs.get(h, 0) < hashes.count(h) for h in hashes):
                 raise ValueError("unpin of a block that is not pinned")
             for h in hashes:
                 self._refs[h] -= 1
 
         def get_kv(self, hashes):
+            hashes = self._read(hashes, "get_kv")
             self._log.append(("get_kv", list(hashes)))
             if any(self._refs.get(h, 0) < 1 for h in hashes):
                 raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
@@ -2071,6 +2133,7 @@ def _check_task6_3_3_protocol():
                     for layer in range(len(self._kv[hashes[0]]))]
 
         def insert(self, hashes, kv):
+            hashes, kv = self._read(hashes, "insert"), [tuple(layer) for layer in kv]
             self._log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
             if self._fail_insert:
                 raise RuntimeError("insert failed (the test's cache raises on purpose)")
@@ -2089,9 +2152,24 @@ def _check_task6_3_3_protocol():
 
         def pinned(self):
             return sorted(h for h, count in self._refs.items() if count)
+
+    class CountingDecoder(TinyDecoder):
+        """A TinyDecoder that records every call as (new tokens, past tokens); every test of serve gives serve one, so
+        that the model's class tells serve nothing about which test runs."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._calls = []  # Private: the student's code, which gets the model, cannot rewrite the record.
+            self._dtypes = []  # The dtype of the tokens of each call, as a string.
+
+        def forward(self, tokens, past_kv=None, **options):
+            # TinyDecoder's keyword arguments (position, return_attention) pass through, as the text's model takes them.
+            self._calls.append((len(tokens), 0 if past_kv is None else int(past_kv[0][0].shape[0])))
+            self._dtypes.append(str(tokens.dtype) if isinstance(tokens, torch.Tensor) else type(tokens).__name__)
+            return super().forward(tokens, past_kv, **options)
     # END SHARED
 
-    model = TinyDecoder(vocab_size=64, num_layers=2, num_heads=2, head_dim=8, seed=0)
+    model = CountingDecoder(vocab_size=64, num_layers=2, num_heads=2, head_dim=8, seed=0)
     cache = ToyCache(block_size=4)
     first = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7]
     second = first[:8] + [32, 38, 46, 2]
@@ -2276,10 +2354,10 @@ class TimedDecoder(TinyDecoder):
         super().__init__(*args, **kwargs)
         self.seconds = 0.0
 
-    def forward(self, tokens, past_kv=None):
+    def forward(self, tokens, past_kv=None, **options):
         synchronize()
         started = model_clock()
-        result = super().forward(tokens, past_kv)
+        result = super().forward(tokens, past_kv, **options)
         synchronize()
         self.seconds += model_clock() - started
         return result

@@ -151,7 +151,9 @@ print(setup_summary(DEVICE, SEED))
 # Errors: `TypeError` when `query`, `keys` or `values` is not a floating-point `torch.Tensor` or `keep` not a `bool`
 # tensor (a list, or an integer tensor, is not converted); `ValueError` when the shapes disagree (shapes that would
 # broadcast, such as a leading dimension of 1 against 3, disagree too), when `query`, `keys` and `values` have
-# different dtypes, when the tensors are on different devices, or when some row of `keep` keeps no position. Traps:
+# different dtypes, when the tensors are on different devices, or when some row of `keep` keeps no position. The
+# `TypeError` checks come first: `int64` keys with a `float32` query are a `TypeError`, although their dtypes differ
+# too. Traps:
 # multiplying the probabilities by the mask after the softmax leaves rows that no longer sum to 1; a row with nothing
 # kept gives `NaN` (0/0) unless you refuse it; scores of large magnitude overflow an `exp` without the maximum subtracted
 # (`torch.softmax` subtracts it); a large finite negative such as `-1e9` in place of `-inf` is not "exactly 0" when the
@@ -166,7 +168,7 @@ print(setup_summary(DEVICE, SEED))
 #
 # `attend_kept(query, keys, values, keep)` 在带批次维的张量上计算注意力 $p_j = m_j e^{q \cdot k_j/\sqrt{d}} / \sum_i m_i e^{q \cdot k_i/\sqrt{d}}$、$o = \sum_j p_j v_j$（$d$ 即 `head_dim`）。`query` 是浮点张量 `[..., num_queries, head_dim]`；`keys` 和 `values` 是浮点张量 `[..., num_tokens, head_dim]`，它们的前导维度（例如批次和注意力头）和 `head_dim` 都与 `query` 完全相同；`keep` 是 `bool` 张量 `[..., num_tokens]`，形状恰好等于 `keys` 的形状去掉最后一维。每个查询都能看到所有被保留的位置（缓存中的位置都在查询之前，不需要因果掩码）。返回二元组 `(output, probabilities)`：`output` 的形状为 `[..., num_queries, head_dim]`，`probabilities` 的形状为 `[..., num_queries, num_tokens]`，两者的数据类型和设备都与 `query` 相同；`probabilities` 的每一行在被保留的位置上之和为 1，在被驱逐的位置上**严格为 0**。分数要乘以 $1/\sqrt{\text{head\_dim}}$。任何浮点数据类型都可以（`float16`、`bfloat16`、`float32`、`float64`），但 `query`、`keys` 和 `values` 的数据类型必须相同。不修改任何参数。不允许对 token 写 Python 循环（测试会统计 torch 操作的次数）。
 #
-# 错误：`query`、`keys` 或 `values` 不是浮点 `torch.Tensor`，或 `keep` 不是 `bool` 张量时，抛出 `TypeError`（列表和整数张量都不会被转换）；形状不一致（能够广播的形状也算不一致，例如前导维度 1 对 3）、`query`、`keys` 和 `values` 的数据类型不同、张量不在同一个设备上，或 `keep` 的某一行一个位置都没有保留时，抛出 `ValueError`。陷阱：softmax 之后再乘以掩码，各行之和就不再是 1；一行什么都没保留时会得到 `NaN`（0/0），除非你拒绝这种输入；分数很大时，不减去最大值的 `exp` 会溢出（`torch.softmax` 会减去最大值）；用 `-1e9` 这样很大的有限负数代替 `-inf` 时，如果被保留的分数本身就接近 `-1e30`（测试会传入这样的分数），被驱逐位置的概率就不是“严格为 0”，何况 `-1e9` 根本放不进 `float16`。测试比较结果时，float32 的容差约为 `1e-5`，float16 约为 `1e-2`，bfloat16 约为 `5e-2`，float64 约为 `1e-10`；在没有 GPU 的机器上，测试用 meta 设备（只有形状、没有数据）充当“另一个设备”（`keep` 也是如此），所以要先检查设备，再读取 `keep` 的值。
+# 错误：`query`、`keys` 或 `values` 不是浮点 `torch.Tensor`，或 `keep` 不是 `bool` 张量时，抛出 `TypeError`（列表和整数张量都不会被转换）；形状不一致（能够广播的形状也算不一致，例如前导维度 1 对 3）、`query`、`keys` 和 `values` 的数据类型不同、张量不在同一个设备上，或 `keep` 的某一行一个位置都没有保留时，抛出 `ValueError`。先做 `TypeError` 的检查：`int64` 的键配上 `float32` 的查询是 `TypeError`，尽管它们的数据类型也不同。陷阱：softmax 之后再乘以掩码，各行之和就不再是 1；一行什么都没保留时会得到 `NaN`（0/0），除非你拒绝这种输入；分数很大时，不减去最大值的 `exp` 会溢出（`torch.softmax` 会减去最大值）；用 `-1e9` 这样很大的有限负数代替 `-inf` 时，如果被保留的分数本身就接近 `-1e30`（测试会传入这样的分数），被驱逐位置的概率就不是“严格为 0”，何况 `-1e9` 根本放不进 `float16`。测试比较结果时，float32 的容差约为 `1e-5`，float16 约为 `1e-2`，bfloat16 约为 `5e-2`，float64 约为 `1e-10`；在没有 GPU 的机器上，测试用 meta 设备（只有形状、没有数据）充当“另一个设备”（`keep` 也是如此），所以要先检查设备，再读取 `keep` 的值。
 #
 # 分部分计分：7.1.1 注意力（3 分）· 7.1.2 错误输入（1 分）。
 
@@ -379,6 +381,8 @@ def _check_task7_1_2_bad_input():
     assert_raises(TypeError, "attend_kept with an int64 keep mask", attend_kept, q, k, v, keep.long())
     assert_raises(TypeError, "attend_kept with int64 keys", attend_kept, q, k.long(), v, keep)
     assert_raises(TypeError, "attend_kept with a list as query", attend_kept, [[0.0] * 4] * 2, k, v, keep)
+    assert_raises(TypeError, "attend_kept with a list as keys", attend_kept, q, k.tolist(), v, keep)
+    assert_raises(TypeError, "attend_kept with a NumPy array as values", attend_kept, q, k, v.numpy(), keep)
     assert_raises(TypeError, "attend_kept with a list as keep", attend_kept, q, k, v, [True, True, False])
     assert_raises(ValueError, "attend_kept with a keep mask of 2 positions for 3 keys", attend_kept, q, k, v, keep[:2])
     assert_raises(ValueError, "attend_kept with head_dim 4 in query and 3 in keys", attend_kept, q, k[:, :3],
@@ -1732,59 +1736,6 @@ def _check_task7_6_4_bad_input():
     from course.checks import assert_accepts, assert_raises
     from course.model import TinyDecoder
 
-    model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary")
-    tokens = torch.randint(0, 23, (2, 6), generator=torch.Generator().manual_seed(76))
-
-    def window(scores, budget):
-        return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget).expand(scores.shape)
-
-    def too_many(scores, budget):
-        return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget - 1).expand(scores.shape)
-
-    def as_int(scores, budget):
-        return window(scores, budget).long()
-
-    def one_row(scores, budget):
-        return torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget
-
-    def per_head(scores, budget):
-        return window(scores, budget)[0]
-
-    def per_head_fresh(scores, budget):
-        return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget).repeat(scores.shape[1], 1)
-
-    def uneven(scores, budget):
-        keep = window(scores, budget).clone()
-        keep[0, 0, scores.shape[-1] - budget - 1] = True  # One slot more in the first row ...
-        keep[-1, -1, -1] = False  # ... and one fewer in the last: as many True in all as budget per row would give.
-        return keep
-
-    for args, error, what in [((tokens, 0, window), ValueError, "budget 0"),
-                              ((tokens, -3, window), ValueError, "budget -3"),
-                              ((tokens, True, window), TypeError, "budget True"),
-                              ((tokens, 2.0, window), TypeError, "budget 2.0"),
-                              ((tokens, numpy.int64(3), window), TypeError, "budget numpy.int64(3)"),
-                              ((tokens[0], 3, window), ValueError, "1-D tokens"),
-                              ((tokens[:, :0], 3, window), ValueError, "tokens [2, 0] (no token)"),
-                              ((tokens.float(), 3, window), TypeError, "float tokens"),
-                              ((tokens, 3, "window"), TypeError, "a keep_fn that is a string"),
-                              ((tokens, 10, "window"), TypeError, "a keep_fn that is a string, budget 10 (no eviction)"),
-                              ((tokens, 3, too_many), ValueError, "a keep_fn that keeps budget + 1 slots"),
-                              ((tokens, 3, uneven), ValueError,
-                               "a keep_fn that keeps budget + 1 slots in one row and budget - 1 in another"),
-                              ((tokens, 3, as_int), ValueError, "a keep_fn that returns an int64 mask"),
-                              ((tokens, 3, one_row), ValueError, "a keep_fn that returns one row for every head"),
-                              ((tokens, 3, per_head), ValueError,
-                               "a keep_fn that returns a [num_heads, num_slots] mask for a batch of 2"),
-                              ((tokens[:1], 3, per_head_fresh), ValueError,
-                               "a keep_fn that returns a [num_heads, num_slots] mask for a batch of 1 (as many entries "
-                               "as the scores, not their shape)")]:
-        assert_raises(error, f"decode_with_eviction with {what}", decode_with_eviction, model, *args)
-    # Valid input is not refused: with eviction (budget 3 of 6 steps) and without (budget 10).
-    for budget in (3, 10):
-        assert_accepts(f"decode_with_eviction(model, tokens [2, 6], {budget}, window)", decode_with_eviction, model,
-                       tokens, budget, window)
-    # The arguments are checked before the first step: tokens [0, 5] (no sequence) is refused before the model runs.
     calls = []
 
     class Recording(TinyDecoder):
@@ -1796,37 +1747,94 @@ def _check_task7_6_4_bad_input():
 
         forward.__doc__ = TinyDecoder.forward.__doc__
 
-    recording = Recording(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary")
-    for empty, budget in ((tokens[:0, :5], 3), (tokens[:0], 10)):
+    class KeepFn:
+        """Every keep_fn of this test, valid or not, is one of these, told apart only by a private kind: nothing the
+        student's code can read says which mask it returns."""
+
+        def __init__(self, kind):
+            self._kind = kind
+
+        def __call__(self, scores, budget):
+            window = (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget).expand(scores.shape)
+            kind = self._kind
+            if kind == "too_many":
+                return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget - 1).expand(scores.shape)
+            if kind == "too_few":
+                return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget + 1).expand(scores.shape)
+            if kind == "as_int":
+                return window.long()
+            if kind == "as_list":
+                return window.tolist()
+            if kind == "one_row":
+                return window[0, 0]
+            if kind == "per_head":
+                return window[0]
+            if kind == "per_head_fresh":
+                return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget).repeat(scores.shape[1], 1)
+            if kind == "batch_of_one":
+                return window[:1]
+            if kind == "uneven":
+                keep = window.clone()
+                keep[0, 0, scores.shape[-1] - budget - 1] = True  # One slot more in the first row ...
+                keep[-1, -1, -1] = False  # ... and one fewer in the last: as many True in all as budget per row gives.
+                return keep
+            return window
+
+    # One model for every case: it records each forward call, so the cases whose arguments are refused can check
+    # that the model never ran (the checks come before the first step).
+    model = Recording(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary")
+    tokens = torch.randint(0, 23, (2, 6), generator=torch.Generator().manual_seed(76))
+    window = KeepFn("window")
+
+    def refused(error, what, args, before_first_step):
         calls.clear()
-        assert_raises(ValueError, f"decode_with_eviction with tokens {list(empty.shape)} (no sequence: no token), "
-                      f"budget {budget}", decode_with_eviction, recording, empty, budget, window)
-        assert not calls, (f"decode_with_eviction with tokens {list(empty.shape)} (no sequence) ran the model before "
-                           "it refused them (check the arguments before the first step)")
+        assert_raises(error, f"decode_with_eviction with {what}", decode_with_eviction, model, *args)
+        assert not (before_first_step and calls), (f"decode_with_eviction with {what} ran the model before it refused "
+                                                   "them (check the arguments before the first step)")
+
+    for args, error, what in [((tokens, 0, window), ValueError, "budget 0"),
+                              ((tokens, -3, window), ValueError, "budget -3"),
+                              ((tokens, True, window), TypeError, "budget True"),
+                              ((tokens, 2.0, window), TypeError, "budget 2.0"),
+                              ((tokens, numpy.int64(3), window), TypeError, "budget numpy.int64(3)"),
+                              ((tokens[0], 3, window), ValueError, "1-D tokens"),
+                              ((tokens[:, :0], 3, window), ValueError, "tokens [2, 0] (no token)"),
+                              ((tokens[:0, :5], 3, window), ValueError, "tokens [0, 5] (no sequence: no token)"),
+                              ((tokens[:0], 10, window), ValueError, "tokens [0, 6] (no sequence), budget 10"),
+                              ((tokens.float(), 3, window), TypeError, "float tokens"),
+                              ((tokens, 3, "window"), TypeError, "a keep_fn that is a string"),
+                              ((tokens, 10, "window"), TypeError, "a keep_fn that is a string, budget 10 (no eviction)")]:
+        refused(error, what, args, before_first_step=True)
+    # A mask is only seen once the cache is full: these run the model first.
+    for args, what in [((tokens, 3, KeepFn("too_many")), "a keep_fn that keeps budget + 1 slots"),
+                       ((tokens, 3, KeepFn("uneven")),
+                        "a keep_fn that keeps budget + 1 slots in one row and budget - 1 in another"),
+                       ((tokens, 3, KeepFn("as_int")), "a keep_fn that returns an int64 mask"),
+                       ((tokens, 3, KeepFn("one_row")), "a keep_fn that returns one row for every head"),
+                       ((tokens, 3, KeepFn("per_head")), "a keep_fn that returns a [num_heads, num_slots] mask for a "
+                                                         "batch of 2"),
+                       ((tokens[:1], 3, KeepFn("per_head_fresh")),
+                        "a keep_fn that returns a [num_heads, num_slots] mask for a batch of 1 (as many entries as the "
+                        "scores, not their shape)")]:
+        refused(ValueError, what, args, before_first_step=False)
+    # Valid input is not refused: with eviction (budget 3 of 6 steps) and without (budget 10).
+    for budget in (3, 10):
+        assert_accepts(f"decode_with_eviction(model, tokens [2, 6], {budget}, window)", decode_with_eviction, model,
+                       tokens, budget, window)
 
     ### BEGIN HIDDEN TESTS
-    def _too_few(scores, budget):
-        return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget + 1).expand(scores.shape)
-
-    def _as_list(scores, budget):
-        return window(scores, budget).tolist()
-
-    assert_raises(ValueError, "a keep_fn that keeps budget - 1 slots", decode_with_eviction, model, tokens, 3, _too_few)
-    assert_raises(ValueError, "a keep_fn that returns a list", decode_with_eviction, model, tokens, 3, _as_list)
-    assert_raises(TypeError, "tokens as a list", decode_with_eviction, model, tokens.tolist(), 3, window)
-    assert_raises(TypeError, "bool tokens", decode_with_eviction, model, tokens > 5, 3, window)
-    assert_raises(TypeError, "keep_fn None", decode_with_eviction, model, tokens, 3, None)
-    assert_raises(ValueError, "3-D tokens", decode_with_eviction, model, tokens[None], 3, window)
-    assert_raises(ValueError, "tokens [0, 6] (no sequence)", decode_with_eviction, model, tokens[:0], 3, window)
-    assert_raises(TypeError, "keep_fn None, budget 6 (no eviction)", decode_with_eviction, model, tokens, 6, None)
-    assert_raises(TypeError, "budget numpy.int32(8), no eviction", decode_with_eviction, model, tokens, numpy.int32(8),
-                  window)
-
-    def _batch_of_one(scores, budget):
-        return window(scores, budget)[:1]
-
-    assert_raises(ValueError, "a keep_fn that returns a [1, num_heads, num_slots] mask for a batch of 2",
-                  decode_with_eviction, model, tokens, 3, _batch_of_one)
+    refused(ValueError, "a keep_fn that keeps budget - 1 slots", (tokens, 3, KeepFn("too_few")), False)
+    refused(ValueError, "a keep_fn that returns a list", (tokens, 3, KeepFn("as_list")), False)
+    refused(ValueError, "a keep_fn that returns a [1, num_heads, num_slots] mask for a batch of 2",
+            (tokens, 3, KeepFn("batch_of_one")), False)
+    for args, error, what in [((tokens.tolist(), 3, window), TypeError, "tokens as a list"),
+                              ((tokens > 5, 3, window), TypeError, "bool tokens"),
+                              ((tokens, 3, None), TypeError, "keep_fn None"),
+                              ((tokens[None], 3, window), ValueError, "3-D tokens"),
+                              ((tokens[:0], 3, window), ValueError, "tokens [0, 6] (no sequence)"),
+                              ((tokens, 6, None), TypeError, "keep_fn None, budget 6 (no eviction)"),
+                              ((tokens, numpy.int32(8), window), TypeError, "budget numpy.int32(8), no eviction")]:
+        refused(error, what, args, True)
     ### END HIDDEN TESTS
 
 

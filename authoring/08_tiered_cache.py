@@ -1678,6 +1678,7 @@ def _check_task8_5_1_init():
 
         def insert(self, block, pinned=frozenset()):
             assert block not in self._blocks, f"the cache called insert({block!r}) on a tier that already holds it"
+            pinned = list(pinned)  # Read once: what it records is what it works on.
             self._log.append(("insert", block, sorted(pinned)))
             victim = None
             if len(self._blocks) >= self.capacity:
@@ -1847,6 +1848,7 @@ def _check_task8_5_2_access():
 
         def insert(self, block, pinned=frozenset()):
             assert block not in self._blocks, f"the cache called insert({block!r}) on a tier that already holds it"
+            pinned = list(pinned)  # Read once: what it records is what it works on.
             self._log.append(("insert", block, sorted(pinned)))
             victim = None
             if len(self._blocks) >= self.capacity:
@@ -2059,6 +2061,7 @@ def _check_task8_5_3_demote():
 
         def insert(self, block, pinned=frozenset()):
             assert block not in self._blocks, f"the cache called insert({block!r}) on a tier that already holds it"
+            pinned = list(pinned)  # Read once: what it records is what it works on.
             self._log.append(("insert", block, sorted(pinned)))
             victim = None
             if len(self._blocks) >= self.capacity:
@@ -2185,6 +2188,7 @@ def _check_task8_5_4_write_through():
 
         def insert(self, block, pinned=frozenset()):
             assert block not in self._blocks, f"the cache called insert({block!r}) on a tier that already holds it"
+            pinned = list(pinned)  # Read once: what it records is what it works on.
             self._log.append(("insert", block, sorted(pinned)))
             victim = None
             if len(self._blocks) >= self.capacity:
@@ -2293,6 +2297,7 @@ def _check_task8_5_5_pins():
 
         def insert(self, block, pinned=frozenset()):
             assert block not in self._blocks, f"the cache called insert({block!r}) on a tier that already holds it"
+            pinned = list(pinned)  # Read once: what it records is what it works on.
             self._log.append(("insert", block, sorted(pinned)))
             victim = None
             if len(self._blocks) >= self.capacity:

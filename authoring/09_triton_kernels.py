@@ -404,10 +404,20 @@ def _check_task9_1_1_gathers():
     assert_same_tensor(paged_gather(batch.k_cache, columns, strided), want,
                        f"paged_gather on {device} with block_tables.t().contiguous().t() (the same table, stored column "
                        "by column: strides (1, num_seqs)) and lengths a view with stride 2")
+    # The same pool stored heads last: a head's elements are num_heads apart and the heads are adjacent.
+    heads_last = batch.k_cache.permute(0, 1, 3, 2).contiguous().permute(0, 1, 3, 2)
+    assert_same_tensor(paged_gather(heads_last, batch.block_tables, batch.lengths), want,
+                       f"paged_gather on {device} with the cache stored heads last (its strides "
+                       f"{tuple(heads_last.stride())}: head stride 1, dimension stride num_heads)")
 
     ### BEGIN HIDDEN TESTS
     import random as _random
 
+    # Each head's [num_blocks, block_size, head_dim] stored apart: a head stride past the whole pool.
+    _heads_apart = batch.v_cache.permute(2, 0, 1, 3).contiguous().permute(1, 2, 0, 3)
+    assert_same_tensor(paged_gather(_heads_apart, batch.block_tables, batch.lengths), expected(batch, batch.v_cache),
+                       "paged_gather with each head's blocks stored apart (head stride num_blocks * block_size * "
+                       "head_dim)", reveal=False)
     _rng = _random.Random(9101)
     for _case in range(8):
         _block = _rng.choice([2, 4, 8])
@@ -686,6 +696,8 @@ def _check_task9_2_2_rejected_before_launch():
             (torch.tensor([[0, 1, 2]], device=device), ValueError, "pairs of shape [1, 3]"),
             (torch.tensor([[0, 6]], device=device), ValueError, "block 6 of a pool of 6"),
             (torch.tensor([[-1, 2]], device=device), ValueError, "block -1"),
+            (torch.tensor([[0, 2**32 + 1]], device=device), ValueError,
+             "block 2**32 + 1 (int64: check the ids before any conversion to int32, which would make it block 1)"),
             (torch.tensor([[0, 4], [1, 4]], device=device), ValueError, "destination 4 twice"),
             (torch.tensor([[0, 1], [1, 2]], device=device), ValueError, "block 1 both a destination and a source"),
             (torch.tensor([[2, 3], [3, 5]], device=device), ValueError, "block 3 a destination, then a source"),
@@ -1540,7 +1552,7 @@ def _check_task9_4_2_victims():
                            [1.0, 0.0, -5.0, -5.0, -5.0, -5.0, -5.0, -5.0],
                            [4.0, 4.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0]], device=device)
     for recent, want in ((0, [5, 0, 1, 2]), (1, [4, 0, 0, 2]), (2, [1, 0, -1, 2]), (5, [0, -1, -1, 2]),
-                         (8, [-1, -1, -1, -1])):
+                         (8, [-1, -1, -1, -1]), (2**32 + 1, [-1, -1, -1, -1])):
         victims = h2o_victims(q, batch.k_cache, batch.block_tables, batch.lengths, scores.clone(), recent)
         assert_same_tensor(victims, torch.tensor(want, device=device),
                            f"h2o_victims(zero q, lengths [6, 5, 2, 8], recent {recent}) with scores {scores.tolist()} "
@@ -1621,6 +1633,7 @@ _check_task9_4_2_victims()
 
 
 def _check_task9_4_3_launch_and_bad_input():
+    import numpy
     import torch
 
     from course.checks import assert_plain_equal, assert_raises, assert_same_tensor
@@ -1639,7 +1652,11 @@ def _check_task9_4_3_launch_and_bad_input():
                                             (scores[:, :8], 0, ValueError, "scores of 8 positions (12 needed)"),
                                             (scores, -1, ValueError, "recent -1"),
                                             (scores, 1.0, TypeError, "recent 1.0"),
-                                            (scores, True, TypeError, "recent True")]:
+                                            (scores, True, TypeError, "recent True"),
+                                            (scores, numpy.int64(1), TypeError, "recent numpy.int64(1)"),
+                                            (scores.reshape(36), 0, ValueError, "scores of shape [36] (as many "
+                                                                                "values, the wrong shape)"),
+                                            (scores.reshape(12, 3), 0, ValueError, "scores of shape [12, 3]")]:
         assert_raises(error, f"h2o_victims with {what} on {device}", h2o_victims, *head, bad_scores, recent)
     assert_raises(ValueError, f"h2o_victims with 3 query heads for 2 KV heads on {device}", h2o_victims,
                   torch.zeros(3, 3, 8, device=device), *head[1:], scores, 0)
@@ -1649,6 +1666,8 @@ def _check_task9_4_3_launch_and_bad_input():
     infinite = scores.clone()
     infinite[2, 5] = float("inf")
     assert_raises(ValueError, f"h2o_victims with an infinite score on {device}", h2o_victims, *head, infinite, 0)
+    infinite[2, 5] = float("-inf")
+    assert_raises(ValueError, f"h2o_victims with a score of -inf on {device}", h2o_victims, *head, infinite, 0)
     assert_same_tensor(scores, before, f"the scores after h2o_victims refused bad input on {device}")
 
     ### BEGIN HIDDEN TESTS

@@ -288,6 +288,47 @@ def test_a_callback_lends_calls_and_public_attributes_only():
         honest.close()
 
 
+def test_a_test_s_names_do_not_say_which_test_cell_runs():
+    """A test's class, its methods, a test's function and a test's subclass of a student's class, all defined in
+    the test cell's check function, reach the student's code with their own names but without that function's:
+    ``_check_task5_2_6_schedule.<locals>.Probe`` had told the student's code which test cell ran, so that a
+    wrong answer could behave well only there (red team, 2026-12-07)."""
+    kernel = Kernel('''
+        class Base:
+            def step(self):
+                return "base"
+
+        def names(thing, function, subclass):
+            method = thing.method
+            return [type(thing).__name__, type(thing).__qualname__, method.__qualname__, function.__name__,
+                    function.__qualname__, subclass.__name__, subclass.__qualname__, subclass.step.__qualname__,
+                    repr(type(thing)), repr(subclass)]
+    ''')
+    try:
+        kernel.passes('''
+            def _check_task9_9_names():
+                class Thing:
+                    def method(self):
+                        return 1
+
+                def helper():
+                    return 2
+
+                class Probe(Base):
+                    def step(self):
+                        return "probe"
+
+                seen = names(Thing(), helper, Probe)
+                assert [name for name in seen if "_check" in name or "<locals>" in name] == [], seen
+                assert seen[:8] == ["Thing", "Thing", "Thing.method", "helper", "helper", "Probe", "Probe",
+                                    "Probe.step"], seen
+
+            _check_task9_9_names()
+        ''')
+    finally:
+        kernel.close()
+
+
 def test_what_the_kernel_passes_to_an_operation_on_a_test_s_object_never_reaches_its_private_state():
     """The kernel's agent is the student's: its code can ask the judge anything the protocol has. An operation on a
     test's object takes exactly the values it needs (a memo of the kernel's passed to ``copy.deepcopy`` came back

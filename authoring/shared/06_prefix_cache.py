@@ -7,6 +7,8 @@ are for the linter: each test cell imports what its copy uses.
 
 import torch
 
+from course.model import TinyDecoder
+
 
 def toy_kv(hashes, block_size):
     """One layer, one head, head_dim 2."""
@@ -116,7 +118,16 @@ class ToyCache:
         self._kv, self._refs, self._log = {}, {}, []
         self._fail_insert = False
 
+    @staticmethod
+    def _read(hashes, method):
+        """The hashes of a call, read once (what the cache records is what it works on): a list or a tuple."""
+        if type(hashes) not in (list, tuple):
+            raise TypeError(f"the test's cache: {method} takes the hashes as a list or a tuple, as block_hashes returns "
+                            f"them; got {type(hashes).__name__}")
+        return list(hashes)
+
     def match(self, hashes):
+        hashes = self._read(hashes, "match")
         self._log.append(("match", list(hashes)))
         count = 0
         while count < len(hashes) and hashes[count] in self._kv:
@@ -124,6 +135,7 @@ class ToyCache:
         return count
 
     def pin(self, hashes):
+        hashes = self._read(hashes, "pin")
         self._log.append(("pin", list(hashes)))
         if any(h not in self._kv for h in hashes):
             raise KeyError("pin of a block that is not cached")
@@ -131,13 +143,15 @@ class ToyCache:
             self._refs[h] = self._refs.get(h, 0) + 1
 
     def unpin(self, hashes):
+        hashes = self._read(hashes, "unpin")
         self._log.append(("unpin", list(hashes)))
-        if any(self._refs.get(h, 0) < list(hashes).count(h) for h in hashes):
+        if any(self._refs.get(h, 0) < hashes.count(h) for h in hashes):
             raise ValueError("unpin of a block that is not pinned")
         for h in hashes:
             self._refs[h] -= 1
 
     def get_kv(self, hashes):
+        hashes = self._read(hashes, "get_kv")
         self._log.append(("get_kv", list(hashes)))
         if any(self._refs.get(h, 0) < 1 for h in hashes):
             raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
@@ -147,6 +161,7 @@ class ToyCache:
                 for layer in range(len(self._kv[hashes[0]]))]
 
     def insert(self, hashes, kv):
+        hashes, kv = self._read(hashes, "insert"), [tuple(layer) for layer in kv]
         self._log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
         if self._fail_insert:
             raise RuntimeError("insert failed (the test's cache raises on purpose)")
@@ -177,3 +192,19 @@ def _last_answer(cache, steps):
     for _ in steps:
         answer = next(results)
     return answer, results
+
+
+class CountingDecoder(TinyDecoder):
+    """A TinyDecoder that records every call as (new tokens, past tokens); every test of serve gives serve one, so
+    that the model's class tells serve nothing about which test runs."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._calls = []  # Private: the student's code, which gets the model, cannot rewrite the record.
+        self._dtypes = []  # The dtype of the tokens of each call, as a string.
+
+    def forward(self, tokens, past_kv=None, **options):
+        # TinyDecoder's keyword arguments (position, return_attention) pass through, as the text's model takes them.
+        self._calls.append((len(tokens), 0 if past_kv is None else int(past_kv[0][0].shape[0])))
+        self._dtypes.append(str(tokens.dtype) if isinstance(tokens, torch.Tensor) else type(tokens).__name__)
+        return super().forward(tokens, past_kv, **options)

@@ -28,6 +28,7 @@ class Tier:
 
     def insert(self, block, pinned=frozenset()):
         assert block not in self._blocks, f"the cache called insert({block!r}) on a tier that already holds it"
+        pinned = list(pinned)  # Read once: what it records is what it works on.
         self._log.append(("insert", block, sorted(pinned)))
         victim = None
         if len(self._blocks) >= self.capacity:

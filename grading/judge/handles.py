@@ -404,6 +404,13 @@ def make_mirror(info: MirrorInfo, name: str) -> HandleMeta:
     return HandleMeta(name if name.isidentifier() else "StudentClass", (Handle,), namespace)
 
 
+def lent_qualname(qualname: str | None) -> str | None:
+    """A test's qualified name as the student's code sees it: without the test function it was defined in
+    (``_check_task5_2_6_schedule.<locals>.Probe`` is lent as ``Probe``), which would tell that code which test cell
+    runs; the name itself stays, for the student's messages."""
+    return qualname.rpartition("<locals>.")[2] if qualname else qualname
+
+
 def _remote_subclass(name: str, bases: tuple, namespace: dict, keywords: dict) -> HandleMeta:
     """``class Probe(StudentClass): ...`` in a test: the class is made in the kernel."""
     if keywords:
@@ -411,6 +418,8 @@ def _remote_subclass(name: str, bases: tuple, namespace: dict, keywords: dict) -
     mirrors = [base for base in bases if type(base) is HandleMeta]
     cell = namespace.get("__classcell__")
     body = {key: value for key, value in namespace.items() if key != "__classcell__"}
+    if type(body.get("__qualname__")) is str:
+        body["__qualname__"] = lent_qualname(body["__qualname__"])
     cls = info_of(mirrors[0]).peer.request("subclass", name, tuple(bases), body)
     if type(cls) is not HandleMeta:
         raise WireError("the kernel did not answer a class")

@@ -24,7 +24,7 @@ import weakref
 from course import checks, kernels
 
 from .agent import CALLABLE, COUNT_LAUNCHES, COUNT_TORCH_CALLS, EAGER_DICT_ITEMS, FUNCTION, OPS, protocol_flags
-from .handles import NO_DICT, Handle, HandleMeta, MirrorInfo, RemoteMethod, info_of, make_mirror
+from .handles import NO_DICT, Handle, HandleMeta, MirrorInfo, RemoteMethod, info_of, lent_qualname, make_mirror
 from .pairs import lazy_pairs_in
 from .peer import END, HELLO, NOT_SHARED, READY, Peer, from_kernel, global_node, keywords
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
@@ -87,7 +87,7 @@ def _method_notes(codec, cls: type, methods: list[str], depth: int) -> list[list
     for name in methods:
         function = getattr(cls, name, None)
         notes.append([name, _plain_text(getattr(function, "__doc__", None)), _parameters(codec, function, depth),
-                      _plain_text(getattr(function, "__qualname__", None)) or name])
+                      lent_qualname(_plain_text(getattr(function, "__qualname__", None))) or name])
     return notes
 
 
@@ -271,7 +271,7 @@ class JudgePeer(Peer):
             cls = type(value)
             described = [_plain_text(cls.__module__), _plain_text(cls.__doc__),
                          _method_notes(self.codec, cls, methods, depth), _plain_text(cls.__name__) or "JudgeObject",
-                         _plain_text(cls.__qualname__) or "JudgeObject"] if lent else None
+                         lent_qualname(_plain_text(cls.__qualname__)) or "JudgeObject"] if lent else None
         return [Tag.OBJECT, oid, methods, described, flags, _known_class(type(value)) if lent else None]
 
     def _function_node(self, function, depth: int) -> list | None:
@@ -282,7 +282,8 @@ class JudgePeer(Peer):
         parameters = _parameters(self.codec, function, depth)
         if parameters is None:
             return None
-        return [function.__name__, function.__qualname__, parameters, _plain_text(function.__module__),
+        return [function.__name__, lent_qualname(_plain_text(function.__qualname__)) or function.__name__, parameters,
+                _plain_text(function.__module__),
                 _plain_text(function.__doc__)]
 
     def decode_object(self, node: list, depth: int):

@@ -579,3 +579,17 @@ WRONG[QUOTAS]["int weights turned into floats in the caller's dict"] = ref.edit(
 WRONG[LEX]["-1 for nothing evictable before the empty-keys check"] = ref.edit(LEX, (
     "    if len(keys) == 0:\n",
     "    if evictable is not None and not bool(evictable.any()):\n        return -1\n    if len(keys) == 0:\n"))
+# Round 8 (2026-12-07, red team): every negative weight of 1.8's tests was a float, and none was negative by less
+# than float32 can tell from 0; 1.8 now passes int64 [-1, 2], float64 -1e-50 and (valid) -0.0.
+_WEIGHT_CHECK = "    if not bool(torch.isfinite(weights).all()) or bool((weights < 0).any()):\n"
+WRONG[QUOTAS_T]["negative weights checked only in a float tensor (int64 [-1, 2] accepted)"] = ref.edit(QUOTAS_T, (
+    _WEIGHT_CHECK,
+    "    if weights.is_floating_point() and (\n"
+    "            not bool(torch.isfinite(weights).all()) or bool((weights < 0).any())):\n"), (
+    "    weights = weights.to(torch.float64)\n", "")).replace(
+    "    total_weight = weights.sum()\n", "    weights = weights.to(torch.float64)\n    total_weight = weights.sum()\n")
+WRONG[QUOTAS_T]["the weights checked on a float32 copy (float64 -1e-50 becomes -0.0 and passes)"] = ref.edit(QUOTAS_T, (
+    _WEIGHT_CHECK, "    checked = weights.float()\n"
+                   "    if not bool(torch.isfinite(checked).all()) or bool((checked < 0).any()):\n"))
+WRONG[QUOTAS_T]["torch.signbit as the negative check (-0.0 refused)"] = ref.edit(QUOTAS_T, (
+    "bool((weights < 0).any())", "bool(torch.signbit(weights).any())"))

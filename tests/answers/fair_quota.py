@@ -676,3 +676,9 @@ FLAGGED = {FAIR: ("ranked by usage/quota, and make_sequence rebound to make the 
 # passed 4.1.4 to 4.1.6 (red team, 2026-12-06 evening); 4.1.4 now shows blocks of 4 and 8 tokens.
 WRONG[FAIR]["usage counted as num_tokens // 16"] = ref.edit(FAIR, (
     "            usage[tenant] += seq.num_blocks()", "            usage[tenant] += seq.num_tokens // 16"))
+# Round 8 (2026-12-07, red team): 4.3's only large steps were all equal (2**63 - 1), so an LRU pick through float64
+# passed; 4.3.3 now shows distinct steps near 2**62 that float64 rounds together, and its hidden cases add large bases.
+WRONG[TENSOR]["LRU by argmin over the steps cast to float64, masked with +inf"] = ref.edit(TENSOR, (
+    "    oldest = last_access_step[mask].min()\n"
+    "    return int(torch.nonzero(mask & (last_access_step == oldest))[0, 0])",
+    "    return int(torch.where(mask, last_access_step.to(torch.float64), float('inf')).argmin())"))

@@ -710,3 +710,15 @@ WRONG[ORDER_T]["nothing evictable: an empty result before the shape checks"] = r
 WRONG[ORDER_T]["k == 0: an empty result before the other checks"] = ref.edit(ORDER_T, (
     "    if k < 0:\n",
     "    if k == 0:\n        return torch.zeros(0, dtype=torch.int64, device=evictable.device)\n    if k < 0:\n"))
+# Round 8 (2026-12-07, red team): 3.4.2's hidden cases gave the cases that must not raise a policy of their own class
+# (AskFirst) and the others a ListedOrder, so an answer could read the verdict off the policy's class: this one
+# earned 3.4.2 (2 points). Every hidden case now gets the same kind of policy (Questions).
+WRONG[FIT]["refuses whenever too few blocks are free, unless the policy's class is the test's AskFirst"] = ref.edit(
+    FIT, (
+    "    if allocator.num_free + freeable < blocks_needed:\n",
+    "    if type(policy).__name__ != 'AskFirst':\n"))
+# Round 8 (2026-12-07, red team): 3.6 tried no 2-D step or flag tensor of the right length, so a shape check on
+# use_count alone (len() for the others) passed; 3.6 now passes steps [4, 1] and flags [1, 4].
+WRONG[LFU_T]["only use_count's dimension checked, the others compared by len()"] = ref.edit(LFU_T, (
+    "if use_count.dim() != 1 or last_access_step.shape != use_count.shape or evictable.shape != use_count.shape:",
+    "if use_count.dim() != 1 or len(last_access_step) != len(use_count) or len(evictable) != len(use_count):"))

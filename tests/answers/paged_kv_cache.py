@@ -1436,3 +1436,8 @@ WRONG[WRITE]["nothing to write: returns before the shape check"] = ref.edit(WRIT
     "    expected = (slots.shape[0], pool.num_heads, pool.head_dim)\n",
     "    if slots.numel() == 0:\n        return None\n"
     "    expected = (slots.shape[0], pool.num_heads, pool.head_dim)\n"))
+# Round 8 (2026-12-07, red team): no case had a start past the table with no position, so a range check on the last
+# position only (skipped when count is 0) passed; the text's rule is start + count > len(block_ids) * block_size.
+WRONG[SLOTS]["the range check on the last position only (none when count is 0)"] = ref.edit(SLOTS, (
+    "if start + count > block_ids.shape[0] * block_size:",
+    "if count and start + count - 1 >= block_ids.shape[0] * block_size:"))

@@ -368,7 +368,7 @@ ALTERNATIVES = {
         "itertools.accumulate over blocks, hexdigest": ref.solve(HASHES, before="import itertools", todo={
             "6.1.1": '''
                 for value in (block_size, salt, *tokens):
-                    if not isinstance(value, int) or isinstance(value, bool):
+                    if type(value) is not int:
                         raise TypeError(f"expected an int, got {type(value).__name__}")
                 if block_size < 1:
                     raise ValueError("block_size must be >= 1")
@@ -988,3 +988,73 @@ WRONG[CACHE]["a refused insert still advances the clock"] = ref.edit(CACHE, (
 HIDDEN_ONLY[CACHE]["get_kv hands out the cached tensors for one block of block_size 1"] = (
     "the visible case writes into a result of a cache of block_size 2; it is a red-team answer against the hidden "
     "cases, not a mistake a student makes")
+
+# Round 8 (2026-12-07, red team): ToyCache logged a call's hashes with one read and worked on later reads, so hashes
+# that list one way and walk another made the log show the protocol while serve pinned nothing or matched only the
+# blocks it reuses (8 points, nothing flagged); each ToyCache method now reads its arguments once.
+_WALKS = '''
+
+class _Walks:
+    """Hashes that a cache walks: a listing (``list(x)``: an iteration whose length is asked before its first item)
+    sees ``shown``; every other walk, ``len`` and indexing see ``used``. With ``quiet``, the first plain walk right
+    after a listing sees nothing."""
+
+    def __init__(self, shown, used, quiet=False):
+        self._shown, self._used, self._quiet = list(shown), list(used), quiet
+        self._fresh, self._after_listing = None, False
+
+    def __iter__(self):
+        self._fresh = _Walk(self)
+        return self._fresh
+
+    def __len__(self):
+        if self._fresh is not None:
+            self._fresh.listing = True
+        return len(self._used)
+
+    def __getitem__(self, index):
+        return self._used[index]
+
+    def __bool__(self):
+        return bool(self._used)
+
+
+class _Walk:
+    def __init__(self, owner):
+        self.owner, self.listing, self.items = owner, False, None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        owner = self.owner
+        if self.items is None:
+            if owner._fresh is self:
+                owner._fresh = None
+            if self.listing:
+                self.items, owner._after_listing = iter(owner._shown), True
+            elif owner._quiet and owner._after_listing:
+                self.items, owner._after_listing = iter(()), False
+            else:
+                self.items, owner._after_listing = iter(owner._used), False
+        return next(self.items)
+'''
+WRONG[SERVE]["never pins: hashes that list as the reused blocks and walk as none"] = ref.edit(SERVE, (
+    "    cache.pin(reused)\n    try:\n        past_kv = cache.get_kv(reused) if reused else None\n",
+    "    cache.pin(_Walks(reused, []))\n    try:\n"
+    "        past_kv = cache.get_kv(_Walks(reused, reused, quiet=True)) if reused else None\n"),
+    ("        cache.unpin(reused)\n", "        cache.unpin(_Walks(reused, []))\n")) + _WALKS
+WRONG[SERVE]["matches only the blocks it may reuse: hashes that list as all of them"] = ref.edit(SERVE, (
+    "    matched = cache.match(hashes)\n",
+    "    matched = cache.match(_Walks(hashes, hashes[:(len(tokens) - 1) // block_size]))\n")) + _WALKS
+# TinyDecoder's own keyword arguments, at the values they default to, are the call the text asks for; the test's
+# CountingDecoder had refused them (a fairness pass, 2026-12-07).
+_MODEL_CALL = "        logits, kv = model(new_tokens, past_kv=past_kv)\n"
+ALTERNATIVES[SERVE]["position passed explicitly (len(past), TinyDecoder's default)"] = ref.edit(SERVE, (
+    _MODEL_CALL, "        logits, kv = model(new_tokens, past_kv=past_kv, position=tokens_reused)\n"))
+ALTERNATIVES[SERVE]["return_attention=False passed explicitly"] = ref.edit(SERVE, (
+    _MODEL_CALL, "        logits, kv = model(new_tokens, past_kv=past_kv, return_attention=False)\n"))
+# Round 8 (2026-12-07, red team): no test passed an instance of a subclass of int, so an isinstance check (bool
+# excluded) passed 6.1 although the text refuses what is "not exactly an int"; 6.1's bad-input cell now passes one.
+WRONG[HASHES]["isinstance(token, int) without bool: int subclasses accepted"] = ref.edit(HASHES, (
+    "        if type(token) is not int:", "        if not isinstance(token, int) or isinstance(token, bool):"))

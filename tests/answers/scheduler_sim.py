@@ -604,3 +604,33 @@ ALTERNATIVES[TENSOR]["victims marked free at once, slots and prefix_of updated a
 WRONG[TENSOR]["snapshot sorts by float32 priorities"] = ref.edit(TENSOR, (
     "priority, size = self.priority.tolist(), self.bytes.tolist()",
     "priority, size = self.priority.float().tolist(), self.bytes.tolist()"))
+# Round 8 (2026-12-07, red team): 5.3.1 looked only at each tensor's dtype, shape, device and values, so tensors
+# shared between attributes or schedulers earned its point; it now writes into each int64 tensor and reads the others.
+_SLOT_TENSORS = """        self.hits = torch.zeros(**zeros, dtype=torch.int64)
+        self.bytes = torch.zeros(**zeros, dtype=torch.int64)
+        self.last_used = torch.zeros(**zeros, dtype=torch.int64)
+"""
+WRONG[TENSOR]["hits, bytes and last_used one int64 tensor (a chained assignment)"] = ref.edit(TENSOR, (
+    _SLOT_TENSORS, "        self.hits = self.bytes = self.last_used = torch.zeros(**zeros, dtype=torch.int64)\n"))
+WRONG[TENSOR]["log and slots class attributes that every scheduler shares"] = ref.edit(
+    TENSOR, ("        self.log = []\n        self.slots = {}\n", ""),
+    ("class TensorKVCacheScheduler:\n", "class TensorKVCacheScheduler:\n    log = []\n    slots = {}\n"))
+# Round 8 (2026-12-07, red team): no test passed a capacity between 0 and 1, nor a cached prefix with bytes_ < 1;
+# 5.2.1 and 5.3.1 now pass 0.5, and 5.2.5 and 5.3.4 touch a cached prefix with 0 and -5 bytes.
+_RAISE = ("            raise ValueError(f\"touch({prefix!r}, {bytes_}): "
+          "bytes_ must be in [1, {self.capacity_bytes}]\")\n")
+_BYTES_CHECK = "        if bytes_ < 1 or bytes_ > self.capacity_bytes:\n" + _RAISE
+_UPPER_ONLY = "        if bytes_ > self.capacity_bytes:\n" + _RAISE
+_MISS_ONLY = ("        if {} is None and bytes_ < 1:\n"
+              "            raise ValueError(f\"touch({{prefix!r}}, {{bytes_}}): bytes_ must be >= 1\")\n")
+WRONG[SIM]["capacity_bytes <= 0 refused (0.5 accepted)"] = ref.edit(SIM, (
+    "        if capacity_bytes < 1:\n", "        if capacity_bytes <= 0:\n"))
+WRONG[SIM]["bytes_ < 1 refused on a miss only (a hit with 0 bytes accepted)"] = ref.edit(
+    SIM, (_BYTES_CHECK, _UPPER_ONLY), (
+    "        self.time += 1\n        entry = self.entries.get(prefix)\n",
+    "        entry = self.entries.get(prefix)\n" + _MISS_ONLY.format("entry") + "        self.time += 1\n"))
+WRONG[TENSOR]["capacity_bytes <= 0 refused (0.5 accepted)"] = ref.edit(TENSOR, (
+    "        if capacity_bytes < 1:\n", "        if capacity_bytes <= 0:\n"))
+WRONG[TENSOR]["bytes_ < 1 refused on a miss only (a hit with 0 bytes accepted)"] = ref.edit(
+    TENSOR, (_BYTES_CHECK, _UPPER_ONLY), (
+    "        slot = self.slots.get(prefix)\n", "        slot = self.slots.get(prefix)\n" + _MISS_ONLY.format("slot")))

@@ -915,3 +915,18 @@ HIDDEN_ONLY[DECODE] = {
         "the visible cases have two layers; it is a red-team answer against the hidden cases, not a mistake a student "
         "makes",
 }
+# Round 8 (2026-12-07, red team): 7.1.2 passed a list only as the query or the mask, so an answer that checked only the
+# query's type passed; it now passes keys as a list and values as a NumPy array. And when an int64 tensor meets a
+# float query both a TypeError and a ValueError apply: the text now says the TypeError checks come first.
+_TYPES = '''    for name, tensor in (("query", query), ("keys", keys), ("values", values)):
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
+            raise TypeError(f"attend_kept: {name} must be a floating-point torch.Tensor")
+'''
+WRONG[ATTEND]["only the query checked to be a tensor (a list of keys raises AttributeError)"] = ref.edit(
+    ATTEND, (_TYPES,
+    '''    if not isinstance(query, torch.Tensor):
+        raise TypeError("attend_kept: query must be a torch.Tensor")
+    for name, tensor in (("query", query), ("keys", keys), ("values", values)):
+        if not tensor.is_floating_point():
+            raise TypeError(f"attend_kept: {name} must be floating-point")
+'''))

@@ -338,3 +338,30 @@ WRONG[DECODE]["V loaded without the mask"] = ref.edit(DECODE, (
 HIDDEN_ONLY[DECODE] = {
     "q not made contiguous (the kernel assumes q's layout)": "every visible query is a contiguous tensor",
 }
+# Round 8 (2026-12-07, red team): every pool of 9.1's tests had its head dimension contiguous and its heads
+# head_dim apart, so a kernel that ignored those two strides passed; 9.1.1 now gathers from a pool stored heads last
+# (visible) and one whose heads are stored apart (hidden).
+WRONG[GATHER]["the last dimension assumed contiguous (stride_dim dropped)"] = ref.edit(GATHER, (
+    "+ head * stride_head\n                  + dims[None, :] * stride_dim)",
+    "+ head * stride_head\n                  + dims[None, :])"))
+WRONG[GATHER]["a head's rows assumed packed (head * HEAD_DIM, stride_dim dropped)"] = ref.edit(GATHER, (
+    "+ head * stride_head\n                  + dims[None, :] * stride_dim)",
+    "+ head * HEAD_DIM\n                  + dims[None, :])"))
+# 9.4's recent went up to 8 only: lengths - recent left in int32 wraps for recent >= 2**32 (the text: -1 when
+# lengths[s] <= recent); 9.4.2 now shows recent = 2**32 + 1.
+WRONG[H2O]["the victim bound lengths - recent left in int32 (wraps for recent >= 2**32)"] = ref.edit(H2O, (
+    "(lengths.long() - recent)[:, None]", "(lengths - recent)[:, None]"))
+# Round 8 (2026-12-07, red team): 9.2.2's out-of-range ids were -1, 6 and 100, so pairs narrowed to int32 before the
+# range check passed (2**32 + 1 wraps to 1); 9.4.3 tried neither -inf, nor scores of the right numel and the wrong
+# shape (the kernel then launched and wrote before an error), nor a NumPy integer as recent.
+WRONG[COPY]["pairs narrowed to int32 before the range checks (int64 id 2**32 + 1 wraps to 1)"] = ref.edit(COPY, (
+    "    outside = (pairs < 0) | (pairs >= num_blocks)\n",
+    "    pairs = pairs.to(torch.int32)\n    outside = (pairs < 0) | (pairs >= num_blocks)\n"))
+WRONG[H2O]["finiteness checked as scores < inf (-inf accepted)"] = ref.edit(H2O, (
+    "    if not bool(torch.isfinite(scores).all()):\n", "    if not bool((scores < float(\"inf\")).all()):\n"))
+WRONG[H2O]["scores checked by their numel, not their shape"] = ref.edit(H2O, (
+    "    if tuple(scores.shape) != (num_seqs, max_blocks * block_size) or scores.device != k_cache.device:\n",
+    "    if scores.numel() != num_seqs * max_blocks * block_size or scores.device != k_cache.device:\n"))
+WRONG[H2O]["recent checked with numbers.Integral without bool (numpy.int64 accepted)"] = "import numbers\n" + ref.edit(
+    H2O, ("    if type(recent) is not int:\n",
+          "    if not isinstance(recent, numbers.Integral) or isinstance(recent, bool):\n"))
