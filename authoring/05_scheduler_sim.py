@@ -1596,9 +1596,11 @@ def _check_task5_3_4_touch():
         assert_plain_equal([s.time, s.current_bytes, s.log, row(s, "a")], [1, 40, ["add:a"], ["a", 1, 40, 1, 1.4, True]],
                            f"[time, current_bytes, log, [prefix_of, hits, bytes, last_used, priority, alive] of a's slot] "
                            f"after touch('a', 40), capacity 100, on {device}")
+        s.priority[s.slots["a"]] = 0.5  # As a rescore would have aged it: a hit sets the score, not adds to it.
         s.touch("a", 60)
         assert_plain_equal([s.time, s.current_bytes, s.log[-1], row(s, "a")], [2, 40, "reuse:a", ["a", 2, 40, 2, 2.4, True]],
-                           f"[time, current_bytes, last log line, a's slot] after touch('a', 60), a hit, on {device}")
+                           f"[time, current_bytes, last log line, a's slot] after touch('a', 60), a hit, on {device} (a's "
+                           "priority had been set to 0.5, as a rescore would age it: the hit sets the score at this time)")
         s.touch("b", 50)
         s.touch("c", 30)
         assert_plain_equal([s.log[-2:], sorted(s.slots), s.current_bytes, int(s.alive.sum())],

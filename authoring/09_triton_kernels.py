@@ -1656,7 +1656,11 @@ def _check_task9_4_3_launch_and_bad_input():
                                             (scores, numpy.int64(1), TypeError, "recent numpy.int64(1)"),
                                             (scores.reshape(36), 0, ValueError, "scores of shape [36] (as many "
                                                                                 "values, the wrong shape)"),
-                                            (scores.reshape(12, 3), 0, ValueError, "scores of shape [12, 3]")]:
+                                            (scores.reshape(12, 3), 0, ValueError, "scores of shape [12, 3]"),
+                                            (torch.zeros(3, 16, device=device), 0, ValueError,
+                                             "scores of 16 positions (12 needed: not more either)"),
+                                            (torch.zeros(4, 12, device=device), 0, ValueError,
+                                             "scores of 4 sequences (3 needed)")]:
         assert_raises(error, f"h2o_victims with {what} on {device}", h2o_victims, *head, bad_scores, recent)
     assert_raises(ValueError, f"h2o_victims with 3 query heads for 2 KV heads on {device}", h2o_victims,
                   torch.zeros(3, 3, 8, device=device), *head[1:], scores, 0)

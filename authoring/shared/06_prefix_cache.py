@@ -173,8 +173,10 @@ class ToyCache:
 
     def _calls(self, name=None):
         """The calls since the last look (of one method, or all), without those on an empty list
-        (serve may make them or not), as (method, hashes); the log starts again."""
-        calls = [entry[:2] for entry in self._log if entry[1] and name in (None, entry[0])]
+        (serve may make them or not), as (method, hashes), the hashes of pin and unpin sorted (their order within
+        one call changes nothing); the log starts again."""
+        calls = [(entry[0], sorted(entry[1]) if entry[0] in ("pin", "unpin") else entry[1])
+                 for entry in self._log if entry[1] and name in (None, entry[0])]
         self._log.clear()
         return calls
 

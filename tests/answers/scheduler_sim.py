@@ -634,3 +634,8 @@ WRONG[TENSOR]["capacity_bytes <= 0 refused (0.5 accepted)"] = ref.edit(TENSOR, (
 WRONG[TENSOR]["bytes_ < 1 refused on a miss only (a hit with 0 bytes accepted)"] = ref.edit(
     TENSOR, (_BYTES_CHECK, _UPPER_ONLY), (
     "        slot = self.slots.get(prefix)\n", "        slot = self.slots.get(prefix)\n" + _MISS_ONLY.format("slot")))
+# Round 8, later: 5.3.4's slots always held the score of their last touch, so a hit that added 1 to the stored
+# priority passed it (only 5.3.6 caught it); 5.3.4 now ages a slot's priority by hand before a hit.
+WRONG[TENSOR]["a hit adds 1 to the stored priority"] = ref.edit(TENSOR, (
+    "            self.priority[slot] = hits + 0.5 * recency - 0.25 * size / self.capacity_bytes\n",
+    "            self.priority[slot] += 1\n"))

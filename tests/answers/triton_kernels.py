@@ -365,3 +365,9 @@ WRONG[H2O]["scores checked by their numel, not their shape"] = ref.edit(H2O, (
 WRONG[H2O]["recent checked with numbers.Integral without bool (numpy.int64 accepted)"] = "import numbers\n" + ref.edit(
     H2O, ("    if type(recent) is not int:\n",
           "    if not isinstance(recent, numbers.Integral) or isinstance(recent, bool):\n"))
+# Round 8, later: scores wider than the table's positions, or with more rows, passed a check that asked for "at
+# least" their width; 9.4.3 now passes scores [3, 16] and [4, 12].
+WRONG[H2O]["scores with at least the positions needed accepted (wider ones too)"] = ref.edit(H2O, (
+    "if tuple(scores.shape) != (num_seqs, max_blocks * block_size) or scores.device != k_cache.device:",
+    "if scores.dim() != 2 or scores.shape[0] != num_seqs or scores.shape[1] < max_blocks * block_size "
+    "or scores.device != k_cache.device:"))
