@@ -2359,9 +2359,12 @@ def _check_task8_5_5_pins():
     assert_plain_equal((calls, cache.ref_count), ([3, 1, 2, 3], {4: 1}),
                        "(blocks accessed, ref_count) after serve_request (every pin of the request is released)")
     calls.clear()
+    cache.ref_count.update({2: 1, 6: 1})  # Other requests hold 2 and 6: this request never pins them.
     assert_raises(RuntimeError, "serve_request([5, 1, 6, 2]) when access(6) raises", cache.serve_request, [5, 1, 6, 2])
-    assert_plain_equal((calls, cache.ref_count), ([5, 1, 6], {4: 1}),
-                       "(blocks accessed, ref_count) after the error (5 and 1 are released; 2 is never accessed)")
+    assert_plain_equal((calls, cache.ref_count), ([5, 1, 6], {4: 1, 2: 1, 6: 1}),
+                       "(blocks accessed, ref_count) after the error, with other requests' pins on 2 and 6 (5 and 1 "
+                       "are released; 2 is never accessed, and the access of 6 pinned nothing: their pins stay)")
+    del cache.ref_count[2], cache.ref_count[6]
     assert_plain_equal(cache.serve_request([]), (0, 0, 0), "serve_request([])")
     assert_plain_equal(cache.serve_request([2, 2]), (0, 2, 0),
                        "serve_request([2, 2]) (this request's counts, not the cache's totals)")
@@ -2376,7 +2379,8 @@ def _check_task8_5_5_pins():
     _rng = _random.Random(8505)
     for _case in range(60):
         _cache = TwoTierCache(Tier(2), Tier(4), 1)
-        _pins = {_b: _rng.randint(1, 3) for _b in _rng.sample(range(20, 30), _rng.randint(0, 4))}
+        # Other requests' pins, on blocks this request may use too (0 to 11) or not.
+        _pins = {_b: _rng.randint(1, 3) for _b in _rng.sample(range(30), _rng.randint(0, 4))}
         _cache.ref_count.update(_pins)
         _places = {b: _rng.choice(["device", "host", "miss"]) for b in range(12)}
         _fail = _rng.randrange(12) if _case % 3 == 0 else None
@@ -2548,6 +2552,16 @@ def _check_task8_6_1_costs():
     assert_plain_equal(model.load_seconds_per_token, 131072 / 50e9, "CostModel(131072, 50e9, 4e-5).load_seconds_per_token")
     assert_plain_equal(model.break_even_bandwidth, 131072 / 4e-5, "CostModel(131072, 50e9, 4e-5).break_even_bandwidth")
     check_type(model.offload_pays, bool, "CostModel(131072, 50e9, 4e-5).offload_pays")
+    # numpy.float64 is a subclass of float: a CostModel may take it as a float or refuse it (TypeError); one that
+    # takes it keeps Python floats and a bool all the same.
+    try:
+        from_numpy = CostModel(131072, numpy.float64(50e9), 4e-5)
+    except TypeError:
+        from_numpy = None
+    if from_numpy is not None:
+        for name in ("bandwidth_bytes_per_s", "load_seconds_per_token", "break_even_bandwidth"):
+            check_type(getattr(from_numpy, name), float, f"CostModel(131072, numpy.float64(50e9), 4e-5).{name}")
+        check_type(from_numpy.offload_pays, bool, "CostModel(131072, numpy.float64(50e9), 4e-5).offload_pays")
     assert_plain_equal(model.offload_pays, True, "CostModel(131072, 50e9, 4e-5).offload_pays (2.6 us to load, 40 us to compute)")
     assert_plain_equal(CostModel(131072, 1e9, 4e-5).offload_pays, False, "offload_pays over a 1 GB/s link")
     assert_plain_equal(CostModel(2**17, 2**31, 2**-14).offload_pays, False,
@@ -2631,6 +2645,8 @@ def _check_task8_6_2_ttft():
                        ((torch.tensor([1.0]), torch.tensor([1])), "a float tensor"),
                        ((torch.tensor([1, -1]), torch.tensor([0, 0])), "a negative count"),
                        ((torch.tensor([0, 0]), torch.tensor([1, -1])), "a negative loaded count"),
+                       ((torch.tensor([-1]), torch.tensor([3])), "a negative count whose sum with the loaded one is "
+                                                                 "positive"),
                        ((torch.tensor([True]), torch.tensor([1])), "a bool tensor"),
                        ((torch.tensor([1]), torch.tensor([1], dtype=torch.complex64)), "a complex64 tensor"),
                        (([1], torch.tensor([1])), "a list")]:

@@ -283,8 +283,7 @@ class JudgePeer(Peer):
         if parameters is None:
             return None
         return [function.__name__, lent_qualname(_plain_text(function.__qualname__)) or function.__name__, parameters,
-                _plain_text(function.__module__),
-                _plain_text(function.__doc__)]
+                _plain_text(function.__module__), _plain_text(function.__doc__)]
 
     def decode_object(self, node: list, depth: int):
         tag = node[0]
