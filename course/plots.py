@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 __all__ = ["CLAIM_PREFIX", "cjk_font", "claim", "gap_closed", "label", "plot_hit_ratio_curves"]
@@ -18,6 +19,8 @@ CLAIM_PREFIX = "check: "
 # the others ship with Windows, macOS or common Linux desktops; Colab has none of them).
 _CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Serif CJK SC", "Source Han Sans SC", "WenQuanYi Zen Hei",
                  "WenQuanYi Micro Hei", "Microsoft YaHei", "SimHei", "PingFang SC", "Heiti SC")
+# Parts of the file names of those fonts, for one installed after matplotlib listed the fonts (see `cjk_font`).
+_CJK_FILE_NAMES = ("cjk", "wqy", "sourcehansans", "msyh", "simhei", "pingfang", "stheiti")
 _cjk_font: list[str | None] = []  # Found once, then remembered.
 # Said once per notebook cell (its IPython execution count; 0 outside IPython) when labels fall back to English.
 _ENGLISH_ONLY_NOTE = ("(Plot labels in English only: no font with Chinese glyphs is installed here. "
@@ -33,6 +36,17 @@ def cjk_font() -> str | None:
 
         installed = {font.name for font in font_manager.fontManager.ttflist}
         found = next((family for family in _CJK_FAMILIES if family in installed), None)
+        if found is None:
+            # Matplotlib lists the fonts it found when it first ran, so one installed since (`apt-get install
+            # fonts-noto-cjk` in a running Colab session) is only on disk: add those files to its list.
+            for path in font_manager.findSystemFonts():
+                if any(part in Path(path).name.lower() for part in _CJK_FILE_NAMES):
+                    try:
+                        font_manager.fontManager.addfont(path)
+                    except (OSError, RuntimeError, ValueError):  # A file matplotlib cannot read is left out.
+                        continue
+            installed = {font.name for font in font_manager.fontManager.ttflist}
+            found = next((family for family in _CJK_FAMILIES if family in installed), None)
         if found:
             rcParams["font.sans-serif"] = [found, *[f for f in rcParams["font.sans-serif"] if f != found]]
             rcParams["axes.unicode_minus"] = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import matplotlib
 
@@ -92,6 +93,23 @@ def test_claim_prints_a_checked_line(capsys) -> None:
                                                     f"{CLAIM_PREFIX}the curve falls: False"]
     with pytest.raises(TypeError):
         claim(None, True)
+
+
+def test_a_cjk_font_installed_after_matplotlib_listed_its_fonts_is_found(monkeypatch) -> None:
+    """Matplotlib lists the system's fonts once and keeps that list (its cache): a font installed later (in a running
+    Colab session, say) is only on disk, and cjk_font adds its files to matplotlib's list."""
+    from matplotlib import font_manager
+
+    import course.plots as plots
+
+    on_disk = [path for path in font_manager.findSystemFonts()
+               if any(part in Path(path).name.lower() for part in plots._CJK_FILE_NAMES)]
+    if not on_disk:
+        pytest.skip("no font with Chinese glyphs here (Debian: apt-get install fonts-noto-cjk)")
+    listed = [font for font in font_manager.fontManager.ttflist if font.name not in plots._CJK_FAMILIES]
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", listed)  # The list as before the font was installed.
+    monkeypatch.setattr(plots, "_cjk_font", [])
+    assert plots.cjk_font() in plots._CJK_FAMILIES
 
 
 def test_a_chinese_label_renders_glyphs_when_a_cjk_font_is_installed() -> None:
