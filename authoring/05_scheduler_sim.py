@@ -1355,14 +1355,15 @@ def _check_task5_3_1_init():
     first, second = TensorKVCacheScheduler(128, 4), TensorKVCacheScheduler(128, 4)
     assert first.log is not second.log and first.slots is not second.slots and first.prefix_of is not second.prefix_of, (
         "two TensorKVCacheScheduler objects share their log, slots or prefix_of: each needs its own")
-    for name, _ in DTYPES[:3]:
+    counters = [name for name, _ in DTYPES[:3]]  # hits, bytes and last_used: the int64 tensors.
+    for name in counters:
         getattr(first, name).fill_(7)
-        for sched, other in ((first, "hits"), (first, "bytes"), (first, "last_used"), (second, "hits"),
-                             (second, "bytes"), (second, "last_used")):
-            if (sched, other) != (first, name):
-                assert_plain_equal(getattr(sched, other).tolist(), [0] * 4,
-                                   f"{'the same' if sched is first else 'another'} scheduler's {other} after "
-                                   f"{name}.fill_(7) (each tensor is its own memory)")
+        for sched in (first, second):
+            for other in counters:
+                if (sched, other) != (first, name):
+                    assert_plain_equal(getattr(sched, other).tolist(), [0] * 4,
+                                       f"{'the same' if sched is first else 'another'} scheduler's {other} after "
+                                       f"{name}.fill_(7) (each tensor is its own memory)")
         getattr(first, name).zero_()
 
     ### BEGIN HIDDEN TESTS

@@ -1732,7 +1732,7 @@ def _check_task6_3_1_counts():
 
         def match(self, hashes):
             hashes = self._read(hashes, "match")
-            self._log.append(("match", list(hashes)))
+            self._log.append(("match", hashes))
             count = 0
             while count < len(hashes) and hashes[count] in self._kv:
                 count += 1
@@ -1740,7 +1740,7 @@ def _check_task6_3_1_counts():
 
         def pin(self, hashes):
             hashes = self._read(hashes, "pin")
-            self._log.append(("pin", list(hashes)))
+            self._log.append(("pin", hashes))
             if any(h not in self._kv for h in hashes):
                 raise KeyError("pin of a block that is not cached")
             for h in hashes:
@@ -1748,7 +1748,7 @@ def _check_task6_3_1_counts():
 
         def unpin(self, hashes):
             hashes = self._read(hashes, "unpin")
-            self._log.append(("unpin", list(hashes)))
+            self._log.append(("unpin", hashes))
             if any(self._refs.get(h, 0) < hashes.count(h) for h in hashes):
                 raise ValueError("unpin of a block that is not pinned")
             for h in hashes:
@@ -1756,7 +1756,7 @@ def _check_task6_3_1_counts():
 
         def get_kv(self, hashes):
             hashes = self._read(hashes, "get_kv")
-            self._log.append(("get_kv", list(hashes)))
+            self._log.append(("get_kv", hashes))
             if any(self._refs.get(h, 0) < 1 for h in hashes):
                 raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
             if not hashes:
@@ -1766,7 +1766,7 @@ def _check_task6_3_1_counts():
 
         def insert(self, hashes, kv):
             hashes, kv = self._read(hashes, "insert"), [tuple(layer) for layer in kv]
-            self._log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
+            self._log.append(("insert", hashes, [k.shape[0] for k, _ in kv]))
             if self._fail_insert:
                 raise RuntimeError("insert failed (the test's cache raises on purpose)")
             for i, h in enumerate(hashes):
@@ -1902,7 +1902,7 @@ def _check_task6_3_2_logits():
 
         def match(self, hashes):
             hashes = self._read(hashes, "match")
-            self._log.append(("match", list(hashes)))
+            self._log.append(("match", hashes))
             count = 0
             while count < len(hashes) and hashes[count] in self._kv:
                 count += 1
@@ -1910,7 +1910,7 @@ def _check_task6_3_2_logits():
 
         def pin(self, hashes):
             hashes = self._read(hashes, "pin")
-            self._log.append(("pin", list(hashes)))
+            self._log.append(("pin", hashes))
             if any(h not in self._kv for h in hashes):
                 raise KeyError("pin of a block that is not cached")
             for h in hashes:
@@ -1918,7 +1918,7 @@ def _check_task6_3_2_logits():
 
         def unpin(self, hashes):
             hashes = self._read(hashes, "unpin")
-            self._log.append(("unpin", list(hashes)))
+            self._log.append(("unpin", hashes))
             if any(self._refs.get(h, 0) < hashes.count(h) for h in hashes):
                 raise ValueError("unpin of a block that is not pinned")
             for h in hashes:
@@ -1926,7 +1926,7 @@ def _check_task6_3_2_logits():
 
         def get_kv(self, hashes):
             hashes = self._read(hashes, "get_kv")
-            self._log.append(("get_kv", list(hashes)))
+            self._log.append(("get_kv", hashes))
             if any(self._refs.get(h, 0) < 1 for h in hashes):
                 raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
             if not hashes:
@@ -1936,7 +1936,7 @@ def _check_task6_3_2_logits():
 
         def insert(self, hashes, kv):
             hashes, kv = self._read(hashes, "insert"), [tuple(layer) for layer in kv]
-            self._log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
+            self._log.append(("insert", hashes, [k.shape[0] for k, _ in kv]))
             if self._fail_insert:
                 raise RuntimeError("insert failed (the test's cache raises on purpose)")
             for i, h in enumerate(hashes):
@@ -2104,7 +2104,7 @@ def _check_task6_3_3_protocol():
 
         def match(self, hashes):
             hashes = self._read(hashes, "match")
-            self._log.append(("match", list(hashes)))
+            self._log.append(("match", hashes))
             count = 0
             while count < len(hashes) and hashes[count] in self._kv:
                 count += 1
@@ -2112,7 +2112,7 @@ def _check_task6_3_3_protocol():
 
         def pin(self, hashes):
             hashes = self._read(hashes, "pin")
-            self._log.append(("pin", list(hashes)))
+            self._log.append(("pin", hashes))
             if any(h not in self._kv for h in hashes):
                 raise KeyError("pin of a block that is not cached")
             for h in hashes:
@@ -2120,7 +2120,7 @@ def _check_task6_3_3_protocol():
 
         def unpin(self, hashes):
             hashes = self._read(hashes, "unpin")
-            self._log.append(("unpin", list(hashes)))
+            self._log.append(("unpin", hashes))
             if any(self._refs.get(h, 0) < hashes.count(h) for h in hashes):
                 raise ValueError("unpin of a block that is not pinned")
             for h in hashes:
@@ -2128,7 +2128,7 @@ def _check_task6_3_3_protocol():
 
         def get_kv(self, hashes):
             hashes = self._read(hashes, "get_kv")
-            self._log.append(("get_kv", list(hashes)))
+            self._log.append(("get_kv", hashes))
             if any(self._refs.get(h, 0) < 1 for h in hashes):
                 raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
             if not hashes:
@@ -2138,7 +2138,7 @@ def _check_task6_3_3_protocol():
 
         def insert(self, hashes, kv):
             hashes, kv = self._read(hashes, "insert"), [tuple(layer) for layer in kv]
-            self._log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
+            self._log.append(("insert", hashes, [k.shape[0] for k, _ in kv]))
             if self._fail_insert:
                 raise RuntimeError("insert failed (the test's cache raises on purpose)")
             for i, h in enumerate(hashes):

@@ -128,7 +128,7 @@ class ToyCache:
 
     def match(self, hashes):
         hashes = self._read(hashes, "match")
-        self._log.append(("match", list(hashes)))
+        self._log.append(("match", hashes))
         count = 0
         while count < len(hashes) and hashes[count] in self._kv:
             count += 1
@@ -136,7 +136,7 @@ class ToyCache:
 
     def pin(self, hashes):
         hashes = self._read(hashes, "pin")
-        self._log.append(("pin", list(hashes)))
+        self._log.append(("pin", hashes))
         if any(h not in self._kv for h in hashes):
             raise KeyError("pin of a block that is not cached")
         for h in hashes:
@@ -144,7 +144,7 @@ class ToyCache:
 
     def unpin(self, hashes):
         hashes = self._read(hashes, "unpin")
-        self._log.append(("unpin", list(hashes)))
+        self._log.append(("unpin", hashes))
         if any(self._refs.get(h, 0) < hashes.count(h) for h in hashes):
             raise ValueError("unpin of a block that is not pinned")
         for h in hashes:
@@ -152,7 +152,7 @@ class ToyCache:
 
     def get_kv(self, hashes):
         hashes = self._read(hashes, "get_kv")
-        self._log.append(("get_kv", list(hashes)))
+        self._log.append(("get_kv", hashes))
         if any(self._refs.get(h, 0) < 1 for h in hashes):
             raise AssertionError("serve called get_kv on a block it had not pinned (pin the reused blocks first)")
         if not hashes:
@@ -162,7 +162,7 @@ class ToyCache:
 
     def insert(self, hashes, kv):
         hashes, kv = self._read(hashes, "insert"), [tuple(layer) for layer in kv]
-        self._log.append(("insert", list(hashes), [k.shape[0] for k, _ in kv]))
+        self._log.append(("insert", hashes, [k.shape[0] for k, _ in kv]))
         if self._fail_insert:
             raise RuntimeError("insert failed (the test's cache raises on purpose)")
         for i, h in enumerate(hashes):
