@@ -100,6 +100,7 @@ def test_every_student_gets_the_same_cpu_weight_and_a_quota_that_holds_for_the_w
                        preexec_fn=lambda: [limits.join(folder) for folder in first])
         stat = dict(line.split() for line in _cpu_file(first, ("cpu.stat",)).splitlines())
         assert int(stat["nr_throttled"]) > 0, stat  # The kernel held the tree back to its quota.
+        assert limits.throttled_seconds(first) > 0, stat  # And `starved` reads how long it held it back.
         assert limits.cpu_seconds(first) > 0
     finally:
         limits.teardown(run)
@@ -151,6 +152,12 @@ INTERRUPTED = "graded; a cell ran past the time limit and was interrupted"
     (LIMIT, {"kernel ran": 0.5, "kernel waited": 15, "cells cpu": 20, "kernel lived": 30, "autograde": 60}, False),
     # The student's judge shares the quota: its CPU is the student's own.
     (LIMIT, {"kernel ran": 0.5, "kernel waited": 15, "cells cpu": 4, "judge cpu": 16, "kernel lived": 30}, False),
+    # The student's own bursts used the quota up (red team 2026-12-07: 4 children spinning 300 ms of every 1.5 s, 5.2
+    # CPU-s in 24.6 s): that wait is the student's own, and the notebook is not graded again.
+    (LIMIT, {"kernel ran": 0.38, "kernel waited": 1.49, "cells throttled": 1.3, "cells cpu": 5.2,
+             "kernel lived": 24.6}, False),
+    # Crowded out by others, though the quota held the student back a little too.
+    (LIMIT, {"kernel ran": 2, "kernel waited": 9, "cells throttled": 0.5, "cells cpu": 2.5, "autograde": 40}, True),
     ("graded", {"kernel ran": 2, "kernel waited": 9, "cells cpu": 2.5, "autograde": 40}, False),
     ("timed out after 60 s (0 points; needs a manual look)", {}, False),
 ])
@@ -380,3 +387,15 @@ def test_the_benchmark_report_prints_every_figure_the_readme_needs(tmp_path, cap
     assert "60 s and 34 s: 1.76x, 66 s and 36 s: 1.83x" in printed and summary["jobs 2 speedup"] == 1.8
     autograde_report.plot(summary, tmp_path / "cost.png")
     assert (tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_more_jobs_than_the_machine_s_memory_holds_at_their_limits_are_logged_as_a_warning():
+    """Red team 2026-12-07: nothing related --jobs to the machine's memory (one job per core, 8 GiB per student): 32
+    students holding their limit at once would exhaust a 64 GiB server. The run says so before it starts."""
+    from grading.pipeline.run import memory_warning
+
+    warning = memory_warning(32, 8.0, machine_bytes=64 * 2**30)
+    assert warning and "32 job(s)" in warning and "320 GiB" in warning and "64 GiB" in warning, warning
+    assert memory_warning(6, 8.0, machine_bytes=64 * 2**30) is None  # 6 x 10 GiB fit.
+    assert memory_warning(64, None, machine_bytes=64 * 2**30) is None  # No limit: nothing to count.
+    assert memory_warning(64, 0.0, machine_bytes=64 * 2**30) is None

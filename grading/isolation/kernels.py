@@ -41,7 +41,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import DottedObjectName, Type
 
 from grading.isolation import sandbox, zygote
-from grading.isolation.limits import cpu_seconds
+from grading.isolation.limits import cpu_seconds, throttled_seconds
 
 PLAN_VARIABLE = "COURSE_SANDBOX_PLAN"
 _SANDBOX_SCRIPT = str(Path(sandbox.__file__).resolve())
@@ -230,18 +230,23 @@ def metered(cgroups: list[str], judge_cpu=None):
     cpu`` (from the request until the kernel answered), ``cells cpu`` (everything the notebook
     ran); none where the cgroup does not count CPU time. The student's judge is in the same cgroup
     (grading/pipeline/worker.py); ``judge_cpu()``, its own CPU seconds so far, takes its part out of those two
-    figures. And from the warm process, ``kernel ran``, ``kernel waited`` and ``kernel lived``: the
-    seconds the kernel process ran, was ready to run but waited for a CPU, and existed.
+    figures. ``cells throttled``: the seconds in which the student's CPU quota held the student's processes back
+    meanwhile (none where no quota counts it). And from the warm process, ``kernel ran``, ``kernel waited`` and
+    ``kernel lived``: the seconds the kernel process ran, was ready to run but waited for a CPU, and existed.
     """
     costs: dict[str, float] = {}
     _METER.clear()
     judge = judge_cpu or (lambda: 0.0)
     start, judge_start = cpu_seconds(cgroups), judge()
+    throttled_start = throttled_seconds(cgroups)
     _METER.update(folders=cgroups, judge=judge)
     try:
         yield costs
     finally:
         end, judge_end = cpu_seconds(cgroups), judge()
+        throttled_end = throttled_seconds(cgroups)
+        if throttled_start is not None and throttled_end is not None:
+            costs["cells throttled"] = throttled_end - throttled_start
         ready, judge_ready = _METER.get("ready", end), _METER.get("judge ready", judge_end)
         if None not in (start, end, ready):
             warm = _METER.get("warm process", 0.0)

@@ -234,6 +234,25 @@ def cpu_seconds(folders: list[str] | list[Path]) -> float | None:
     return None
 
 
+def throttled_seconds(folders: list[str] | list[Path]) -> float | None:
+    """The seconds so far in which a cgroup's CPU quota held its processes back (together they had used the quota of
+    the period up): ``cpu.stat``'s ``throttled_time`` (v1, nanoseconds, in the cpu hierarchy) or ``throttled_usec``
+    (v2). None when none of ``folders`` counts it (no quota there)."""
+    for folder in map(Path, folders):
+        try:
+            lines = (folder / "cpu.stat").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            key, _, value = line.partition(" ")
+            if key in ("throttled_time", "throttled_usec"):
+                try:
+                    return int(value) / (1e9 if key == "throttled_time" else 1e6)
+                except ValueError:
+                    return None
+    return None
+
+
 def accounting_group(name: str, proc: Path = Path("/proc")) -> Path | None:
     """A new cgroup named ``name`` under this process's own that counts CPU time; None where none can be made.
 

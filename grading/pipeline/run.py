@@ -25,6 +25,7 @@ from pathlib import Path
 from grading.config import ASSIGNMENTS, ROOT
 from grading.isolation import limits as cgroup_limits
 from grading.isolation import sandbox
+from grading.judge.server import JUDGE_MEMORY_BYTES
 from grading.pipeline import cache
 from grading.pipeline import course as scratch
 from grading.pipeline.cleanup import attempt, remove_tree
@@ -73,8 +74,11 @@ def grade(options: GradingOptions, log=print) -> list[tuple[Scores, str]]:
             by_student.setdefault(submission.student, []).append(submission)
         shard_dir = destination / SHARDS / f"{k}-of-{n}"
         todo, digests = _changed(options, by_student, max_bytes, log)
-        log(f"shard {k}/{n}: {len(by_student)} of {len(everyone)} student(s); grading {len(todo)} with "
-            f"{min(options.jobs, max(len(todo), 1))} job(s)")
+        jobs = min(options.jobs, max(len(todo), 1))
+        log(f"shard {k}/{n}: {len(by_student)} of {len(everyone)} student(s); grading {len(todo)} with {jobs} job(s)")
+        too_much = memory_warning(jobs, options.memory_limit_gb)
+        if too_much:
+            log(too_much)
         if todo:
             _grade_all(options, [s for own in todo.values() for s in own], todo, digests, uids, shard_dir, log)
         elif not (shard_dir / RESULTS).exists():
@@ -86,6 +90,26 @@ def grade(options: GradingOptions, log=print) -> list[tuple[Scores, str]]:
         rows = rows_of(read_results(shard_dir / RESULTS))
         log(f"shard {k}/{n} done; when every shard is done: python -m grading.pipeline.merge {destination}")
     return [row for row in rows if row[0].student in by_student]
+
+
+def memory_warning(jobs: int, memory_limit_gb: float | None, machine_bytes: int | None = None) -> str | None:
+    """A warning when ``jobs`` students who each hold their memory limit at the same time, with their judges (each
+    may take `JUDGE_MEMORY_BYTES` more), would need more memory than the machine has; None when they fit, or when
+    there is no limit to count."""
+    if not memory_limit_gb:
+        return None
+    if machine_bytes is None:
+        try:
+            machine_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (OSError, ValueError):
+            return None
+    per_student = memory_limit_gb * 2**30 + JUDGE_MEMORY_BYTES
+    if jobs * per_student <= machine_bytes:
+        return None
+    need, have = jobs * per_student / 2**30, machine_bytes / 2**30
+    return (f"warning: {jobs} job(s) x ({memory_limit_gb:g} GiB per student + {JUDGE_MEMORY_BYTES / 2**30:g} GiB for "
+            f"their judge) = {need:.0f} GiB, more than this machine's {have:.0f} GiB: students who hold their memory "
+            "limit at the same time could exhaust it (lower --jobs or --memory-limit-gb)")
 
 
 def _changed(options: GradingOptions, by_student: dict[str, list[Submission]], max_bytes: int | None, log
@@ -319,10 +343,14 @@ def starved(result: dict, cpus: float | None = 1.0) -> bool:
     others only if the student's processes together used less than half of their ``cpus`` quota
     while the kernel lived (``cells cpu`` from the student's cgroup, and the student's judge, which
     shares the quota): a student whose own processes kept their quota busy crowded out their own kernel.
+    The seconds in which the quota held the student's processes back (``cells throttled``: bursts of
+    the student's own processes used it up, however short) count as the kernel's own wait, not as a
+    wait for others: a student cannot have their notebook graded again, alone, by crowding it out.
     """
     seconds = result.get("seconds") or {}
     limited = result["status"].startswith("timed out") or "ran past the time limit" in result["status"]
-    crowded = seconds.get("kernel waited", 0.0) > seconds.get("kernel ran", 0.0)
+    waited_for_others = seconds.get("kernel waited", 0.0) - seconds.get("cells throttled", 0.0)
+    crowded = waited_for_others > seconds.get("kernel ran", 0.0)
     own = seconds["cells cpu"] + seconds.get("judge cpu", 0.0) if "cells cpu" in seconds else None
     lived = seconds.get("kernel lived", seconds.get("autograde", 0.0))
     busy_itself = own is not None and cpus is not None and own >= 0.5 * cpus * lived
