@@ -402,6 +402,13 @@ def _check_task1_3_quotas():
     assert_raises(ValueError, "quotas({'a': 0, 'b': 0}, 10) (weights sum to 0)", quotas, {"a": 0, "b": 0}, 10)
     assert_raises(ValueError, "quotas({}, 10) (no weights: they sum to 0)", quotas, {}, 10)
     assert_raises(ValueError, "quotas({'a': 1}, -5)", quotas, {"a": 1}, -5)
+    # Each error's message says what is wrong: an empty one says nothing.
+    for weights, total_blocks in (({"a": -1, "b": 2}, 10), ({"a": 0, "b": 0}, 10), ({"a": 1}, -5)):
+        try:
+            quotas(weights, total_blocks)
+        except ValueError as error:
+            assert str(error).strip(), (f"quotas({weights!r}, {total_blocks}) raised ValueError with an empty message "
+                                        "(say what is wrong)")
     weights = {"b": 3.0, "a": 1}
     quotas(weights, 64)
     assert_plain_equal(list(weights.items()), [("b", 3.0), ("a", 1)],
@@ -753,6 +760,9 @@ def _check_task1_6_argmin_victim():
         assert_plain_equal(argmin_victim(top, torch.tensor([False, True, True], device=device)), 1,
                            f"argmin_victim(int64 [2**62, 2**63 - 1, 2**63 - 1], mask [F, T, T]) on {device} "
                            f"(an int64 tensor cannot hold +inf)")
+        bottom = torch.tensor([-(2**63) + 1, -(2**63), 5], dtype=torch.int64, device=device)
+        assert_plain_equal(argmin_victim(bottom), 1, f"argmin_victim(int64 [-(2**63) + 1, -(2**63), 5]) on {device} "
+                           "(the smallest int64: negating it gives itself again)")
         close = torch.tensor([2**53 + 1, 2**53], dtype=torch.int64, device=device)
         assert_plain_equal(argmin_victim(close), 1,
                            f"argmin_victim(int64 [2**53 + 1, 2**53]) on {device} (in float64 both are 2**53)")

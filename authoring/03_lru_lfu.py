@@ -919,7 +919,7 @@ _check_task3_3_LFUPolicy()
 # protected=frozenset())`:
 #
 # 1. (TODO 3.4.1) `blocks_needed < 0` raises `ValueError`; if `manager.allocator.num_free >= blocks_needed`
-#    already (an empty cache, for instance), evict nothing and return `[]`;
+#    already (an empty cache asked for no more blocks than it holds, for instance), evict nothing and return `[]`;
 # 2. (TODO 3.4.2) otherwise, if even releasing **every** unprotected sequence would not bring `num_free` up to
 #    `blocks_needed`, raise `RuntimeError` **and change nothing** (no sequence evicted);
 # 3. (TODO 3.4.3) otherwise ask `policy.select_victim(manager.sequences, protected)` for one victim at a time,
@@ -942,7 +942,7 @@ _check_task3_3_LFUPolicy()
 #
 # 新请求需要 `blocks_needed` 个空闲块。编写 `evict_until_fit(manager, policy, blocks_needed, protected=frozenset())`：
 #
-# 1. （TODO 3.4.1）`blocks_needed < 0` 时抛出 `ValueError`；若 `manager.allocator.num_free >= blocks_needed` 已经成立（例如缓存是空的），不驱逐任何序列，返回 `[]`；
+# 1. （TODO 3.4.1）`blocks_needed < 0` 时抛出 `ValueError`；若 `manager.allocator.num_free >= blocks_needed` 已经成立（例如向空缓存要的块不超过它的总块数），不驱逐任何序列，返回 `[]`；
 # 2. （TODO 3.4.2）否则，若即使释放**所有**未受保护的序列也无法使 `num_free` 达到 `blocks_needed`，抛出 `RuntimeError`，**且不做任何修改**（不驱逐任何序列）；
 # 3. （TODO 3.4.3）否则每次向 `policy.select_victim(manager.sequences, protected)` 要一个受害者，用 `manager.release(...)` 释放它，一旦 `num_free >= blocks_needed` 就停止；按驱逐顺序返回受害者的 id 列表。
 #
@@ -1126,6 +1126,11 @@ def _check_task3_4_2_refuses():
     assert_raises(RuntimeError, "evict_until_fit(a 2 blocks, b 3, c 1, d 2, 2 free, need 6, protected={'b', 'd'})",
                   evict_until_fit, manager, ListedOrder(["c", "a", "b", "d"]), 6, frozenset({"b", "d"}))
     assert_plain_equal(state(manager), before, "[sequences, num_free, ref_counts] after that RuntimeError (nothing may be evicted)")
+    # An empty cache has nothing to evict: asking it for more blocks than it holds is refused too.
+    manager = PagedKVCacheManager(num_blocks=3, block_size=4)
+    assert_raises(RuntimeError, "evict_until_fit(an empty cache of 3 blocks, need 5)", evict_until_fit, manager,
+                  ListedOrder([]), 5)
+    assert_plain_equal(state(manager), [[], 3, [0, 0, 0]], "[sequences, num_free, ref_counts] after that RuntimeError (an empty cache)")
 
     ### BEGIN HIDDEN TESTS
     import copy
@@ -1633,6 +1638,8 @@ def _check_task3_5_lru_victim_t():
     assert_raises(ValueError, "lru_victim_t(steps of shape (2, 2), flags of shape (2, 2), all False) (checked even when "
                   "nothing is evictable)", lru_victim_t, torch.zeros(2, 2, dtype=torch.int64),
                   torch.zeros(2, 2, dtype=torch.bool))
+    assert_raises(ValueError, "lru_victim_t(tensor(5), tensor(True)) (0-d tensors: a single number is not 1-D)",
+                  lru_victim_t, torch.tensor(5), torch.tensor(True))
     small = (torch.arange(8).flip(0), torch.ones(8, dtype=torch.bool))
     large = (torch.arange(4096).flip(0), torch.ones(4096, dtype=torch.bool))
     assert_no_python_loop(lru_victim_t, small, large, "lru_victim_t")
@@ -1801,6 +1808,9 @@ def _check_task3_6_lfu_victim_t():
                       torch.arange(4).reshape(steps_shape), torch.ones(flags_shape, dtype=torch.bool))
     assert_raises(ValueError, "lfu_victim_t(4 counts, 3 steps, 4 flags all False) (checked even when nothing is "
                   "evictable)", lfu_victim_t, torch.arange(4), torch.arange(3), torch.zeros(4, dtype=torch.bool))
+    for flag in (True, False):
+        assert_raises(ValueError, f"lfu_victim_t(tensor(1), tensor(5), tensor({flag})) (0-d tensors: a single number is "
+                      "not 1-D)", lfu_victim_t, torch.tensor(1), torch.tensor(5), torch.tensor(flag))
     small = (torch.zeros(8, dtype=torch.int64), torch.arange(8).flip(0), torch.ones(8, dtype=torch.bool))
     large = (torch.zeros(4096, dtype=torch.int64), torch.arange(4096).flip(0), torch.ones(4096, dtype=torch.bool))
     assert_no_python_loop(lfu_victim_t, small, large, "lfu_victim_t")
@@ -1963,6 +1973,8 @@ def _check_task3_7_evict_order_t():
                   "is evictable)", evict_order_t, [torch.arange(3), torch.arange(4)], torch.zeros(3, dtype=torch.bool), 2)
     assert_raises(ValueError, "evict_order_t([], mask, 0) (checked even when no victim is asked for)", evict_order_t, [],
                   torch.ones(3, dtype=torch.bool), 0)
+    assert_raises(ValueError, "evict_order_t([tensor(5)], tensor(True), 1) (0-d tensors: a single number is not 1-D)",
+                  evict_order_t, [torch.tensor(5)], torch.tensor(True), 1)
     ties, mask = torch.zeros(300, dtype=torch.int64), torch.arange(300) % 3 != 0
     unprotected = torch.nonzero(mask).flatten()  # Before the call, which gets the mask.
     assert_same_tensor(evict_order_t([ties, ties], mask, 300), unprotected,

@@ -825,6 +825,14 @@ def _check_task6_2_2_insert():
     entry = clock._blocks[1]
     assert_plain_equal(entry["use_count"] if isinstance(entry, dict) else entry.use_count, 1,
                        "the use_count of block 1 right after insert([1], kv) stored it (a new block starts at 1)")
+    # A cache of capacity 0 stores nothing, but each insert is still a call: kv is checked and the clock advances.
+    nothing = PrefixCache(0, 1)
+    assert_plain_equal(nothing.insert([1], toy_kv([1], 1)), 0, "PrefixCache(0, 1).insert([1], kv)")
+    assert_plain_equal(nothing._step, 1, "cache._step after an insert into a cache of capacity 0 (every insert call "
+                       "advances the clock)")
+    assert_raises(ValueError, "PrefixCache(0, 1).insert([2, 3], kv of 1 token) (kv is checked whatever the capacity)",
+                  nothing.insert, [2, 3], toy_kv([2], 1))
+    assert_plain_equal(nothing._step, 1, "cache._step of a cache of capacity 0 after an insert that raised ValueError")
 
     ### BEGIN HIDDEN TESTS
     import random as _random

@@ -515,7 +515,7 @@ def _check_task7_2_streaming_keep():
     import numpy
     import torch
 
-    from course.checks import assert_no_python_loop, assert_raises, assert_same_tensor
+    from course.checks import assert_no_python_loop, assert_raises, assert_same_tensor, check_type
     from course.env import available_devices
 
     def mask(text, device):
@@ -531,6 +531,16 @@ def _check_task7_2_streaming_keep():
         assert_same_tensor(streaming_keep(12, 8, device=device), mask("111100001111", device),
                            f"streaming_keep(12, 8) on {device} (4 sinks by default)")
     assert_same_tensor(streaming_keep(5, 2), mask("11000", "cpu"), "streaming_keep(5, 2) without a device")
+    # The meta device holds shapes without data: here it stands for a device other than the CPU. Only the full cache's
+    # mask is asked for there (torch.ones makes it at no cost; a first computation on the meta device costs a kernel
+    # about a second of imports); a grader with a GPU checks the others on it.
+    for num_tokens, budget in ((4, 9), (6, 6)):
+        call = f"streaming_keep({num_tokens}, {budget}, 2, device='meta')"
+        kept = streaming_keep(num_tokens, budget, 2, device="meta")
+        check_type(kept, torch.Tensor, call)
+        assert (kept.device.type, kept.dtype, tuple(kept.shape)) == ("meta", torch.bool, (num_tokens,)), (
+            f"{call} returned a tensor on {kept.device}, of dtype {kept.dtype} and shape {list(kept.shape)}; expected a "
+            f"bool tensor of shape [{num_tokens}] on the meta device")
     assert_no_python_loop(streaming_keep, (16, 6, 2), (4096, 600, 4), "streaming_keep on 16 and 4,096 positions")
     assert_same_tensor(streaming_keep(5, 2, 1, device=torch.device("cpu")), mask("10001", "cpu"),
                        "streaming_keep(5, 2, 1, device=torch.device('cpu'))")

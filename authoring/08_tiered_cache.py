@@ -395,6 +395,8 @@ def _check_task8_1_3_insert():
     tier = LRUTier(3)
     assert_plain_equal([tier.insert(b) for b in (1, 2, 3)], [None, None, None], "insert 1, 2, 3 into LRUTier(3)")
     assert_plain_equal(list(tier.blocks), [1, 2, 3], "blocks after inserting 1, 2, 3")
+    assert_plain_equal(list(tier.blocks.values()), [None, None, None], "the values of blocks after inserting 1, 2, 3 "
+                       "(unused: None)")
     assert_plain_equal(tier.insert(4), 1, "insert(4) into the full tier [1, 2, 3]")
     assert_plain_equal(list(tier.blocks), [2, 3, 4], "blocks after insert(4)")
     tier.hit(2)
@@ -2444,7 +2446,9 @@ _check_task8_5_5_pins()
 #   uint8) of exactly the same shape (any shape; shapes that would broadcast differ) on the same device, one entry per
 #   request, and returns the **float64** tensor $N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}$
 #   on that device, in seconds. `ValueError` when either is not an integer tensor (a bool or complex tensor is not), when shapes
-#   or devices differ, or when a count is negative; the inputs are not changed. No Python loop over the requests (a
+#   or devices differ, or when a count is negative, with the dtypes, shapes and devices checked before the counts (the
+#   tests stand in for another device with the meta device, whose tensors hold shapes without data); the inputs are
+#   not changed. No Python loop over the requests (a
 #   test counts torch operations). Trap: a float32 result, or a float32 step on the way, loses the seconds of long
 #   prompts; convert the counts to float64 first.
 #
@@ -2455,7 +2459,7 @@ _check_task8_5_5_pins()
 # 用模型一节中的公式 $\text{TTFT} = N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}$（$t_\text{load} = b / B$）把计数换算成时间。`CostModel(kv_bytes_per_token, bandwidth_bytes_per_s, prefill_seconds_per_token)`：
 #
 # - 8.6.1：每个参数都必须是 `int` 或 `float`（否则抛出 `TypeError`：`True`、numpy 的 `int64`、`Fraction` 和 `Decimal` 都不算），并且有限、大于 0（否则抛出 `ValueError`，`inf` 和 `nan` 也一样）。把三个参数保存为同名的 `float` 属性，并在构造时一次算好 `load_seconds_per_token` $= b / B$、`break_even_bandwidth` $= b / t_\text{prefill}$（单位为字节/秒）和 `offload_pays`，即 `bool` 值 `load_seconds_per_token < prefill_seconds_per_token`（严格小于：代价相等时加载不划算；要比较这两个浮点数，而不是比较 `break_even_bandwidth` 与 $B$，后者的舍入可能得出相反的结果）。
-# - 8.6.2：`ttft(recomputed_tokens, loaded_tokens)` 接受两个整数张量（任意整数数据类型：int8 … int64、uint8），它们形状完全相同（任意形状；能够广播的不同形状也算不同）、在同一设备上，每个请求一项；返回该设备上的 **float64** 张量 $N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}$，单位为秒。任一参数不是整数张量（bool 张量和复数张量都不算）、形状或设备不同，或有负的计数时，抛出 `ValueError`；不修改输入。不允许对请求写 Python 循环（测试会统计 torch 操作的次数）。陷阱：结果是 float32，或中间某一步用了 float32，长提示词的秒数就会损失精度；要先把计数转换为 float64。
+# - 8.6.2：`ttft(recomputed_tokens, loaded_tokens)` 接受两个整数张量（任意整数数据类型：int8 … int64、uint8），它们形状完全相同（任意形状；能够广播的不同形状也算不同）、在同一设备上，每个请求一项；返回该设备上的 **float64** 张量 $N_\text{recompute}\, t_\text{prefill} + N_\text{load}\, t_\text{load}$，单位为秒。任一参数不是整数张量（bool 张量和复数张量都不算）、形状或设备不同，或有负的计数时，抛出 `ValueError`；先检查数据类型、形状和设备，再检查计数（测试用 meta 设备充当另一个设备，它的张量只有形状、没有数据）；不修改输入。不允许对请求写 Python 循环（测试会统计 torch 操作的次数）。陷阱：结果是 float32，或中间某一步用了 float32，长提示词的秒数就会损失精度；要先把计数转换为 float64。
 #
 # 分部分计分：8.6.1 代价（2 分）· 8.6.2 `ttft`（2 分）。
 
@@ -2649,7 +2653,12 @@ def _check_task8_6_2_ttft():
                                                                  "positive"),
                        ((torch.tensor([True]), torch.tensor([1])), "a bool tensor"),
                        ((torch.tensor([1]), torch.tensor([1], dtype=torch.complex64)), "a complex64 tensor"),
-                       (([1], torch.tensor([1])), "a list")]:
+                       (([1], torch.tensor([1])), "a list"),
+                       # The meta device holds shapes without data: here it stands for another device.
+                       ((torch.tensor([1, 2]), torch.tensor([1, 2], device="meta")), "the loaded counts on the meta "
+                                                                                      "device (another device)"),
+                       ((torch.tensor([1, 2], device="meta"), torch.tensor([1, 2])), "the recomputed counts on the meta "
+                                                                                      "device (another device)")]:
         assert_raises(ValueError, f"ttft with {what}", model.ttft, *args)
     assert_no_python_loop(model.ttft, (torch.arange(8), torch.arange(8)), (torch.arange(5000), torch.arange(5000)),
                           "ttft on 8 and 5,000 requests")

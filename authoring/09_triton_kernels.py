@@ -479,7 +479,9 @@ _check_task9_1_2_one_launch()
 # Rejected **before the launch**, so that nothing is copied: `TypeError` when `pairs` is not an int32 or int64
 # tensor (an int16, float or bool tensor, or a list); `ValueError` when it is not `[num_pairs, 2]`, is on another
 # device, names a block outside the pool, names **one destination twice**, or names a block that is **both a source
-# and a destination** (a pair `(b, b)` included). The programs of a launch run at the same time, in no fixed order:
+# and a destination** (a pair `(b, b)` included); check the shape and the device before the ids (the tests stand in
+# for another device with the meta device, whose tensors hold shapes without data). The programs of a launch run at
+# the same time, in no fixed order:
 # with a repeated destination, which copy lands last is a race; with a block that one program writes and another
 # reads, the reader may see the block before or after the write. (A source copied to several destinations is fine:
 # the programs only read it.) The interpreter runs the programs one after another, so it never shows such a race:
@@ -491,7 +493,7 @@ _check_task9_1_2_one_launch()
 #
 # 写时复制（notebook 02）在序列写入一个共享块之前先复制这个块；束搜索走一步或并行采样分叉之后，引擎要一次复制许多块。`copy_blocks(k_cache, v_cache, pairs)` 对 `pairs` 的每一行 `i`，在两个池中都把块 `pairs[i, 0]`（源）复制到块 `pairs[i, 1]`（目标）上，所有的对在**一次启动**中完成，每对一个程序实例；它返回 `None`。`k_cache` 和 `v_cache` 是两个 float16 或 float32 的池，形状、步长、数据类型和设备都相同（给定的几行会检查这一点）；`pairs` 是与它们位于同一设备上、形状为 `[num_pairs, 2]` 的 int32 或 int64 张量（必须恰好是二维的：`[2, 2, 2]` 的张量不是 `[num_pairs, 2]`）。没有任何对时，不启动内核，但空的 `pairs` 也要像其他输入一样检查（`torch.tensor([])` 是浮点张量：抛出 `TypeError`）。
 #
-# 以下输入在**启动之前**就被拒绝，因此什么都不会被复制：`pairs` 不是 int32 或 int64 张量（例如 int16、浮点或 bool 张量，或者一个列表）时抛出 `TypeError`；它的形状不是 `[num_pairs, 2]`、位于另一个设备上、含有池之外的块、**同一个目标出现两次**，或者某个块**既是源又是目标**（包括 `(b, b)` 这样的对）时抛出 `ValueError`。一次启动中的程序实例同时运行，没有固定的顺序：目标重复时，哪一次复制最后生效取决于执行的先后，这就是数据竞争；一个块被某个程序实例写入、又被另一个程序实例读取时，读到的可能是写入之前的内容，也可能是写入之后的内容。（同一个源复制到多个目标没有问题：这些程序实例只读取它。）解释器逐个运行程序实例，永远不会暴露这样的数据竞争：所以这项检查是唯一的保护。
+# 以下输入在**启动之前**就被拒绝，因此什么都不会被复制：`pairs` 不是 int32 或 int64 张量（例如 int16、浮点或 bool 张量，或者一个列表）时抛出 `TypeError`；它的形状不是 `[num_pairs, 2]`、位于另一个设备上、含有池之外的块、**同一个目标出现两次**，或者某个块**既是源又是目标**（包括 `(b, b)` 这样的对）时抛出 `ValueError`；先检查形状和设备，再检查块号（测试用 meta 设备充当另一个设备，它的张量只有形状、没有数据）。一次启动中的程序实例同时运行，没有固定的顺序：目标重复时，哪一次复制最后生效取决于执行的先后，这就是数据竞争；一个块被某个程序实例写入、又被另一个程序实例读取时，读到的可能是写入之前的内容，也可能是写入之后的内容。（同一个源复制到多个目标没有问题：这些程序实例只读取它。）解释器逐个运行程序实例，永远不会暴露这样的数据竞争：所以这项检查是唯一的保护。
 #
 # 分部分计分：9.2.1 复制（2 分）· 9.2.2 启动前拒绝（1 分）· 9.2.3 一次启动（1 分）。
 
@@ -705,7 +707,9 @@ def _check_task9_2_2_rejected_before_launch():
             (torch.tensor([], device=device), TypeError, "torch.tensor([]) (no pairs, but float32)"),
             (torch.zeros(0, 3, dtype=torch.int64, device=device), ValueError, "no pairs, of shape [0, 3]"),
             (torch.tensor([[[0, 1], [2, 3]], [[0, 1], [4, 5]]], device=device), ValueError,
-             "pairs of shape [2, 2, 2] (not [num_pairs, 2], though its last dimension is 2)")]:
+             "pairs of shape [2, 2, 2] (not [num_pairs, 2], though its last dimension is 2)"),
+            # The meta device holds shapes without data: here it stands for another device than the pools'.
+            (torch.tensor([[0, 1]], device="meta"), ValueError, "pairs on the meta device (not the pools' device)")]:
         assert_raises(error, f"copy_blocks with {what} on {device}", copy_blocks, k_cache, v_cache, pairs)
         assert_same_tensor(storage, before, f"the pools after copy_blocks with {what} raised on {device} "
                            "(nothing may be copied)")
@@ -1162,6 +1166,13 @@ def _check_task9_3_3_float16_large_scores():
     assert_same_tensor(paged_decode(low, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths),
                        expected, f"paged_decode with every score below -100 on {device} (the running max "
                        "starts at -inf, not 0)", atol=1e-4, rtol=1e-4)
+    # Heads of 128 dimensions and larger queries in float16: products summed in float16 drift past the tolerance.
+    batch = paged_batch([9, 14], 4, 2, 128, dtype=torch.float16, device=device, seed=53)
+    wide = (torch.randn(2, 2, 128, generator=generator) * 4).to(device=device, dtype=torch.float16)
+    expected = reference(wide, batch)
+    assert_same_tensor(paged_decode(wide, batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths),
+                       expected, f"paged_decode in float16 with head_dim 128 and 4 * randn queries on {device} (the "
+                       "products and their sums in float32)", atol=2e-3, rtol=2e-3)
 
     ### BEGIN HIDDEN TESTS
     import random as _random
@@ -1214,6 +1225,11 @@ def _check_task9_3_4_launch_and_bad_input():
                   batch.k_cache, batch.v_cache[:, :, :1], batch.block_tables, batch.lengths)
     assert_raises(ValueError, f"paged_decode with a length of 0 on {device}", paged_decode, q, batch.k_cache,
                   batch.v_cache, batch.block_tables, torch.tensor([5, 0, 2], dtype=torch.int32, device=device))
+    assert_raises(TypeError, f"paged_decode with a list as v_cache on {device}", paged_decode, q, batch.k_cache,
+                  batch.v_cache.tolist(), batch.block_tables, batch.lengths)
+    heads_last = batch.v_cache.transpose(2, 3).contiguous().transpose(2, 3)  # The same shape and values, other strides.
+    assert_raises(ValueError, f"paged_decode with a v_cache of other strides than k_cache's on {device}", paged_decode,
+                  q, batch.k_cache, heads_last, batch.block_tables, batch.lengths)
 
     ### BEGIN HIDDEN TESTS
     _four = paged_batch([5, 9, 2], 4, 4, 8, device=device)
@@ -1257,7 +1273,8 @@ _check_task9_3_4_launch_and_bad_input()
 # Errors (before any launch): those of `check_paged_batch` with lengths of at least 1, and of `q` as in Task 9.3;
 # `TypeError` when `scores` is not a float32 tensor or `recent` not an `int` (`True` included); `ValueError` when
 # `scores` is not `[num_seqs, max_blocks * block_size]` on the pool's device, when it holds a value that is not finite
-# (NaN, `inf` or `-inf`), or when `recent < 0`. Traps: the probabilities need the **final** max and sum: dividing by
+# (NaN, `inf` or `-inf`), or when `recent < 0`; check the shape and the device of `scores` before its values (the
+# tests stand in for another device with the meta device, whose tensors hold shapes without data). Traps: the probabilities need the **final** max and sum: dividing by
 # the running sum so far (one pass only) gives the early blocks too much; only the positions below the length may
 # change; a masked position must never win the argmin (scores may be far above `1e30`: mask with `inf`, not with a
 # large finite number).
@@ -1274,7 +1291,7 @@ _check_task9_3_4_launch_and_bad_input()
 #
 # 内核为每条序列启动一个程序实例：网格为 `(num_seqs,)`。对每个查询头，它对序列的块做**两遍扫描**：第一遍算出该头的运行最大值 $m$ 和运行和 $l$（即任务 9.3 的在线 softmax，只是不需要 V），第二遍把 $e^{x_t - m} / l$ 加到块中各个 token 的分数上（带掩码读取、相加、带掩码写入）。它从不写出注意力矩阵：离开内核的只有分数和受害者。受害者可以在更新后的分数上用 torch 选出（有多个相等的最小值时，`torch.argmin` 返回第一个），也可以在内核中选出。
 #
-# 错误（都在任何启动之前抛出）：`check_paged_batch` 的各项错误（每个长度至少为 1），以及与任务 9.3 相同的关于 `q` 的错误；`scores` 不是 float32 张量，或者 `recent` 不是 `int`（`True` 也不行）时，抛出 `TypeError`；`scores` 的形状不是 `[num_seqs, max_blocks * block_size]`、不在池所在的设备上、含有非有限值（NaN、`inf` 或 `-inf`），或者 `recent < 0` 时，抛出 `ValueError`。陷阱：概率需要**最终的**最大值和运行和：只扫描一遍、除以当时为止的运行和，会让前面的块得到过多的分数；只有长度之内的位置可以改变；被掩码屏蔽的位置绝不能在 argmin 中胜出（分数可能远大于 `1e30`：要用 `inf` 屏蔽，而不是用一个很大的有限数）。
+# 错误（都在任何启动之前抛出）：`check_paged_batch` 的各项错误（每个长度至少为 1），以及与任务 9.3 相同的关于 `q` 的错误；`scores` 不是 float32 张量，或者 `recent` 不是 `int`（`True` 也不行）时，抛出 `TypeError`；`scores` 的形状不是 `[num_seqs, max_blocks * block_size]`、不在池所在的设备上、含有非有限值（NaN、`inf` 或 `-inf`），或者 `recent < 0` 时，抛出 `ValueError`；先检查 `scores` 的形状和设备，再检查它的值（测试用 meta 设备充当另一个设备，它的张量只有形状、没有数据）。陷阱：概率需要**最终的**最大值和运行和：只扫描一遍、除以当时为止的运行和，会让前面的块得到过多的分数；只有长度之内的位置可以改变；被掩码屏蔽的位置绝不能在 argmin 中胜出（分数可能远大于 `1e30`：要用 `inf` 屏蔽，而不是用一个很大的有限数）。
 #
 # 分部分计分：9.4.1 累积分数（3 分）· 9.4.2 受害者、平局与最近窗口（2 分）· 9.4.3 一次启动与错误输入（1 分）。
 
@@ -1660,18 +1677,22 @@ def _check_task9_4_3_launch_and_bad_input():
                                             (torch.zeros(3, 16, device=device), 0, ValueError,
                                              "scores of 16 positions (12 needed: not more either)"),
                                             (torch.zeros(4, 12, device=device), 0, ValueError,
-                                             "scores of 4 sequences (3 needed)")]:
+                                             "scores of 4 sequences (3 needed)"),
+                                            # The meta device holds shapes without data: it stands for another device.
+                                            (torch.zeros(3, 12, device="meta"), 0, ValueError,
+                                             "scores on the meta device (not the pool's device)")]:
         assert_raises(error, f"h2o_victims with {what} on {device}", h2o_victims, *head, bad_scores, recent)
     assert_raises(ValueError, f"h2o_victims with 3 query heads for 2 KV heads on {device}", h2o_victims,
                   torch.zeros(3, 3, 8, device=device), *head[1:], scores, 0)
-    nan = scores.clone()
-    nan[1, 3] = float("nan")
-    assert_raises(ValueError, f"h2o_victims with a NaN score on {device}", h2o_victims, *head, nan, 0)
-    infinite = scores.clone()
-    infinite[2, 5] = float("inf")
-    assert_raises(ValueError, f"h2o_victims with an infinite score on {device}", h2o_victims, *head, infinite, 0)
-    infinite[2, 5] = float("-inf")
-    assert_raises(ValueError, f"h2o_victims with a score of -inf on {device}", h2o_victims, *head, infinite, 0)
+    assert_raises(TypeError, f"h2o_victims with a float64 q for float32 pools on {device}", h2o_victims,
+                  q.double(), *head[1:], scores, 0)
+    for bad, what in [(float("nan"), "a NaN score"), (float("inf"), "an infinite score"), (float("-inf"), "a score of -inf")]:
+        refused = scores.clone()
+        refused[1, 3] = bad
+        kept = refused.clone()
+        assert_raises(ValueError, f"h2o_victims with {what} on {device}", h2o_victims, *head, refused, 0)
+        assert_same_tensor(refused, kept, f"the scores after h2o_victims refused {what} on {device} (refused before any "
+                           "launch, they stay as they were)")
     assert_same_tensor(scores, before, f"the scores after h2o_victims refused bad input on {device}")
 
     ### BEGIN HIDDEN TESTS

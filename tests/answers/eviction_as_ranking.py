@@ -593,3 +593,15 @@ WRONG[QUOTAS_T]["the weights checked on a float32 copy (float64 -1e-50 becomes -
                    "    if not bool(torch.isfinite(checked).all()) or bool((checked < 0).any()):\n"))
 WRONG[QUOTAS_T]["torch.signbit as the negative check (-0.0 refused)"] = ref.edit(QUOTAS_T, (
     "bool((weights < 0).any())", "bool(torch.signbit(weights).any())"))
+# Round 9 (2026-12-07, typical mistakes that passed): the argmax of the negated values (victim = argmin Value = argmax
+# of -Value, but -(-(2**63)) is -(2**63) again in int64), and ValueErrors without a message, which the text asks for.
+WRONG[ARGMIN]["argmax of the negated values (int64 -(2**63) negates to itself)"] = ref.edit(ARGMIN, (
+    "    return int(candidates[torch.argmin(values[candidates])])",
+    "    chosen = values[candidates]\n"
+    "    chosen = chosen if chosen.is_floating_point() else chosen.to(torch.int64)\n"
+    "    return int(candidates[torch.argmax(-chosen)])"))
+WRONG[QUOTAS]["ValueError without a message"] = ref.edit(
+    QUOTAS,
+    ('raise ValueError(f"total_blocks must be >= 0, got {total_blocks}")', "raise ValueError"),
+    ('raise ValueError(f"weight of tenant {tenant!r} must be finite and >= 0, got {weight}")', "raise ValueError()"),
+    ('raise ValueError("weights must not sum to 0")', "raise ValueError"))

@@ -722,3 +722,15 @@ WRONG[FIT]["refuses whenever too few blocks are free, unless the policy's class 
 WRONG[LFU_T]["only use_count's dimension checked, the others compared by len()"] = ref.edit(LFU_T, (
     "if use_count.dim() != 1 or last_access_step.shape != use_count.shape or evictable.shape != use_count.shape:",
     "if use_count.dim() != 1 or len(last_access_step) != len(use_count) or len(evictable) != len(use_count):"))
+# Round 9 (2026-12-07, typical mistakes that passed): an empty cache answered [] whatever it was asked (no case asked
+# an empty cache for more blocks than it holds), and a dimension check written as dim() > 1, which lets 0-d tensors
+# through (every refused shape was 2-D). 3.4.2 and 3.5-3.7 now try both.
+WRONG[FIT]["an empty cache returns [] whatever is asked"] = ref.edit(FIT, (
+    "    if allocator.num_free >= blocks_needed:\n        return []",
+    "    if allocator.num_free >= blocks_needed or not manager.sequences:\n        return []"))
+WRONG[LRU_T]["dim() > 1 (0-d tensors accepted)"] = ref.edit(LRU_T, (
+    "if last_access_step.dim() != 1 or", "if last_access_step.dim() > 1 or"))
+WRONG[LFU_T]["dim() > 1 (0-d tensors accepted)"] = ref.edit(LFU_T, (
+    "if use_count.dim() != 1 or", "if use_count.dim() > 1 or"))
+WRONG[ORDER_T]["dim() > 1 (0-d tensors accepted)"] = ref.edit(ORDER_T, (
+    "if evictable.dim() != 1 or", "if evictable.dim() > 1 or"))

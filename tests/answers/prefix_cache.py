@@ -1062,3 +1062,12 @@ WRONG[HASHES]["isinstance(token, int) without bool: int subclasses accepted"] = 
 # compares them sorted.
 ALTERNATIVES[SERVE]["unpins the reused blocks in reverse order"] = ref.edit(SERVE, (
     "    finally:\n        cache.unpin(reused)", "    finally:\n        cache.unpin(reused[::-1])"))
+# Round 9 (2026-12-07, typical mistakes that passed): an insert that returns 0 at once on a cache of capacity 0, before
+# the clock ticks (and, in one of them, before kv is checked). 6.2.2 now inserts into such a cache.
+WRONG[CACHE]["insert returns 0 for capacity 0 before the kv checks and the clock"] = ref.edit(CACHE, (
+    "        needed = len(hashes) * self.block_size\n",
+    "        if self.capacity_blocks == 0:\n            return 0\n        needed = len(hashes) * self.block_size\n"))
+WRONG[CACHE]["insert returns 0 for capacity 0 after the kv checks, before the clock"] = ref.edit(CACHE, (
+    "                                 f\"tokens; {len(hashes)} blocks need {needed}\")\n",
+    "                                 f\"tokens; {len(hashes)} blocks need {needed}\")\n"
+    "        if self.capacity_blocks == 0:\n            return 0\n"))

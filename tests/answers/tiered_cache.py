@@ -1087,3 +1087,11 @@ WRONG[COST]["only the arguments that are not floats converted (a numpy.float64 k
 ALTERNATIVES[COST]["each argument exactly an int or a float (a numpy.float64 refused)"] = ref.edit(COST, (
     "            if isinstance(value, bool) or not isinstance(value, (int, float)):",
     "            if type(value) not in (int, float):"))
+# Round 9 (2026-12-07, typical mistakes that passed): blocks stored with the value True where the text says None, and
+# ttft without its device check (8.6.2 tried only one device on a grader without a GPU; a tensor on the meta device
+# now stands for another one, and the text says to check dtypes, shapes and devices before the counts).
+WRONG[LRU]["blocks stored with the value True, not None"] = ref.edit(LRU, (
+    "        self.blocks[block] = None\n", "        self.blocks[block] = True\n"))
+WRONG[COST]["ttft without the device check"] = ref.edit(COST, (
+    "if recomputed_tokens.shape != loaded_tokens.shape or recomputed_tokens.device != loaded_tokens.device:",
+    "if recomputed_tokens.shape != loaded_tokens.shape:"))

@@ -930,3 +930,8 @@ WRONG[ATTEND]["only the query checked to be a tensor (a list of keys raises Attr
         if not tensor.is_floating_point():
             raise TypeError(f"attend_kept: {name} must be floating-point")
 '''))
+# Round 9 (2026-12-07, a typical mistake that passed on a grader without a GPU): the full cache's mask made without the
+# device. 7.2 now asks for masks on the meta device, which stands for another device on any grader.
+WRONG[STREAM]["the full cache's mask made on the CPU whatever the device"] = ref.edit(STREAM, (
+    "        return torch.ones(num_tokens, dtype=torch.bool, device=device)",
+    "        return torch.ones(num_tokens, dtype=torch.bool)"))

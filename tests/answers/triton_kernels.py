@@ -371,3 +371,35 @@ WRONG[H2O]["scores with at least the positions needed accepted (wider ones too)"
     "if tuple(scores.shape) != (num_seqs, max_blocks * block_size) or scores.device != k_cache.device:",
     "if scores.dim() != 2 or scores.shape[0] != num_seqs or scores.shape[1] < max_blocks * block_size "
     "or scores.device != k_cache.device:"))
+# Round 9 (2026-12-07, typical mistakes that passed): the dot products of 9.3 in float16 (every float16 case had small
+# heads and queries; one with heads of 128 dimensions and 4 * randn queries now drifts past the tolerance); the
+# finiteness of 9.4's scores checked after the launch (the refused tensors are now compared with their copies); the
+# devices of 9.2's pairs and 9.4's scores never compared with the pools' (a pairs or scores tensor on the meta device
+# now stands for another device, on any grader: the text says to check shapes and devices before values); and the
+# given lines' checks of v_cache in 9.3 and of q's dtype in 9.4, which no test tried.
+WRONG[DECODE]["the dot products in float16 (q and K not cast to float32)"] = ref.edit(
+    DECODE,
+    ("q = tl.load(q_ptr + seq * stride_q_seq + head * stride_q_head + dims).to(tl.float32)",
+     "q = tl.load(q_ptr + seq * stride_q_seq + head * stride_q_head + dims)"),
+    ("k = tl.load(k_ptr + offsets, mask=valid[:, None], other=0.0).to(tl.float32)",
+     "k = tl.load(k_ptr + offsets, mask=valid[:, None], other=0.0)"))
+WRONG[DECODE]["v_cache's strides not compared with k_cache's (given lines changed)"] = ref.edit(DECODE, (
+    "if v_cache.shape != k_cache.shape or v_cache.stride() != k_cache.stride() or v_cache.device",
+    "if v_cache.shape != k_cache.shape or v_cache.device"))
+WRONG[DECODE]["v_cache not checked to be a tensor (given lines changed)"] = ref.edit(DECODE, (
+    "if type(q) is not torch.Tensor or type(v_cache) is not torch.Tensor:", "if type(q) is not torch.Tensor:"))
+WRONG[H2O]["the finiteness of scores checked after the launch"] = ref.edit(
+    H2O,
+    ("    if not bool(torch.isfinite(scores).all()):\n        raise ValueError(\"h2o_victims: every score must be "
+     "finite\")\n", ""),
+    ("    if work is not scores:\n        scores.copy_(work)\n",
+     "    if work is not scores:\n        scores.copy_(work)\n    if not bool(torch.isfinite(scores).all()):\n"
+     "        raise ValueError(\"h2o_victims: every score must be finite\")\n"))
+WRONG[H2O]["the device of scores not checked"] = ref.edit(H2O, (
+    "if tuple(scores.shape) != (num_seqs, max_blocks * block_size) or scores.device != k_cache.device:",
+    "if tuple(scores.shape) != (num_seqs, max_blocks * block_size):"))
+WRONG[COPY]["the device of pairs not checked"] = ref.edit(COPY, (
+    "    if pairs.device != k_cache.device:\n"
+    "        raise ValueError(f\"copy_blocks: pairs are on {pairs.device}, the pools on {k_cache.device}\")\n", ""))
+WRONG[H2O]["q's dtype not compared with the pool's (given lines changed)"] = ref.edit(H2O, (
+    "if type(q) is not torch.Tensor or q.dtype != k_cache.dtype:", "if type(q) is not torch.Tensor:"))
