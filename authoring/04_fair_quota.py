@@ -900,7 +900,7 @@ def _check_task4_2_jain_index():
     assert_plain_equal(jain_index([0.0]), 1.0, "jain_index([0.0])")
     assert_plain_equal(jain_index([2, 2]), 1.0, "jain_index([2, 2])")
     assert_plain_equal(jain_index([1, 2, 3, 4]), 100 / 120, "jain_index([1, 2, 3, 4])", reveal=False)
-    for xs in ([2**32, 1], [10**12, 10**12, 0], [3 * 2**40, 2**62]):  # Python ints past int64's squares: no fixed-width squares.
+    for xs in ([2**32, 1], [10**12, 10**12, 0], [3 * 2**40, 2**62]):  # Python ints whose squares overflow int64.
         squares = sum(Fraction(x) ** 2 for x in xs)
         assert_plain_equal(jain_index(xs), float(sum(Fraction(x) for x in xs) ** 2 / (len(xs) * squares)),
                            f"jain_index({xs})", rel_tol=1e-9, reveal=False)

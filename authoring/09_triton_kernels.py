@@ -1274,10 +1274,10 @@ _check_task9_3_4_launch_and_bad_input()
 # `TypeError` when `scores` is not a float32 tensor or `recent` not an `int` (`True` included); `ValueError` when
 # `scores` is not `[num_seqs, max_blocks * block_size]` on the pool's device, when it holds a value that is not finite
 # (NaN, `inf` or `-inf`), or when `recent < 0`; check the shape and the device of `scores` before its values (the
-# tests stand in for another device with the meta device, whose tensors hold shapes without data). Traps: the probabilities need the **final** max and sum: dividing by
-# the running sum so far (one pass only) gives the early blocks too much; only the positions below the length may
-# change; a masked position must never win the argmin (scores may be far above `1e30`: mask with `inf`, not with a
-# large finite number).
+# tests stand in for another device with the meta device, whose tensors hold shapes without data). Traps: the
+# probabilities need the **final** max and sum: dividing by the running sum so far (one pass only) gives the early
+# blocks too much; only the positions below the length may change; a masked position must never win the argmin (scores
+# may be far above `1e30`: mask with `inf`, not with a large finite number).
 #
 # Graded in parts: 9.4.1 accumulated scores (3) · 9.4.2 victims, ties and the recent window (2) · 9.4.3 one launch
 # and bad input (1).
