@@ -1255,6 +1255,9 @@ def test_a_tensor_that_crossed_can_still_grow_in_place(kernel):
             def widen(self):
                 self.buffer.data = self.buffer.data.to(torch.float32)  # The same tensor, another dtype.
                 return self.buffer
+            def reinterpret(self):
+                self.buffer.data = self.buffer.data.view(torch.int32)  # The same memory read as another dtype.
+                return int(self.buffer.sum())
         def grow(tensor, n):
             return tensor.resize_(n).shape[0]
     ''')
@@ -1272,6 +1275,9 @@ def test_a_tensor_that_crossed_can_still_grow_in_place(kernel):
         assert mine.untyped_storage().resizable()
         widened = costs.widen()
         assert widened.dtype == torch.float32 and costs.buffer is widened
+        # A dtype of the same size changes neither the memory, nor the shape, nor the version (red team 2026-12-07).
+        costs.reinterpret()
+        assert costs.buffer.dtype == torch.int32 and costs.buffer is widened, costs.buffer.dtype
     ''')
 
 

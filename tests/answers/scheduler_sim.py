@@ -639,3 +639,17 @@ WRONG[TENSOR]["bytes_ < 1 refused on a miss only (a hit with 0 bytes accepted)"]
 WRONG[TENSOR]["a hit adds 1 to the stored priority"] = ref.edit(TENSOR, (
     "            self.priority[slot] = hits + 0.5 * recency - 0.25 * size / self.capacity_bytes\n",
     "            self.priority[slot] += 1\n"))
+# Round 9 (2026-12-07, red team against the judge): priorities left reinterpreted as int64 through .data between two
+# calls (the same memory, shape and version counter), which the judge's copy did not follow (it kept float64, so 5.3.2
+# passed judged and failed in process). The judge now compares a shared tensor's dtype too (grading/judge/pairs.py).
+WRONG[TENSOR]["priorities left reinterpreted as int64 through .data between calls"] = ref.edit(
+    TENSOR,
+    ("        if self.rescore:\n            age =",
+     "        if self.priority.dtype == torch.int64:\n"
+     "            self.priority.data = self.priority.data.view(torch.float64)\n"
+     "        if self.rescore:\n            age ="),
+    ("        return int(torch.argmin(torch.where(tied, self.last_used, latest)))\n",
+     "        result = int(torch.argmin(torch.where(tied, self.last_used, latest)))\n"
+     "        if not self.rescore:\n"
+     "            self.priority.data = self.priority.data.view(torch.int64)\n"
+     "        return result\n"))
