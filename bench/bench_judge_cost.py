@@ -18,6 +18,7 @@ pays once; the last line grades all the notebooks in one run each way.
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import os
@@ -88,7 +89,13 @@ def run(course: Path, folder: Path, assignments: list[str], judge: bool) -> tupl
 
 
 def main(argv: list[str]) -> int:
-    chosen = argv or list(ASSIGNMENTS)
+    parser = argparse.ArgumentParser(prog="python bench/bench_judge_cost.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="only these notebooks (default: all)")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.assignments) - set(ASSIGNMENTS))
+    if unknown:
+        parser.error(f"no such notebook: {', '.join(unknown)} (there are {', '.join(ASSIGNMENTS)})")
+    chosen = args.assignments or list(ASSIGNMENTS)
     with tempfile.TemporaryDirectory() as scratch:
         course = copy_course(Path(scratch) / "course")
         folder = Path(scratch) / "submissions"

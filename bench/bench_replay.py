@@ -42,14 +42,21 @@ def best_time(function, repeats: int):
     return best_wall, max(best_cpu, 1e-9), result
 
 
-def load_trace(path: str) -> list:
-    """Return the Mooncake-format trace at ``path``, or Mooncake's published one (or its stand-in)."""
-    if Path(path).exists():
-        trace = traces.load_mooncake(path)
-        print(f"trace: {Path(path).resolve()} ({len(trace)} requests)")
-    else:
+def load_trace(path: str | None) -> list:
+    """Return the Mooncake-format trace at ``path``; without one, the shared trace when this machine has it, or else
+    Mooncake's published one (or its stand-in). A trace that was named and is missing is an error, not a fallback."""
+    if path is None and not DEFAULT_TRACE.exists():
         trace, description = traces.mooncake_or_synthetic()
-        print(f"trace: {path} not found; using {description}")
+        print(f"trace: {DEFAULT_TRACE} not found; using {description}")
+        return trace
+    path = path or str(DEFAULT_TRACE)
+    if not Path(path).is_file():
+        sys.exit(f"bench_replay: no trace file at {path}")
+    try:
+        trace = traces.load_mooncake(path)
+    except ValueError as error:
+        sys.exit(f"bench_replay: {error}")
+    print(f"trace: {Path(path).resolve()} ({len(trace)} requests)")
     return trace
 
 
@@ -103,15 +110,25 @@ def curve_against_replays(trace: list, distinct: int) -> None:
 def main() -> None:
     """Parse the arguments, run every measurement once, and print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", default=str(DEFAULT_TRACE), help="Mooncake-format JSONL trace")
+    parser.add_argument("--trace", default=None,
+                        help=f"Mooncake-format JSONL trace (default: {DEFAULT_TRACE}, or the published one)")
     parser.add_argument("--capacity", type=int, default=None,
                         help="cache capacity in blocks (default: 20%% of the distinct blocks)")
     args = parser.parse_args()
 
+    if args.capacity is not None and args.capacity < 1:
+        parser.error(f"--capacity must be at least 1 block, got {args.capacity}")
     trace = load_trace(args.trace)
-    flat = traces.flatten(trace)
+    try:
+        flat = traces.flatten(trace)
+    except ValueError as error:
+        sys.exit(f"bench_replay: {error}")
     references, distinct = flat.shape[0], np.unique(flat).shape[0]
-    capacity = args.capacity or max(1, distinct // 5)
+    if references == 0:
+        sys.exit("bench_replay: the trace has no block reference (no request has a hash id)")
+    if int(flat.min()) < 0:
+        sys.exit("bench_replay: the trace has negative hash ids, which libCacheSim's rows cannot take")
+    capacity = args.capacity if args.capacity is not None else max(1, distinct // 5)
     print(f"{references} block references, {distinct} distinct blocks, "
           f"capacity {capacity} blocks\n")
     policy_table(trace, capacity, references)

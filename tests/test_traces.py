@@ -156,3 +156,86 @@ def test_real_mooncake_file() -> None:
     trace = traces.load_mooncake(str(SHARED_TRACE))
     assert len(trace) == 3993
     assert trace[0].hash_ids[:3] == (0, 1, 2) and trace[0].input_length == 40160
+
+
+def test_load_mooncake_reads_gzip_a_byte_order_mark_and_paths(tmp_path: Path) -> None:
+    """Other real traces (red team 2026-12-07): a .jsonl.gz file and a file saved with a UTF-8 byte-order mark load as
+    the plain file does; a pathlib.Path is a path like its str."""
+    import gzip
+
+    text = "\n".join([good_line([0, 1, 2]), good_line([0, 1, 7], 5)]) + "\n"
+    (tmp_path / "t.jsonl.gz").write_bytes(gzip.compress(text.encode()))
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    for path in (str(tmp_path / "t.jsonl.gz"), str(tmp_path / "bom.jsonl"), tmp_path / "bom.jsonl"):
+        assert [r.hash_ids for r in traces.load_mooncake(path)] == [(0, 1, 2), (0, 1, 7)], path
+    (tmp_path / "latin1.jsonl").write_bytes(text.encode() + b'{"note": "caf\xe9"}\n')
+    with pytest.raises(ValueError, match="latin1.jsonl: not UTF-8 text"):
+        traces.load_mooncake(tmp_path / "latin1.jsonl")
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"timestamp": float("nan"), "hash_ids": [1]}, "timestamp must be a finite number"),
+    ({"timestamp": float("inf"), "hash_ids": [1]}, "timestamp must be a finite number"),
+    ({"timestamp": 0, "hash_ids": [1, 2.0]}, r"hash_ids\[1\] is 2.0"),
+    ({"timestamp": 0, "hash_ids": [1, 2**64 - 1]}, r"hash_ids\[1\] = 18446744073709551615: .*64 signed bits"),
+    ({"timestamp": 0, "hash_ids": [-(2**63) - 1]}, "64 signed bits"),
+])
+def test_load_mooncake_names_a_bad_timestamp_or_hash_id(tmp_path: Path, record: dict, message: str) -> None:
+    """A NaN timestamp was taken; an unsigned 64-bit hash id loaded, then failed deep inside the replay engine with an
+    OverflowError that named no id (red team 2026-12-07)."""
+    line = json.dumps({"input_length": 1, "output_length": 1, **record})
+    with pytest.raises(ValueError, match=f"line 2: .*{message}"):
+        traces.load_mooncake(write_jsonl(tmp_path / "bad.jsonl", [good_line([1]), line]))
+
+
+def test_hash_ids_past_64_signed_bits_are_refused_clearly_where_the_engine_stores_them() -> None:
+    from course.replay.reuse import flat_references
+
+    with pytest.raises(ValueError, match="64 signed bits"):
+        traces.flatten([Request((1, 2**63))])
+    with pytest.raises(ValueError, match="64 signed bits"):
+        flat_references([(1, 2**63)])
+    assert traces.flatten([Request((2**63 - 1, -(2**63)))]).tolist() == [2**63 - 1, -(2**63)]
+
+
+def _serve_once(body: bytes, declared: int):
+    """A local HTTP server that answers one GET with ``declared`` as its Content-Length and ``body``; its URL."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", str(declared))
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.handle_request, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_port}/trace.jsonl"
+
+
+def test_a_download_that_stops_part_way_or_holds_nothing_falls_back_to_the_stand_in(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connection that closes before the declared length raised http.client.IncompleteRead, which is not an OSError,
+    and stopped notebooks 03, 06 and 08 instead of falling back; an empty download counted as the published trace
+    (red team 2026-12-07)."""
+    line = (good_line([0, 1]) + "\n").encode()
+    server, url = _serve_once(line * 10, declared=100_000)
+    try:
+        with pytest.raises(ConnectionError, match="could not download"):
+            traces.load_mooncake(url, timeout=10)
+    finally:
+        server.server_close()
+    for body, declared in ((line * 10, 100_000), (b"", 0)):
+        server, url = _serve_once(body, declared)
+        monkeypatch.setattr(mooncake, "MOONCAKE_TRACE_URL", url)
+        try:
+            trace, description = traces.mooncake_or_synthetic(limit=20, timeout=10)
+        finally:
+            server.server_close()
+        assert len(trace) == 20 and description.startswith("SYNTHETIC stand-in"), description

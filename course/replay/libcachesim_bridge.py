@@ -11,6 +11,7 @@ from typing import Any
 from course.replay.result import ReplayResult, bundle_result, check_capacity, check_tokens_per_block
 from course.replay.reuse import flat_references, next_use_indices
 from course.traces import TraceLike, hash_id_lists
+from course.traces.request import TOO_LARGE
 
 LIBCACHESIM_POLICIES: dict[str, int] = {
     "LRU": 1, "FIFO": 1, "LFU": 1, "ARC": 1, "Clock": 1, "Sieve": 1, "TwoQ": 1, "LIRS": 1,
@@ -96,6 +97,8 @@ def libcachesim_replay(
     requests = hash_id_lists(trace)
     if any(block < 0 for request in requests for block in request):
         raise ValueError("libCacheSim needs non-negative hash ids")
+    if any(block >= 2**63 for request in requests for block in request):
+        raise ValueError(TOO_LARGE)
     next_use = None
     if name == "Belady":
         next_use = next_use_indices(flat_references(requests)).tolist()

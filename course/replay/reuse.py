@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from course.traces.request import TOO_LARGE
+
 NEVER = np.iinfo(np.int64).max
 """The next use of a reference whose block is never used again (int64 max, as libCacheSim expects)."""
 
@@ -17,7 +19,10 @@ NEVER = np.iinfo(np.int64).max
 def flat_references(requests: Sequence[tuple[int, ...]]) -> np.ndarray:
     """Flatten already-validated hash id tuples into one int64 array."""
     total = sum(map(len, requests))
-    return np.fromiter(itertools.chain.from_iterable(requests), dtype=np.int64, count=total)
+    try:
+        return np.fromiter(itertools.chain.from_iterable(requests), dtype=np.int64, count=total)
+    except OverflowError:
+        raise ValueError(TOO_LARGE) from None
 
 
 def next_use_indices(flat: np.ndarray) -> np.ndarray:

@@ -5,12 +5,16 @@ Used in notebooks 03, 04, 05 and 06 (through ``course.traces``).
 
 from __future__ import annotations
 
+import gzip
+import http.client
 import json
+import math
+import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
 
-from course.traces.request import Request, _check_count, _is_int
+from course.traces.request import TOO_LARGE, Request, _check_count, _is_int
 from course.traces.synthetic import multi_tenant
 
 MOONCAKE_TRACE_URL = (
@@ -22,19 +26,34 @@ MOONCAKE_TRACE_URL = (
 _MOONCAKE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
 
 
+_INT64 = (-(2**63), 2**63)  # The ids the replay engine and libCacheSim store: 64-bit signed integers.
+
+
 def _read_lines(path_or_url: str, timeout: float) -> Iterable[str]:
-    """Return the text lines of a local file or of an http(s) URL."""
+    """Return the text lines of a local file or of an http(s) URL, gzip-compressed or not, with or without a
+    UTF-8 byte-order mark."""
     if path_or_url.startswith(("http://", "https://")):
         try:
             with urllib.request.urlopen(path_or_url, timeout=timeout) as response:
                 data = response.read()
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        # A connection that drops part-way raises http.client.IncompleteRead, which is not an OSError.
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
             raise ConnectionError(
                 f"could not download the trace from {path_or_url}: {exc}"
             ) from exc
-        return data.decode("utf-8").splitlines()
-    with open(path_or_url, encoding="utf-8") as handle:
-        return handle.read().splitlines()
+    else:
+        with open(path_or_url, "rb") as handle:
+            data = handle.read()
+    if data[:2] == b"\x1f\x8b":  # gzip's magic number: a .jsonl.gz file.
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise ValueError(f"{path_or_url}: a gzip file that cannot be read ({exc})") from None
+    try:
+        return data.decode("utf-8-sig").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path_or_url}: not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x}); a Mooncake "
+                         "trace is JSON lines in UTF-8") from None
 
 
 def _parse_mooncake_line(line: str, where: str) -> Request:
@@ -49,15 +68,20 @@ def _parse_mooncake_line(line: str, where: str) -> Request:
     if missing:
         raise ValueError(f"{where}: missing key(s) {missing}")
     timestamp = record["timestamp"]
-    if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)):
-        raise ValueError(f"{where}: timestamp must be a number, got {timestamp!r}")
+    if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)) or not math.isfinite(timestamp):
+        raise ValueError(f"{where}: timestamp must be a finite number, got {timestamp!r}")
     for key in ("input_length", "output_length"):
         value = record[key]
         if not _is_int(value) or value < 0:
             raise ValueError(f"{where}: {key} must be a non-negative int, got {value!r}")
     hash_ids = record["hash_ids"]
-    if not isinstance(hash_ids, list) or not all(_is_int(h) for h in hash_ids):
-        raise ValueError(f"{where}: hash_ids must be a list of ints")
+    if not isinstance(hash_ids, list):
+        raise ValueError(f"{where}: hash_ids must be a list of ints, got {type(hash_ids).__name__}")
+    for index, block in enumerate(hash_ids):
+        if not _is_int(block):
+            raise ValueError(f"{where}: hash_ids must be a list of ints; hash_ids[{index}] is {block!r}")
+        if not _INT64[0] <= block < _INT64[1]:
+            raise ValueError(f"{where}: hash_ids[{index}] = {block}: {TOO_LARGE}")
     return Request(
         hash_ids=tuple(hash_ids),
         timestamp=float(timestamp),
@@ -71,13 +95,20 @@ def load_mooncake(
 ) -> list[Request]:
     """Load a Mooncake-format JSONL trace from a local path or an http(s) URL.
 
-    Each non-blank line is an object with ``timestamp``, ``input_length``, ``output_length`` and
-    ``hash_ids`` (a list of ints). At most ``limit`` requests are returned (all when None).
-    Raises ValueError naming the line number for a malformed line, ConnectionError when a
-    download fails, and FileNotFoundError for a missing file. Used in notebooks 03-06.
+    Each non-blank line is an object with ``timestamp`` (a finite number), ``input_length``,
+    ``output_length`` and ``hash_ids`` (a list of ints that fit in 64 signed bits). At most ``limit``
+    requests are returned (all when None), in the file's order, which is the order they are replayed
+    in: timestamps are kept, not sorted. A gzip-compressed file and a UTF-8 byte-order mark are read
+    too. Raises ValueError naming the line number for a malformed line (or the file, for one that is
+    not UTF-8 text), ConnectionError when a download fails, and FileNotFoundError for a missing
+    file. Used in notebooks 03-06.
     """
+    if isinstance(path_or_url, os.PathLike):
+        path_or_url = os.fspath(path_or_url)
     if not isinstance(path_or_url, str):
-        raise TypeError(f"path_or_url must be a str, got {type(path_or_url).__name__}")
+        raise TypeError(f"path_or_url must be a str or a path, got {type(path_or_url).__name__}")
+    if not path_or_url.startswith(("http://", "https://")):
+        path_or_url = os.path.expanduser(path_or_url)
     if limit is not None:
         limit = _check_count("limit", limit, 0)
     requests: list[Request] = []
@@ -104,8 +135,10 @@ def mooncake_or_synthetic(
     """
     try:
         trace = load_mooncake(MOONCAKE_TRACE_URL, limit=limit, timeout=timeout)
-        return trace, (f"Mooncake's published synthetic trace ({len(trace)} requests) downloaded from "
-                       f"{MOONCAKE_TRACE_URL}")
+        if trace or limit == 0:
+            return trace, (f"Mooncake's published synthetic trace ({len(trace)} requests) downloaded from "
+                           f"{MOONCAKE_TRACE_URL}")
+        reason = f"{MOONCAKE_TRACE_URL} held no request"
     except (ConnectionError, ValueError) as exc:
         reason = str(exc)
     count = 3993 if limit is None else _check_count("limit", limit, 0)

@@ -99,6 +99,11 @@ def hash_id_lists(trace: TraceLike) -> list[tuple[int, ...]]:
     return out
 
 
+TOO_LARGE = ("a hash id does not fit in 64 signed bits, as the replay engine and libCacheSim store ids (map the "
+             "trace's ids to smaller ints first: equal ids stay equal)")
+"""The message for a hash id at or past 2**63 (or below -2**63)."""
+
+
 def flatten(trace: TraceLike) -> np.ndarray:
     """Return every block reference of ``trace`` in order, as a 1-D numpy int64 array.
 
@@ -107,4 +112,7 @@ def flatten(trace: TraceLike) -> np.ndarray:
     """
     lists = hash_id_lists(trace)
     total = sum(len(ids) for ids in lists)
-    return np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=total)
+    try:
+        return np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=total)
+    except OverflowError:
+        raise ValueError(TOO_LARGE) from None
