@@ -281,3 +281,30 @@ def test_walking_a_folder_past_its_time_limit_is_a_line_and_the_others_are_colle
     found, problems = collect(tmp_path, ASSIGNMENTS, limit_s=-1)
     assert [(s.student, s.assignment) for s in found] == [("bob", "03_lru_lfu")]
     assert len(problems) == 1 and "alice: collect took too long" in problems[0] and "manual look" in problems[0]
+
+
+@pytest.mark.parametrize("stamp, carried", [
+    ("2026-12-07 10:00:00.123456 UTC", True),
+    ("2026-12-07 18:00:00.000000 +08", True),
+    ("2026-12-07 10:00:00 America/New_York", True),
+    ("2026-12-07 10:00:00 /etc/passwd", False),
+    ("2026-12-07 10:00:00 /proc/self/fd/0", False),
+    ("2026-12-07 10:00:00 UTC/../../../etc/passwd", False),
+])
+def test_a_timestamp_whose_zone_is_a_path_is_not_carried(tmp_path, stamp, carried):
+    """nbgrader's parse_utc hands the zone of timestamp.txt to dateutil's gettz, which opens a zone name that is a path
+    as a zone file: the grader would open a file the student names (red team 2026-12-07)."""
+    from grading.pipeline.collect import Submission
+    from grading.pipeline.prepare import _carry_exchange_files
+
+    folder = tmp_path / "submitted" / "alice" / "03_lru_lfu"
+    folder.mkdir(parents=True)
+    (folder / "03_lru_lfu.ipynb").write_text("{}")
+    (folder / "timestamp.txt").write_text(stamp)
+    (folder / "submission_secret.txt").write_text("secret")
+    target = tmp_path / "target"
+    target.mkdir()
+    notebook = Submission("alice", "03_lru_lfu", folder / "03_lru_lfu.ipynb", [], root=tmp_path / "submitted")
+    _carry_exchange_files(notebook, target)
+    assert (target / "timestamp.txt").exists() is carried
+    assert (target / "submission_secret.txt").read_text() == "secret"

@@ -106,6 +106,32 @@ def test_every_student_gets_the_same_cpu_weight_and_a_quota_that_holds_for_the_w
         limits.teardown(run)
 
 
+def test_a_student_s_processes_stay_on_their_job_s_cores_whatever_affinity_they_ask_for():
+    """Red team 2026-12-07: with --jobs 2 each job runs on a core of its own, but a student's helper could widen its
+    affinity to the other job's core and spin there, so that a slow but correct answer of the student graded there ran
+    past its time limit (20 of 22 points). A cpuset confines the student's tree to the job's core."""
+    run = limits.setup(f"course-grading-test-{os.getpid()}")
+    if not run.cpuset:
+        pytest.skip("no cgroup v1 cpuset hierarchy here")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: nothing to confine to")
+    try:
+        core = min(os.sched_getaffinity(0))
+        folders = limits.student_cgroups(run, "1", None, None, cpus=1.0, cores={core})
+        widen = ("import os\nos.sched_setaffinity(0, range(os.cpu_count()))\n"
+                 "print(sorted(os.sched_getaffinity(0)))\n")
+        shown = subprocess.run([sys.executable, "-c", widen], timeout=60, check=True, capture_output=True, text=True,
+                               preexec_fn=lambda: [limits.join(folder) for folder in folders]).stdout
+        assert shown.strip() == f"[{core}]", shown
+        # Without cores, a student's cpuset is the run's: the machine's cores.
+        everywhere = limits.student_cgroups(run, "2", None, None, cpus=1.0)
+        shown = subprocess.run([sys.executable, "-c", widen], timeout=60, check=True, capture_output=True, text=True,
+                               preexec_fn=lambda: [limits.join(folder) for folder in everywhere]).stdout
+        assert len(json.loads(shown)) > 1, shown
+    finally:
+        limits.teardown(run)
+
+
 def test_the_judge_counts_in_its_students_cpu_cgroup_and_stays_out_of_its_memory_limit_on_v1():
     run = limits.setup(f"course-grading-test-{os.getpid()}")
     if run.kind == "rlimits" or not run.cpu:
@@ -145,8 +171,8 @@ INTERRUPTED = "graded; a cell ran past the time limit and was interrupted"
 
 
 @pytest.mark.parametrize("status, seconds, again", [
-    (LIMIT, {"kernel ran": 2, "kernel waited": 9, "cells cpu": 2.5, "autograde": 40}, True),
-    (INTERRUPTED, {"kernel ran": 2, "kernel waited": 9}, True),  # No cgroup counted the student's CPU.
+    (LIMIT, {"kernel ran": 2, "kernel waited": 30, "cells cpu": 2.5, "autograde": 40}, True),
+    (INTERRUPTED, {"kernel ran": 2, "kernel waited": 35}, True),  # No cgroup counted the student's CPU.
     (INTERRUPTED, {"kernel ran": 20, "kernel waited": 3, "cells cpu": 20, "autograde": 40}, False),
     (LIMIT, {"kernel ran": 0.1, "kernel waited": 0.0, "cells cpu": 0.2, "autograde": 60}, False),
     (LIMIT, {"kernel ran": 0.5, "kernel waited": 15, "cells cpu": 20, "kernel lived": 30, "autograde": 60}, False),
@@ -156,8 +182,18 @@ INTERRUPTED = "graded; a cell ran past the time limit and was interrupted"
     # CPU-s in 24.6 s): that wait is the student's own, and the notebook is not graded again.
     (LIMIT, {"kernel ran": 0.38, "kernel waited": 1.49, "cells throttled": 1.3, "cells cpu": 5.2,
              "kernel lived": 24.6}, False),
+    # The kernel's main thread made easy to crowd out (SCHED_IDLE, a nice value, or helpers of the student's own on
+    # its core, which the quota does not throttle): it waited longer than it ran, but a few seconds of a 23-second
+    # life, so the wait did not make it hit its limit (red team 2026-12-07).
+    (LIMIT, {"kernel ran": 0.76, "kernel waited": 3.80, "cells throttled": 0.0, "cells cpu": 4.12,
+             "kernel lived": 23.6}, False),
+    (LIMIT, {"kernel ran": 0.70, "kernel waited": 8.02, "cells throttled": 0.0, "cells cpu": 8.27,
+             "kernel lived": 21.1}, False),
     # Crowded out by others, though the quota held the student back a little too.
-    (LIMIT, {"kernel ran": 2, "kernel waited": 9, "cells throttled": 0.5, "cells cpu": 2.5, "autograde": 40}, True),
+    (LIMIT, {"kernel ran": 2, "kernel waited": 30, "cells throttled": 0.5, "cells cpu": 2.5, "autograde": 40}, True),
+    # A long notebook crowded out in one cell: half of the 20-second limit its status names is enough.
+    (LIMIT + ": cell 9 ran past its 20 s time limit", {"kernel ran": 5, "kernel waited": 14, "cells cpu": 6,
+                                                         "kernel lived": 300}, True),
     ("graded", {"kernel ran": 2, "kernel waited": 9, "cells cpu": 2.5, "autograde": 40}, False),
     ("timed out after 60 s (0 points; needs a manual look)", {}, False),
 ])

@@ -61,6 +61,12 @@ TRICKS = {
     "os through a private name": "import random\nrandom._os.system('ls')",
     "os two modules down": "torch.serialization.os.fork()",
     "ctypes through numpy": "np.ctypeslib.ctypes.string_at(0)",
+    # Red team 2026-12-07: helpers started and the kernel made easy to crowd out, none of it flagged before.
+    "os.spawnvp": "import os\nos.spawnvp(os.P_NOWAIT, 'python3', ['python3', '-c', 'pass'])",
+    "os.spawnlpe": "import os\nos.spawnlpe(os.P_NOWAIT, 'python3', 'python3', {})",
+    "a scheduling policy": "import os\nos.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))",
+    "a nice value": "import os\nos.nice(19)",
+    "a priority": "import os\nos.setpriority(os.PRIO_PROCESS, 0, 19)",
 }
 
 

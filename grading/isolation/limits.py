@@ -40,6 +40,7 @@ class Limits:
     folders: list[Path] = field(default_factory=list)  # The run's folders, one per hierarchy.
     warning: str | None = None
     cpu: bool = False  # Whether students' cgroups get a CPU weight and quota (the cpu controller).
+    cpuset: bool = False  # Whether a student's cgroup can confine its processes to its job's cores (cpuset).
 
 
 def _mounts(mountinfo: str) -> list[tuple[str, str, str, set[str]]]:
@@ -111,7 +112,10 @@ def setup(name: str, proc: Path = Path("/proc")) -> Limits:
                 folder.mkdir()
                 made.append(folder)
             cpu = optional[0] is not None
-            return _without_cpu_warning(Limits("cgroup v1", folders, cpu=cpu))
+            cpuset = _v1_cpuset_folder(_v1_folder(mounts, own, "cpuset"), name)
+            if cpuset is not None:
+                folders.append(cpuset)
+            return _without_cpu_warning(Limits("cgroup v1", folders, cpu=cpu, cpuset=cpuset is not None))
         except OSError as error:
             for folder in made:
                 _remove(folder)
@@ -119,6 +123,22 @@ def setup(name: str, proc: Path = Path("/proc")) -> Limits:
     else:
         problems.append("no cgroup v1 memory and pids hierarchies")
     return _fallback("; ".join(problems))
+
+
+def _v1_cpuset_folder(parent: Path | None, name: str) -> Path | None:
+    """The run's folder in cgroup v1's cpuset hierarchy, with its parent's cores and memory nodes (a v1 cpuset takes
+    no process until both are set); None where there is none or it cannot be made (students then share cores)."""
+    if parent is None:
+        return None
+    folder = parent / name
+    try:
+        folder.mkdir()
+        for setting in ("cpuset.mems", "cpuset.cpus"):
+            (folder / setting).write_text((parent / setting).read_text().strip())
+    except OSError:
+        _remove(folder)
+        return None
+    return folder
 
 
 def _without_cpu_warning(limits: Limits) -> Limits:
@@ -168,22 +188,38 @@ def _fallback(reason: str) -> Limits:
 
 
 def student_cgroups(limits: Limits, name: str, memory_bytes: int | None, max_processes: int | None,
-                    cpus: float | None = None) -> list[str]:
+                    cpus: float | None = None, cores: set[int] | None = None) -> list[str]:
     """Make one student's cgroup folders with the limits written; return them (empty: rlimits).
 
     With the cpu controller, the student gets the same CPU weight as every other student and, with
-    ``cpus``, a quota of that many cores for the whole tree.
+    ``cpus``, a quota of that many cores for the whole tree. With the cpuset controller and ``cores``
+    (the job's cores), the tree runs on those cores only: a process that widens its own affinity
+    (``os.sched_setaffinity``) cannot reach another job's core and slow the student graded there.
     """
     folders = []
     for parent in limits.folders:
         folder = parent / name
         folder.mkdir(exist_ok=True)
-        folders.append(folder)
-        if limits.kind == "cgroup v2":
+        if (folder / "cpuset.cpus").exists():  # cgroup v1's cpuset hierarchy.
+            try:
+                _confine_v1(folder, cores)
+            except OSError:  # The student's processes then share the machine's cores, as without a cpuset.
+                _remove(folder)
+                continue
+        elif limits.kind == "cgroup v2":
             _limit_v2(folder, memory_bytes, max_processes, cpus)
         else:
             _limit_v1(folder, memory_bytes, max_processes, cpus)
+        folders.append(folder)
     return [str(folder) for folder in folders]
+
+
+def _confine_v1(folder: Path, cores: set[int] | None) -> None:
+    """Give a student's v1 cpuset folder its parent's memory nodes and ``cores`` (its parent's cores when None): a v1
+    cpuset takes no process until both are set."""
+    (folder / "cpuset.mems").write_text((folder.parent / "cpuset.mems").read_text().strip())
+    chosen = ",".join(str(core) for core in sorted(cores)) if cores else (folder.parent / "cpuset.cpus").read_text()
+    (folder / "cpuset.cpus").write_text(chosen.strip())
 
 
 def _limit_v2(folder: Path, memory_bytes: int | None, max_processes: int | None, cpus: float | None) -> None:

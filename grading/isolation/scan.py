@@ -38,10 +38,12 @@ _ATTRIBUTES = {"__code__", "__globals__", "__builtins__", "__closure__", "__subc
                "ast_transformers", "run_cell", "showtraceback", "iopub_socket", "display_pub", "CodeType",
                "FunctionType"}
 _OS_FUNCTIONS = {"system", "popen", "fork", "forkpty", "kill", "killpg", "_exit", "execv", "execve", "execl", "execlp",
-                 "execvp", "execvpe", "spawnv", "spawnl", "posix_spawn", "posix_spawnp", "unlink", "remove",
+                 "execvp", "execvpe", "execle", "execlpe", "spawnv", "spawnl", "spawnve", "spawnle", "spawnvp",
+                 "spawnlp", "spawnvpe", "spawnlpe", "posix_spawn", "posix_spawnp", "unlink", "remove",
                  "rmdir", "rename", "replace", "walk", "listdir", "scandir", "chmod", "chown", "makedirs", "mkdir",
                  "open", "fdopen", "write", "setsid", "setpgid", "dup2", "pipe", "environ", "putenv", "getpid",
-                 "getppid", "chdir", "symlink", "link", "truncate", "memfd_create", "sched_setaffinity"}
+                 "getppid", "chdir", "symlink", "link", "truncate", "memfd_create", "sched_setaffinity",
+                 "sched_setscheduler", "sched_setparam", "nice", "setpriority"}
 # Rich display that can carry script: IPython's HTML, JavaScript, Markdown and SVG objects, widgets
 # that show HTML, and the display hooks an object can define.
 _ACTIVE_DISPLAY = {"HTML", "Javascript", "Markdown", "SVG", "IFrame", "HTMLMath", "display_html",

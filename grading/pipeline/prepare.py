@@ -15,6 +15,7 @@ notebook alone is not graded. ``--jobs`` notebooks are prepared at once.
 from __future__ import annotations
 
 import multiprocessing
+import re
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
@@ -36,6 +37,9 @@ OPTIONAL_STEPS = ("fingerprint", "scan", "markdown findings")
 _FIELDS = ("notes", "repaired", "needs_manual_look", "failure", "fingerprint")
 # What nbgrader's collect puts beside a submitted notebook, and autograde and release_feedback read.
 EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")
+# nbgrader's parse_utc hands a submission time's zone to dateutil's gettz, which opens a zone name that is a path
+# (absolute, or with "..") as a zone file: a timestamp with such a word is not carried (any other format is).
+_PATH_WORD = re.compile(r"(^|\s)/|\.\.|\x00")
 
 
 def mark_experiments(notebook: nbformat.NotebookNode, tag: str) -> None:
@@ -144,7 +148,8 @@ def _carry_exchange_files(submission: Submission, target: Path) -> None:
 
     That is its submission time, which late penalties use, and the secret that names its feedback
     for ``release_feedback``. Only in nbgrader's layout (the notebook's folder is the assignment's),
-    only plain files of at most 4 kB, read as the notebook is: never through a link.
+    only plain files of at most 4 kB, read as the notebook is: never through a link; a timestamp only
+    when no word of it is a path (`_PATH_WORD`).
     """
     if submission.path.parent.name != submission.assignment:
         return
@@ -154,8 +159,11 @@ def _carry_exchange_files(submission: Submission, target: Path) -> None:
                 content = handle.read(4097)
         except Unreadable:
             continue  # Absent, a link or not a plain file: the notebook is graded without it.
-        if len(content) <= 4096:
-            (target / name).write_bytes(content)
+        if len(content) > 4096:
+            continue
+        if name == "timestamp.txt" and _PATH_WORD.search(content.decode("utf-8", "replace")):
+            continue  # Graded without it, as without the file.
+        (target / name).write_bytes(content)
 
 
 def _flag(submission: Submission, what: str, findings: list[str]) -> None:

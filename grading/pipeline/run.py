@@ -14,6 +14,7 @@ import functools
 import hashlib
 import os
 import queue
+import re
 import secrets
 import sys
 import tempfile
@@ -293,7 +294,8 @@ def _grade_student(run: _Run, student: str, submissions: list[Submission], diges
         job = run.jobs.get()
         try:
             folders = cgroup_limits.student_cgroups(run.limits, index, memory, options.max_processes,
-                                                    options.cpus_per_student)
+                                                    options.cpus_per_student,
+                                                    None if job.core is None else {job.core})
             sockets.mkdir(mode=0o700)  # The grader's own: the sandbox never sees it.
             judge_sockets.mkdir(mode=0o755)
             sandbox.Plan(sandbox=run.sandbox_on, socket_dir=str(sockets), kept=sandbox.kept_folders(), uid=uid,
@@ -335,7 +337,10 @@ def _maxima(course: Path, assignment: str) -> dict[str, float]:
         return {}
 
 
-def starved(result: dict, cpus: float | None = 1.0) -> bool:
+_LIMIT_SECONDS = re.compile(r"(?:past its|timed out after) (\d+(?:\.\d+)?) s\b")  # The limit a status names.
+
+
+def starved(result: dict, cpus: float | None = 1.0, cell_limit: float | None = None) -> bool:
     """Whether a notebook hit a time limit while its kernel was crowded out by processes not the student's.
 
     A kernel that ran out of time on its own (a loop) ran more than it waited for a CPU; one that
@@ -345,14 +350,21 @@ def starved(result: dict, cpus: float | None = 1.0) -> bool:
     shares the quota): a student whose own processes kept their quota busy crowded out their own kernel.
     The seconds in which the quota held the student's processes back (``cells throttled``: bursts of
     the student's own processes used it up, however short) count as the kernel's own wait, not as a
-    wait for others: a student cannot have their notebook graded again, alone, by crowding it out.
+    wait for others. And that wait must be at least half of the limit it hit (the seconds its status
+    names, else ``cell_limit``, and at most the kernel's life): a limit that the wait made the kernel
+    hit is one it spent mostly waiting, where a kernel that sleeps through its limit and waits a few
+    seconds (its main thread made easy to crowd out, with ``SCHED_IDLE``, a nice value or helpers of
+    its own on its core, which its quota does not throttle) hit it on its own. So a student cannot have
+    a notebook graded again, alone, at will (red team 2026-12-07).
     """
     seconds = result.get("seconds") or {}
     limited = result["status"].startswith("timed out") or "ran past the time limit" in result["status"]
     waited_for_others = seconds.get("kernel waited", 0.0) - seconds.get("cells throttled", 0.0)
-    crowded = waited_for_others > seconds.get("kernel ran", 0.0)
-    own = seconds["cells cpu"] + seconds.get("judge cpu", 0.0) if "cells cpu" in seconds else None
     lived = seconds.get("kernel lived", seconds.get("autograde", 0.0))
+    named = _LIMIT_SECONDS.search(result["status"])
+    limit = min(lived, float(named.group(1)) if named else cell_limit or lived)
+    crowded = waited_for_others > seconds.get("kernel ran", 0.0) and waited_for_others >= 0.5 * limit
+    own = seconds["cells cpu"] + seconds.get("judge cpu", 0.0) if "cells cpu" in seconds else None
     busy_itself = own is not None and cpus is not None and own >= 0.5 * cpus * lived
     return limited and crowded and not busy_itself
 
@@ -365,12 +377,17 @@ def _retry_starved(run: _Run, todo: dict[str, list[Submission]], records: dict[s
     """
     for student, record in sorted(records.items()):
         again = [s for s in todo.get(student, [])
-                 if starved(record["assignments"].get(s.assignment, {"status": ""}), run.options.cpus_per_student)]
+                 if starved(record["assignments"].get(s.assignment, {"status": ""}), run.options.cpus_per_student,
+                            run.options.cell_timeout)]
         if not again:
             continue
         log(f"{student}: {', '.join(s.assignment for s in again)} hit a time limit while the kernel waited for a CPU "
             "longer than it ran; grading it again, alone")
-        retried = _grade_student(run, student, again, record["hash"])
+        try:
+            retried = _grade_student(run, student, again, record["hash"])
+        except Exception as error:  # noqa: BLE001 - the first result stands; one student never stops the batch.
+            log(f"{student}: grading again failed ({type(error).__name__}: {error}); the first result stands")
+            continue
         for assignment, result in retried["assignments"].items():
             result["status"] += "; graded again alone: the first time, its kernel waited for a CPU longer than it ran"
             record["assignments"][assignment] = result

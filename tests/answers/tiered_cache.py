@@ -950,7 +950,9 @@ CLAUSES = {
         ("ValueError for shapes that differ, broadcastable ones included", _T86B,
          "ttft relies on broadcasting (no shape check)"),
         ("no Python loop over the requests", _T86B, "ttft loops over the requests in Python"),
-        ("the result on the inputs' device, ValueError for two devices (checked on CUDA)", _T86B, None),
+        ("the result on the inputs' device (checked on CUDA)", _T86B, None),
+        ("ValueError for two devices (the meta device stands in for the second)", _T86B,
+         "ttft without the device check"),
     ],
 }
 

@@ -741,6 +741,8 @@ CLAUSES = {
          "budget positions when the budget is larger than the cache (a mask too long)"),
         ("a bool tensor", _T72S, "a uint8 mask instead of bool"),
         ("on device (None: the CPU; checked on CUDA)", _T72S, None),
+        ("the full cache's mask on device too (the meta device stands in)", _T72S,
+         "the full cache's mask made on the CPU whatever the device"),
         ("no Python loop over positions", _T72S, "a Python loop over the positions"),
         ("TypeError for True", _T72S, "a bool budget accepted"),
         ("TypeError for numpy's integers", _T72S, "numpy integers accepted (numbers.Integral)"),
