@@ -429,6 +429,14 @@ def _check_task4_1_1_init():
     weights = {"a": 1.0}
     FairPolicy(weights, 8)
     assert weights == {"a": 1.0}, "FairPolicy(weights, 8) changed the caller's weights"
+    for given in ({"a": 2, "b": 2**53 + 1}, {"a": 2, "b": -1}):
+        original = dict(given)
+        try:
+            FairPolicy(given, 8)
+        except ValueError:
+            pass  # The second weights are refused: they must still be as they were.
+        assert [(t, type(w), w) for t, w in given.items()] == [(t, type(w), w) for t, w in original.items()], (
+            f"FairPolicy({original!r}, 8) changed the caller's weights to {given!r} (keep a copy; change nothing)")
 
     ### BEGIN HIDDEN TESTS
     for bad in ({"a": -0.5}, {"a": float("inf"), "b": 1.0}, {"a": 1.0, "b": float("-inf")}, {"b": 1, "a": float("nan")},
@@ -875,6 +883,10 @@ def _check_task4_2_jain_index():
     xs = [2.0, 1.0]
     jain_index(xs)
     assert xs == [2.0, 1.0], "jain_index changed its input"
+    ints = [3, 2**62 + 1]
+    jain_index(ints)
+    assert [(type(x), x) for x in ints] == [(int, 3), (int, 2**62 + 1)], (
+        f"jain_index([3, 2**62 + 1]) changed its input to {ints!r} (turn the values into floats in a new list)")
     assert_plain_equal(jain_index([2**62, 1]), 0.5, "jain_index([2**62, 1]) (a Python int whose square "
                        "overflows int64)", rel_tol=1e-9)
 

@@ -1997,3 +1997,34 @@ def test_a_tensor_crosses_with_its_autograd_and_inference_flags(kernel):
         assert flags(frozen) == [False, True, True]
         assert flags(frozen_grad) == [True, True, True]
     ''')
+
+
+def test_a_tensor_whose_values_negate_or_conjugate_its_memory_crosses_with_its_values(kernel):
+    """A view made by ``_neg_view`` or ``conj`` keeps its base's memory and flips a bit: it crossed as a view of that
+    memory, without the bit, so the test read the base's values (red team 2026-12-07: negated quotas earned 3/3 judged
+    and 0/3 in process). Such a tensor crosses as its values, both ways; a view of it, and a view that clears the bit
+    again, too."""
+    k = kernel('''
+        import torch
+        def negated(values):
+            return torch.tensor(values, dtype=torch.float64)._neg_view()
+        def twice(values):
+            return torch.tensor(values)._neg_view()._neg_view()[1:]
+        def conjugated():
+            return torch.tensor([1 + 2j, 3 - 4j]).conj()
+        def kept():
+            global held
+            held = torch.tensor([5.0, 6.0])
+            return held, held._neg_view()
+        def read(tensor):
+            return tensor.tolist()
+    ''')
+    k.passes('''
+        import torch
+        assert negated([25.0, 75.0]).tolist() == [-25.0, -75.0]
+        assert twice([1.0, 2.0, 3.0]).tolist() == [2.0, 3.0]
+        assert conjugated().tolist() == [1 - 2j, 3 + 4j]
+        plain, flipped = kept()
+        assert plain.tolist() == [5.0, 6.0] and flipped.tolist() == [-5.0, -6.0]
+        assert read(torch.tensor([7.0, 8.0])._neg_view()) == [-7.0, -8.0]
+    ''')

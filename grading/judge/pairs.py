@@ -367,11 +367,18 @@ def grow_storage(tensor: torch.Tensor, count: int) -> None:
         storage.resize_(size)
 
 
+def _math_bits(tensor: torch.Tensor) -> bool:
+    """Whether a tensor's values are its memory's negated or conjugated (``_neg_view``, ``conj``): such a tensor
+    crosses as a copy of its values, never as a view of its memory, whose node has no place for the bits (red team
+    2026-12-07: a result made with ``_neg_view`` reached the test with its memory's signs)."""
+    return tensor.is_neg() or tensor.is_conj()
+
+
 def unshared_base(table: PairTable, tensor: torch.Tensor) -> torch.Tensor | None:
     """The tensor whose whole storage ``tensor`` views, when no pair holds it yet: it crosses with the view."""
     base = tensor._base
     if (base is None or type(base) is not torch.Tensor or base.dtype != tensor.dtype or not owns_storage(base)
-            or table.find(base) is not None):
+            or table.find(base) is not None or _math_bits(tensor) or _math_bits(base)):
         return None
     key = storage_key(base)
     current = table.owners.get(key)
@@ -548,10 +555,11 @@ class PairTable:
 
     def owner_of(self, tensor: torch.Tensor) -> Pair | None:
         """The shared tensor whose storage ``tensor`` views (so that the view crosses as one), if any."""
-        if tensor.device.type == "meta" or tensor.layout != torch.strided:
+        if tensor.device.type == "meta" or tensor.layout != torch.strided or _math_bits(tensor):
             return None
         owner = self.owners.get(storage_key(tensor))
-        if owner is None or owner.obj is tensor or owner.obj.dtype != tensor.dtype or self.find(owner.obj) is not owner:
+        if (owner is None or owner.obj is tensor or owner.obj.dtype != tensor.dtype or self.find(owner.obj) is not owner
+                or _math_bits(owner.obj)):
             return None
         return (owner if self.is_owner(owner)
                 and within(tensor.shape, tensor.stride(), tensor.storage_offset(), owner.obj.numel()) else None)

@@ -605,3 +605,12 @@ WRONG[QUOTAS]["ValueError without a message"] = ref.edit(
     ('raise ValueError(f"total_blocks must be >= 0, got {total_blocks}")', "raise ValueError"),
     ('raise ValueError(f"weight of tenant {tenant!r} must be finite and >= 0, got {weight}")', "raise ValueError()"),
     ('raise ValueError("weights must not sum to 0")', "raise ValueError"))
+# Round 9 (2026-12-07, red team against the judge): quotas returned as a negated view of their memory (`_neg_view`),
+# which crossed as a view of that memory without its sign bit, so the judge read the positive quotas (3/3 judged, 0/3
+# in process). Such a tensor now crosses as its values (grading/judge/pairs.py `_math_bits`); flipping a negated
+# result back the same way is right, and was refused judged.
+_QUOTAS_RETURN = "    return weights / total_weight * total_blocks"
+WRONG[QUOTAS_T]["negated quotas returned as a _neg_view of their memory"] = ref.edit(QUOTAS_T, (
+    _QUOTAS_RETURN, "    return (weights / total_weight * total_blocks)._neg_view()"))
+ALTERNATIVES[QUOTAS_T]["negated quotas flipped back with _neg_view"] = ref.edit(QUOTAS_T, (
+    _QUOTAS_RETURN, "    return (-(weights / total_weight * total_blocks))._neg_view()"))

@@ -682,3 +682,14 @@ WRONG[TENSOR]["LRU by argmin over the steps cast to float64, masked with +inf"] 
     "    oldest = last_access_step[mask].min()\n"
     "    return int(torch.nonzero(mask & (last_access_step == oldest))[0, 0])",
     "    return int(torch.where(mask, last_access_step.to(torch.float64), float('inf')).argmin())"))
+# Round 9 (2026-12-07, typical mistakes that passed): the caller's weights, or the caller's list, turned into floats in
+# place (3 == 3.0, so comparing with a copy by == saw nothing; 2**53 + 1 even changes value). 4.1.1 and 4.2 now compare
+# the types and values of int weights and of a list of ints after the call, also after a ValueError.
+WRONG["task4_1_FairPolicy"]["the caller's weights turned into floats in place, then copied"] = ref.edit(
+    "task4_1_FairPolicy", (
+        "        weights = dict(tenant_weights or {})\n        for tenant, weight in weights.items():\n",
+        "        source = tenant_weights if tenant_weights is not None else {}\n"
+        "        for tenant in source:\n            source[tenant] = float(source[tenant])\n"
+        "        weights = dict(source)\n        for tenant, weight in weights.items():\n"))
+WRONG["task4_2_jain_index"]["the caller's list turned into floats in place"] = ref.edit("task4_2_jain_index", (
+    "    values = [float(x) for x in xs]\n", "    xs[:] = [float(x) for x in xs]\n    values = xs\n"))

@@ -734,3 +734,7 @@ WRONG[LFU_T]["dim() > 1 (0-d tensors accepted)"] = ref.edit(LFU_T, (
     "if use_count.dim() != 1 or", "if use_count.dim() > 1 or"))
 WRONG[ORDER_T]["dim() > 1 (0-d tensors accepted)"] = ref.edit(ORDER_T, (
     "if evictable.dim() != 1 or", "if evictable.dim() > 1 or"))
+# Round 9 (2026-12-07, red team against the judge): negated indices returned as a `_neg_view`, which crossed without
+# its sign bit (5/5 judged, 0/5 in process). Such a tensor now crosses as its values.
+WRONG[ORDER_T]["negated indices returned as a _neg_view"] = ref.edit(ORDER_T, (
+    "    return order[evictable[order]][:k]", "    return order[evictable[order]][:k].clone()._neg_view()"))
