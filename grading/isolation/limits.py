@@ -200,16 +200,18 @@ def student_cgroups(limits: Limits, name: str, memory_bytes: int | None, max_pro
     for parent in limits.folders:
         folder = parent / name
         folder.mkdir(exist_ok=True)
-        if (folder / "cpuset.cpus").exists():  # cgroup v1's cpuset hierarchy.
-            try:
-                _confine_v1(folder, cores)
-            except OSError:  # The student's processes then share the machine's cores, as without a cpuset.
-                _remove(folder)
-                continue
-        elif limits.kind == "cgroup v2":
+        if limits.kind == "cgroup v2":
             _limit_v2(folder, memory_bytes, max_processes, cpus)
         else:
             _limit_v1(folder, memory_bytes, max_processes, cpus)
+            if (folder / "cpuset.cpus").exists():  # The run's folder in v1's cpuset hierarchy.
+                try:
+                    _confine_v1(folder, cores)
+                except OSError:
+                    if parent != limits.folders[-1] or not limits.cpuset:
+                        raise  # A cpuset mounted with another controller: its folder takes no process without it.
+                    _remove(folder)  # The student's processes then share the machine's cores, as without a cpuset.
+                    continue
         folders.append(folder)
     return [str(folder) for folder in folders]
 
