@@ -5,24 +5,14 @@ Used by the replay engine (Belady's MIN, libCacheSim's Belady, the one-pass LRU 
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
-
 import numpy as np
 
-from course.traces.request import TOO_LARGE
+from course.traces.request import flat_references
+
+__all__ = ["NEVER", "flat_references", "next_use_indices", "previous_use_indices"]
 
 NEVER = np.iinfo(np.int64).max
 """The next use of a reference whose block is never used again (int64 max, as libCacheSim expects)."""
-
-
-def flat_references(requests: Sequence[tuple[int, ...]]) -> np.ndarray:
-    """Flatten already-validated hash id tuples into one int64 array."""
-    total = sum(map(len, requests))
-    try:
-        return np.fromiter(itertools.chain.from_iterable(requests), dtype=np.int64, count=total)
-    except OverflowError:
-        raise ValueError(TOO_LARGE) from None
 
 
 def next_use_indices(flat: np.ndarray) -> np.ndarray:

@@ -110,9 +110,14 @@ def flatten(trace: TraceLike) -> np.ndarray:
     Request by request, each request references its hash ids in order. An empty trace gives an
     empty array. Used in notebooks 03-06.
     """
-    lists = hash_id_lists(trace)
-    total = sum(len(ids) for ids in lists)
+    return flat_references(hash_id_lists(trace))
+
+
+def flat_references(requests: Sequence[tuple[int, ...]]) -> np.ndarray:
+    """Flatten already-validated hash id tuples into one int64 array (the replay engine's, through
+    course.replay.reuse); ValueError for an id that int64 cannot hold."""
+    total = sum(map(len, requests))
     try:
-        return np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=total)
+        return np.fromiter(itertools.chain.from_iterable(requests), dtype=np.int64, count=total)
     except OverflowError:
         raise ValueError(TOO_LARGE) from None

@@ -133,8 +133,7 @@ def _v1_cpuset_folder(parent: Path | None, name: str) -> Path | None:
     folder = parent / name
     try:
         folder.mkdir()
-        for setting in ("cpuset.mems", "cpuset.cpus"):
-            (folder / setting).write_text((parent / setting).read_text().strip())
+        _confine_v1(folder, None)
     except OSError:
         _remove(folder)
         return None
