@@ -45,27 +45,45 @@ if not CHROMIUM.exists():
 playwright = pytest.importorskip("playwright.sync_api")
 
 
-def answer_dialogs(page, who: str) -> None:
+# What answer_dialogs saw and did, in order, for a failure's message.
+DIALOGS_SEEN: list[str] = []
+
+
+def answer_dialogs(page, who: str, kernel: str | None = None) -> None:
     """Accept any dialog JupyterLab shows over the page, and say which: on a busy machine a notebook may ask for its
     kernel again ("Select Kernel") or report a slow server, and the dialog keeps every click off the menus. The tests
-    check afterwards what they check (every cell ran, a grade was saved), so accepting hides no failure."""
+    check afterwards what they check (every cell ran, a grade was saved), so accepting hides no failure.
+
+    ``kernel`` is the id of the kernel the test started for the notebook, if it started one. A "Select Kernel" dialog
+    that does not offer that kernel yet is dismissed, not accepted: JupyterLab fills the dialog from its own list of
+    running kernels, which a busy page refreshes late, and accepting would start another kernel for the notebook (the
+    project's CI at 399bc6a and at de80f9e). The caller's next click asks again, once the list has caught up."""
     dialogs = page.locator(".jp-Dialog")
     for _ in range(5):
         if not dialogs.count() or not dialogs.first.is_visible():
             return
         text = " ".join(dialogs.first.inner_text().split())
+        choices = dialogs.first.locator("select")
+        labels = choices.first.locator("option").all_inner_texts() if choices.count() else []
+        if kernel and labels and not any(label.strip().endswith(f"({kernel.split('-')[0]})") for label in labels):
+            DIALOGS_SEEN.append(f"{who}: dismissed, its kernel not offered yet: {text[:200]} | options {labels}")
+            print(DIALOGS_SEEN[-1])
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(1000)
+            continue
+        DIALOGS_SEEN.append(f"{who}: accepted: {text[:300]}")
         print(f"{who}: JupyterLab showed a dialog, accepted: {text[:300]}")
         # "Select Kernel" for a notebook offers to start its kernel, "No Kernel", and the kernels of running
         # sessions, named "<notebook> (<first 8 digits of the kernel's id>)". Join the notebook's own session where
         # there is one: starting another kernel would leave the one the test started for it (the project's CI at
         # 399bc6a). Never choose none, nor another notebook's kernel.
-        choices = dialogs.first.locator("select")
-        if choices.count():
-            labels = choices.first.locator("option").all_inner_texts()
+        if labels:
             kernels = [label for label in labels if label.strip() != "No Kernel"]
             named = re.search(r'Select kernel for: "([^"]+)"', text)
             own = re.escape(named.group(1).rsplit("/", 1)[-1]) + r" \([0-9a-f]{8}\)" if named else None
             joined = [label for label in kernels if own and re.fullmatch(own, label.strip())]
+            if kernel:
+                joined = [label for label in kernels if label.strip().endswith(f"({kernel.split('-')[0]})")]
             if kernels:
                 choices.first.select_option(label=(joined or kernels)[0])
         accept = dialogs.first.locator(".jp-Dialog-button.jp-mod-accept")
@@ -76,13 +94,13 @@ def answer_dialogs(page, who: str) -> None:
         page.wait_for_timeout(1000)
 
 
-def open_menu_item(page, menu: str, item: str, who: str, limit_s: float = 180) -> None:
+def open_menu_item(page, menu: str, item: str, who: str, limit_s: float = 180, kernel: str | None = None) -> None:
     """Choose ``menu`` → ``item`` in JupyterLab's menu bar. The first page of a JupyterLab that other tests keep busy
-    may take minutes to answer, and a dialog may lie over it: dialogs are answered and the click is tried again every
-    15 s, for up to ``limit_s`` seconds."""
+    may take minutes to answer, and a dialog may lie over it: dialogs are answered (``kernel`` as answer_dialogs
+    takes it) and the click is tried again every 15 s, for up to ``limit_s`` seconds."""
     deadline = time.time() + limit_s
     while True:
-        answer_dialogs(page, who)
+        answer_dialogs(page, who, kernel)
         try:
             page.click(f"li.lm-MenuBar-item:has-text('{menu}')", timeout=15_000)
             page.locator(".lm-Menu-itemLabel", has_text=item).first.click(timeout=15_000)
@@ -241,7 +259,7 @@ def test_modelscope_open_from_url_opens_the_release_notebook(lab, browser, repos
     page.set_default_timeout(60_000)
     page.goto(f"{base}/lab/workspaces/test-open-url?reset&token={token}")
     page.wait_for_selector(".jp-DirListing-content", timeout=90_000)
-    open_menu_item(page, "File", "Open from URL", assignment)
+    open_menu_item(page, "File", "Open from URL", assignment, kernel=kernel)
     page.fill(".jp-Dialog input", url)
     page.locator(".jp-Dialog button", has_text="Open").click()
     page.wait_for_selector(".jp-Notebook .jp-Cell", state="attached", timeout=90_000)
@@ -253,7 +271,7 @@ def test_modelscope_open_from_url_opens_the_release_notebook(lab, browser, repos
     # would run the setup cell again and clear the output this test waits for (97 s in one CI run, 10 s in others).
     reached = ".jp-CodeCell .jp-InputPrompt:has-text('[*]'), .jp-OutputArea-output:has-text('seed 0')"
     for attempt in range(5):
-        open_menu_item(page, "Run", "Run All Cells", assignment)
+        open_menu_item(page, "Run", "Run All Cells", assignment, kernel=kernel)
         try:
             page.wait_for_selector(reached, timeout=15_000)
             break
@@ -267,7 +285,8 @@ def test_modelscope_open_from_url_opens_the_release_notebook(lab, browser, repos
     with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=30) as response:
         sessions = json.load(response)
     assert [s["kernel"]["id"] for s in sessions if s["path"] == f"{assignment}.ipynb"] == [kernel], (
-        f"the notebook opened from the URL did not run in the kernel started for it: {sessions}")
+        f"the notebook opened from the URL did not run in the kernel started for it: {sessions}; dialogs:\n"
+        + "\n".join(DIALOGS_SEEN) + f"\nthe server printed:\n{server_log_tail(root)}")
     opened = nbformat.read(root / f"{assignment}.ipynb", as_version=4)
     release = nbformat.read(ROOT / "release" / assignment / f"{assignment}.ipynb", as_version=4)
     assert [c.source for c in opened.cells] == [c.source for c in release.cells]
