@@ -169,8 +169,33 @@ def test_load_mooncake_reads_gzip_a_byte_order_mark_and_paths(tmp_path: Path) ->
     for path in (str(tmp_path / "t.jsonl.gz"), str(tmp_path / "bom.jsonl"), tmp_path / "bom.jsonl"):
         assert [r.hash_ids for r in traces.load_mooncake(path)] == [(0, 1, 2), (0, 1, 7)], path
     (tmp_path / "latin1.jsonl").write_bytes(text.encode() + b'{"note": "caf\xe9"}\n')
-    with pytest.raises(ValueError, match="latin1.jsonl: not UTF-8 text"):
+    with pytest.raises(ValueError, match=r"latin1.jsonl, line 3: not UTF-8 text \(byte 13 of the line is 0xe9\)"):
         traces.load_mooncake(tmp_path / "latin1.jsonl")
+    (tmp_path / "cut.jsonl.gz").write_bytes(gzip.compress(text.encode())[:-12])
+    with pytest.raises(ValueError, match="cut.jsonl.gz: a gzip file that cannot be read"):
+        traces.load_mooncake(tmp_path / "cut.jsonl.gz")
+
+
+def test_load_mooncake_with_a_limit_reads_no_further_than_it_needs(tmp_path: Path) -> None:
+    """A limit stopped nothing from being read: the whole file (or download) was read and decoded before its first
+    lines were parsed (red team 2026-12-07). Now a line past the limit is never looked at, and a download that has
+    sent the requests asked for is not waited on for the rest."""
+    path = write_jsonl(tmp_path / "t.jsonl", [good_line([0, 1]), good_line([0, 2]), "not json", "\xff"])
+    assert [r.hash_ids for r in traces.load_mooncake(path, limit=2)] == [(0, 1), (0, 2)]
+    with pytest.raises(ValueError, match="line 3: not valid JSON"):
+        traces.load_mooncake(path, limit=3)
+    line = (good_line([0, 1]) + "\n").encode()
+    server, url = _serve_once(line * 10, declared=100_000)  # The other 99,000 bytes never come.
+    try:
+        assert len(traces.load_mooncake(url, limit=5, timeout=10)) == 5
+    finally:
+        server.server_close()
+    server, url = _serve_once(b"\x1f\x8b not gzip at all\n", declared=22)
+    try:
+        with pytest.raises(ValueError, match="a gzip file that cannot be read"):
+            traces.load_mooncake(url, timeout=10)
+    finally:
+        server.server_close()
 
 
 @pytest.mark.parametrize("record, message", [

@@ -5,14 +5,18 @@ Used in notebooks 03, 04, 05 and 06 (through ``course.traces``).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import http.client
+import io
 import json
 import math
 import os
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from course.traces.request import TOO_LARGE, Request, _check_count, _is_int
 from course.traces.synthetic import multi_tenant
@@ -29,31 +33,58 @@ _MOONCAKE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
 _INT64 = (-(2**63), 2**63)  # The ids the replay engine and libCacheSim store: 64-bit signed integers.
 
 
-def _read_lines(path_or_url: str, timeout: float) -> Iterable[str]:
-    """Return the text lines of a local file or of an http(s) URL, gzip-compressed or not, with or without a
-    UTF-8 byte-order mark."""
-    if path_or_url.startswith(("http://", "https://")):
-        try:
-            with urllib.request.urlopen(path_or_url, timeout=timeout) as response:
-                data = response.read()
-        # A connection that drops part-way raises http.client.IncompleteRead, which is not an OSError.
-        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
-            raise ConnectionError(
-                f"could not download the trace from {path_or_url}: {exc}"
-            ) from exc
-    else:
+def _read_lines(path_or_url: str, timeout: float) -> Iterator[str]:
+    """Yield the text lines of a local file or of an http(s) URL as they are read, gzip-compressed or not, with or
+    without a UTF-8 byte-order mark: a caller that stops early (``load_mooncake``'s ``limit``) reads no further."""
+    if not path_or_url.startswith(("http://", "https://")):
         with open(path_or_url, "rb") as handle:
-            data = handle.read()
-    if data[:2] == b"\x1f\x8b":  # gzip's magic number: a .jsonl.gz file.
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise ValueError(f"{path_or_url}: a gzip file that cannot be read ({exc})") from None
+            yield from _decoded_lines(handle, path_or_url)
+        return
+    # A connection that drops part-way raises http.client.IncompleteRead, which is not an OSError.
+    failures = (urllib.error.URLError, OSError, ValueError, http.client.HTTPException)
     try:
-        return data.decode("utf-8-sig").splitlines()
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path_or_url}: not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x}); a Mooncake "
-                         "trace is JSON lines in UTF-8") from None
+        response = urllib.request.urlopen(path_or_url, timeout=timeout)
+    except failures as exc:
+        raise ConnectionError(f"could not download the trace from {path_or_url}: {exc}") from exc
+    with response:
+        lines = _decoded_lines(response, path_or_url)
+        while True:
+            try:
+                line = next(lines)
+            except StopIteration:
+                # Read in parts, a body that ends before the length its headers declared is only short, not an error.
+                if response.length:
+                    raise ConnectionError(f"could not download the trace from {path_or_url}: the connection closed "
+                                          f"{response.length} bytes before the end") from None
+                return
+            except _Unreadable as exc:  # The file itself is at fault, not the download.
+                raise ValueError(str(exc)) from None
+            except (OSError, http.client.HTTPException) as exc:
+                raise ConnectionError(f"could not download the trace from {path_or_url}: {exc}") from exc
+            yield line
+
+
+class _Unreadable(Exception):
+    """A trace file that is not gzip or UTF-8 text as it claims (`_decoded_lines`); the message names it."""
+
+
+def _decoded_lines(stream: BinaryIO, name: str) -> Iterator[str]:
+    """The lines of a binary stream of UTF-8 text, gunzipped first if it starts with gzip's magic number."""
+    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)  # type: ignore[arg-type]
+    if buffered.peek(2)[:2] == b"\x1f\x8b":  # gzip's magic number: a .jsonl.gz file.
+        buffered = gzip.GzipFile(fileobj=buffered)  # type: ignore[assignment]
+    number = 0
+    try:
+        for chunk in buffered:
+            for raw in chunk.splitlines():  # Also splits at a lone carriage return, as text files may.
+                number += 1
+                try:
+                    yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    raise _Unreadable(f"{name}, line {number}: not UTF-8 text (byte {exc.start} of the line is "
+                                      f"{raw[exc.start]:#04x}); a Mooncake trace is JSON lines in UTF-8") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise _Unreadable(f"{name}: a gzip file that cannot be read ({exc})") from None
 
 
 def _parse_mooncake_line(line: str, where: str) -> Request:
@@ -101,7 +132,8 @@ def load_mooncake(
     in: timestamps are kept, not sorted. A gzip-compressed file and a UTF-8 byte-order mark are read
     too. Raises ValueError naming the line number for a malformed line (or the file, for one that is
     not UTF-8 text), ConnectionError when a download fails, and FileNotFoundError for a missing
-    file. Used in notebooks 03-06.
+    file. The file is read as it is parsed: with a ``limit``, a download stops after that many
+    requests. Used in notebooks 03-06.
     """
     if isinstance(path_or_url, os.PathLike):
         path_or_url = os.fspath(path_or_url)
@@ -112,11 +144,15 @@ def load_mooncake(
     if limit is not None:
         limit = _check_count("limit", limit, 0)
     requests: list[Request] = []
-    for number, line in enumerate(_read_lines(path_or_url, timeout), start=1):
-        if limit is not None and len(requests) >= limit:
-            break
-        if line.strip():
-            requests.append(_parse_mooncake_line(line, f"{path_or_url}, line {number}"))
+    with contextlib.closing(_read_lines(path_or_url, timeout)) as lines:
+        try:
+            for number, line in enumerate(lines, start=1):
+                if limit is not None and len(requests) >= limit:
+                    break  # The rest of the file is not read.
+                if line.strip():
+                    requests.append(_parse_mooncake_line(line, f"{path_or_url}, line {number}"))
+        except _Unreadable as exc:
+            raise ValueError(str(exc)) from None
     return requests
 
 
