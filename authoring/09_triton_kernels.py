@@ -74,8 +74,8 @@ if importlib.util.find_spec("triton") is None:
 import triton
 
 if os.environ.get("TRITON_INTERPRET") == "1":
-    # The interpreter sets up triton.language again at every tl.sum, tl.max... in a kernel; once per launch is
-    # enough (the same results, sooner).
+    # The interpreter sets up triton.language again at every tl.sum, tl.max... in a kernel, where once per launch
+    # is enough, and works out overflow checks that it then discards: both are skipped (the same results, sooner).
     from course.kernels import speed_up_interpreter
 
     speed_up_interpreter()

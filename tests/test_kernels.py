@@ -158,6 +158,54 @@ def test_the_interpreter_sets_up_each_device_function_once_per_launch_with_the_s
                             env=environment, cwd=ROOT, timeout=120)
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
 
+OVERFLOW_CHECKS = textwrap.dedent('''
+    import torch, triton
+    import triton.language as tl
+    from triton.language.semantic import TritonSemantic
+    from triton.runtime import interpreter
+    from course import kernels
+
+    # Each overflow check ends in an `and` of two comparisons, which the kernel below never asks for itself.
+    checks = []
+    own_and = TritonSemantic.and_
+    TritonSemantic.and_ = lambda *a: checks.append(1) or own_and(*a)
+
+    @triton.jit
+    def mixed(x_ptr, y_ptr, out_ptr, f_ptr, N: tl.constexpr):
+        i = tl.arange(0, N)
+        x, y = tl.load(x_ptr + i), tl.load(y_ptr + i)
+        tl.store(out_ptr + i, x * y + x - y * 3)  # int32: wraps around past 2**31, as on a GPU.
+        tl.store(f_ptr + i, x.to(tl.float32) * 0.5 - 1)
+
+    x = torch.tensor([1, -7, 46341, 2**31 - 1, -(2**31), 12, 0, 99], dtype=torch.int32)
+    y = torch.tensor([3, 5, 46341, 2, 1, -4, 2**30, 7], dtype=torch.int32)
+
+    def launch():
+        checks.clear()
+        out, f = torch.zeros(8, dtype=torch.int32), torch.zeros(8)
+        mixed[(1,)](x, y, out, f, N=8)
+        return out, f, len(checks)
+
+    out, f, before = launch()
+    wrapped = ((x.long() * y.long() + x.long() - y.long() * 3 + 2**31) % 2**32 - 2**31).int()
+    assert torch.equal(out, wrapped) and before >= 4, (out, wrapped, before)
+    assert kernels.speed_up_interpreter()
+    assert not interpreter.interpreter_builder.options.sanitize_overflow
+    again, f_again, after = launch()
+    assert torch.equal(again, out) and torch.equal(f_again, f) and after == 0, (again, after)
+    print("ok")
+''')
+
+
+def test_the_interpreter_skips_the_overflow_checks_it_would_discard_with_the_same_results():
+    """speed_up_interpreter: the interpreter worked out an overflow check for each integer +, - and * and then
+    discarded it (its device_assert runs only in debug mode); skipped, the results are the same, wrapping included."""
+    environment = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
+    result = subprocess.run([sys.executable, "-c", OVERFLOW_CHECKS], capture_output=True, text=True,
+                            env=environment, cwd=ROOT, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+
+
 def test_only_triton_notebooks_turn_on_the_interpreter_before_importing_triton():
     entries = catalogue()
     for assignment in ASSIGNMENTS:
