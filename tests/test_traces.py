@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -190,12 +191,37 @@ def test_load_mooncake_with_a_limit_reads_no_further_than_it_needs(tmp_path: Pat
         assert len(traces.load_mooncake(url, limit=5, timeout=10)) == 5
     finally:
         server.server_close()
-    server, url = _serve_once(b"\x1f\x8b not gzip at all\n", declared=22)
+    # Review of the streaming reader (2026-12-07): the line after the limit was still read and decoded, and a download
+    # was read in blocks of 8 KiB, so that one that stalled after the lines wanted timed out.
+    raw = tmp_path / "raw.jsonl"
+    raw.write_bytes((good_line([0, 1]) + "\n" + good_line([0, 2]) + "\n").encode() + b"\xff\n")
+    assert len(traces.load_mooncake(raw, limit=2)) == 2
+    raw.write_bytes(b"\xff\n")
+    assert traces.load_mooncake(raw, limit=0) == []
+    for sent in (line * 3, line * 3 + b'{"timest'):
+        server, url = _serve_once(sent, declared=100_000, hold_s=20)
+        try:
+            started = time.monotonic()
+            assert len(traces.load_mooncake(url, limit=3, timeout=10)) == 3
+            assert time.monotonic() - started < 5, "waited for the rest of a download it did not need"
+        finally:
+            server.server_close()
+    body = b"\x1f\x8b not gzip at all\n"
+    server, url = _serve_once(body, declared=len(body))
     try:
         with pytest.raises(ValueError, match="a gzip file that cannot be read"):
             traces.load_mooncake(url, timeout=10)
     finally:
         server.server_close()
+
+
+def test_a_line_of_blank_characters_that_json_does_not_allow_is_malformed(tmp_path: Path) -> None:
+    """str.strip() took lines of \\x1c or U+2028 for blank lines and skipped them; JSON allows only spaces, tabs and
+    line ends between values (review of the streaming reader, 2026-12-07)."""
+    for blank in ("\x1c", "\u2028", "\u3000"):
+        path = write_jsonl(tmp_path / "t.jsonl", [good_line([0]), "  \t", blank, good_line([1])])
+        with pytest.raises(ValueError, match="line 3: not valid JSON"):
+            traces.load_mooncake(path)
 
 
 @pytest.mark.parametrize("record, message", [
@@ -223,8 +249,9 @@ def test_hash_ids_past_64_signed_bits_are_refused_clearly_where_the_engine_store
     assert traces.flatten([Request((2**63 - 1, -(2**63)))]).tolist() == [2**63 - 1, -(2**63)]
 
 
-def _serve_once(body: bytes, declared: int):
-    """A local HTTP server that answers one GET with ``declared`` as its Content-Length and ``body``; its URL."""
+def _serve_once(body: bytes, declared: int, hold_s: float = 0.0):
+    """A local HTTP server that answers one GET with ``declared`` as its Content-Length and ``body``, then keeps the
+    connection open for ``hold_s`` seconds (a download that stalls); its URL."""
     import http.server
     import threading
 
@@ -235,6 +262,7 @@ def _serve_once(body: bytes, declared: int):
             self.end_headers()
             self.wfile.write(body)
             self.wfile.flush()
+            time.sleep(hold_s)
 
         def log_message(self, *args):
             pass
@@ -256,6 +284,17 @@ def test_a_download_that_stops_part_way_or_holds_nothing_falls_back_to_the_stand
             traces.load_mooncake(url, timeout=10)
     finally:
         server.server_close()
+    # A body cut before its declared length, in the middle of a line or of a gzip stream, is a failed download, not a
+    # malformed file (review of the streaming reader, 2026-12-07).
+    import gzip
+
+    for body in (line * 10 + b'{"timest', gzip.compress(line * 200)[:300]):
+        server, url = _serve_once(body, declared=len(body) + 1000)
+        try:
+            with pytest.raises(ConnectionError, match="1000 bytes before the end"):
+                traces.load_mooncake(url, timeout=10)
+        finally:
+            server.server_close()
     for body, declared in ((line * 10, 100_000), (b"", 0)):
         server, url = _serve_once(body, declared)
         monkeypatch.setattr(mooncake, "MOONCAKE_TRACE_URL", url)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import http.client
-import io
 import json
 import math
 import os
@@ -16,7 +15,6 @@ import urllib.error
 import urllib.request
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
 
 from course.traces.request import TOO_LARGE, Request, _check_count, _is_int
 from course.traces.synthetic import multi_tenant
@@ -33,10 +31,17 @@ _MOONCAKE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
 _INT64 = (-(2**63), 2**63)  # The ids the replay engine and libCacheSim store: 64-bit signed integers.
 
 
-def _read_lines(path_or_url: str, timeout: float) -> Iterator[str]:
-    """Yield the text lines of a local file or of an http(s) URL as they are read, gzip-compressed or not, with or
-    without a UTF-8 byte-order mark: a caller that stops early (``load_mooncake``'s ``limit``) reads no further."""
-    if not path_or_url.startswith(("http://", "https://")):
+def _is_url(path_or_url: str) -> bool:
+    return path_or_url.startswith(("http://", "https://"))
+
+
+def _read_lines(path_or_url: str, timeout: float) -> Iterator[tuple[int, str]]:
+    """Yield the numbered text lines of a local file or of an http(s) URL as they come, gzip-compressed or not, with
+    or without a UTF-8 byte-order mark: a caller that stops early (``load_mooncake``'s ``limit``) reads no further.
+
+    A download whose body ends before the length its headers declared raises ConnectionError, even where the bytes
+    that came end in a part of a line or of a gzip stream (which would otherwise read as a malformed file)."""
+    if not _is_url(path_or_url):
         with open(path_or_url, "rb") as handle:
             yield from _decoded_lines(handle, path_or_url)
         return
@@ -45,20 +50,26 @@ def _read_lines(path_or_url: str, timeout: float) -> Iterator[str]:
     try:
         response = urllib.request.urlopen(path_or_url, timeout=timeout)
     except failures as exc:
+        if isinstance(exc, urllib.error.HTTPError):
+            exc.close()  # The error holds the server's answer, and its socket, as long as anyone keeps the error.
         raise ConnectionError(f"could not download the trace from {path_or_url}: {exc}") from exc
+
+    def cut_short() -> ConnectionError | None:
+        missing = response.length  # What the declared length still expects, once the body has ended.
+        return ConnectionError(f"could not download the trace from {path_or_url}: the connection closed {missing} "
+                               "bytes before the end") if missing else None
+
     with response:
-        lines = _decoded_lines(response, path_or_url)
+        lines = _decoded_lines(response, path_or_url, cut_short)
         while True:
             try:
                 line = next(lines)
             except StopIteration:
-                # Read in parts, a body that ends before the length its headers declared is only short, not an error.
-                if response.length:
-                    raise ConnectionError(f"could not download the trace from {path_or_url}: the connection closed "
-                                          f"{response.length} bytes before the end") from None
+                if cut_short():
+                    raise cut_short() from None
                 return
-            except _Unreadable as exc:  # The file itself is at fault, not the download.
-                raise ValueError(str(exc)) from None
+            except _Unreadable as exc:  # The file at fault, unless the download ended early.
+                raise cut_short() or ValueError(str(exc)) from None
             except (OSError, http.client.HTTPException) as exc:
                 raise ConnectionError(f"could not download the trace from {path_or_url}: {exc}") from exc
             yield line
@@ -68,23 +79,63 @@ class _Unreadable(Exception):
     """A trace file that is not gzip or UTF-8 text as it claims (`_decoded_lines`); the message names it."""
 
 
-def _decoded_lines(stream: BinaryIO, name: str) -> Iterator[str]:
-    """The lines of a binary stream of UTF-8 text, gunzipped first if it starts with gzip's magic number."""
-    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)  # type: ignore[arg-type]
-    if buffered.peek(2)[:2] == b"\x1f\x8b":  # gzip's magic number: a .jsonl.gz file.
-        buffered = gzip.GzipFile(fileobj=buffered)  # type: ignore[assignment]
+class _Prefixed:
+    """A binary stream whose first bytes were already read (``head``): what ``gzip.GzipFile`` reads from. Each read
+    returns what has come (``read1``), so that a slow download's lines are read as they arrive."""
+
+    def __init__(self, head: bytes, stream) -> None:
+        self.head, self.stream = head, stream
+
+    def read(self, size: int = -1) -> bytes:
+        if self.head:
+            cut = len(self.head) if size < 0 else size
+            head, self.head = self.head[:cut], self.head[cut:]
+            return head
+        return self.stream.read1(size if size > 0 else 1 << 16)
+
+
+def _decoded_lines(stream, name: str, cut_short=lambda: None) -> Iterator[tuple[int, str]]:
+    """The numbered lines of a binary stream of UTF-8 text, gunzipped first if it starts with gzip's magic number.
+
+    A line ends at a newline (a carriage return before it is dropped; a lone one also ends a line, as old Mac files
+    have it). A last line without a newline is yielded only when ``cut_short()`` says that nothing is missing."""
+    head = stream.read1(1 << 16)
+    if head == b"\x1f":  # One byte came: the rest of gzip's magic number may follow.
+        head += stream.read1(1 << 16)
+    source = _Prefixed(head, stream)
+    if head[:2] == b"\x1f\x8b":  # gzip's magic number: a .jsonl.gz file.
+        source = _Prefixed(b"", gzip.GzipFile(fileobj=source))  # type: ignore[arg-type]
     number = 0
     try:
-        for chunk in buffered:
-            for raw in chunk.splitlines():  # Also splits at a lone carriage return, as text files may.
+        for raw, ended in _split_lines(source.read):
+            if not ended and cut_short():
+                return  # The caller raises the download's error.
+            for piece in raw.removesuffix(b"\r").split(b"\r") if raw else [raw]:
                 number += 1
                 try:
-                    yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                    yield number, piece.decode("utf-8-sig" if number == 1 else "utf-8")
                 except UnicodeDecodeError as exc:
                     raise _Unreadable(f"{name}, line {number}: not UTF-8 text (byte {exc.start} of the line is "
-                                      f"{raw[exc.start]:#04x}); a Mooncake trace is JSON lines in UTF-8") from None
+                                      f"{piece[exc.start]:#04x}); a Mooncake trace is JSON lines in UTF-8") from None
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise _Unreadable(f"{name}: a gzip file that cannot be read ({exc})") from None
+
+
+def _split_lines(read) -> Iterator[tuple[bytes, bool]]:
+    """Each line of the chunks that ``read()`` returns (b"" at the end), without its newline, as soon as it has
+    come, and whether a newline ended it (the last line may have none)."""
+    parts: list[bytes] = []  # The line so far: joined once, so that a long line costs no more than its length.
+    while chunk := read():
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            parts.append(chunk[start:end])
+            yield b"".join(parts), True
+            parts.clear()
+            start = end + 1
+        if start < len(chunk):
+            parts.append(chunk[start:])
+    if parts:
+        yield b"".join(parts), False
 
 
 def _parse_mooncake_line(line: str, where: str) -> Request:
@@ -132,25 +183,30 @@ def load_mooncake(
     in: timestamps are kept, not sorted. A gzip-compressed file and a UTF-8 byte-order mark are read
     too. Raises ValueError naming the line number for a malformed line (or the file, for one that is
     not UTF-8 text), ConnectionError when a download fails, and FileNotFoundError for a missing
-    file. The file is read as it is parsed: with a ``limit``, a download stops after that many
-    requests. Used in notebooks 03-06.
+    file. The file is read as it is parsed: with a ``limit``, reading stops at the line of the last
+    request wanted (a gzip file's checksum, at its end, is then not checked). Used in notebooks 03-06.
     """
     if isinstance(path_or_url, os.PathLike):
         path_or_url = os.fspath(path_or_url)
     if not isinstance(path_or_url, str):
         raise TypeError(f"path_or_url must be a str or a path, got {type(path_or_url).__name__}")
-    if not path_or_url.startswith(("http://", "https://")):
+    if not _is_url(path_or_url):
         path_or_url = os.path.expanduser(path_or_url)
     if limit is not None:
         limit = _check_count("limit", limit, 0)
     requests: list[Request] = []
+    if limit == 0:
+        if not _is_url(path_or_url):
+            open(path_or_url, "rb").close()  # A missing file is an error whatever the limit; nothing is read.
+        return requests
     with contextlib.closing(_read_lines(path_or_url, timeout)) as lines:
         try:
-            for number, line in enumerate(lines, start=1):
-                if limit is not None and len(requests) >= limit:
-                    break  # The rest of the file is not read.
-                if line.strip():
+            for number, line in lines:
+                # Only what JSON calls whitespace: a line of other blank characters is a malformed line.
+                if line.strip(" \t\r\n"):
                     requests.append(_parse_mooncake_line(line, f"{path_or_url}, line {number}"))
+                    if len(requests) == limit:
+                        break  # The rest of the file is not read.
         except _Unreadable as exc:
             raise ValueError(str(exc)) from None
     return requests
