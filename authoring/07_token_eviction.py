@@ -710,6 +710,11 @@ def _check_task7_3_1_heavy_hitters():
             assert_same_tensor(h2o_keep(attention.to(dtype), 3, 0),
                                torch.tensor([True, True, True, False, False], device=device),
                                f"h2o_keep({dtype} scores [0.7, 0.3, 0.6, 0.2, 0.2], budget 3, recent 0) on {device}")
+        # float64 scores that float32 cannot hold apart (too large, too small): ranked in their own dtype.
+        for values in ([1e39, 2e39, 0.5, 0.25], [1e-50, 2e-50, 0.0, 0.0]):
+            assert_same_tensor(h2o_keep(torch.tensor([values], dtype=torch.float64, device=device), 1, 0),
+                               torch.tensor([False, True, False, False], device=device),
+                               f"h2o_keep(float64 scores {values}, budget 1, recent 0) on {device} (summed in float64)")
     small = (torch.rand(2, 4, 3, 16), 4, 2)
     large = (torch.rand(64, 4, 3, 512), 4, 2)
     assert_no_python_loop(h2o_keep, small, large, "h2o_keep on [2, 4, 3, 16] and [64, 4, 3, 512] attention")
@@ -1018,6 +1023,12 @@ def _check_task7_4_1_votes():
         for dtype in (torch.float16, torch.bfloat16, torch.float64):
             assert_same_tensor(snapkv_keep(attention.to(dtype), 4, 2, kernel_size=1), mask("100111", device),
                                f"snapkv_keep({dtype} attention, budget 4, window 2, kernel_size 1) on {device}")
+        # float64 votes too small for float32 (a softmax row can hold them): ranked in their own dtype.
+        tiny = torch.eye(4, dtype=torch.float64, device=device)
+        tiny[3] = torch.tensor([1e-50, 2e-50, 0.0, 1.0], dtype=torch.float64)
+        assert_same_tensor(snapkv_keep(tiny, 2, 1, kernel_size=1), mask("0101", device),
+                           f"snapkv_keep(float64 attention whose last row votes [1e-50, 2e-50, 0], budget 2, window 1, "
+                           f"kernel_size 1) on {device} (summed in float64)")
         before = attention.clone()
         snapkv_keep(attention, 3, 2, kernel_size=3)
         snapkv_keep(attention, 3, 1, kernel_size=1)
@@ -1762,12 +1773,13 @@ def _check_task7_6_4_bad_input():
         student's code can read says which mask it returns."""
 
         def __init__(self, kind):
-            self._kind = kind
+            self._kind, self._calls = kind, 0
 
         def __call__(self, scores, budget):
             window = (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget).expand(scores.shape)
             kind = self._kind
-            if kind == "too_many":
+            self._calls += 1
+            if kind == "too_many" or (kind == "second_call_too_many" and self._calls == 2):
                 return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget - 1).expand(scores.shape)
             if kind == "too_few":
                 return (torch.arange(scores.shape[-1]) >= scores.shape[-1] - budget + 1).expand(scores.shape)
@@ -1825,7 +1837,11 @@ def _check_task7_6_4_bad_input():
                                                          "batch of 2"),
                        ((tokens[:1], 3, KeepFn("per_head_fresh")),
                         "a keep_fn that returns a [num_heads, num_slots] mask for a batch of 1 (as many entries as the "
-                        "scores, not their shape)")]:
+                        "scores, not their shape)"),
+                       # The first step that evicts calls keep_fn once for each of the model's 2 layers: every mask
+                       # is checked, not only the first layer's.
+                       ((tokens, 3, KeepFn("second_call_too_many")),
+                        "a keep_fn that keeps budget + 1 slots at its second call only (the second layer's mask)")]:
         refused(ValueError, what, args, before_first_step=False)
     # Valid input is not refused: with eviction (budget 3 of 6 steps) and without (budget 10).
     for budget in (3, 10):

@@ -410,6 +410,12 @@ def _check_task9_1_1_gathers():
                        f"paged_gather on {device} with the cache stored heads last (its strides "
                        f"{tuple(heads_last.stride())}: head stride 1, dimension stride num_heads)")
 
+    # Blocks whose slots are followed by unused ones: a block's address is its stride, not block_size slots.
+    padded = torch.full((batch.k_cache.shape[0], 4 + 3, 2, 4), float("nan"), device=device)
+    padded[:, :4] = batch.k_cache
+    assert_same_tensor(paged_gather(padded[:, :4], batch.block_tables, batch.lengths), want,
+                       f"paged_gather on {device} with blocks of 4 slots each followed by 3 unused slots of NaN (the "
+                       "block stride is 7 slots: address a block through its stride)")
     ### BEGIN HIDDEN TESTS
     import random as _random
 
@@ -647,6 +653,15 @@ def _check_task9_2_1_copies():
     assert_same_tensor(storage, want, f"the pools after copy_blocks(int64 [[0, 3], [1, 4], [2, 5]] stored column by "
                        f"column: .t().contiguous().t(), strides (1, 3)) on {device}")
 
+    # Blocks of 4 slots each followed by 3 unused slots of NaN (the block stride is 7 slots).
+    padded_storage = torch.randn(2, 6, 4 + 3, 2, 4, generator=torch.Generator().manual_seed(9212)).to(device)
+    padded_storage[:, :, 4:] = float("nan")
+    padded_k, padded_v = padded_storage[0, :, :4], padded_storage[1, :, :4]
+    padded_pairs = torch.tensor([[1, 4], [5, 2]], device=device)
+    padded_want = expected_storage(padded_storage, padded_k, padded_v, padded_pairs)
+    copy_blocks(padded_k, padded_v, padded_pairs)
+    assert_same_tensor(padded_storage, padded_want, f"the pools after copy_blocks([[1, 4], [5, 2]]) on {device} with "
+                       "blocks of 4 slots each followed by 3 unused slots of NaN (the block stride is 7 slots)")
     ### BEGIN HIDDEN TESTS
     import random as _random
 
@@ -1174,6 +1189,24 @@ def _check_task9_3_3_float16_large_scores():
                        expected, f"paged_decode in float16 with head_dim 128 and 4 * randn queries on {device} (the "
                        "products and their sums in float32)", atol=2e-3, rtol=2e-3)
 
+    # Values of 100 * randn in float16: the weights times V in float16 drift past the tolerance.
+    loud_values = paged_batch([11, 6], 4, 2, 16, dtype=torch.float16, device=device, seed=9330)
+    loud_values.v_cache.mul_(100)
+    q100 = torch.randn(2, 4, 16, generator=generator).to(device=device, dtype=torch.float16)
+    expected = reference(q100, loud_values)
+    assert_same_tensor(paged_decode(q100, loud_values.k_cache, loud_values.v_cache, loud_values.block_tables, loud_values.lengths),
+                       expected, f"paged_decode in float16 with values of 100 * randn on {device} (the weights "
+                       "times V in float32)",
+                       atol=2e-3, rtol=2e-3)
+    # Every score near -3e32 in float32: stale slots masked to -1e30 (not -inf) would outweigh them all.
+    far_below = paged_batch([13, 6], 4, 2, 8, device=device, seed=9331)
+    far_below.k_cache.abs_().add_(0.5)
+    very_low = -torch.full((2, 2, 8), 1e32, device=device)
+    expected = reference(very_low, far_below)
+    assert_same_tensor(paged_decode(very_low, far_below.k_cache, far_below.v_cache, far_below.block_tables, far_below.lengths),
+                       expected, f"paged_decode in float32 with every score near -3e32 on {device} (stale slots "
+                       "masked to -inf, not to a large negative number)",
+                       atol=1e-4, rtol=1e-4)
     ### BEGIN HIDDEN TESTS
     import random as _random
 
@@ -1695,6 +1728,12 @@ def _check_task9_4_3_launch_and_bad_input():
                            "launch, they stay as they were)")
     assert_same_tensor(scores, before, f"the scores after h2o_victims refused bad input on {device}")
 
+    # A value that is not finite past a sequence's length is refused too: the text names every value of scores.
+    for bad in (float("nan"), float("inf")):
+        past = scores.clone()
+        past[2, 7] = bad  # The third sequence holds 2 tokens.
+        assert_raises(ValueError, f"h2o_victims with {bad} past the third sequence's length of 2 on {device}",
+                      h2o_victims, *head, past, 0)
     ### BEGIN HIDDEN TESTS
     _inf = scores.clone()
     _inf[0, 0] = float("inf")

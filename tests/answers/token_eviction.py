@@ -937,3 +937,15 @@ WRONG[ATTEND]["only the query checked to be a tensor (a list of keys raises Attr
 WRONG[STREAM]["the full cache's mask made on the CPU whatever the device"] = ref.edit(STREAM, (
     "        return torch.ones(num_tokens, dtype=torch.bool, device=device)",
     "        return torch.ones(num_tokens, dtype=torch.bool)"))
+
+# Round 12 (2026-12-07), found by a red-team helper: only the first layer's mask checked in 7.6 (every keep_fn of the
+# tests returned the same kind of mask for every layer: one now keeps too many at its second call only), and scores or
+# votes summed in float32 whatever the dtype in 7.3 and 7.4 (float64 values too large or too small for float32 now).
+WRONG[DECODE]["only the first layer's mask checked at each step"] = ref.edit(DECODE, (
+    "                if (not isinstance(keep, torch.Tensor)",
+    "                if not keeps and (not isinstance(keep, torch.Tensor)"))
+WRONG[H2O]["the scores summed in float32 whatever the dtype"] = ref.edit(H2O, (
+    "scores = attention.sum(dim=-2)", "scores = attention.float().sum(dim=-2)"))
+WRONG[SNAP]["the votes summed in float32 whatever the dtype"] = ref.edit(SNAP, (
+    "votes = attention[..., prefix:, :prefix].sum(dim=-2)",
+    "votes = attention[..., prefix:, :prefix].float().sum(dim=-2)"))

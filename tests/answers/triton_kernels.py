@@ -403,3 +403,31 @@ WRONG[COPY]["the device of pairs not checked"] = ref.edit(COPY, (
     "        raise ValueError(f\"copy_blocks: pairs are on {pairs.device}, the pools on {k_cache.device}\")\n", ""))
 WRONG[H2O]["q's dtype not compared with the pool's (given lines changed)"] = ref.edit(H2O, (
     "if type(q) is not torch.Tensor or q.dtype != k_cache.dtype:", "if type(q) is not torch.Tensor:"))
+
+# Round 12 (2026-12-07), found by a red-team helper: blocks addressed at block_id * BLOCK_SIZE slots (the block stride
+# never used) in 9.1 and 9.2, which every pool's layout allowed until a pool with unused slots after each block; the
+# weights times V in float16 in 9.3; stale slots masked to -1e30 rather than -inf in 9.3 (every score near -3e32 now);
+# and 9.4's finiteness checked only below each length.
+WRONG[GATHER]["blocks assumed BLOCK_SIZE slots apart (the block stride never used)"] = ref.edit(GATHER, (
+    "source = (cache_ptr + physical * stride_block + slots[:, None] * stride_slot",
+    "source = (cache_ptr + (physical * BLOCK_SIZE + slots[:, None]) * stride_slot"))
+WRONG[COPY]["blocks assumed BLOCK_SIZE slots apart (the block stride never used)"] = ref.edit(COPY, (
+    "        tl.store(k_ptr + target * stride_block + offsets, tl.load(k_ptr + source * stride_block + offsets))\n"
+    "        tl.store(v_ptr + target * stride_block + offsets, tl.load(v_ptr + source * stride_block + offsets))\n",
+    "        tl.store(k_ptr + target * BLOCK_SIZE * stride_slot + offsets,"
+    " tl.load(k_ptr + source * BLOCK_SIZE * stride_slot + offsets))\n"
+    "        tl.store(v_ptr + target * BLOCK_SIZE * stride_slot + offsets,"
+    " tl.load(v_ptr + source * BLOCK_SIZE * stride_slot + offsets))\n"))
+WRONG[DECODE]["the weights times V in float16 (V not cast to float32)"] = ref.edit(
+    DECODE,
+    ("v = tl.load(v_ptr + offsets, mask=valid[:, None], other=0.0).to(tl.float32)",
+     "v = tl.load(v_ptr + offsets, mask=valid[:, None], other=0.0)"),
+    ("acc = acc * rescale + tl.sum(weights[:, None] * v, axis=0)",
+     "acc = acc * rescale + tl.sum(weights[:, None].to(v.dtype) * v, axis=0).to(tl.float32)"))
+WRONG[DECODE]["stale slots masked to -1e30 instead of -inf"] = ref.edit(DECODE, (
+    'scores = tl.where(valid, tl.sum(k * q[None, :], axis=1) * scale, -float("inf"))',
+    'scores = tl.where(valid, tl.sum(k * q[None, :], axis=1) * scale, -1e30)'))
+WRONG[H2O]["finiteness checked only below each sequence's length"] = ref.edit(H2O, (
+    "    if not bool(torch.isfinite(scores).all()):\n",
+    "    used = torch.arange(scores.shape[1], device=scores.device)[None, :] < lengths.long()[:, None]\n"
+    "    if not bool(torch.isfinite(scores[used]).all()):\n"))
