@@ -1548,13 +1548,14 @@ _check_task3_4_3_evicts_in_policy_order()
 #
 # Write `lru_victim_t(last_access_step, evictable) -> int`: the index $i$ with `evictable[i]` True and the
 # smallest `last_access_step[i]`, the smallest such index on a tie, as a Python `int`; `-1` when no entry is
-# evictable (two empty tensors included). Raise `ValueError` when the two tensors are not 1-D of the same length.
+# evictable (two empty tensors included). Raise `ValueError` when the two tensors are not 1-D of the same length
+# (checked first, even when no entry is evictable).
 # Do not change the input tensors: they are the engine's metadata, so mask with the out-of-place `torch.where`, not
 # with an in-place method such as `masked_fill_`. Fill in TODO 3.5.1 and TODO 3.5.2.
 #
 # ## 任务 3.5：lru_victim_t（3 分）
 #
-# 编写 `lru_victim_t(last_access_step, evictable) -> int`：在 `evictable[i]` 为 True 的下标中，返回 `last_access_step[i]` 最小的下标 $i$（平局时取最小的下标），类型为 Python `int`；没有可驱逐的项时（包括两个空张量）返回 `-1`。两个张量不是等长的一维张量时抛出 `ValueError`。不要修改输入的张量：它们是引擎的元数据，所以请用非原地的 `torch.where` 做掩码，而不是 `masked_fill_` 这样的原地方法。
+# 编写 `lru_victim_t(last_access_step, evictable) -> int`：在 `evictable[i]` 为 True 的下标中，返回 `last_access_step[i]` 最小的下标 $i$（平局时取最小的下标），类型为 Python `int`；没有可驱逐的项时（包括两个空张量）返回 `-1`。两个张量不是等长的一维张量时抛出 `ValueError`（最先检查，即使没有可驱逐的项也要检查）。不要修改输入的张量：它们是引擎的元数据，所以请用非原地的 `torch.where` 做掩码，而不是 `masked_fill_` 这样的原地方法。
 # 请完成 TODO 3.5.1 和 TODO 3.5.2。
 
 # %% nbgrader={"grade": false, "grade_id": "task3_5_lru_victim_t", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1693,9 +1694,9 @@ _check_task3_5_lru_victim_t()
 #
 # Write `lfu_victim_t(use_count, last_access_step, evictable) -> int`: the evictable index with the smallest
 # `(use_count[i], last_access_step[i], i)`, compared lexicographically; `-1` when none is evictable; `ValueError`
-# when the three tensors are not 1-D of the same length. The tensors may be on any device. Do not change them: an
-# in-place `use_count.masked_fill_(~evictable, ...)` would overwrite the engine's use counts, so mask out of place
-# (`torch.where`). Fill in TODO 3.6.1 to TODO 3.6.3.
+# when the three tensors are not 1-D of the same length (checked first, even when none is evictable). The tensors
+# may be on any device. Do not change them: an in-place `use_count.masked_fill_(~evictable, ...)` would overwrite
+# the engine's use counts, so mask out of place (`torch.where`). Fill in TODO 3.6.1 to TODO 3.6.3.
 #
 # **The trap: packed keys.** Do not fold the two keys into one number such as `use_count * 10**6 +
 # last_access_step`. A logical clock passes $10^6$ after a million accesses, and then a sequence with more uses
@@ -1706,7 +1707,7 @@ _check_task3_5_lru_victim_t()
 #
 # ## 任务 3.6：lfu_victim_t（4 分）
 #
-# 编写 `lfu_victim_t(use_count, last_access_step, evictable) -> int`：在可驱逐的下标中返回 `(use_count[i], last_access_step[i], i)` 按字典序最小者；没有可驱逐项时返回 `-1`；三个张量不是等长的一维张量时抛出 `ValueError`。张量可以在任意设备上。不要修改这三个张量：原地的 `use_count.masked_fill_(~evictable, ...)` 会改写引擎记录的使用次数，所以请用非原地的 `torch.where` 做掩码。
+# 编写 `lfu_victim_t(use_count, last_access_step, evictable) -> int`：在可驱逐的下标中返回 `(use_count[i], last_access_step[i], i)` 按字典序最小者；没有可驱逐项时返回 `-1`；三个张量不是等长的一维张量时抛出 `ValueError`（最先检查，即使没有可驱逐项也要检查）。张量可以在任意设备上。不要修改这三个张量：原地的 `use_count.masked_fill_(~evictable, ...)` 会改写引擎记录的使用次数，所以请用非原地的 `torch.where` 做掩码。
 # 请完成 TODO 3.6.1 到 TODO 3.6.3。
 #
 # **陷阱：把两个键合成一个数。** 例如 `use_count * 10**6 + last_access_step`。逻辑时钟在一百万次访问后就会超过 $10^6$，这时使用次数多的序列可能排在使用次数少的序列前面（使用次数 1、步数 1,500,000 得 2,500,000；使用次数 2、步数 20 得 2,000,020）。
