@@ -828,15 +828,15 @@ _check_task4_1_6_fallback()
 # $$J = \frac{\left(\sum_i x_i\right)^2}{n \sum_i x_i^2}$$
 #
 # Write `jain_index(xs)`: Jain's fairness index of a list of non-negative numbers (Python ints, such as 2**62, whose
-# square overflows int64; or floats; every value below 10**100, so that a float holds its square and the square of
-# the sum), as a **float** (also for a list of ints). Return 1.0 for an empty list
+# square overflows int64; or floats; every value 0 or from 10**-100 to below 10**100, so that a float holds its
+# square and the square of the sum), as a **float** (also for a list of ints). Return 1.0 for an empty list
 # and for a list of zeros (nobody gets anything, so nobody gets less than another). Do not change `xs`.
 #
 # ## 任务 4.2：jain_index（4 分）
 #
 # $$J = \frac{\left(\sum_i x_i\right)^2}{n \sum_i x_i^2}$$
 #
-# 编写 `jain_index(xs)`：以 **float** 返回一组非负数（Python 的 int，例如 2**62，它的平方在 int64 中会溢出；或 float；每个值都小于 10**100，所以 float 能容纳它的平方和总和的平方）的公平性指数（Jain）；即使元素都是 int，结果也是 float。
+# 编写 `jain_index(xs)`：以 **float** 返回一组非负数（Python 的 int，例如 2**62，它的平方在 int64 中会溢出；或 float；每个值要么是 0，要么不小于 10**-100 且小于 10**100，所以 float 能容纳它的平方和总和的平方）的公平性指数（Jain）；即使元素都是 int，结果也是 float。
 # 空列表和全零列表返回 1.0（谁都没得到，因此没有人比别人得到的少）。不要修改 `xs`。
 
 # %% nbgrader={"grade": false, "grade_id": "task4_2_jain_index", "locked": false, "schema_version": 3, "solution": true, "task": false}
