@@ -1463,6 +1463,8 @@ def h2o_victims(q, k_cache, block_tables, lengths, scores, recent, scale=None):
     #       of bounds, by broadcasting, for a boolean matrix; with +inf at every other position, argmin(dim=1) returns
     #       the first smallest, the lower position on a tie; where a row has no evictable position, torch.where puts -1.
     ### BEGIN SOLUTION
+    # recent may be any int >= 0 (2**70 too): no more than a whole row is recent.
+    recent = min(recent, scores.shape[1])
     positions = torch.arange(scores.shape[1], device=scores.device)
     evictable = positions[None, :] < (lengths.long() - recent)[:, None]
     victims = torch.where(evictable, scores, torch.full_like(scores, float("inf"))).argmin(dim=1)
