@@ -349,8 +349,10 @@ WRONG[GATHER]["a head's rows assumed packed (head * HEAD_DIM, stride_dim dropped
     "+ head * HEAD_DIM\n                  + dims[None, :])"))
 # 9.4's recent went up to 8 only: lengths - recent left in int32 wraps for recent >= 2**32 (the text: -1 when
 # lengths[s] <= recent); 9.4.2 now shows recent = 2**32 + 1.
-WRONG[H2O]["the victim bound lengths - recent left in int32 (wraps for recent >= 2**32)"] = ref.edit(H2O, (
-    "(lengths.long() - recent)[:, None]", "(lengths - recent)[:, None]"))
+WRONG[H2O]["the victim bound lengths - recent left in int32 (wraps for recent >= 2**32)"] = ref.edit(
+    H2O, ("    # recent may be any int >= 0 (2**70 too): no more than a whole row is recent.\n"
+          "    recent = min(recent, scores.shape[1])\n", ""),
+    ("(lengths.long() - recent)[:, None]", "(lengths - recent)[:, None]"))
 # Round 8 (2026-12-07, red team): 9.2.2's out-of-range ids were -1, 6 and 100, so pairs narrowed to int32 before the
 # range check passed (2**32 + 1 wraps to 1); 9.4.3 tried neither -inf, nor scores of the right numel and the wrong
 # shape (the kernel then launched and wrote before an error), nor a NumPy integer as recent.
