@@ -1664,6 +1664,12 @@ def _check_task7_6_3_scores():
     from course.env import available_devices
     from course.model import TinyDecoder
 
+    def matching(calls, want, layer):
+        """The call among ``calls`` (one eviction's, one per layer, in whatever order the answer visits the layers)
+        that got ``want``; else the call at ``layer`` (whose comparison then fails with the usual message)."""
+        found = (c for c in calls if c.shape == want.shape and bool(torch.allclose(c, want, atol=1e-5)))
+        return next(found, calls[layer] if layer < len(calls) else None)
+
     for device in available_devices():
         model = TinyDecoder(vocab_size=23, num_layers=2, num_heads=2, head_dim=4, seed=7, positions="rotary").to(device)
         # The expected values come from a twin that decode_with_eviction never gets, before it runs.
@@ -1683,14 +1689,16 @@ def _check_task7_6_3_scores():
         assert_plain_equal(len(seen), 2 * 6, f"keep_fn calls with budget 4 over 10 steps, 2 layers, on {device}")
         assert_plain_equal([tuple(s.shape) for s in seen[:2]], [(3, 2, 5)] * 2,
                            f"the scores' shapes at the first eviction on {device}")
+        # Each eviction calls keep_fn once per layer; the text fixes no order of the layers.
+        first = [matching(seen[:2], attention[layer].sum(dim=-2), layer) for layer in range(2)]
         for layer in range(2):
-            assert_same_tensor(seen[layer], attention[layer].sum(dim=-2),
+            assert_same_tensor(first[layer], attention[layer].sum(dim=-2),
                                f"layer {layer}'s scores at the first eviction (after step 4) on {device}: the sum of "
                                "the attention of steps 0-4", atol=1e-5)
         # At the second eviction: slot 1 was evicted, one step's attention (which sums to 1) was added.
         for layer in range(2):
-            expected_sum = 5 - seen[layer][..., 1] + 1
-            assert_same_tensor(seen[2 + layer].sum(dim=-1), expected_sum,
+            expected_sum = 5 - first[layer][..., 1] + 1
+            assert_same_tensor(matching([s.sum(dim=-1) for s in seen[2:4]], expected_sum, layer), expected_sum,
                                f"layer {layer}'s scores summed over the slots at the second eviction on {device}",
                                atol=1e-5)
 
@@ -1736,7 +1744,11 @@ def _check_task7_6_3_scores():
                 _kv = _prune(_kv, _keeps)
                 _scores = [_s[_k].reshape(*_s.shape[:-1], 3) for _s, _k in zip(_scores, _keeps)]
         decode_with_eviction(_model, _tokens, 3, _heavy)
-        for _calls, (_got, _expected) in enumerate(zip(_seen, _want)):
+        for _calls, _expected in enumerate(_want):
+            _step = _calls - _calls % 2  # The first call of this eviction: one per layer, in any order.
+            _got = matching(_seen[_step:_step + 2], _expected, _calls % 2)
+            if _got is None:
+                break  # Fewer calls than evictions: the count below says so.
             assert_same_tensor(_got, _expected, f"scores passed to keep_fn, call {_calls}, on {_device}", atol=1e-5,
                                reveal=False)
         _calls = len(_want)

@@ -949,3 +949,17 @@ WRONG[H2O]["the scores summed in float32 whatever the dtype"] = ref.edit(H2O, (
 WRONG[SNAP]["the votes summed in float32 whatever the dtype"] = ref.edit(SNAP, (
     "votes = attention[..., prefix:, :prefix].sum(dim=-2)",
     "votes = attention[..., prefix:, :prefix].float().sum(dim=-2)"))
+
+# Round 12 (2026-12-07), found by a fairness helper: keep_fn called for the layers last to first lost 7.6.3's 2 points
+# (the test took the calls of each eviction in layer order; the text fixes no order). 7.6.3 now matches each
+# eviction's calls to the layers by their scores.
+_DECODE_KEEPS = """            keeps = []
+            for layer_scores in scores:
+                keep = keep_fn(layer_scores, budget)
+"""
+ALTERNATIVES[DECODE]["keep_fn called for the layers last to first"] = ref.edit(DECODE, (
+    _DECODE_KEEPS, """            keeps = [None] * len(scores)
+            for index in reversed(range(len(scores))):
+                layer_scores = scores[index]
+                keep = keep_fn(layer_scores, budget)
+"""), ("                keeps.append(keep)\n", "                keeps[index] = keep\n"))
