@@ -424,6 +424,15 @@ def _check_task1_3_quotas():
                        "quotas({'x': 1, 'y': 1}, 10) after the caller emptied the dict of an earlier equal call "
                        "(a new dict on every call)")
 
+    # Tiny weights are weights: only a sum of exactly 0 is refused, only a weight below 0 is negative, and a quota is
+    # not rounded (relative tolerance only: 1e-12 is not 0).
+    assert_plain_equal(quotas({"a": 1e-12, "b": 3e-12}, 8), {"a": 2.0, "b": 6.0},
+                       "quotas({'a': 1e-12, 'b': 3e-12}, 8) (tiny weights, not a sum of 0)", abs_tol=0.0)
+    assert_raises(ValueError, "quotas({'a': -1e-13, 'b': 1}, 10) (a weight just below 0 is negative)", quotas,
+                  {"a": -1e-13, "b": 1}, 10)
+    assert_plain_equal(quotas({"a": 1, "b": 1e-12}, 1), {"a": 1.0, "b": 1e-12},
+                       "quotas({'a': 1, 'b': 1e-12}, 1) (a quota of 1e-12 is not 0)", abs_tol=0.0)
+
     ### BEGIN HIDDEN TESTS
     import math
     import random
@@ -536,6 +545,9 @@ def _check_task1_4_overuse():
                        "overuse({'x': 4}, {'x': 1.0}) after the caller emptied the dict of an earlier equal call "
                        "(a new dict on every call)")
 
+    assert_plain_equal(overuse({"a": 1}, {"a": 1 - 1e-12}), {"a": 1 - (1 - 1e-12)},
+                       "overuse({'a': 1}, {'a': 1 - 1e-12}) (an overuse of about 1e-12 is not 0)", abs_tol=0.0)
+
     ### BEGIN HIDDEN TESTS
     import random
 
@@ -631,6 +643,10 @@ def _check_task1_5_victim_tenant():
     usage, quota = {"a": 3}, {"a": 1.0}
     victim_tenant(usage, quota)
     assert_plain_equal((usage, quota), ({"a": 3}, {"a": 1.0}), "usage and quota after victim_tenant (it must not change them)")
+
+    assert_plain_equal(victim_tenant({"a": 10, "b": 10}, {"a": 5.0000001, "b": 5.0}), "b",
+                       "victim_tenant({'a': 10, 'b': 10}, {'a': 5.0000001, 'b': 5.0}) (b's overuse is larger by 1e-7: "
+                       "not a tie)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -1080,6 +1096,17 @@ def _check_task1_8_quotas_tensor():
         assert_raises(ValueError, f"quotas_tensor([1.], -1) on {device}", quotas_tensor, torch.tensor([1.0], device=device), -1)
         assert_raises(ValueError, f"quotas_tensor([nan], 0) on {device} (the weights are checked when total_blocks is 0 too)",
                       quotas_tensor, torch.tensor([float("nan")], device=device), 0)
+
+    for device in available_devices():
+        # Tiny weights are weights (only a sum of exactly 0 is refused), and a quota is not rounded.
+        tiny = torch.tensor([1e-12, 3e-12], dtype=torch.float64, device=device)
+        assert_same_tensor(quotas_tensor(tiny, 8), torch.tensor([2.0, 6.0], dtype=torch.float64, device=device),
+                           f"quotas_tensor(float64 [1e-12, 3e-12], 8) on {device} (tiny weights, not a sum of 0)",
+                           atol=0.0, rtol=1e-9)
+        uneven = torch.tensor([1.0, 1e-12], dtype=torch.float64, device=device)
+        assert_same_tensor(quotas_tensor(uneven, 1), torch.tensor([1.0, 1e-12], dtype=torch.float64, device=device),
+                           f"quotas_tensor(float64 [1., 1e-12], 1) on {device} (a quota of 1e-12 is not 0)",
+                           atol=0.0, rtol=1e-9)
 
     ### BEGIN HIDDEN TESTS
     import random

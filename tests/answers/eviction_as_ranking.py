@@ -614,3 +614,24 @@ WRONG[QUOTAS_T]["negated quotas returned as a _neg_view of their memory"] = ref.
     _QUOTAS_RETURN, "    return (weights / total_weight * total_blocks)._neg_view()"))
 ALTERNATIVES[QUOTAS_T]["negated quotas flipped back with _neg_view"] = ref.edit(QUOTAS_T, (
     _QUOTAS_RETURN, "    return (-(weights / total_weight * total_blocks))._neg_view()"))
+
+# Round 12 (2026-12-07), found by a red-team helper: float tolerances where the text has exact rules. A sum of weights
+# below 1e-9 refused as a sum of 0, a weight above -1e-12 taken as not negative, quotas and overuses rounded to 9
+# decimals, tenants ranked on overuses rounded to 6: each passed, since no test used values that small.
+WRONG[QUOTAS]["weights summing below 1e-9 refused as a sum of 0"] = ref.edit(QUOTAS, (
+    "    if total_weight == 0:\n", "    if total_weight < 1e-9:\n"))
+WRONG[QUOTAS]["a weight above -1e-12 taken as not negative"] = ref.edit(QUOTAS, (
+    "if not math.isfinite(weight) or weight < 0:", "if not math.isfinite(weight) or weight < -1e-12:"))
+WRONG[QUOTAS]["quotas rounded to 9 decimals"] = ref.edit(QUOTAS, (
+    "    return {tenant: weight / total_weight * total_blocks for tenant, weight in weights.items()}",
+    "    return {tenant: round(weight / total_weight * total_blocks, 9) for tenant, weight in weights.items()}"))
+WRONG[QUOTAS_T]["weights summing below 1e-9 refused as a sum of 0"] = ref.edit(QUOTAS_T, (
+    "    if float(total_weight) == 0.0:\n", "    if float(total_weight) < 1e-9:\n"))
+WRONG[QUOTAS_T]["quotas rounded to 9 decimals"] = ref.edit(QUOTAS_T, (
+    "    return weights / total_weight * total_blocks",
+    "    return torch.round(weights / total_weight * total_blocks, decimals=9)"))
+WRONG[OVERUSE]["overuses rounded to 9 decimals"] = ref.edit(OVERUSE, (
+    "    return {tenant: float(usage.get(tenant, 0)) - float(quota.get(tenant, 0.0)) for tenant in tenants}",
+    "    return {tenant: round(float(usage.get(tenant, 0)) - float(quota.get(tenant, 0.0)), 9) for tenant in tenants}"))
+WRONG[TENANT]["tenants ranked on overuses rounded to 6 decimals"] = ref.edit(TENANT, (
+    "key=lambda tenant: (-over[tenant], tenant)", "key=lambda tenant: (-round(over[tenant], 6), tenant)"))
