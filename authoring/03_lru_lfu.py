@@ -688,6 +688,14 @@ def _check_task3_2_LRUPolicy():
     cache["d"] = SequenceKVCache("d", last_access_step=1)
     assert_plain_equal(policy.select_victim(cache), "d", "the same policy's select_victim after adding d: step 1")
 
+    # Ids in protected that are not cached are ignored (3.1): they protect nothing, nor do they fill the cache.
+    assert_plain_equal(LRUPolicy().select_victim(cache_of([("s1", 4, 2)]), frozenset({"ghost"})), "s1",
+                       "LRUPolicy().select_victim(s1, protected={'ghost'}) ('ghost' is not cached: s1 is a candidate)")
+    assert_plain_equal(LRUPolicy().select_victim(cache_of([("s1", 4, 2), ("s2", 6, 1)]), frozenset({"s1", "ghost"})),
+                       "s2", "LRUPolicy().select_victim(s1, s2, protected={'s1', 'ghost'}) (s2 is left)")
+    check_type(LRUPolicy().select_victim(cache_of([("s1", 4, 2)]), frozenset({"s1", "ghost"})), type(None),
+               "LRUPolicy().select_victim(s1, protected={'s1', 'ghost'}) (every cached id is protected)")
+
     ### BEGIN HIDDEN TESTS
     import random
 
@@ -846,6 +854,14 @@ def _check_task3_3_LFUPolicy():
     cache["d"] = SequenceKVCache("d", last_access_step=9, use_count=0)
     assert_plain_equal(policy.select_victim(cache), "d",
                        "the same policy's select_victim after adding d: count 0 step 9")
+
+    # Ids in protected that are not cached are ignored (3.1): they protect nothing, nor do they fill the cache.
+    assert_plain_equal(LFUPolicy().select_victim(cache_of([("s1", 4, 2)]), frozenset({"ghost"})), "s1",
+                       "LFUPolicy().select_victim(s1, protected={'ghost'}) ('ghost' is not cached: s1 is a candidate)")
+    assert_plain_equal(LFUPolicy().select_victim(cache_of([("s1", 4, 2), ("s2", 6, 1)]), frozenset({"s1", "ghost"})),
+                       "s2", "LFUPolicy().select_victim(s1, s2, protected={'s1', 'ghost'}) (s2 is left)")
+    check_type(LFUPolicy().select_victim(cache_of([("s1", 4, 2)]), frozenset({"s1", "ghost"})), type(None),
+               "LFUPolicy().select_victim(s1, protected={'s1', 'ghost'}) (every cached id is protected)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -1371,6 +1387,14 @@ def _check_task3_4_3_evicts_in_policy_order():
     assert_plain_equal(evict_until_fit(small_cache(), ByCount(), 4, frozenset({"a"})), ["c", "d"],
                        "evict_until_fit(cache, ByCount(), 4, protected={'a'}), a policy that counts every sequence it is "
                        "given: ask it with manager.sequences itself, protected sequences included")
+
+    # Ids in protected that are not cached are ignored (3.1): here a protected id that is not cached leaves every
+    # sequence evictable.
+    manager = PagedKVCacheManager(num_blocks=4, block_size=4)
+    manager.allocate_for_sequence("s1", 16)
+    assert_plain_equal(evict_until_fit(manager, ListedOrder(["s1"]), 2, frozenset({"ghost"})), ["s1"],
+                       "evict_until_fit(4 blocks, all held by s1, order s1, 2 blocks needed, protected={'ghost'}) "
+                       "('ghost' is not cached: s1 can be evicted)")
 
     ### BEGIN HIDDEN TESTS
     import copy

@@ -438,6 +438,9 @@ def _check_task4_1_1_init():
         assert [(t, type(w), w) for t, w in given.items()] == [(t, type(w), w) for t, w in original.items()], (
             f"FairPolicy({original!r}, 8) changed the caller's weights to {given!r} (keep a copy; change nothing)")
 
+    assert_raises(ValueError, "FairPolicy({'a': -1e-13, 'b': 1.0}) (a weight just below 0 is negative)", FairPolicy,
+                  {"a": -1e-13, "b": 1.0})
+
     ### BEGIN HIDDEN TESTS
     for bad in ({"a": -0.5}, {"a": float("inf"), "b": 1.0}, {"a": 1.0, "b": float("-inf")}, {"b": 1, "a": float("nan")},
                 {"z": -1}):
@@ -668,6 +671,22 @@ def _check_task4_1_5_victim_tenant():
                        "FairPolicy({'a': 1.0, 'b': 1e-10}, 1).select_victim(a: 1 block, quota 1 / (1 + 1e-10)) "
                        "(over by 1e-10 is over: any overuse above 0 counts)")
 
+    # Tiny weights are weights (only a sum of exactly 0 is refused); overuses 5e-9 apart are not a tie.
+    tiny = cache_of(make_sequence("a::1", 4, 0), make_sequence("b::1", 1, 3))
+    assert_plain_equal(FairPolicy({"a": 1e-12, "b": 3e-12}, 8).select_victim(tiny), "a::1",
+                       "FairPolicy({'a': 1e-12, 'b': 3e-12}, 8).select_victim(a: 4 blocks, b: 1) (quotas 2 and 6)")
+    near = cache_of(make_sequence("a::1", 15, 0), make_sequence("b::1", 15, 1))
+    assert_plain_equal(FairPolicy({"a": 1.0, "b": 1 - 1e-9, "c": 2.0}, 40).select_victim(near), "b::1",
+                       "FairPolicy({'a': 1, 'b': 1 - 1e-9, 'c': 2}, 40).select_victim(a: 15 blocks, b: 15) (b's quota is "
+                       "smaller by 5e-9: its overuse is larger, not a tie)")
+    # Ids in protected that are not cached are ignored: they protect nothing, nor do they fill the cache.
+    one = cache_of(make_sequence("a::1", 4, 0))
+    assert_plain_equal(FairPolicy(None, 4).select_victim(one, frozenset({"x::ghost"})), "a::1",
+                       "FairPolicy(None, 4).select_victim(a::1, protected={'x::ghost'}) (x::ghost is not cached)")
+    assert_plain_equal(FairPolicy(None, 4).select_victim(one, frozenset({"a::1", "x::ghost"})), None,
+                       "FairPolicy(None, 4).select_victim(a::1, protected={'a::1', 'x::ghost'}) (every cached id is "
+                       "protected)")
+
     ### BEGIN HIDDEN TESTS
     import random
     from fractions import Fraction
@@ -889,6 +908,8 @@ def _check_task4_2_jain_index():
         f"jain_index([3, 2**62 + 1]) changed its input to {ints!r} (turn the values into floats in a new list)")
     assert_plain_equal(jain_index([2**62, 1]), 0.5, "jain_index([2**62, 1]) (a Python int whose square "
                        "overflows int64)", rel_tol=1e-9)
+
+    assert_plain_equal(jain_index([1e-7, 0]), 0.5, "jain_index([1e-7, 0]) (a tiny value is not a zero)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -1139,6 +1160,19 @@ def _check_task4_3_2_victim_tenant():
         shares = (t([0, 1]), t([2**40 + 1, 2**41]), t([1, 0]), t([1.0, 2.0], torch.float64), 3 * 2**40, yes(2))
         assert_plain_equal(fair_victim_t(*shares), 0, f"fair_victim_t(usage [2**40 + 1, 2**41], float64 weights [1, 2], "
                            f"3 * 2**40) on {device} (the shares w / sum w in float64 too: tenant 0 is 1 block over)")
+
+    for device in available_devices():
+        def t(values, dtype=torch.int64, device=device):
+            return torch.tensor(values, dtype=dtype, device=device)
+
+        near = (t([0, 1]), t([15, 15]), t([0, 1]), t([1.0, 1 - 1e-9, 2.0], torch.float64), 40,
+                torch.ones(2, dtype=torch.bool, device=device))
+        assert_plain_equal(fair_victim_t(*near), 1, f"fair_victim_t(tenants 0 and 1: 15 blocks each, weights [1, 1 - 1e-9, "
+                           f"2], 40) on {device} (tenant 1's quota is smaller by 5e-9: its overuse is larger, not a tie)")
+        slight = (t([0, 1]), t([1, 0]), t([5, 1]), t([1.0, 1e-10], torch.float64), 1,
+                  torch.ones(2, dtype=torch.bool, device=device))
+        assert_plain_equal(fair_victim_t(*slight), 0, f"fair_victim_t(tenant 0: 1 block at step 5, tenant 1: none at step "
+                           f"1, weights [1, 1e-10], 1) on {device} (tenant 0 is 1e-10 over its quota: over is over)")
 
     ### BEGIN HIDDEN TESTS
     import random

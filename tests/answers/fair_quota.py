@@ -693,3 +693,26 @@ WRONG["task4_1_FairPolicy"]["the caller's weights turned into floats in place, t
         "        weights = dict(source)\n        for tenant, weight in weights.items():\n"))
 WRONG["task4_2_jain_index"]["the caller's list turned into floats in place"] = ref.edit("task4_2_jain_index", (
     "    values = [float(x) for x in xs]\n", "    xs[:] = [float(x) for x in xs]\n    values = xs\n"))
+
+# Round 12 (2026-12-07), found by a red-team helper: float tolerances where the texts have exact rules (a sum of
+# weights below 1e-9 refused as 0, a weight above -1e-12 taken as not negative, overuses rounded to 6 decimals before
+# the tie, over quota meaning more than 1e-9 over, 1.0 for squares that sum below 1e-12), and "nothing to evict"
+# decided by counting or comparing protected with the cache, which ignores ids in protected that are not cached.
+WRONG[FAIR]["weights summing below 1e-9 refused as a sum of 0"] = ref.edit(FAIR, (
+    "        if total_weight == 0:\n", "        if total_weight < 1e-9:\n"))
+WRONG[FAIR]["tenants ranked on overuses rounded to 6 decimals"] = ref.edit(FAIR, (
+    "key=lambda t: (-overuse[t], t)", "key=lambda t: (-round(overuse[t], 6), t)"))
+WRONG[FAIR]["None when protected holds as many ids as the cache"] = ref.edit(FAIR, (
+    "        if not self.candidates(sequences, protected):\n", "        if len(sequences) <= len(protected):\n"))
+WRONG[FAIR]["None only when protected equals the cached ids"] = ref.edit(FAIR, (
+    "        if not self.candidates(sequences, protected):\n",
+    "        if not sequences or set(protected) == set(sequences):\n"))
+WRONG[FAIR]["a weight above -1e-12 taken as not negative"] = ref.edit(FAIR, (
+    "if not math.isfinite(weight) or weight < 0:", "if not math.isfinite(weight) or weight < -1e-12:"))
+WRONG[JAIN]["1.0 when the squares sum below 1e-12"] = ref.edit(JAIN, (
+    "    if square_sum == 0:\n", "    if square_sum < 1e-12:\n"))
+WRONG[TENSOR]["overuses rounded to 6 decimals before the tie"] = ref.edit(TENSOR, (
+    "    overuse = usage.to(torch.float64) - quota\n",
+    "    overuse = torch.round(usage.to(torch.float64) - quota, decimals=6)\n"))
+WRONG[TENSOR]["over quota meaning more than 1e-9 over"] = ref.edit(TENSOR, (
+    "    candidate = (overuse > 0) & has_evictable\n", "    candidate = (overuse > 1e-9) & has_evictable\n"))

@@ -738,3 +738,16 @@ WRONG[ORDER_T]["dim() > 1 (0-d tensors accepted)"] = ref.edit(ORDER_T, (
 # its sign bit (5/5 judged, 0/5 in process). Such a tensor now crosses as its values.
 WRONG[ORDER_T]["negated indices returned as a _neg_view"] = ref.edit(ORDER_T, (
     "    return order[evictable[order]][:k]", "    return order[evictable[order]][:k].clone()._neg_view()"))
+
+# Round 12 (2026-12-07), found by a red-team helper: 3.1 says that ids in protected that are not cached are ignored,
+# yet no later test protected one. "Nothing to evict" decided by counting or comparing protected with the cache passed.
+WRONG[LRU]["None when protected holds as many ids as the cache"] = ref.edit(LRU, (
+    "        if not candidates:\n", "        if len(protected) >= len(sequences):\n"))
+WRONG[LRU]["None only when protected equals the cached ids"] = ref.edit(LRU, (
+    "        if not candidates:\n", "        if set(protected) == set(sequences):\n"))
+WRONG[LFU]["None when protected holds as many ids as the cache"] = ref.edit(LFU, (
+    "        if not candidates:\n", "        if len(protected) >= len(sequences):\n"))
+WRONG[FIT]["RuntimeError at once when protected holds as many ids as the cache"] = ref.edit(FIT, (
+    "    references, blocks = {}, {}\n",
+    "    if len(protected) >= len(manager.sequences):\n        raise RuntimeError(\"every sequence is protected\")\n"
+    "    references, blocks = {}, {}\n"))
