@@ -1435,6 +1435,17 @@ def _check_task5_3_2_rescoring():
         assert_plain_equal(s.priority.tolist(), expected, f"the priorities after _victim() at time 9, rescore=True, on "
                            f"{device} (bit for bit: the formula of _score, in its order, in float64)", rel_tol=0, abs_tol=0)
 
+    # With a capacity of 714 the order shows in the bits: the size term subtracted before the recency term is added
+    # gives 8.03606442577031 for a (hits 8, age 3, 254 bytes), not 8.036064425770308.
+    rows = [("a", 8, 254, 6, 0.0), ("b", 1, 1, 9, 0.0), ("c", 3, 500, 2, 0.0), ("d", 2, 37, 8, 0.0)]
+    expected = [row[1] + 0.5 * (1 / (1 + max(9 - row[3], 0))) - 0.25 * row[2] / 714 for row in rows]
+    for device in available_devices():
+        s = bare(rows, 9, True, device, capacity_bytes=714)
+        s._victim()
+        assert_plain_equal(s.priority.tolist(), expected, f"the priorities after _victim() at time 9, rescore=True, "
+                           f"capacity 714, on {device} (bit for bit: the formula of _score, in its order)",
+                           rel_tol=0, abs_tol=0)
+
     ### BEGIN HIDDEN TESTS
     import random
 
@@ -1640,6 +1651,18 @@ def _check_task5_3_4_touch():
         assert_raises(RuntimeError, f"touch('c', 30) with both slots live at 70 of 100 bytes on {device} (an exact fit: "
                       "nothing has to be evicted)", s.touch, "c", 30)
         assert_plain_equal(state(s), before, f"the state after touch('c', 30) raised on {device} (nothing may change)")
+
+    # With a capacity of 3 the order shows in the bits: a new 1-byte prefix scores 1 + 0.5 - 0.25 / 3 =
+    # 1.4166666666666667, where the size term subtracted first gives 1.4166666666666665.
+    for device in available_devices():
+        s = bare(2, device, capacity_bytes=3)
+        s.touch("a", 1)
+        s.touch("a", 1)
+        s.touch("b", 1)
+        assert_plain_equal([row(s, "a")[4], row(s, "b")[4]], [2 + 0.5 * (1 / (1 + 0)) - 0.25 * 1 / 3,
+                                                               1 + 0.5 * (1 / (1 + 0)) - 0.25 * 1 / 3],
+                           f"the priorities of a (hit once) and b (new), 1 byte each, capacity 3, on {device} (bit for "
+                           "bit: the formula of _score, in its order)", rel_tol=0, abs_tol=0)
 
     ### BEGIN HIDDEN TESTS
     import random

@@ -653,3 +653,18 @@ WRONG[TENSOR]["priorities left reinterpreted as int64 through .data between call
      "        if not self.rescore:\n"
      "            self.priority.data = self.priority.data.view(torch.int64)\n"
      "        return result\n"))
+
+# Round 12 (2026-12-07), found by a red-team helper: 5.3's priorities with the size term subtracted before the recency
+# term is added (the texts fix _score's order, so that the floats agree bit for bit), which the bit-for-bit checks of
+# 5.3.2 and 5.3.4 missed at capacity 100; they now also use capacities 714 and 3.
+WRONG[TENSOR]["rescored priorities with the size term subtracted first"] = ref.edit(TENSOR, (
+    "            scores = (self.hits.to(torch.float64) + 0.5 * (1.0 / (1.0 + age))\n"
+    "                      - 0.25 * self.bytes.to(torch.float64) / self.capacity_bytes)\n",
+    "            scores = (self.hits.to(torch.float64) - 0.25 * self.bytes.to(torch.float64) / self.capacity_bytes\n"
+    "                      + 0.5 * (1.0 / (1.0 + age)))\n"))
+WRONG[TENSOR]["touch's priorities with the size term subtracted first"] = ref.edit(
+    TENSOR,
+    ("            self.priority[slot] = hits + 0.5 * recency - 0.25 * size / self.capacity_bytes\n",
+     "            self.priority[slot] = hits - 0.25 * size / self.capacity_bytes + 0.5 * recency\n"),
+    ("        self.priority[slot] = 1 + 0.5 * (1 / (1 + 0)) - 0.25 * bytes_ / self.capacity_bytes\n",
+     "        self.priority[slot] = 1 - 0.25 * bytes_ / self.capacity_bytes + 0.5\n"))
