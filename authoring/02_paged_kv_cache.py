@@ -2141,6 +2141,11 @@ def _check_task2_6_slot_mapping():
         big = torch.tensor([2**28], dtype=torch.int32, device=device)
         assert_same_tensor(slot_mapping(big, 0, 2, 16), torch.tensor([2**32, 2**32 + 1], device=device),
                            f"slot_mapping(int32 tensor([2**28]), 0, 2, 16) on {device} (convert to int64 before multiplying)")
+        # Positions past 2**24, which float32 cannot all hold: p // B and p % B in integers, not through floats.
+        long_table = torch.arange(2**20 + 2, dtype=torch.int32, device=device)
+        assert_same_tensor(slot_mapping(long_table, 2**24 + 15, 1, 16), torch.tensor([2**24 + 15], device=device),
+                           f"slot_mapping(int32 arange(2**20 + 2), start=2**24 + 15, count=1, block_size=16) on {device} "
+                           "(integer division and remainder: float32 rounds 2**24 + 15)")
         # block_size 0: even with no position; start 13 with no position is still past the table's 12 positions.
         for args in ((10, 3, 4), (-1, 2, 4), (0, -1, 4), (0, 1, 0), (0, 0, 0), (13, 0, 4)):
             assert_raises(ValueError, f"slot_mapping(tensor([7, 2, 5]), *{args}) on {device}", slot_mapping, table, *args)

@@ -1109,8 +1109,9 @@ _check_task5_2_8_whole_simulator()
 #   also build a scheduler on PyTorch's `meta` device (tensors with a shape and no data), so that a scheduler that
 #   ignores `device` is caught on a machine without a GPU; `__init__` only creates tensors, it never reads them.
 # - TODO 5.3.2 in `_victim()`: with `rescore=True`, first recompute **every live entry's** priority with the current
-#   time (the formula of `_score`, same order of operations, in float64) and store it in `priority`; with
-#   `rescore=False` the priorities stay as they are.
+#   time (the formula of `_score`, same order of operations, in float64) and store it in `priority`, with tensor
+#   operations for all slots at once (no Python loop over the slots: 5.3.3's count of torch operations covers all of
+#   `_victim()`); with `rescore=False` the priorities stay as they are.
 # - TODO 5.3.3 in `_victim()`: return the live slot with the lexicographically smallest `(priority, last_used)`, as a
 #   Python `int` (equal means exactly equal: no tolerance), found with tensor operations (no Python loop over the
 #   slots: the test counts torch operations on 8 and 2,048 slots). `touch` calls `_victim()` only when at least one
@@ -1151,7 +1152,7 @@ _check_task5_2_8_whole_simulator()
 # 其他属性使用这些名字：`capacity_bytes`、`max_entries`、`device`（一个 `torch.device`）、`rescore`，以及每个条目在 Python 端仅有的记录：`slots`（前缀到槽位下标的字典）和 `prefix_of`（长度为 `max_entries` 的列表，每个槽位中的前缀，空闲槽位为 `None`）。新条目可以占用任意空闲槽位。`schedule` 已给出，与任务 5.2 的相同。
 #
 # - TODO 5.3.1 `__init__`：`capacity_bytes < 1` 或 `max_entries < 1` 时抛出 `ValueError`；然后建立空的状态。测试还会在 PyTorch 的 `meta` 设备（只有形状、没有数据的张量）上创建调度器，这样在没有 GPU 的机器上也能发现忽略 `device` 的调度器；`__init__` 只创建张量，从不读取它们。
-# - TODO 5.3.2（在 `_victim()` 中）：`rescore=True` 时，先用当前时间重新计算**每个有效条目**的优先级（`_score` 的公式，运算顺序相同，使用 float64），写入 `priority`；`rescore=False` 时优先级保持不变。
+# - TODO 5.3.2（在 `_victim()` 中）：`rescore=True` 时，先用当前时间重新计算**每个有效条目**的优先级（`_score` 的公式，运算顺序相同，使用 float64），用张量运算一次算出所有槽位的结果，写入 `priority`（不要对槽位写 Python 循环：5.3.3 统计 torch 运算次数时覆盖整个 `_victim()`）；`rescore=False` 时优先级保持不变。
 # - TODO 5.3.3（在 `_victim()` 中）：返回 `(priority, last_used)` 按字典序最小的有效槽位，类型为 Python `int`（相等指完全相等：不设容差），必须用张量运算求出（不能用 Python 循环遍历槽位：测试会数出在 8 个和 2,048 个槽位上各做了多少次 torch 运算）。`touch` 只在至少有一个有效槽位时调用 `_victim()`。
 # - TODO 5.3.4 `touch`：任务 5.2 的输入检查；未命中需要新槽位而 `max_entries` 个槽位全部有效、且不需要为字节驱逐任何条目时（包括恰好放下，即 `current_bytes + bytes_ == capacity_bytes`），抛出 `RuntimeError`（字节放不下时，驱逐会腾出槽位）；抛出异常时状态不变。命中：hits 加 1，last_used = time，priority = 此刻的分数（新近度为 1），记录 `reuse:<prefix>`；其他都不变。未命中：只要字节放不下，就驱逐 `self._victim()`（释放它的槽位、减去它的字节数、记录 `evict:<prefix>`）；然后把新条目写入一个空闲槽位（hits 为 1、它的字节数、last_used = time、priority = 此刻的分数），更新 `slots` 和 `prefix_of`，加上它的字节数并记录 `add:<prefix>`。
 # - TODO 5.3.5 `snapshot()`：与任务 5.2 相同，返回普通的 Python 值（`int`、`float`、`str`），而不是张量。

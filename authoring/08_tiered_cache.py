@@ -2571,6 +2571,9 @@ def _check_task8_6_1_costs():
     assert_plain_equal(CostModel(2**17, 2**31, 2**-14).offload_pays, False,
                        "offload_pays when loading costs exactly as much as computing (2**17 / 2**31 = 2**-14)")
     assert_plain_equal(CostModel(2**17, 2**32, 2**-14).offload_pays, True, "offload_pays at twice that bandwidth")
+    assert_plain_equal(CostModel(1.0, 1 / (1e-6 * (1 - 1e-12)), 1e-6).offload_pays, True,
+                       "CostModel(1.0, 1 / (1e-6 * (1 - 1e-12)), 1e-6).offload_pays (loading costs 1e-18 s less per "
+                       "token: strictly less is less, however close)")
     # Loading costs exactly as much as computing, though b / t_prefill rounds below B: offload_pays compares the costs.
     for args in ((17, 1000, 0.017), (9, 7, 9 / 7)):
         assert_plain_equal(CostModel(*args).offload_pays, False,

@@ -1441,3 +1441,12 @@ WRONG[WRITE]["nothing to write: returns before the shape check"] = ref.edit(WRIT
 WRONG[SLOTS]["the range check on the last position only (none when count is 0)"] = ref.edit(SLOTS, (
     "if start + count > block_ids.shape[0] * block_size:",
     "if count and start + count - 1 >= block_ids.shape[0] * block_size:"))
+
+# Round 13 (2026-12-07), found by a red-team helper: 2.6's block index or offset computed through float32, which holds
+# every integer only up to 2**24; no position reached it (start 2**24 + 15 now).
+_SLOTS_LINE = "block_ids.long()[positions // block_size] * block_size + positions % block_size"
+WRONG[SLOTS]["the block index by float32 division, then floor"] = ref.edit(SLOTS, (
+    _SLOTS_LINE,
+    "block_ids.long()[(positions.float() / block_size).floor().long()] * block_size + positions % block_size"))
+WRONG[SLOTS]["the offset p mod B in float32"] = ref.edit(SLOTS, (
+    _SLOTS_LINE, "block_ids.long()[positions // block_size] * block_size + (positions.float() % block_size).long()"))

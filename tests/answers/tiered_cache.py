@@ -1097,3 +1097,10 @@ WRONG[LRU]["blocks stored with the value True, not None"] = ref.edit(LRU, (
 WRONG[COST]["ttft without the device check"] = ref.edit(COST, (
     "if recomputed_tokens.shape != loaded_tokens.shape or recomputed_tokens.device != loaded_tokens.device:",
     "if recomputed_tokens.shape != loaded_tokens.shape:"))
+
+# Round 13 (2026-12-07), found by a red-team helper: 8.6.1's offload_pays false for costs that are close but not
+# equal (math.isclose), where the text says strictly less.
+WRONG[COST]["offload_pays false when the two costs are close"] = ref.edit(COST, (
+    "self.offload_pays = self.load_seconds_per_token < self.prefill_seconds_per_token",
+    "self.offload_pays = (self.load_seconds_per_token < self.prefill_seconds_per_token\n"
+    "                             and not math.isclose(self.load_seconds_per_token, self.prefill_seconds_per_token))"))
