@@ -1104,3 +1104,7 @@ WRONG[COST]["offload_pays false when the two costs are close"] = ref.edit(COST, 
     "self.offload_pays = self.load_seconds_per_token < self.prefill_seconds_per_token",
     "self.offload_pays = (self.load_seconds_per_token < self.prefill_seconds_per_token\n"
     "                             and not math.isclose(self.load_seconds_per_token, self.prefill_seconds_per_token))"))
+# And 8.2.2's REPLACE comparing |T1| with p within 1e-9 (the text: "exactly as written"), which no p just above an
+# integer showed (p = 1 + 2**-52 now, as 0 + 7/3 - 4/3 leaves it).
+WRONG[ARC]["REPLACE's |T1| = p within 1e-9"] = ref.edit(ARC, (
+    "(in_b2 and len(self.t1) == self.p)", "(in_b2 and abs(len(self.t1) - self.p) < 1e-9)"))
