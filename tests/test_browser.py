@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import secrets
 import socket
 import subprocess
@@ -65,7 +64,9 @@ def answer_dialogs(page, who: str, kernel: str | None = None) -> None:
         text = " ".join(dialogs.first.inner_text().split())
         choices = dialogs.first.locator("select")
         labels = choices.first.locator("option").all_inner_texts() if choices.count() else []
-        if kernel and labels and not any(label.strip().endswith(f"({kernel.split('-')[0]})") for label in labels):
+        # A running kernel's option reads "<notebook> (<the first 8 digits of its id>)".
+        own = [label for label in labels if kernel and label.strip().endswith(f"({kernel.split('-')[0]})")]
+        if kernel and labels and not own:
             DIALOGS_SEEN.append(f"{who}: dismissed, its kernel not offered yet: {text[:200]} | options {labels}")
             print(DIALOGS_SEEN[-1])
             page.keyboard.press("Escape")
@@ -74,18 +75,12 @@ def answer_dialogs(page, who: str, kernel: str | None = None) -> None:
         DIALOGS_SEEN.append(f"{who}: accepted: {text[:300]}")
         print(f"{who}: JupyterLab showed a dialog, accepted: {text[:300]}")
         # "Select Kernel" for a notebook offers to start its kernel, "No Kernel", and the kernels of running
-        # sessions, named "<notebook> (<first 8 digits of the kernel's id>)". Join the notebook's own session where
-        # there is one: starting another kernel would leave the one the test started for it (the project's CI at
-        # 399bc6a). Never choose none, nor another notebook's kernel.
+        # sessions. Join the kernel the test started where it is offered: starting another would leave it (the
+        # project's CI at 399bc6a and de80f9e). Never choose none.
         if labels:
             kernels = [label for label in labels if label.strip() != "No Kernel"]
-            named = re.search(r'Select kernel for: "([^"]+)"', text)
-            own = re.escape(named.group(1).rsplit("/", 1)[-1]) + r" \([0-9a-f]{8}\)" if named else None
-            joined = [label for label in kernels if own and re.fullmatch(own, label.strip())]
-            if kernel:
-                joined = [label for label in kernels if label.strip().endswith(f"({kernel.split('-')[0]})")]
             if kernels:
-                choices.first.select_option(label=(joined or kernels)[0])
+                choices.first.select_option(label=(own or kernels)[0])
         accept = dialogs.first.locator(".jp-Dialog-button.jp-mod-accept")
         if accept.count():
             accept.first.click()

@@ -149,14 +149,19 @@ DEVICE_FUNCTIONS = textwrap.dedent('''
 ''')
 
 
+def run_interpreted(script: str) -> None:
+    """Run ``script`` in a new Python with TRITON_INTERPRET=1 set before triton is imported; it must print "ok"."""
+    environment = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=environment, cwd=ROOT, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+
+
 def test_the_interpreter_sets_up_each_device_function_once_per_launch_with_the_same_results():
     """speed_up_interpreter: a kernel that calls tl.sum and tl.cdiv in a loop sets triton.language up once
     per launch for each, not at every call; its results, and triton.language after the launch, are those of
     Triton's own interpreter; outside a launch, and after a launch that failed, nothing changes."""
-    environment = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
-    result = subprocess.run([sys.executable, "-c", DEVICE_FUNCTIONS], capture_output=True, text=True,
-                            env=environment, cwd=ROOT, timeout=120)
-    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+    run_interpreted(DEVICE_FUNCTIONS)
 
 OVERFLOW_CHECKS = textwrap.dedent('''
     import torch, triton
@@ -200,10 +205,7 @@ OVERFLOW_CHECKS = textwrap.dedent('''
 def test_the_interpreter_skips_the_overflow_checks_it_would_discard_with_the_same_results():
     """speed_up_interpreter: the interpreter worked out an overflow check for each integer +, - and * and then
     discarded it (its device_assert runs only in debug mode); skipped, the results are the same, wrapping included."""
-    environment = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
-    result = subprocess.run([sys.executable, "-c", OVERFLOW_CHECKS], capture_output=True, text=True,
-                            env=environment, cwd=ROOT, timeout=120)
-    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+    run_interpreted(OVERFLOW_CHECKS)
 
 
 def test_only_triton_notebooks_turn_on_the_interpreter_before_importing_triton():

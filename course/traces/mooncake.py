@@ -65,11 +65,15 @@ def _read_lines(path_or_url: str, timeout: float) -> Iterator[tuple[int, str]]:
             try:
                 line = next(lines)
             except StopIteration:
-                if cut_short():
-                    raise cut_short() from None
+                error = cut_short()
+                if error:
+                    raise error from None
                 return
-            except _Unreadable as exc:  # The file at fault, unless the download ended early.
-                raise cut_short() or ValueError(str(exc)) from None
+            except _Unreadable:  # The file at fault, unless the download ended early.
+                error = cut_short()
+                if error:
+                    raise error from None
+                raise
             except (OSError, http.client.HTTPException) as exc:
                 raise ConnectionError(f"could not download the trace from {path_or_url}: {exc}") from exc
             yield line
