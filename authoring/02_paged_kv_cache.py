@@ -712,7 +712,8 @@ _check_task2_3_SequenceKVCache()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task2_4_PagedKVCacheManager_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 2.4: PagedKVCacheManager (8 points)
 #
-# The manager ties it together: an allocator, the active sequences by id, and the logical clock `step` (read-only,
+# The manager ties it together: an allocator, the active sequences by id (`sequences`, exactly a `dict`, not a
+# subclass such as `OrderedDict`), and the logical clock `step` (read-only,
 # starts at 0). Every successful `allocate_for_sequence`, `append_tokens`, `fork` and `touch` is one access:
 #
 # $$\text{step} \leftarrow \text{step} + 1, \qquad \text{last\_access\_step}(s) \leftarrow \text{step}, \qquad
@@ -750,7 +751,7 @@ _check_task2_3_SequenceKVCache()
 #
 # ## 任务 2.4：PagedKVCacheManager（8 分）
 #
-# 管理器把一切串起来：一个分配器、按 id 索引的活跃序列，以及逻辑时钟 `step`（只读，从 0 开始）。每次成功的 `allocate_for_sequence`、`append_tokens`、`fork` 和 `touch` 都是一次访问：
+# 管理器把一切串起来：一个分配器、按 id 索引的活跃序列（`sequences`，类型必须正好是 `dict`，不能是 `OrderedDict` 之类的子类），以及逻辑时钟 `step`（只读，从 0 开始）。每次成功的 `allocate_for_sequence`、`append_tokens`、`fork` 和 `touch` 都是一次访问：
 #
 # $$\text{step} \leftarrow \text{step} + 1, \qquad \text{last\_access\_step}(s) \leftarrow \text{step}, \qquad
 # \text{use\_count}(s) \leftarrow \text{use\_count}(s) + 1.$$
@@ -2442,8 +2443,10 @@ def _check_task2_8_gather_kv():
         pool.k_cache.zero_()
         assert_same_tensor(run_keys, torch.tensor([2.0, 3.0, 4.0], device=device).reshape(3, 1, 1),
                            f"K of gather_kv(pool, tensor([1, 2]), 3) on {device} after the pool was zeroed (a new tensor, not a view)")
-        empty_keys, _ = gather_kv(pool, torch.tensor([4], device=device), 0)
+        empty_keys, empty_values = gather_kv(pool, torch.tensor([4], device=device), 0)
         assert_same_tensor(empty_keys, torch.zeros(0, 1, 1, device=device), f"K of gather_kv(pool, tensor([4]), 0) on {device}")
+        assert empty_keys is not empty_values, (f"gather_kv(pool, tensor([4]), 0) on {device} returned one tensor as both K "
+                                                "and V: return two new tensors")
         wide = stand_in_pool(3, 2, 1, 1, device=device, dtype=torch.float64)
         wide.v_cache.copy_(torch.arange(6.0, device=device).reshape(3, 2, 1, 1))
         assert_same_tensor(gather_kv(wide, torch.tensor([2, 0], dtype=torch.int32, device=device), 3)[1],
@@ -2578,7 +2581,7 @@ def _check_task2_9_copy_block():
         assert_same_tensor(pool.v_cache, before_v, f"v_cache after copy_block(pool, 1, 3) on {device}")
         copy_block(pool, 2, 2)
         assert_same_tensor(pool.k_cache, before_k, f"k_cache after copy_block(pool, 2, 2) on {device} (equal ids change nothing)")
-        for args in ((1, 5), (-1, 0)):
+        for args in ((1, 5), (-1, 0), (5, 5), (-1, -1)):  # Equal ids out of range too.
             assert_raises(ValueError, f"copy_block(pool, *{args}) with 5 blocks on {device}", copy_block, pool, *args)
         assert_same_tensor(pool.k_cache, before_k, f"k_cache after copy_block raised ValueError on {device} (nothing may be copied)")
         wide = stand_in_pool(3, 1, 1, 2, device=device, dtype=torch.float64)

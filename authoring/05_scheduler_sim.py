@@ -694,6 +694,14 @@ def _check_task5_2_4_evict_until_fit():
     sim._evict_until_fit(81)
     assert_plain_equal(result(sim), [["evict:b"], ["a"], 10],
                        "[log, entries, current_bytes] after _evict_until_fit(81): a 5.475@1, b 1.475@2, stale item (1.475, 1, 'a')")
+    # Priorities that are close but not equal do not agree: an item agrees with its entry exactly, on both fields.
+    for gap in (1e-5, 1e-10):
+        a, b, stale = 2.0 + 4 * gap, 2.0 + 2 * gap, 2.0 + gap
+        sim = bare([entry("a", a, 1, 10), entry("b", b, 2, 10)], [(stale, 1, "a"), (b, 2, "b"), (a, 1, "a")])
+        sim._evict_until_fit(81)
+        assert_plain_equal(result(sim), [["evict:b"], ["a"], 10],
+                           f"[log, entries, current_bytes] after _evict_until_fit(81): a {a!r}@1, b {b!r}@2, stale item "
+                           f"({stale!r}, 1, 'a') (it agrees with a on last_used only: compare the priorities exactly)")
     # Items of removed prefixes are dropped; two evictions are needed, and it stops as soon as 50 bytes fit.
     sim = bare([entry("x", 1.2, 1, 30), entry("y", 1.3, 2, 30), entry("z", 2.0, 3, 40)],
                [(0.5, 0, "gone"), (1.2, 1, "x"), (1.3, 2, "y"), (2.0, 3, "z")])
@@ -879,11 +887,14 @@ def _check_task5_2_6_schedule():
 
 
     class Probe(KVCacheSchedulerSim):
-        """schedule alone: touch is a stand-in that logs what it was given and raises ValueError for 'bad' (one
-        stand-in for every case, so that it tells schedule nothing about which case runs)."""
+        """schedule alone: touch is a stand-in that logs what it was given, raises TypeError for a prefix that is not
+        a str and ValueError for 'bad' and '' (one stand-in for every case, so that it tells schedule nothing about
+        which case runs)."""
 
         def touch(self, prefix, bytes_):
-            if prefix == "bad":
+            if type(prefix) is not str:
+                raise TypeError("touch: a prefix that is not a str")
+            if prefix in ("bad", ""):
                 raise ValueError("touch: a bad request")
             self.log.append(f"touch:{prefix}:{bytes_}")
 
@@ -907,6 +918,14 @@ def _check_task5_2_6_schedule():
                   "catch it)", sim.schedule, [("x", 1), ("bad", 2), ("y", 3)])
     assert_plain_equal(sim.log, ["touch:x:1"], "the log after schedule([('x', 1), ('bad', 2), ('y', 3)]) raised at its "
                        "second request")
+    # touch decides which requests are bad, one at a time: the requests before a bad one stay done.
+    for bad, error in (("", ValueError), (7, TypeError)):
+        sim = object.__new__(Probe)
+        sim.log = []
+        assert_raises(error, f"schedule([('x', 1), ({bad!r}, 2)]) when touch({bad!r}, 2) raises {error.__name__}",
+                      sim.schedule, [("x", 1), (bad, 2)])
+        assert_plain_equal(sim.log, ["touch:x:1"], f"the log after schedule([('x', 1), ({bad!r}, 2)]) raised (touch "
+                           "checks each request when it comes: the one before it is done)")
 
     ### BEGIN HIDDEN TESTS
     sim = object.__new__(Probe)
@@ -1747,6 +1766,12 @@ def _check_task5_3_5_snapshot():
         assert_plain_equal(bare([(None, 0, 0, 0, 0.0)] * 3, device).snapshot(), [], f"snapshot() with every slot free on {device}")
         assert_plain_equal(s.priority.tolist(), [1.40625, 9.0, 3.421875, 1.40625, 1.40625],
                            f"the priorities after snapshot() on {device} (snapshot must not change them)")
+        # round(priority, 4) is Python's round of the float64 value: 1.49625 is stored as 1.4962500000000000355...
+        # and rounds up; 1.49375 as 1.4937499999999999... and rounds down (scaling by 10**4 first makes both halves).
+        halves = bare([("a", 1, 6, 1, 1.49625), ("b", 1, 10, 2, 1.49375)], device)
+        assert_plain_equal(halves.snapshot(), [("a", 6, 1.4963, 1), ("b", 10, 1.4937, 1)],
+                           f"snapshot() of a 1.49625@1 and b 1.49375@2 on {device} (round(priority, 4) of each float64 "
+                           "priority, as Python's round gives it)")
         # Priorities that differ by less than round(..., 4) shows: the order comes from the priorities themselves.
         close = bare([("x", 1, 8, 1, 1.00001), ("y", 1, 8, 5, 1.00002)], device)
         assert_plain_equal(close.snapshot(), [("y", 8, 1.0, 1), ("x", 8, 1.0, 1)],

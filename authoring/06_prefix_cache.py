@@ -834,6 +834,12 @@ def _check_task6_2_2_insert():
                   nothing.insert, [2, 3], toy_kv([2], 1))
     assert_plain_equal(nothing._step, 1, "cache._step of a cache of capacity 0 after an insert that raised ValueError")
 
+    # A hash listed twice needs its rows twice: kv must cover len(hashes) * block_size tokens, repeats counted.
+    twice = PrefixCache(4, 1)
+    assert_raises(ValueError, "insert([5, 5], kv of 1 token) with block_size 1 (kv must cover len(hashes) * block_size "
+                  "= 2 tokens: a hash listed twice counts twice)", twice.insert, [5, 5], toy_kv([5], 1))
+    assert 5 not in twice and len(twice) == 0, "block 5 is cached after insert([5, 5], kv of 1 token) raised ValueError"
+
     ### BEGIN HIDDEN TESTS
     import random as _random
 
@@ -1033,6 +1039,9 @@ def _check_task6_2_4_get_kv():
             assert_same_tensor(got[layer][1], kv[layer][1][:4], f"get_kv([1, 2])[{layer}][1] on {device} (V)")
         assert_same_tensor(cache.get_kv([3, 1])[0][0], torch.cat([k_cache[4:6], k_cache[0:2]]),
                            f"get_kv([3, 1])[0][0] on {device} (in the order of the hashes: block 3, then block 1)")
+        assert_same_tensor(cache.get_kv([2, 2])[1][0], torch.cat([kv[1][0][2:4], kv[1][0][2:4]]),
+                           f"get_kv([2, 2])[1][0] on {device} (a hash listed twice gives its block twice: "
+                           "len(hashes) * block_size rows)")
         assert_plain_equal(cache.get_kv([]), [], "get_kv([])")
         assert_raises(KeyError, "get_kv([1, 404])", cache.get_kv, [1, 404])
         assert_plain_equal(cache.stats, {"hits": 0, "misses": 0, "evictions": 0},
@@ -1196,6 +1205,8 @@ _check_task6_2_5_pin_unpin()
 def _check_task6_2_6_victim():
     import torch
 
+    from course.checks import assert_plain_equal
+
     # BEGIN SHARED toy_kv, evicts (authoring/shared/06_prefix_cache.py)
     def toy_kv(hashes, block_size):
         """One layer, one head, head_dim 2."""
@@ -1261,6 +1272,14 @@ def _check_task6_2_6_victim():
     cache = filled(3, "lru", ("insert", [2]), ("insert", [9, 2, 3]))
     evicts(cache, [4], [2, 3, 9], [3], "LRU, 2 inserted, then insert([9, 2, 3]) stored 9 and 3 in one call (one clock "
            "tick per call, not per stored block: a tie, and the smaller hash goes)")
+    # Every hash of the insert call is spared, those after the block being stored too (hashes need not chain).
+    for hashes in ([1, 5], [5, 1]):
+        cache = filled(1, "lru", ("insert", [5]))
+        stored = cache.insert(hashes, toy_kv(hashes, 1))
+        assert_plain_equal([stored, 5 in cache, 1 in cache], [0, True, False],
+                           f"[stored, 5 in cache, 1 in cache] after insert({hashes}) into a PrefixCache(1, 1) holding "
+                           "block 5 (5 is among the hashes of this insert call, so no block is evictable: nothing "
+                           "is stored)")
     cache = filled(2, "lfu", ("insert", [1]), ("insert", [2]))
     for _ in range(2):
         cache.pin([1])

@@ -391,6 +391,8 @@ def _check_task7_1_2_bad_input():
     assert_raises(ValueError, "attend_kept with head_dim 4 in keys and 3 in values", attend_kept, q, k, v[:, :3], keep)
     assert_raises(ValueError, "attend_kept with 1-D keys and values", attend_kept, torch.zeros(2, 3), torch.zeros(3),
                   torch.zeros(3), torch.tensor(True))
+    assert_raises(ValueError, "attend_kept with a 1-D query [4] (a query is [..., num_queries, head_dim])", attend_kept,
+                  torch.zeros(4), k, v, keep)
     assert_raises(ValueError, "attend_kept with query [1, 2, 4] and keys [3, 3, 4] (shapes that broadcast)",
                   attend_kept, torch.zeros(1, 2, 4), torch.zeros(3, 3, 4), torch.zeros(3, 3, 4),
                   torch.ones(3, 3, dtype=torch.bool))
@@ -1566,7 +1568,7 @@ def _check_task7_6_2_eviction():
     from course.env import available_devices
     from course.model import TinyDecoder, prune_cache
 
-    def window(scores, budget):
+    def window(scores, budget, /):  # Positional only: the text calls keep_fn(scores, budget).
         return (torch.arange(scores.shape[-1], device=scores.device) >= scores.shape[-1] - budget).expand(scores.shape)
 
     for device in available_devices():

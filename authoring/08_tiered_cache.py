@@ -173,10 +173,10 @@ print(setup_summary(DEVICE, SEED))
 # %% [markdown] nbgrader={"grade": false, "grade_id": "task8_1_LRUTier_description", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Task 8.1: LRUTier (5 points)
 #
-# A **tier** holds at most `capacity` blocks; a block is any hashable id (the experiments use int hash ids). Every
-# tier of this notebook has the same interface: `capacity`, `block in tier`, `len(tier)`, `hit(block)` (a resident
-# block was used) and `insert(block, ...)` (a block that is not resident arrives; it returns the block it evicted,
-# or `None`). Write `LRUTier`, which keeps its blocks in `self.blocks`, a `collections.OrderedDict` whose keys are the
+# A **tier** holds at most `capacity` blocks; a block is any hashable id but `None`, which means "no block" (the
+# experiments use int hash ids). Every tier of this notebook has the same interface: `capacity`, `block in tier`,
+# `len(tier)`, `hit(block)` (a resident block was used) and `insert(block, ...)` (a block that is not resident
+# arrives; it returns the block it evicted, or `None`). Write `LRUTier`, which keeps its blocks in `self.blocks`, a `collections.OrderedDict` whose keys are the
 # resident blocks from the least recently used to the most recently used (the values are unused, `None`):
 #
 # - `LRUTier(capacity)`: `TypeError` unless `capacity` is a Python `int` (`True` and numpy's `int64` are not),
@@ -197,7 +197,7 @@ print(setup_summary(DEVICE, SEED))
 #
 # ## 任务 8.1：LRUTier（5 分）
 #
-# 一个**层级**最多容纳 `capacity` 个块；块可以是任何可哈希的 id（实验中是整数哈希 id）。本 notebook 中所有层级的接口都相同：`capacity`、`block in tier`、`len(tier)`、`hit(block)`（一个驻留的块被使用了）和 `insert(block, ...)`（一个不在层级中的块到来；返回它驱逐的块，或 `None`）。编写 `LRUTier`，它把块保存在 `self.blocks` 中：这是一个 `collections.OrderedDict`，键是驻留的块，从最久未使用到最近使用排列（值不使用，都是 `None`）：
+# 一个**层级**最多容纳 `capacity` 个块；块可以是除 `None` 以外任何可哈希的 id（`None` 表示“没有块”；实验中是整数哈希 id）。本 notebook 中所有层级的接口都相同：`capacity`、`block in tier`、`len(tier)`、`hit(block)`（一个驻留的块被使用了）和 `insert(block, ...)`（一个不在层级中的块到来；返回它驱逐的块，或 `None`）。编写 `LRUTier`，它把块保存在 `self.blocks` 中：这是一个 `collections.OrderedDict`，键是驻留的块，从最久未使用到最近使用排列（值不使用，都是 `None`）：
 #
 # - `LRUTier(capacity)`：`capacity` 不是 Python `int` 时抛出 `TypeError`（`True` 和 numpy 的 `int64` 都不算），小于 1 时抛出 `ValueError`；然后设置 `capacity` 和一个新的空 `blocks`；
 # - `hit(block)`：把 `block` 移到最近使用的一端；它不在层级中时抛出 `KeyError`（不做任何修改）；
@@ -218,7 +218,7 @@ class LRUTier:
         capacity: int >= 1, the most blocks the tier holds.
         blocks: OrderedDict whose keys are the resident blocks, least recently used first (values None).
 
-    A block is any hashable id. ``block in tier`` and ``len(tier)`` look at ``blocks``.
+    A block is any hashable id but None. ``block in tier`` and ``len(tier)`` look at ``blocks``.
     """
 
     def __init__(self, capacity):
@@ -267,7 +267,7 @@ class LRUTier:
         """Put a block that is not resident at the most recent end, evicting one block first when full.
 
         Args:
-            block: the arriving block (not resident); any hashable id, 0 and other false values included.
+            block: the arriving block (not resident); any hashable id but None, 0 and other false values included.
             pinned: a container (set, frozenset, dict keys, or any object that supports in) of blocks that must not be
                 evicted; only ``in`` is used on it.
 
@@ -2652,6 +2652,8 @@ def _check_task8_6_2_ttft():
     assert_same_tensor(exact.ttft(torch.tensor([2**53 - 1]), torch.tensor([0])), torch.tensor([float(2**53 - 1)], dtype=torch.float64),
                        "ttft([2**53 - 1], [0]) with 1 s per token (float32 would round it)")
     for args, what in [((torch.tensor([1, 2]), torch.tensor([1])), "tensors of different shapes"),
+                       ((torch.zeros(2, 3, dtype=torch.int64), torch.zeros(3, 2, dtype=torch.int64)),
+                        "shapes [2, 3] and [3, 2] (as many elements and dimensions, another shape)"),
                        ((torch.tensor([1.0]), torch.tensor([1])), "a float tensor"),
                        ((torch.tensor([1, -1]), torch.tensor([0, 0])), "a negative count"),
                        ((torch.tensor([0, 0]), torch.tensor([1, -1])), "a negative loaded count"),

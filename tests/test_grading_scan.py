@@ -7,7 +7,7 @@ import pytest
 
 from grading.authoring.samples import fill, load_mutants, solution_code
 from grading.config import ASSIGNMENTS, ROOT
-from grading.isolation.scan import findings, imported_names, scan, student_cells
+from grading.isolation.scan import class_changes, defined_classes, findings, imported_names, scan, student_cells
 from grading.judge.execute import settle
 from grading.pipeline.repair import repair, restore_metadata
 
@@ -67,12 +67,32 @@ TRICKS = {
     "a scheduling policy": "import os\nos.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))",
     "a nice value": "import os\nos.nice(19)",
     "a priority": "import os\nos.setpriority(os.PRIO_PROCESS, 0, 19)",
+    # Red team, round 14: the judge's agent in the kernel patched through an alias, so that it hid the student's
+    # changes to the test's values; reached by import, by name or by a spelled-out string.
+    "the judge's agent, imported": "from _course_judge_agent.pairs import PairTable as table\nalias = table\n"
+                                   "alias.scan = lambda self, drop: ([], [])",
+    "the judge's agent, by the grading package": "from grading.judge import pairs",
+    "the judge's agent, by its name": "agent = _course_judge_0123456789ab\nagent.pairs = None",
+    "the judge's agent, in a string": "name = '_course_judge_agent.pairs'",
+    # Red team, round 14: a class changed after it crossed (the judge reads its descriptors and hooks once).
+    "a class changed by a class method": "class A:\n    @classmethod\n    def late(cls):\n        cls.x = 1",
+    "a class changed through type()": "def late(obj):\n    type(obj).x = property(len)",
 }
 
 
 @pytest.mark.parametrize("code", TRICKS.values(), ids=TRICKS.keys())
 def test_each_trick_is_flagged(code):
     assert findings(code, imported_names([GIVEN, code])), f"not flagged: {code!r}"
+
+
+def test_a_class_of_the_notebook_changed_after_it_was_made_is_flagged():
+    """A property put on a notebook's class at run time (``SequenceKVCache.x = property(...)``, in any cell) is read by
+    the judge as the class was when it first crossed (red team, round 14: 2.4.1's last_access_step forged)."""
+    given = "class SequenceKVCache:\n    pass\n"
+    answer = "def _access(seq):\n    SequenceKVCache.last_access_step = property(lambda self: 0)\n"
+    assert class_changes(answer, defined_classes([given, answer])) == [
+        (2, "changes the class SequenceKVCache after it was made (SequenceKVCache.last_access_step)")]
+    assert class_changes("def f(cache):\n    cache.size = 3\n", defined_classes([given])) == []
 
 
 def test_flags_inside_functions_and_after_timing_magics():

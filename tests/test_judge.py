@@ -1281,6 +1281,74 @@ def test_a_tensor_that_crossed_can_still_grow_in_place(kernel):
     ''')
 
 
+
+
+def test_what_runs_when_the_test_lets_go_of_an_object_runs_before_the_test_s_next_line(kernel):
+    """An object whose class runs code when it is freed (a ``__del__``, a generator's ``finally``) is freed in the
+    kernel as soon as the test lets go of it, as in one process, not with the judge's next message: what that code
+    changes in the test's values shows at the test's next check (red team, round 14: a temporary policy whose
+    ``__del__`` changed the cache it had ranked earned 3.2's and 3.3's 7 points judged)."""
+    k = kernel('''
+        class Policy:
+            def pick(self, cache):
+                self.cache = cache
+                return min(cache)
+            def __del__(self):
+                self.cache["a"] += 1
+        def steps(log):
+            try:
+                yield 1
+            finally:
+                log.append("closed")
+    ''')
+    k.passes('''
+        cache = {"a": 1, "b": 2}
+        assert Policy().pick(cache) == "a"
+        assert cache == {"a": 2, "b": 2}, cache
+        policy = Policy()
+        policy.pick(cache)
+        policy.note = "written by the test"
+        del policy
+        assert cache == {"a": 3, "b": 2}, cache
+        log = []
+        assert next(steps(log)) == 1
+        assert log == ["closed"], log
+    ''')
+
+def test_a_shared_tensor_negated_or_conjugated_in_place_reaches_the_other_side(kernel):
+    """``torch._C._set_neg`` and ``_set_conj`` flip what a tensor reads without writing its memory, bumping its
+    version or changing its shape or dtype: the test's tensor that the student's code negated in place reads negated
+    in the test, as in one process, and so does a student's buffer that the test read before (red team, round 14:
+    an answer that negated the test's attention in place had kept 7.3's "changes none of its arguments" points)."""
+    k = kernel('''
+        import torch
+        def negate(tensor):
+            torch._C._set_neg(tensor, True)
+            return None
+        def conjugate(tensor):
+            torch._C._set_conj(tensor, True)
+            return None
+        class Held:
+            def __init__(self):
+                self.values = torch.tensor([1.0, -2.0])
+            def flip(self):
+                torch._C._set_neg(self.values, True)
+    ''')
+    k.passes('''
+        import torch
+        attention = torch.tensor([[0.25, 0.75], [0.5, 0.5]])
+        negate(attention)
+        assert attention.tolist() == [[-0.25, -0.75], [-0.5, -0.5]], attention
+        numbers = torch.tensor([1 + 2j, 3 - 1j])
+        conjugate(numbers)
+        assert numbers.tolist() == [1 - 2j, 3 + 1j], numbers
+        held = Held()
+        values = held.values
+        assert values.tolist() == [1.0, -2.0]
+        held.flip()
+        assert values.tolist() == [-1.0, 2.0], values
+    ''')
+
 def test_a_value_that_cannot_cross_by_value_is_lent_and_every_numpy_dtype_that_can_crosses(kernel):
     """NumPy values of every dtype whose string says all of it cross by value (datetimes and timedeltas with their
     unit, strings of any length); a record array, a sparse, nested or quantized tensor is lent as an object, as a

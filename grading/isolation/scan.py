@@ -25,7 +25,10 @@ _MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subprocess", "s
             "mmap", "atexit", "pathlib", "tempfile", "_thread", "IPython", "ipykernel", "jupyter_client", "zmq",
             "traitlets", "comm", "linecache", "tracemalloc", "faulthandler", "sysconfig", "site", "posix", "io",
             "fcntl", "selectors", "asyncio", "concurrent", "weakref", "types", "dis", "runpy", "zipimport",
-            "traceback"}
+            "traceback", "_course_judge_agent", "grading", "nbgrader"}
+# The kernel's side of the judge (grading/judge/prelude.py) loads as this package and binds the agent to a name that
+# starts with it: code that names either patches what reports the student's changes to the test's values.
+_JUDGE_AGENT = "_course_judge"
 # The modules that code reaches through an imported module's attributes as surely as by importing them.
 _REACHABLE_MODULES = _MODULES | {"sys", "os"}
 _ALLOWED_SYS = {"maxsize", "float_info", "version_info", "getrecursionlimit", "setrecursionlimit", "stderr"}
@@ -227,6 +230,12 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
             found.append((line, f"uses {node.id}"))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _RICH_REPR:
             found.append((line, f"displays HTML, JavaScript or Markdown (defines {node.name})"))
+        spelled = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+                   else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None)
+        if spelled is not None and _JUDGE_AGENT in spelled:
+            found.append((line, f"names the judge's agent in the kernel ({spelled[:60]})"))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.extend((line, what) for what in _class_change(node))
         if isinstance(node, ast.Call) and any(keyword.arg == "raw" for keyword in node.keywords):
             found.append((line, "displays raw output data (raw=...)"))
         if isinstance(node, ast.Call):
@@ -247,6 +256,61 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
                                       + (", part of an imported module or class" if root in modules else "")))
                         break
     return sorted(set(found))
+
+
+# Changes to a class after it was made: the judge reads a class's descriptors and attribute hooks once, when the class
+# first crosses (grading/judge/agent.py, `class_info`).
+def _class_change(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """Findings for a function that assigns to its class's attributes (``cls.x = ...`` in a class method,
+    ``type(self).x = ...``)."""
+    found = []
+    body = [node for statement in function.body for node in ast.walk(statement)]
+    decorators = {ast.unparse(decorator) for decorator in function.decorator_list}
+    arguments = function.args.posonlyargs + function.args.args
+    owner = arguments[0].arg if arguments and ("classmethod" in decorators or arguments[0].arg in ("cls", "mcs")) \
+        else None
+    for node in body:
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            for target in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
+                if not isinstance(target, ast.Attribute):
+                    continue
+                value = target.value
+                if (isinstance(value, ast.Name) and value.id == owner or isinstance(value, ast.Call)
+                        and isinstance(value.func, ast.Name) and value.func.id == "type"):
+                    found.append(f"changes a class after it was made ({ast.unparse(target)})")
+    return found
+
+
+def class_changes(source: str, classes: set[str]) -> list[tuple[int, str]]:
+    """(line, what) for each assignment in ``source`` to an attribute of a class that a cell of the notebook defines
+    (``SequenceKVCache.last_access_step = property(...)``), made after the class: the judge reads a class's descriptors
+    and hooks once, when it first crosses."""
+    try:
+        tree = _parse(source)[0]
+    except Unparsable:
+        return []
+    found = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            for target in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
+                value = target.value if isinstance(target, ast.Attribute) else None
+                if isinstance(value, ast.Name) and value.id in classes:
+                    found.append((node.lineno, f"changes the class {target.value.id} after it was made "
+                                               f"({ast.unparse(target)})"))
+    return found
+
+
+def defined_classes(sources: list[str]) -> set[str]:
+    """The names that a ``class`` statement binds in any of ``sources``, at any depth."""
+    names = set()
+    for source in sources:
+        try:
+            tree = _parse(source)[0]
+        except Unparsable:
+            continue
+        if tree is not None:
+            names.update(node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef))
+    return names
 
 
 def _attribute_call(name: str, node: ast.Call, modules: dict[str, str]) -> list[str]:
@@ -448,9 +512,10 @@ def scan(notebook: nbformat.NotebookNode, release: nbformat.NotebookNode | None 
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     imported = imported_names([cell.source for cell in code_cells])
     course = _course_names(release)
+    classes = defined_classes([cell.source for cell in code_cells])
     notes = []
     for _, where, cell in student_cells(notebook, release):
-        found = findings(cell.source, imported)
+        found = findings(cell.source, imported) + class_changes(cell.source, classes)
         found += [(line, what) for line, name, module in bindings(cell.source)
                   if (what := _rebinding(name, module, where, course))]
         for line, what in sorted(set(found)):

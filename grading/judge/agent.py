@@ -34,8 +34,9 @@ FUNCTION, CALLABLE = 1, 2  # Flags of an object node: a plain function (bound as
 # answer in the kernel as in one process (Python's fallbacks, such as ``in`` through ``__iter__``, then do too).
 PROTOCOL_FLAGS = {name: 4 << index for index, name in enumerate(
     ("len", "iter", "next", "contains", "getitem", "index", "int", "float", "bool"))}
-# Flags of a class node: which attribute hooks it overrides, and whether its instances have a __dict__.
-CUSTOM_GET, CUSTOM_SET, CUSTOM_DEL, HAS_DICT = 1, 2, 4, 8
+# Flags of a class node: which attribute hooks it overrides, whether its instances have a __dict__, and whether they
+# run code when they are freed (a ``__del__``, a generator's ``finally``).
+CUSTOM_GET, CUSTOM_SET, CUSTOM_DEL, HAS_DICT, FINALIZER = 1, 2, 4, 8, 16
 _MISSING = object()
 EAGER_DICT_ITEMS = 16  # An object's __dict__ of at most this many items crosses with the object itself.
 
@@ -76,7 +77,8 @@ def class_info(cls: type) -> list:
                 data.add(name)
     flags = (CUSTOM_GET * (cls.__getattribute__ is not object.__getattribute__)
              | CUSTOM_SET * (cls.__setattr__ is not object.__setattr__)
-             | CUSTOM_DEL * (cls.__delattr__ is not object.__delattr__) | HAS_DICT * ("__dict__" in data and own_dict))
+             | CUSTOM_DEL * (cls.__delattr__ is not object.__delattr__) | HAS_DICT * ("__dict__" in data and own_dict)
+             | FINALIZER * (getattr(cls, "__del__", None) is not None))
     names = [str(getattr(cls, "__name__", "?")), str(getattr(cls, "__qualname__", "?")),
              str(getattr(cls, "__module__", "?"))]
     return [*names, flags, sorted(n for n in data if type(n) is str), sorted(n for n in methods if type(n) is str)]
@@ -375,6 +377,8 @@ class AgentPeer(Peer):
             return setattr(args[0], text(args[1]), args[2])
         if op == "delattr":
             return delattr(args[0], text(args[1]))
+        if op == "sync":  # What the judge let go was freed when its message was read: nothing more to do.
+            return None
         if op == "dict":
             self.asked = args[0]  # It crosses back with its __dict__, new or what changed in it; small
             return args[0] if len(args) == 1 else tuple(args)  # ones of the others too (encode_object).

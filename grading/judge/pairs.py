@@ -104,7 +104,7 @@ def snapshot(tag: int, obj):
         items = vars(obj)
         return list(items), list(items.values())
     if tag == Tag.TENSOR:
-        return (_version_of(obj), obj.shape, obj.data_ptr(), *_content(obj), obj.dtype)
+        return (_version_of(obj), obj.shape, obj.data_ptr(), *_content(obj), obj.dtype, obj.is_neg(), obj.is_conj())
     return obj.shape, obj.dtype.str, obj.tobytes()
 
 
@@ -172,12 +172,13 @@ def _same(items, recorded) -> bool:
 
 def changed(tag: int, obj, recorded) -> bool:
     if tag is _TENSOR:
-        # Its version, memory, shape and dtype, read one by one (a snapshot of each of many tensors at every message
-        # was much of a scan's time); where the counter cannot be trusted, its bytes too (`snapshot`). The dtype: a
-        # ``.data`` of another dtype of the same size (``t.data = t.data.view(torch.int64)`` on float64) keeps the
-        # memory, the shape and the version.
+        # Its version, memory, shape, dtype and negative and conjugate bits, read one by one (a snapshot of each of many
+        # tensors at every message was much of a scan's time); where the counter cannot be trusted, its bytes too
+        # (`snapshot`). The dtype: a ``.data`` of another dtype of the same size (``t.data = t.data.view(torch.int64)``
+        # on float64) keeps the memory, the shape and the version. The bits: ``torch._C._set_neg(t, True)`` negates
+        # what ``t`` reads without writing its memory or bumping its version.
         if (_version_of(obj) != recorded[0] or obj.data_ptr() != recorded[2] or obj.shape != recorded[1]
-                or obj.dtype != recorded[5]):
+                or obj.dtype != recorded[5] or obj.is_neg() is not recorded[6] or obj.is_conj() is not recorded[7]):
             return True
         if recorded[4] is None:
             # Recorded while versions were trusted (Triton was imported since), or a layout without plain bytes.

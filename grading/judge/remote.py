@@ -139,6 +139,8 @@ class JudgePeer(Peer):
         self.on_rebound = None  # Called with the global names the kernel rebound (runner.CellGlobals).
         self.adopting = None  # A bare instance that becomes the object the kernel sends next (handles.oid_of).
         self.serving = 0  # Above 0 while the judge answers a request of the kernel (the student's code is running).
+        self.waiting = 0  # Above 0 while the judge waits for the kernel's answer to one of its requests.
+        self.dying: int | None = None  # The oid whose handle's __del__ has the kernel free its object now.
         super().__init__(connection, *(limits,) if limits else ())
         # A blocking receive that gives up every slice, so that the deadline and the grader's
         # cancellation are looked at without a select() before every message.
@@ -151,6 +153,7 @@ class JudgePeer(Peer):
         self.handles: dict[int, weakref.ref] = {}
         self.mirrors: dict[int, HandleMeta] = {}
         self.released: list[int] = []
+        self.dropped_soon: list[int] = []  # Pairs dropped between two messages (`free_now`): sent with the next.
         self.promoted: list[int] = []  # Lazy pairs the test got hold of since the last message.
 
     # The test's life: the kernel says it is ready, the judge ends it.
@@ -201,7 +204,30 @@ class JudgePeer(Peer):
     def request(self, op: str, *args):
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise JudgeTimeout()
-        return super().request(op, *args)
+        self.waiting += 1
+        try:
+            return super().request(op, *args)
+        finally:
+            self.waiting -= 1
+
+    def free_now(self, oid: int, pair) -> None:
+        """Have the kernel free, at once, the object ``oid`` of a handle that the test let go of, from the handle's
+        ``__del__`` (``pair``: the pair of its ``__dict__``, which holds the object in the kernel, or None): what the
+        test wrote into it crosses first."""
+        self.dying = oid  # Its handle's weak reference still answers while its __del__ runs (`outgoing`).
+        try:
+            if pair is not None and pair.sid in self.pairs.dirty:
+                self.request("sync")
+            if pair is not None and self.pairs.by_sid.get(pair.sid) is pair:
+                self.pairs.drop(pair.sid)
+                self.dropped_soon.append(pair.sid)
+            self.request("sync")
+        finally:
+            self.dying = None
+
+    def idle(self) -> bool:
+        """Whether the judge is between two requests, in the test's own code: a request may start now."""
+        return not (self.waiting or self.serving or self.in_message or self.decoding)
 
     def answer(self, seq: int, body: list) -> None:
         self.serving += 1
@@ -374,11 +400,13 @@ class JudgePeer(Peer):
                 counter.launches += min(extra[2], 1 << 40)
 
     def outgoing(self, dropped: list[int]) -> list:
+        if self.dropped_soon:
+            dropped, self.dropped_soon = dropped + self.dropped_soon, []
         released = []
         if self.released:
             for oid in set(self.released):
                 found = self.handles.get(oid)
-                if found is None or found() is None:
+                if found is None or found() is None or oid == self.dying:
                     self.handles.pop(oid, None)
                     released.append(oid)
             self.released = []

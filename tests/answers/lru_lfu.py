@@ -751,3 +751,14 @@ WRONG[FIT]["RuntimeError at once when protected holds as many ids as the cache"]
     "    references, blocks = {}, {}\n",
     "    if len(protected) >= len(manager.sequences):\n        raise RuntimeError(\"every sequence is protected\")\n"
     "    references, blocks = {}, {}\n"))
+
+# Round 14 (2026-12-07), found by a red-team helper: a policy whose __del__ changes the cache it ranked, so that the
+# change lands when the test lets go of a temporary policy (LRUPolicy().select_victim(...)). Through the judge the
+# kernel freed what the test let go only with the judge's next message, after the test's check of the cache; an
+# object whose class has a __del__ is freed at once now (grading/judge/remote.py, free_now).
+WRONG[LRU]["a __del__ that uses the victim once the policy is let go"] = ref.edit(LRU, (
+    "        return min(candidates, key=lambda seq_id: (sequences[seq_id].last_access_step, seq_id))",
+    "        victim = min(candidates, key=lambda seq_id: (sequences[seq_id].last_access_step, seq_id))\n"
+    "        self._chosen = (sequences, victim)\n        return victim\n\n"
+    "    def __del__(self):\n        chosen = getattr(self, '_chosen', None)\n"
+    "        if chosen is not None and chosen[1] in chosen[0]:\n            chosen[0][chosen[1]].use_count += 1"))

@@ -1450,3 +1450,13 @@ WRONG[SLOTS]["the block index by float32 division, then floor"] = ref.edit(SLOTS
     "block_ids.long()[(positions.float() / block_size).floor().long()] * block_size + positions % block_size"))
 WRONG[SLOTS]["the offset p mod B in float32"] = ref.edit(SLOTS, (
     _SLOTS_LINE, "block_ids.long()[positions // block_size] * block_size + (positions.float() % block_size).long()"))
+
+# Round 14 (2026-12-07), found by a red-team helper: copy_block returning early for equal ids before its range check
+# (no test had equal ids out of range), and gather_kv returning one empty tensor as both K and V.
+WRONG[COPY]["equal ids return before the range check"] = ref.edit(COPY, (
+    "    for block_id in (src_block, dst_block):\n",
+    "    if src_block == dst_block:\n        return\n    for block_id in (src_block, dst_block):\n"))
+WRONG[GATHER]["num_tokens 0 gives one empty tensor as K and V"] = ref.edit(GATHER, (
+    "    index = block_ids.long()\n",
+    "    if num_tokens == 0:\n        empty = pool.k_cache.new_empty(0, pool.num_heads, pool.head_dim)\n"
+    "        return empty, empty\n    index = block_ids.long()\n"))

@@ -1071,3 +1071,13 @@ WRONG[CACHE]["insert returns 0 for capacity 0 after the kv checks, before the cl
     "                                 f\"tokens; {len(hashes)} blocks need {needed}\")\n",
     "                                 f\"tokens; {len(hashes)} blocks need {needed}\")\n"
     "        if self.capacity_blocks == 0:\n            return 0\n"))
+
+# Round 14 (2026-12-07), found by a red-team helper: hashes need not chain, so a cached hash may come after the block
+# being stored, and a hash may be listed twice; no test had either case.
+WRONG[CACHE]["the victim spares only the hashes before the one being stored"] = ref.edit(CACHE, (
+    "                victim = self._victim(hashes)\n", "                victim = self._victim(hashes[:index])\n"))
+WRONG[CACHE]["get_kv gives a hash listed twice once"] = ref.edit(CACHE, (
+    '        blocks = [self._blocks[h]["kv"] for h in hashes]\n',
+    '        blocks = [self._blocks[h]["kv"] for h in dict.fromkeys(hashes)]\n'))
+WRONG[CACHE]["insert's kv check counts distinct hashes"] = ref.edit(CACHE, (
+    "        needed = len(hashes) * self.block_size\n", "        needed = len(set(hashes)) * self.block_size\n"))

@@ -668,3 +668,26 @@ WRONG[TENSOR]["touch's priorities with the size term subtracted first"] = ref.ed
      "            self.priority[slot] = hits - 0.25 * size / self.capacity_bytes + 0.5 * recency\n"),
     ("        self.priority[slot] = 1 + 0.5 * (1 / (1 + 0)) - 0.25 * bytes_ / self.capacity_bytes\n",
      "        self.priority[slot] = 1 - 0.25 * bytes_ / self.capacity_bytes + 0.5\n"))
+
+# Round 14 (2026-12-07), found by a red-team helper: schedule checking every request before touching any (the text:
+# touch's error reaches the caller and the requests before it stay done; the stand-in touch refused only 'bad'), a
+# stale check that compares priorities within a tolerance (no two test priorities were close), and 5.3's snapshot
+# rounded by torch.round, which differs from Python's round where the priority times 10**4 is a half (1.49625).
+WRONG[SIM]["schedule checks every prefix before touching any"] = ref.edit(SIM, (
+    "        for prefix, bytes_ in requests:\n            self.touch(prefix, bytes_)\n        return list(self.log)",
+    "        requests = list(requests)\n        for prefix, _ in requests:\n"
+    "            if not isinstance(prefix, str) or not prefix:\n"
+    "                raise ValueError(f'bad prefix {prefix!r}')\n"
+    "        for prefix, bytes_ in requests:\n            self.touch(prefix, bytes_)\n        return list(self.log)"))
+WRONG[SIM]["stale check with math.isclose on the priority"] = ref.edit(
+    SIM, ("import heapq", "import heapq\nimport math"), (
+    "if entry is not None and entry.priority == priority and entry.last_used == last_used:",
+    "if entry is not None and math.isclose(entry.priority, priority) and entry.last_used == last_used:"))
+WRONG[SIM]["stale check on round(priority, 4)"] = ref.edit(SIM, (
+    "if entry is not None and entry.priority == priority and entry.last_used == last_used:",
+    "if entry is not None and round(entry.priority, 4) == round(priority, 4) and entry.last_used == last_used:"))
+WRONG[TENSOR]["snapshot rounds with torch.round(priority, decimals=4)"] = ref.edit(TENSOR, (
+    "        priority, size = self.priority.tolist(), self.bytes.tolist()\n",
+    "        priority, size = self.priority.tolist(), self.bytes.tolist()\n"
+    "        rounded = torch.round(self.priority, decimals=4).tolist()\n"),
+    ("round(priority[slot], 4)", "rounded[slot]"))

@@ -1108,3 +1108,9 @@ WRONG[COST]["offload_pays false when the two costs are close"] = ref.edit(COST, 
 # integer showed (p = 1 + 2**-52 now, as 0 + 7/3 - 4/3 leaves it).
 WRONG[ARC]["REPLACE's |T1| = p within 1e-9"] = ref.edit(ARC, (
     "(in_b2 and len(self.t1) == self.p)", "(in_b2 and abs(len(self.t1) - self.p) < 1e-9)"))
+
+# Round 14 (2026-12-07), found by a red-team helper: ttft comparing the shapes by their number of elements and
+# dimensions, which no test's two shapes told apart ([2, 3] and [3, 2] now).
+WRONG[COST]["ttft's shapes compared by numel and dim"] = ref.edit(COST, (
+    "if recomputed_tokens.shape != loaded_tokens.shape or",
+    "if (recomputed_tokens.numel(), recomputed_tokens.dim()) != (loaded_tokens.numel(), loaded_tokens.dim()) or"))

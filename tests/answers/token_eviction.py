@@ -963,3 +963,10 @@ ALTERNATIVES[DECODE]["keep_fn called for the layers last to first"] = ref.edit(D
                 layer_scores = scores[index]
                 keep = keep_fn(layer_scores, budget)
 """), ("                keeps.append(keep)\n", "                keeps[index] = keep\n"))
+
+# Round 14 (2026-12-07), found by a red-team helper: a 1-D query accepted (no test passed one), and keep_fn called
+# with budget as a keyword (every test's keep_fn named its parameter budget; the text calls keep_fn(scores, budget)).
+WRONG[ATTEND]["a 1-D query accepted"] = ref.edit(ATTEND, (
+    "if (query.dim() < 2 or keys.dim() != query.dim() or", "if (keys.dim() < 2 or"))
+WRONG[DECODE]["keep_fn called with budget as a keyword"] = ref.edit(DECODE, (
+    "keep = keep_fn(layer_scores, budget)", "keep = keep_fn(layer_scores, budget=budget)"))
