@@ -696,6 +696,13 @@ def _check_task3_2_LRUPolicy():
     check_type(LRUPolicy().select_victim(cache_of([("s1", 4, 2)]), frozenset({"s1", "ghost"})), type(None),
                "LRUPolicy().select_victim(s1, protected={'s1', 'ghost'}) (every cached id is protected)")
 
+    # A policy changes nothing: a protected set given as a set (not a frozenset) keeps every id, uncached ones too.
+    protected = {"s1", "ghost"}
+    assert_plain_equal(LRUPolicy().select_victim(cache_of([("s1", 4, 2), ("s2", 6, 1)]), protected), "s2",
+                       "LRUPolicy().select_victim(s1, s2, protected=set {'s1', 'ghost'})")
+    assert_plain_equal(sorted(protected), ["ghost", "s1"], "the protected set {'s1', 'ghost'} after LRUPolicy()"
+                       ".select_victim(s1, s2, protected) (a policy never changes protected)")
+
     ### BEGIN HIDDEN TESTS
     import random
 
@@ -862,6 +869,13 @@ def _check_task3_3_LFUPolicy():
                        "s2", "LFUPolicy().select_victim(s1, s2, protected={'s1', 'ghost'}) (s2 is left)")
     check_type(LFUPolicy().select_victim(cache_of([("s1", 4, 2)]), frozenset({"s1", "ghost"})), type(None),
                "LFUPolicy().select_victim(s1, protected={'s1', 'ghost'}) (every cached id is protected)")
+
+    # A policy changes nothing: a protected set given as a set (not a frozenset) keeps every id, uncached ones too.
+    protected = {"s1", "ghost"}
+    assert_plain_equal(LFUPolicy().select_victim(cache_of([("s1", 4, 2), ("s2", 6, 1)]), protected), "s2",
+                       "LFUPolicy().select_victim(s1, s2, protected=set {'s1', 'ghost'})")
+    assert_plain_equal(sorted(protected), ["ghost", "s1"], "the protected set {'s1', 'ghost'} after LFUPolicy()"
+                       ".select_victim(s1, s2, protected) (a policy never changes protected)")
 
     ### BEGIN HIDDEN TESTS
     import random

@@ -1740,6 +1740,8 @@ def _check_task8_5_1_init():
         ((object(), Tier(4), 10), {}, TypeError, "a tier1 without hit and insert"),
         ((Tier(2), object(), 10), {}, TypeError, "a tier2 without hit and insert"),
         ((Tier(2), Tier(4), 10), {"admission": object()}, TypeError, "an admission without record and admits"),
+        ((Tier(2), Tier(4), 10), {"admission": 0}, TypeError, "admission=0 (neither None nor a filter)"),
+        ((Tier(2), Tier(4), 10), {"admission": []}, TypeError, "admission=[] (neither None nor a filter)"),
         ((Tier(2), Tier(4), numpy.int64(10)), {}, TypeError, "block_bytes numpy.int64(10)"),
         ((NotCallable(2), Tier(4), 10), {}, TypeError, "a tier1 whose hit is the number 0, not a method"),
         ((Tier(2), Tier(4), 10), {"admission": types.SimpleNamespace(record=print, admits=True)}, TypeError,
@@ -2342,10 +2344,13 @@ def _check_task8_5_5_pins():
     calls = []
 
     def scripted_access(block):
-        """Stands in for access (graded in part 8.5.2): counts and pins the block, says where it was found; 6 raises."""
+        """Stands in for access (graded in part 8.5.2): counts and pins the block, says where it was found; 6 raises
+        RuntimeError, 7 KeyError (a tier's own error: any error of access releases the request's pins)."""
         calls.append(block)
         if block == 6:
             raise RuntimeError("no slot for 6")
+        if block == 7:
+            raise KeyError(7)
         where = script[block]
         if where == "device":
             cache.device_hits += 1
@@ -2370,6 +2375,11 @@ def _check_task8_5_5_pins():
                        "(blocks accessed, ref_count) after the error, with other requests' pins on 2 and 6 (5 and 1 "
                        "are released; 2 is never accessed, and the access of 6 pinned nothing: their pins stay)")
     del cache.ref_count[2], cache.ref_count[6]
+    calls.clear()
+    assert_raises(KeyError, "serve_request([5, 7]) when access(7) raises KeyError", cache.serve_request, [5, 7])
+    assert_plain_equal((calls, cache.ref_count), ([5, 7], {4: 1}),
+                       "(blocks accessed, ref_count) after access(7) raised KeyError (whatever access raises, the "
+                       "request's pins are released: 5's too)")
     assert_plain_equal(cache.serve_request([]), (0, 0, 0), "serve_request([])")
     assert_plain_equal(cache.serve_request([2, 2]), (0, 2, 0),
                        "serve_request([2, 2]) (this request's counts, not the cache's totals)")

@@ -709,6 +709,8 @@ def _check_task9_2_2_rejected_before_launch():
     before = storage.clone()
     for pairs, error, what in [
             (torch.tensor([[0.0, 1.0]], device=device), TypeError, "float pairs"),
+            (torch.tensor([[0, 1]], dtype=torch.uint8, device=device), TypeError, "uint8 pairs (int32 or int64 only)"),
+            (torch.tensor([[0, 1]], dtype=torch.int8, device=device), TypeError, "int8 pairs (int32 or int64 only)"),
             (torch.tensor([0, 1], device=device), ValueError, "pairs of shape [2]"),
             (torch.tensor([[0, 1, 2]], device=device), ValueError, "pairs of shape [1, 3]"),
             (torch.tensor([[0, 6]], device=device), ValueError, "block 6 of a pool of 6"),

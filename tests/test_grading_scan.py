@@ -77,6 +77,22 @@ TRICKS = {
     # Red team, round 14: a class changed after it crossed (the judge reads its descriptors and hooks once).
     "a class changed by a class method": "class A:\n    @classmethod\n    def late(cls):\n        cls.x = 1",
     "a class changed through type()": "def late(obj):\n    type(obj).x = property(len)",
+    "setattr on a class": "def late(cls, name):\n    setattr(cls, name, None)",
+    # Red team, round 14: the student's code that the judge's side calls where one process may not, changing state
+    # there, and a metaclass, whose hooks see the judge read the class.
+    "a __hash__ that changes state": "class A:\n    def __hash__(self):\n        self.step = 0\n        return 1",
+    "an exception's __str__ that changes state": "class E(RuntimeError):\n    def __str__(self):\n"
+                                                   "        manager.step -= 1\n        return 'x'",
+    "a metaclass": "class Meta(type):\n    pass",
+    "a __hash__ that calls a helper": "class A:\n    def __hash__(self):\n        self._reset()\n        return 1",
+    # The same, written another way (a second helper, round 14).
+    "a __hash__ bound to a function that changes state": "def _h(self):\n    self.step = 0\n    return 1\n"
+                                                         "class A:\n    __hash__ = _h",
+    "a metaclass computed": "class Hook(type(object)):\n    pass",
+    "a metaclass by keyword": "class A(metaclass=Hook):\n    pass",
+    "a __class__ property": "class Tag:\n    @property\n    def __class__(self):\n        return int",
+    "an exception's args property": "class E(RuntimeError):\n    @property\n    def args(self):\n        return ()",
+    "setattr under another name": "put, drop = setattr, delattr\nput(A, 'x', 1)",
 }
 
 
@@ -93,6 +109,8 @@ def test_a_class_of_the_notebook_changed_after_it_was_made_is_flagged():
     assert class_changes(answer, defined_classes([given, answer])) == [
         (2, "changes the class SequenceKVCache after it was made (SequenceKVCache.last_access_step)")]
     assert class_changes("def f(cache):\n    cache.size = 3\n", defined_classes([given])) == []
+    alias = "_kind = SequenceKVCache\ndef later(seq):\n    _kind.x = 1\n    kind = type(seq)\n    kind.y = 2\n"
+    assert [line for line, _ in class_changes(alias, defined_classes([given, alias]))] == [3, 5]
 
 
 def test_flags_inside_functions_and_after_timing_magics():

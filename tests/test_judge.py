@@ -10,6 +10,8 @@ test); exceptions keep their builtin base; names resolve to the judge's builtins
 
 from __future__ import annotations
 
+import pytest
+
 
 def test_values_cross_by_value_with_their_exact_types(kernel):
     k = kernel('''
@@ -1287,7 +1289,9 @@ def test_what_runs_when_the_test_lets_go_of_an_object_runs_before_the_test_s_nex
     """An object whose class runs code when it is freed (a ``__del__``, a generator's ``finally``) is freed in the
     kernel as soon as the test lets go of it, as in one process, not with the judge's next message: what that code
     changes in the test's values shows at the test's next check (red team, round 14: a temporary policy whose
-    ``__del__`` changed the cache it had ranked earned 3.2's and 3.3's 7 points judged)."""
+    ``__del__`` changed the cache it had ranked earned 3.2's and 3.3's 7 points judged). Once the student's code has
+    such a class or a generator function, every object the test lets go of is freed at once: one that has no such code
+    may hold one that has (a guard in a closure, a generator in an attribute)."""
     k = kernel('''
         class Policy:
             def pick(self, cache):
@@ -1300,8 +1304,31 @@ def test_what_runs_when_the_test_lets_go_of_an_object_runs_before_the_test_s_nex
                 yield 1
             finally:
                 log.append("closed")
+        class Guard:
+            def __init__(self, cache):
+                self.cache = cache
+            def __del__(self):
+                self.cache["b"] += 1
+        class Holder:
+            def pick(self, cache):
+                guard = Guard(cache)
+                self.keep = lambda: guard  # Held in a closure: the guard never crosses.
+                return min(cache)
+            def hold(self, cache):
+                def held():
+                    try:
+                        yield
+                    finally:
+                        cache["b"] += 10
+                self.generator = held()
+                next(self.generator)
     ''')
     k.passes('''
+        held = {"a": 1, "b": 2}
+        assert Holder().pick(held) == "a"
+        assert held == {"a": 1, "b": 3}, held
+        Holder().hold(held)
+        assert held == {"a": 1, "b": 13}, held
         cache = {"a": 1, "b": 2}
         assert Policy().pick(cache) == "a"
         assert cache == {"a": 2, "b": 2}, cache
@@ -1314,6 +1341,67 @@ def test_what_runs_when_the_test_lets_go_of_an_object_runs_before_the_test_s_nex
         assert next(steps(log)) == 1
         assert log == ["closed"], log
     ''')
+
+
+def test_a_finalizer_let_go_as_a_test_ends_costs_no_time_and_one_that_hangs_fails_its_test(kernel):
+    """Objects with a ``__del__`` that the test lets go of once its code has ended (its names cleared, the test's
+    tables reset) cross with the end of the test: no request after its last one, so neither a wait for a kernel that
+    serves the next test already nor a lost next test (red team, round 14: a BlockAllocator holding a helper with an
+    empty ``__del__`` hung the harness; ``x.pop()`` as a test's last line cost its time limit and failed the next
+    test). A ``__del__`` that never returns, run by the test's last line, fails that test on its time limit, as the
+    cell would in one process, where the judge had let it pass."""
+    import time
+
+    k = kernel('''
+        class Lease:
+            def __del__(self):
+                pass
+        class Holder:
+            def __init__(self):
+                self.lease = Lease()
+        def leases():
+            return [Lease(), Lease()]
+    ''', timeout=3)
+    started = time.monotonic()
+    k.passes("holder = Holder()\nassert holder.lease is not None")
+    k.passes("held = leases()\nheld.pop()")
+    k.passes("assert 1")
+    assert time.monotonic() - started < 2, "a finalizer let go as a test ended cost a time limit"
+    stuck = kernel('''
+        import time
+        class Stuck:
+            def __del__(self):
+                time.sleep(3)
+        def value():
+            return 1
+    ''', timeout=1)
+    verdict = stuck.run("s = Stuck()\nassert value() == 1\ndel s")
+    assert not verdict.passed and "did not finish within" in verdict.message, verdict
+
+
+@pytest.mark.parametrize(("source", "runs"), [
+    ("class Lease:\n    def __del__(self):\n        pass", True),
+    ("class Lease:\n    __module__ = 'helpers'\n    def __del__(self):\n        pass", True),
+    ("import dataclasses\nLease = dataclasses.make_dataclass('Lease', ['x'], namespace={'__del__': print})", True),
+    ("def steps(log):\n    try:\n        yield 1\n    finally:\n        log.append(1)", True),
+    ("def steps(inner):\n    yield from inner", True),
+    ("def make():\n    def steps():\n        with open('x'):\n            yield 1\n    return steps()", True),
+    ("def make():\n    def steps():\n        try:\n            yield\n        finally:\n            pass\n"
+     "    return steps\nTOOLS = {'steps': make()}\ndel make", True),
+    ("def total(xs):\n    return sum(x for x in xs)", False),
+    ("import tempfile\nclass Plain:\n    def size(self):\n        return 1", False),
+], ids=["a __del__", "a __del__ with another module's name", "make_dataclass", "a generator's finally",
+        "yield from", "a with in a nested generator", "a generator kept in a dict", "a generator expression",
+        "no finalizer"])
+def test_the_kernel_knows_when_the_student_s_code_may_run_as_an_object_is_freed(source, runs):
+    """What turns on freeing every object the test lets go of at once (agent._runs_code_when_freed): the
+    student's classes with a __del__, however made, and generator functions that handle exceptions or delegate,
+    however kept (red team, round 14); a plain generator expression or a library class is not counted."""
+    from grading.judge.agent import _runs_code_when_freed
+
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, "<cell>", "exec"), namespace)
+    assert _runs_code_when_freed(namespace) is runs
 
 def test_a_shared_tensor_negated_or_conjugated_in_place_reaches_the_other_side(kernel):
     """``torch._C._set_neg`` and ``_set_conj`` flip what a tensor reads without writing its memory, bumping its

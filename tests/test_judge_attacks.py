@@ -45,7 +45,7 @@ class ForgingKernel:
 
     def _run(self, script) -> None:
         try:
-            self.send(["hello", None, 0, [[], [[], 0, 0]], [True, ""]])
+            self.send(["hello", None, 0, [[], [[], 0, 0, 0]], [True, ""]])
             script(self)
         except OSError:
             pass
@@ -66,7 +66,7 @@ class ForgingKernel:
 
     def ready_then_answer(self, answer) -> None:
         """Serve test "1": ready, then reply to the first request with ``answer(seq)`` (a whole message)."""
-        self.send(["ready", "1", 0, [[], [[], 0, 0]], []])
+        self.send(["ready", "1", 0, [[], [[], 0, 0, 0]], []])
         request = self.receive()
         reply = answer(request[2])
         if isinstance(reply, bytes):
@@ -82,17 +82,17 @@ class ForgingKernel:
 
 
 def _ok(value):
-    return lambda seq: ["ok", "1", seq, [[], [[], 0, 0]], [value]]
+    return lambda seq: ["ok", "1", seq, [[], [[], 0, 0, 0]], [value]]
 
 
 def _lookup_then(answer):
     """The first request is the lookup of ``victim``: answer it with a function, then ``answer`` the call."""
 
     def script(kernel: ForgingKernel) -> None:
-        kernel.send(["ready", "1", 0, [[], [[], 0, 0]], []])
+        kernel.send(["ready", "1", 0, [[], [[], 0, 0, 0]], []])
         lookup = kernel.receive()
         function = [Tag.OBJECT, 1, [Tag.CLASS, 3, "function", "function", "builtins", 0, [], []], 1, 3]
-        kernel.send(["ok", "1", lookup[2], [[], [[], 0, 0]], [[Tag.TUPLE, True, function]]])
+        kernel.send(["ok", "1", lookup[2], [[], [[], 0, 0, 0]], [[Tag.TUPLE, True, function]]])
         call = kernel.receive()
         reply = answer(call[2])
         kernel.raw(reply) if isinstance(reply, bytes) else kernel.send(reply)
@@ -107,7 +107,7 @@ MALFORMED = {
     "a list without its tag": _ok([["not a tag"]]),
     "an unknown tag": _ok([999, 1]),
     "not a message": lambda seq: msgpack.packb([1, 2, 3]),
-    "a reply to another request": lambda seq: ["ok", "1", seq + 7, [[], [[], 0, 0]], ["a"]],
+    "a reply to another request": lambda seq: ["ok", "1", seq + 7, [[], [[], 0, 0, 0]], ["a"]],
     "garbage bytes": lambda seq: b"\xc1\xc1\xc1\xc1",
     "a copy of an array (never one)": _ok([Tag.NDARRAY, 0, ["<f4", [1], b"\x00" * 4]]),
     "a copy of a dict with a key and no value": _ok([Tag.DICT, 0, [1]]),
@@ -129,7 +129,7 @@ def _nest(depth: int):
 
 
 LIMITS = {
-    "a message over the size limit": lambda seq: ["ok", "1", seq, [[], [[], 0, 0]], ["x" * (1 << 17)]],
+    "a message over the size limit": lambda seq: ["ok", "1", seq, [[], [[], 0, 0, 0]], ["x" * (1 << 17)]],
     "values nested too deep": _ok(_nest(40)),
     "too many values": _ok([Tag.TUPLE, *([[Tag.TUPLE]] * 3000)]),
     "a tensor whose bytes do not match its shape": _ok([Tag.TENSOR, 1, ["float32", [4], None, "cpu", b"\x00" * 3]]),
@@ -145,7 +145,7 @@ LIMITS = {
 NEVER_ISSUED = {
     "an object of the judge's it never lent": _ok([Tag.YOURS, 4242]),
     "a shared id never issued": _ok([Tag.REF, 77]),
-    "an update of a pair never issued": lambda seq: ["ok", "1", seq, [[[99, []]], [[], 0, 0]], [None]],
+    "an update of a pair never issued": lambda seq: ["ok", "1", seq, [[[99, []]], [[], 0, 0, 0]], [None]],
     "a new pair with the judge's kind of id": _ok([Tag.LIST, 2, []]),
     "a class never sent": _ok([Tag.OBJECT, 5, [Tag.CLASSREF, 41], None, 0]),
     "a module the judge does not allow": _ok([Tag.MODULE, "os"]),
@@ -160,7 +160,7 @@ NEVER_ISSUED = {
     "a class that opens files": _ok([Tag.GLOBAL, "numpy", "memmap"]),
     "a class that makes functions": _ok([Tag.GLOBAL, "types", "FunctionType"]),
     "a function of the course": _ok([Tag.GLOBAL, "course.checks", "assert_plain_equal"]),
-    "a view outside its tensor": lambda seq: ["ok", "1", seq, [[], [[], 0, 0]],
+    "a view outside its tensor": lambda seq: ["ok", "1", seq, [[], [[], 0, 0, 0]],
                                               [[Tag.VIEW, 9, [Tag.REF, 1], [5], [1], 0]]],
 }
 
@@ -191,22 +191,22 @@ def _never_ready(kernel):
 
 def _stale_forever(kernel):
     for _ in range(2000):
-        kernel.send(["ready", "an earlier test", 0, [[], [[], 0, 0]], []])
+        kernel.send(["ready", "an earlier test", 0, [[], [[], 0, 0, 0]], []])
         time.sleep(0.002)
 
 
 def _ready_then_silent(kernel):
-    kernel.send(["ready", "1", 0, [[], [[], 0, 0]], []])
+    kernel.send(["ready", "1", 0, [[], [[], 0, 0, 0]], []])
     kernel.receive()
     time.sleep(5)
 
 
 def _requests_forever(kernel):
     """Never replies: asks the judge something it refuses (to call None) again and again."""
-    kernel.send(["ready", "1", 0, [[], [[], 0, 0]], []])
+    kernel.send(["ready", "1", 0, [[], [[], 0, 0, 0]], []])
     kernel.receive()
     for seq in range(1, 100_000):
-        kernel.send(["req", "1", seq, [[], [[], 0, 0]], ["call", None, [Tag.TUPLE], [Tag.TUPLE]]])
+        kernel.send(["req", "1", seq, [[], [[], 0, 0, 0]], ["call", None, [Tag.TUPLE], [Tag.TUPLE]]])
         try:
             kernel.receive()
         except OSError:

@@ -196,6 +196,7 @@ def findings(source: str, imported) -> list[tuple[int, str]]:
 
 def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
     found = []
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import):
@@ -236,6 +237,14 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
             found.append((line, f"names the judge's agent in the kernel ({spelled[:60]})"))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.extend((line, what) for what in _class_change(node))
+            if node.name in _CALLED_BY_THE_JUDGE and _changes_state(node):
+                found.append((line, f"{node.name} changes state; the judge calls it where one process may not"))
+            if node.name in _NEVER_NEEDED:
+                found.append((line, f"defines {node.name}, which the judge's reads of the object would call"))
+        if isinstance(node, ast.ClassDef):
+            found.extend((line, what) for what in _class_findings(node, tree))
+        if isinstance(node, ast.Name) and node.id in ("setattr", "delattr") and id(node) not in called:
+            found.append((line, f"uses {node.id} other than by calling it (its calls under another name go unseen)"))
         if isinstance(node, ast.Call) and any(keyword.arg == "raw" for keyword in node.keywords):
             found.append((line, "displays raw output data (raw=...)"))
         if isinstance(node, ast.Call):
@@ -260,6 +269,69 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
 
 # Changes to a class after it was made: the judge reads a class's descriptors and attribute hooks once, when the class
 # first crosses (grading/judge/agent.py, `class_info`).
+# The special methods of a student's object that the kernel's side of the judge calls itself: an object's hash when
+# it first crosses, an exception's text when it crosses, an object's repr where the judge describes it.
+_CALLED_BY_THE_JUDGE = {"__hash__", "__str__", "__repr__"}
+_METACLASS = re.compile(r"(^|\.)(type|\w*Meta|\w*meta|\w*Type)$")
+_PLAIN_METACLASSES = {"ABCMeta", "abc.ABCMeta"}  # What a class may name as its metaclass without a look.
+# Special methods no exercise needs, that run when the judge (or Python) reads an object: `isinstance` reads a
+# ``__class__`` property, every attribute read goes through ``__getattribute__``, an exception's ``args`` crosses.
+_NEVER_NEEDED = {"__class__", "__getattribute__", "__instancecheck__", "__subclasscheck__", "args"}
+
+
+def _class_findings(node: ast.ClassDef, tree: ast.AST) -> list[str]:
+    """Findings for a class statement: a metaclass (one derived from ``type``, computed, or named by ``metaclass=``
+    but ``ABCMeta``), and a special method that the judge calls bound by assignment to a function that changes
+    state (``__hash__ = _reset_and_hash``)."""
+    found = []
+    if any(_METACLASS.search(ast.unparse(base)) or isinstance(base, ast.Call) for base in node.bases) or any(
+            keyword.arg == "metaclass" and ast.unparse(keyword.value) not in _PLAIN_METACLASSES
+            for keyword in node.keywords):
+        found.append(f"defines or uses a metaclass ({node.name}), whose hooks see the judge read the class")
+    functions = {each.name: each for each in ast.walk(tree)
+                 if isinstance(each, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for statement in node.body:
+        if not isinstance(statement, ast.Assign):
+            continue
+        for target in statement.targets:
+            if isinstance(statement.value, ast.Constant):  # ``__hash__ = None``: unhashable, as a dataclass makes it.
+                continue
+            if isinstance(target, ast.Name) and target.id in _CALLED_BY_THE_JUDGE | _NEVER_NEEDED:
+                # A function of the notebook's (another's method, ``float.__hash__``, is not the student's code).
+                if not isinstance(statement.value, ast.Name) and target.id in _CALLED_BY_THE_JUDGE:
+                    continue
+                bound = functions.get(statement.value.id) if isinstance(statement.value, ast.Name) else None
+                if bound is None or _changes_state(bound) or target.id in _NEVER_NEEDED:
+                    found.append(f"binds {target.id} to {ast.unparse(statement.value)[:60]}, which the judge may call")
+    return found
+
+
+# What such a method may call without a look: functions and methods that only read.
+_READING_CALLS = {"hash", "str", "repr", "format", "len", "tuple", "int", "float", "bool", "sorted", "id", "type",
+                  "super", "isinstance", "min", "max", "sum", "round", "abs", "list", "frozenset", "items", "keys",
+                  "values", "join", "get", "tolist", "item", "size", "dim", "numel", "__str__", "__repr__", "__hash__"}
+
+
+def _changes_state(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function assigns to an attribute or an item, declares a global or nonlocal name, or calls anything
+    but what only reads (`_READING_CALLS`): a helper it calls could change state for it."""
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            return True
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else (
+                node.func.attr if isinstance(node.func, ast.Attribute) else None)
+            own = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and (
+                node.func.value.id in ("self", "cls"))  # The object's own methods may change it.
+            if name not in _READING_CALLS or own and not name.startswith("__"):
+                return True
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            if any(isinstance(part, (ast.Attribute, ast.Subscript)) for target in targets for part in ast.walk(target)):
+                return True
+    return False
+
+
 def _class_change(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     """Findings for a function that assigns to its class's attributes (``cls.x = ...`` in a class method,
     ``type(self).x = ...``)."""
@@ -301,15 +373,27 @@ def class_changes(source: str, classes: set[str]) -> list[tuple[int, str]]:
 
 
 def defined_classes(sources: list[str]) -> set[str]:
-    """The names that a ``class`` statement binds in any of ``sources``, at any depth."""
-    names = set()
+    """The names that a ``class`` statement binds in any of ``sources``, at any depth, and the names assigned one of
+    them or ``type(...)`` (``alias = SequenceKVCache``, ``kind = type(self)``)."""
+    names, assignments = set(), []
     for source in sources:
         try:
             tree = _parse(source)[0]
         except Unparsable:
             continue
-        if tree is not None:
-            names.update(node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef))
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                assignments.extend((target.id, node.value) for target in targets if isinstance(target, ast.Name))
+    for _ in range(len(assignments)):  # Aliases of aliases, until no new one.
+        new = {name for name, value in assignments if name not in names and (
+            isinstance(value, ast.Name) and value.id in names
+            or isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "type")}
+        if not new:
+            break
+        names |= new
     return names
 
 
@@ -322,7 +406,7 @@ def _attribute_call(name: str, node: ast.Call, modules: dict[str, str]) -> list[
             [f"calls {name} with a computed name"] if None in spelled else [])
     target = node.args[0] if node.args else None
     attribute = node.args[1] if len(node.args) > 1 else None
-    own = isinstance(target, ast.Name) and target.id in ("self", "cls")
+    own = isinstance(target, ast.Name) and target.id == "self"  # On cls, it changes a class (`_class_change`).
     module = modules.get(target.id) if isinstance(target, ast.Name) else None
     text = _constant_string(attribute)
     found = []

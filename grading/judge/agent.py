@@ -15,14 +15,18 @@ torch operations imports course.checks, which the notebooks import anyway.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import copy
+import dis
 import inspect
 import keyword
 import operator
 import socket
+import sys
 import threading
 import types
+import weakref
 
 from .pairs import compare_bytes
 from .peer import END, HELLO, NOT_SHARED, READY, REQ, Peer, global_node, kernel_may_name, keywords
@@ -64,11 +68,13 @@ OPS = {
 
 def class_info(cls: type) -> list:
     """``[name, qualname, module, flags, data descriptors, plain functions]`` of a class (see `CUSTOM_GET`)."""
-    data, methods, own_dict = set(), set(), False
+    data, methods, own_dict, finalizer = set(), set(), False, False
     for klass in reversed(cls.__mro__):
         for name, value in vars(klass).items():
             data.discard(name)
             methods.discard(name)
+            if name == "__del__":  # Read from the classes' own dicts: a metaclass's __getattr__ sees no lookup.
+                finalizer = value is not None
             if name == "__dict__":  # Python's own, not a property of that name (agent.JudgeObject's).
                 own_dict = type(value) is types.GetSetDescriptorType
             if isinstance(value, types.FunctionType):
@@ -78,7 +84,7 @@ def class_info(cls: type) -> list:
     flags = (CUSTOM_GET * (cls.__getattribute__ is not object.__getattribute__)
              | CUSTOM_SET * (cls.__setattr__ is not object.__setattr__)
              | CUSTOM_DEL * (cls.__delattr__ is not object.__delattr__) | HAS_DICT * ("__dict__" in data and own_dict)
-             | FINALIZER * (getattr(cls, "__del__", None) is not None))
+             | FINALIZER * finalizer)
     names = [str(getattr(cls, "__name__", "?")), str(getattr(cls, "__qualname__", "?")),
              str(getattr(cls, "__module__", "?"))]
     return [*names, flags, sorted(n for n in data if type(n) is str), sorted(n for n in methods if type(n) is str)]
@@ -143,6 +149,77 @@ class MidMessage(RuntimeError):
     (`AgentPeer.call_judge`)."""
 
 
+def _frees_with_code(cls: type) -> bool:
+    """Whether a class of the student's runs code when its objects are freed: a ``__del__`` in its own or its bases'
+    dicts (read there, so that no hook of a metaclass sees it). The student's: made in ``__main__``, or a class that
+    the module it names does not hold (``__module__`` set in its body, ``dataclasses.make_dataclass``)."""
+    try:
+        module = sys.modules.get(cls.__module__) if cls.__module__ != "__main__" else None
+        students = module is None or getattr(module, cls.__qualname__, None) is not cls
+        return students and any("__del__" in vars(klass) for klass in cls.__mro__ if klass is not object)
+    except Exception:  # noqa: BLE001 - a class whose attributes cannot be read: count it.
+        return True
+
+
+_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+# ``yield from`` and ``await`` (the SEND instruction): freeing the generator closes what it delegates to, which may be
+# the student's iterator with a ``close``.
+_DELEGATES = bytes([dis.opmap["SEND"]]) if "SEND" in dis.opmap else b"\xff\xff"
+
+
+def _runs_code_when_freed(namespace: dict) -> bool:
+    """Whether the notebook's names hold a class of the student's whose objects run code when freed, or a function
+    that is or defines a generator function with a ``finally`` (it runs when the generator is freed), also among the
+    classes' own attributes (one level down). Classes that class statements make later are watched
+    (`_watch_classes`)."""
+    values = list(namespace.values())
+    values += [inner for value in values if isinstance(value, type) for inner in list(vars(value).values())]
+    values += [inner for value in values if type(value) in (dict, list, tuple)  # A function kept in a container.
+               for inner in list(value.values() if type(value) is dict else value)[:1000]]
+    for value in values:
+        if isinstance(value, type):
+            if _frees_with_code(value):
+                return True
+        else:
+            function = getattr(value, "__func__", value)  # A class or static method's function.
+            if (type(function) is types.FunctionType and function.__module__ == "__main__"
+                    and _makes_generators(function.__code__)):
+                return True
+    return False
+
+
+def _makes_generators(code: types.CodeType, depth: int = 0) -> bool:
+    """Whether a function's code, or a function defined inside it, is a generator's that handles exceptions (a
+    ``finally``, a ``with`` or an ``except``, which run when the generator is freed): Python 3.11 gives such code an
+    exception table, and a plain generator or a generator expression none."""
+    if code.co_flags & _GENERATOR_FLAGS and (code.co_exceptiontable or _DELEGATES in code.co_code[::2]):
+        return True
+    return depth < 8 and any(type(inner) is types.CodeType and _makes_generators(inner, depth + 1)
+                             for inner in code.co_consts)
+
+
+_WATCHERS: weakref.WeakSet = weakref.WeakSet()  # The agents that a class statement tells (`_watch_classes`).
+
+
+def _watch_classes(peer: AgentPeer) -> None:
+    """Have every class statement that runs from now on tell ``peer`` when it makes a class that runs code when its
+    objects are freed (one hook per process, whatever the number of agents in it)."""
+    _WATCHERS.add(peer)
+    if getattr(builtins.__build_class__, "_tells_agents", False):
+        return
+    build = builtins.__build_class__
+
+    def building(*args, **kwargs):
+        cls = build(*args, **kwargs)
+        if isinstance(cls, type) and _frees_with_code(cls):
+            for watcher in list(_WATCHERS):
+                watcher.finalizers = True
+        return cls
+
+    building._tells_agents = True
+    builtins.__build_class__ = building
+
+
 def object_hash(value):
     """What the judge's handle of ``value`` hashes as: its hash here; None for an unhashable object (or a broken
     ``__hash__``: the judge raises TypeError); False where its ``__hash__`` calls an object of the test, which it
@@ -184,6 +261,10 @@ class AgentPeer(Peer):
         # alone), and the serving loop while it reads the judge's next request and sends a reply.
         self.lock = threading.RLock()
         self.letting_go: list = []  # What the judge let go in the message being read (`incoming`, `let_go`).
+        # Whether the student's code made a class whose objects run code when freed (a __del__): the judge then has
+        # every object it lets go of freed at once (remote.JudgePeer.free_now), since any may hold one of those.
+        self.finalizers = _runs_code_when_freed(namespace)
+        _watch_classes(self)
         super().__init__(connection)
 
     def send(self, kind: str, seq: int, body: list, raw: bool = False) -> None:
@@ -216,6 +297,7 @@ class AgentPeer(Peer):
         """Serve the judge's requests for the test cell ``epoch`` until the judge ends it."""
         self.epoch = epoch
         self.reset()
+        self.finalizers = self.finalizers or _runs_code_when_freed(self.namespace)
         try:
             self.send(READY, 0, [])
             while True:
@@ -351,7 +433,7 @@ class AgentPeer(Peer):
         for name in rebound:
             del self.watched[name]
         counted, launched, self.counted, self.launched = self.counted, self.launched, 0, 0
-        return [rebound, counted, launched]
+        return [rebound, counted, launched, int(self.finalizers)]
 
     # Requests.
 

@@ -267,10 +267,11 @@ class Handle:
                 peer.released.append(self._judge_oid)
                 if pair is not None and pair.quiet:
                     peer.pairs.orphans.append(pair)
-                if info.flags & FINALIZER and peer.idle():
-                    # An object that runs code when it is freed is freed now, as in one process (the kernel frees
-                    # what the judge let go when it reads the judge's next message): a ``__del__`` that changes the
-                    # test's values must do so before the test's next check reads them.
+                if (info.flags & FINALIZER or peer.finalizers) and peer.idle():
+                    # An object that runs code when it is freed, or any object once the student's code made a class
+                    # whose objects do (it may hold one), is freed now, as in one process (the kernel frees what the
+                    # judge let go when it reads the judge's next message): a ``__del__`` that changes the test's
+                    # values must do so before the test's next check reads them.
                     peer.free_now(self._judge_oid, pair)
         except BaseException:  # noqa: BLE001 - a bare instance, or the interpreter is shutting down; an error or a
             pass  # time limit that a sync met shows at the test's next request.

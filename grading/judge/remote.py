@@ -140,7 +140,10 @@ class JudgePeer(Peer):
         self.adopting = None  # A bare instance that becomes the object the kernel sends next (handles.oid_of).
         self.serving = 0  # Above 0 while the judge answers a request of the kernel (the student's code is running).
         self.waiting = 0  # Above 0 while the judge waits for the kernel's answer to one of its requests.
-        self.dying: int | None = None  # The oid whose handle's __del__ has the kernel free its object now.
+        self.dying: set[int] = set()  # The oids whose handle's __del__ has the kernel free their object now.
+        self.finalizers = False  # The kernel said its student's code made objects that run code when freed.
+        self.testing = False  # The test's code runs (from `begin` to `finish`): a handle's __del__ may ask the kernel.
+        self.deferred: BaseException | None = None  # What a `free_now` met, raised at the test's next request.
         super().__init__(connection, *(limits,) if limits else ())
         # A blocking receive that gives up every slice, so that the deadline and the grader's
         # cancellation are looked at without a select() before every message.
@@ -169,6 +172,18 @@ class JudgePeer(Peer):
         self.reset()
         kind, _, _ = self.receive()
         expect(kind == READY, f"a {kind!r} message before the kernel was ready")
+        self.testing, self.deferred = True, None
+
+    def finish(self) -> None:
+        """The test's code has ended: what it lets go of from now on crosses with the end of the test (`free_now` no
+        longer asks the kernel); an error that a `free_now` met while the test ran is raised here."""
+        self.testing = False
+        deferred, self.deferred = self.deferred, None
+        if deferred is not None:
+            try:
+                raise deferred
+            finally:
+                deferred = None
 
     def end(self) -> None:
         try:
@@ -204,6 +219,8 @@ class JudgePeer(Peer):
     def request(self, op: str, *args):
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise JudgeTimeout()
+        if self.deferred is not None and not self.waiting:
+            self.finish()  # What a `free_now` met (a time limit, the kernel's end) ends the test at its next request.
         self.waiting += 1
         try:
             return super().request(op, *args)
@@ -214,20 +231,23 @@ class JudgePeer(Peer):
         """Have the kernel free, at once, the object ``oid`` of a handle that the test let go of, from the handle's
         ``__del__`` (``pair``: the pair of its ``__dict__``, which holds the object in the kernel, or None): what the
         test wrote into it crosses first."""
-        self.dying = oid  # Its handle's weak reference still answers while its __del__ runs (`outgoing`).
+        self.dying.add(oid)  # Its handle's weak reference still answers while its __del__ runs (`outgoing`).
         try:
             if pair is not None and pair.sid in self.pairs.dirty:
                 self.request("sync")
             if pair is not None and self.pairs.by_sid.get(pair.sid) is pair:
-                self.pairs.drop(pair.sid)
+                # Listed first: dropping it may free handles that only its __dict__ held, whose own free_now sends it.
                 self.dropped_soon.append(pair.sid)
+                self.pairs.drop(pair.sid)
             self.request("sync")
+        except BaseException as error:  # noqa: BLE001 - a __del__ cannot raise: the test's next request does.
+            self.deferred = self.deferred or error
         finally:
-            self.dying = None
+            self.dying.discard(oid)
 
     def idle(self) -> bool:
         """Whether the judge is between two requests, in the test's own code: a request may start now."""
-        return not (self.waiting or self.serving or self.in_message or self.decoding)
+        return self.testing and not (self.waiting or self.serving or self.in_message or self.decoding)
 
     def answer(self, seq: int, body: list) -> None:
         self.serving += 1
@@ -385,9 +405,10 @@ class JudgePeer(Peer):
             self.pairs.quieten(pair)
 
     def incoming(self, extra) -> None:
-        if (type(extra) is not list or len(extra) != 3 or type(extra[0]) is not list or type(extra[1]) is not int
-                or type(extra[2]) is not int):
+        if (type(extra) is not list or len(extra) != 4 or type(extra[0]) is not list or type(extra[1]) is not int
+                or type(extra[2]) is not int or type(extra[3]) is not int):
             raise WireError("malformed synchronization data")
+        self.finalizers = extra[3] == 1  # The kernel holds objects that run code when freed (`free_now`).
         if extra[0] and self.on_rebound is not None:
             self.on_rebound([text(name, self.limits) for name in extra[0]])
         # Torch operations and Triton launches the student's code made while the test counted them
@@ -406,7 +427,7 @@ class JudgePeer(Peer):
         if self.released:
             for oid in set(self.released):
                 found = self.handles.get(oid)
-                if found is None or found() is None or oid == self.dying:
+                if found is None or found() is None or oid in self.dying:
                     self.handles.pop(oid, None)
                     released.append(oid)
             self.released = []

@@ -146,6 +146,7 @@ def run_test(peer: JudgePeer, epoch: str, grade_id: str, source: str, trusted: d
         _seed(grade_id)
         with contextlib.redirect_stdout(io.StringIO()):
             exec(code, namespace)
+        peer.finish()  # A time limit that a finalizer's sync met, after the test's last request, fails it too.
     except BaseException as error:  # noqa: BLE001 - whatever ends the test fails it; the judge goes on.
         if isinstance(error, (KeyboardInterrupt, SystemExit)) and type(error).__module__ != "kernel":
             raise  # The judge itself is asked to stop.
@@ -154,6 +155,7 @@ def run_test(peer: JudgePeer, epoch: str, grade_id: str, source: str, trusted: d
     else:
         verdict = Verdict(grade_id, True)
     finally:
+        peer.testing = False  # What the test's names held crosses with the end of the test.
         namespace.clear()
         namespace.resolved.clear()
         linecache.cache.pop(filename, None)

@@ -762,3 +762,9 @@ WRONG[LRU]["a __del__ that uses the victim once the policy is let go"] = ref.edi
     "        self._chosen = (sequences, victim)\n        return victim\n\n"
     "    def __del__(self):\n        chosen = getattr(self, '_chosen', None)\n"
     "        if chosen is not None and chosen[1] in chosen[0]:\n            chosen[0][chosen[1]].use_count += 1"))
+# And (a second helper) a protected set narrowed in place to the cached ids (`protected &= set(sequences)`), which
+# changes the caller's set when it is a set: no test looked at a set it passed again.
+for _task in (LRU, LFU):
+    WRONG[_task]["protected narrowed in place to the cached ids"] = ref.edit(_task, (
+        "        candidates = self.candidates(sequences, protected)\n",
+        "        protected &= set(sequences)\n        candidates = self.candidates(sequences, protected)\n"))

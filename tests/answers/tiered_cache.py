@@ -1114,3 +1114,12 @@ WRONG[ARC]["REPLACE's |T1| = p within 1e-9"] = ref.edit(ARC, (
 WRONG[COST]["ttft's shapes compared by numel and dim"] = ref.edit(COST, (
     "if recomputed_tokens.shape != loaded_tokens.shape or",
     "if (recomputed_tokens.numel(), recomputed_tokens.dim()) != (loaded_tokens.numel(), loaded_tokens.dim()) or"))
+# And (a second helper) serve_request releasing the request's pins only when access raises RuntimeError (the
+# stand-in access raised nothing else), and an admission that is false but not None (0, []) accepted.
+WRONG[TWO]["serve_request releases the pins only on RuntimeError"] = ref.edit(TWO, (
+    "        finally:\n            for block in pinned:\n                self.release(block)\n",
+    "        except RuntimeError:\n            for block in pinned:\n                self.release(block)\n"
+    "            raise\n"
+    "        for block in pinned:\n            self.release(block)\n"))
+WRONG[TWO]["an admission that is false but not None accepted"] = ref.edit(TWO, (
+    "if admission is not None and not (callable(", "if admission and not (callable("))

@@ -433,3 +433,9 @@ WRONG[H2O]["finiteness checked only below each sequence's length"] = ref.edit(H2
     "    if not bool(torch.isfinite(scores).all()):\n",
     "    used = torch.arange(scores.shape[1], device=scores.device)[None, :] < lengths.long()[:, None]\n"
     "    if not bool(torch.isfinite(scores[used]).all()):\n"))
+
+# Round 14 (2026-12-07), found by a red-team helper: pairs refused only when float, bool or int16, so that uint8 and
+# int8 pairs went through (the text: TypeError when pairs is not an int32 or int64 tensor).
+WRONG[COPY]["pairs of uint8 or int8 accepted"] = ref.edit(COPY, (
+    "    if pairs.dtype not in (torch.int32, torch.int64):\n",
+    "    if pairs.is_floating_point() or pairs.dtype in (torch.bool, torch.int16):\n"))
