@@ -252,9 +252,8 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
                 node.func.attr if isinstance(node.func, ast.Attribute) else None)
             if name in _ATTRIBUTE_FUNCTIONS:
                 found.extend((line, what) for what in _attribute_call(name, node, modules))
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for target in targets:
+        if isinstance(node, _ASSIGNMENTS):
+            for target in _targets(node):
                 for part in ast.walk(target):
                     if not isinstance(part, (ast.Attribute, ast.Subscript)):
                         continue
@@ -267,8 +266,19 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
     return sorted(set(found))
 
 
-# Changes to a class after it was made: the judge reads a class's descriptors and attribute hooks once, when the class
-# first crosses (grading/judge/agent.py, `class_info`).
+_ASSIGNMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)
+
+
+def _targets(node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete) -> list[ast.expr]:
+    """What an assignment or a ``del`` statement binds, changes or removes."""
+    return node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+
+
+def _is_type_call(node: ast.AST) -> bool:
+    """Whether ``node`` is ``type(...)``: the class of an object."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+
+
 # The special methods of a student's object that the kernel's side of the judge calls itself: an object's hash when
 # it first crosses, an exception's text when it crosses, an object's repr where the judge describes it.
 _CALLED_BY_THE_JUDGE = {"__hash__", "__str__", "__repr__"}
@@ -288,21 +298,25 @@ def _class_findings(node: ast.ClassDef, tree: ast.AST) -> list[str]:
             keyword.arg == "metaclass" and ast.unparse(keyword.value) not in _PLAIN_METACLASSES
             for keyword in node.keywords):
         found.append(f"defines or uses a metaclass ({node.name}), whose hooks see the judge read the class")
-    functions = {each.name: each for each in ast.walk(tree)
-                 if isinstance(each, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    functions = None  # The cell's functions by name, found when a class body first binds a special method.
     for statement in node.body:
-        if not isinstance(statement, ast.Assign):
+        # ``__hash__ = None`` makes a class unhashable, as a dataclass does: no code of the student's.
+        if not isinstance(statement, ast.Assign) or isinstance(statement.value, ast.Constant):
             continue
         for target in statement.targets:
-            if isinstance(statement.value, ast.Constant):  # ``__hash__ = None``: unhashable, as a dataclass makes it.
+            if not (isinstance(target, ast.Name) and target.id in _CALLED_BY_THE_JUDGE | _NEVER_NEEDED):
                 continue
-            if isinstance(target, ast.Name) and target.id in _CALLED_BY_THE_JUDGE | _NEVER_NEEDED:
-                # A function of the notebook's (another's method, ``float.__hash__``, is not the student's code).
-                if not isinstance(statement.value, ast.Name) and target.id in _CALLED_BY_THE_JUDGE:
+            named = isinstance(statement.value, ast.Name)
+            if target.id in _CALLED_BY_THE_JUDGE:
+                if not named:  # Another class's method (``float.__hash__``) is not the student's code.
                     continue
-                bound = functions.get(statement.value.id) if isinstance(statement.value, ast.Name) else None
-                if bound is None or _changes_state(bound) or target.id in _NEVER_NEEDED:
-                    found.append(f"binds {target.id} to {ast.unparse(statement.value)[:60]}, which the judge may call")
+                if functions is None:
+                    functions = {each.name: each for each in ast.walk(tree)
+                                 if isinstance(each, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                bound = functions.get(statement.value.id)
+                if bound is not None and not _changes_state(bound):
+                    continue
+            found.append(f"binds {target.id} to {ast.unparse(statement.value)[:60]}, which the judge may call")
     return found
 
 
@@ -325,13 +339,14 @@ def _changes_state(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
                 node.func.value.id in ("self", "cls"))  # The object's own methods may change it.
             if name not in _READING_CALLS or own and not name.startswith("__"):
                 return True
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            if any(isinstance(part, (ast.Attribute, ast.Subscript)) for target in targets for part in ast.walk(target)):
-                return True
+        if isinstance(node, _ASSIGNMENTS) and any(isinstance(part, (ast.Attribute, ast.Subscript))
+                                                  for target in _targets(node) for part in ast.walk(target)):
+            return True
     return False
 
 
+# Changes to a class after it was made: the judge reads a class's descriptors and attribute hooks once, when the class
+# first crosses (grading/judge/agent.py, `class_info`).
 def _class_change(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     """Findings for a function that assigns to its class's attributes (``cls.x = ...`` in a class method,
     ``type(self).x = ...``)."""
@@ -342,14 +357,10 @@ def _class_change(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]
     owner = arguments[0].arg if arguments and ("classmethod" in decorators or arguments[0].arg in ("cls", "mcs")) \
         else None
     for node in body:
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            for target in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
-                if not isinstance(target, ast.Attribute):
-                    continue
-                value = target.value
-                if (isinstance(value, ast.Name) and value.id == owner or isinstance(value, ast.Call)
-                        and isinstance(value.func, ast.Name) and value.func.id == "type"):
-                    found.append(f"changes a class after it was made ({ast.unparse(target)})")
+        for target in _targets(node) if isinstance(node, _ASSIGNMENTS) else ():
+            value = target.value if isinstance(target, ast.Attribute) else None
+            if isinstance(value, ast.Name) and value.id == owner or _is_type_call(value):
+                found.append(f"changes a class after it was made ({ast.unparse(target)})")
     return found
 
 
@@ -363,12 +374,10 @@ def class_changes(source: str, classes: set[str]) -> list[tuple[int, str]]:
         return []
     found = []
     for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            for target in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
-                value = target.value if isinstance(target, ast.Attribute) else None
-                if isinstance(value, ast.Name) and value.id in classes:
-                    found.append((node.lineno, f"changes the class {target.value.id} after it was made "
-                                               f"({ast.unparse(target)})"))
+        for target in _targets(node) if isinstance(node, _ASSIGNMENTS) else ():
+            value = target.value if isinstance(target, ast.Attribute) else None
+            if isinstance(value, ast.Name) and value.id in classes:
+                found.append((node.lineno, f"changes the class {value.id} after it was made ({ast.unparse(target)})"))
     return found
 
 
@@ -388,9 +397,8 @@ def defined_classes(sources: list[str]) -> set[str]:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 assignments.extend((target.id, node.value) for target in targets if isinstance(target, ast.Name))
     for _ in range(len(assignments)):  # Aliases of aliases, until no new one.
-        new = {name for name, value in assignments if name not in names and (
-            isinstance(value, ast.Name) and value.id in names
-            or isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "type")}
+        new = {name for name, value in assignments
+               if name not in names and (isinstance(value, ast.Name) and value.id in names or _is_type_call(value))}
         if not new:
             break
         names |= new

@@ -169,9 +169,9 @@ _DELEGATES = bytes([dis.opmap["SEND"]]) if "SEND" in dis.opmap else b"\xff\xff"
 
 def _runs_code_when_freed(namespace: dict) -> bool:
     """Whether the notebook's names hold a class of the student's whose objects run code when freed, or a function
-    that is or defines a generator function with a ``finally`` (it runs when the generator is freed), also among the
-    classes' own attributes (one level down). Classes that class statements make later are watched
-    (`_watch_classes`)."""
+    that is or defines a generator function that runs code when the generator is freed (`_makes_generators`), also
+    among the classes' own attributes and in containers (one level down). Classes that class statements make later
+    are watched (`_watch_classes`)."""
     values = list(namespace.values())
     values += [inner for value in values if isinstance(value, type) for inner in list(vars(value).values())]
     values += [inner for value in values if type(value) in (dict, list, tuple)  # A function kept in a container.
@@ -189,9 +189,9 @@ def _runs_code_when_freed(namespace: dict) -> bool:
 
 
 def _makes_generators(code: types.CodeType, depth: int = 0) -> bool:
-    """Whether a function's code, or a function defined inside it, is a generator's that handles exceptions (a
-    ``finally``, a ``with`` or an ``except``, which run when the generator is freed): Python 3.11 gives such code an
-    exception table, and a plain generator or a generator expression none."""
+    """Whether a function's code, or a function defined inside it, is a generator's that runs code when the generator
+    is freed: one that handles exceptions (a ``finally``, a ``with`` or an ``except``: Python 3.11 gives such code an
+    exception table, and a plain generator or a generator expression none) or delegates (`_DELEGATES`)."""
     if code.co_flags & _GENERATOR_FLAGS and (code.co_exceptiontable or _DELEGATES in code.co_code[::2]):
         return True
     return depth < 8 and any(type(inner) is types.CodeType and _makes_generators(inner, depth + 1)
@@ -262,8 +262,9 @@ class AgentPeer(Peer):
         self.lock = threading.RLock()
         self.letting_go: list = []  # What the judge let go in the message being read (`incoming`, `let_go`).
         # Whether the student's code made a class whose objects run code when freed (a __del__): the judge then has
-        # every object it lets go of freed at once (remote.JudgePeer.free_now), since any may hold one of those.
-        self.finalizers = _runs_code_when_freed(namespace)
+        # every object it lets go of freed at once (remote.JudgePeer.free_now), since any may hold one of those. The
+        # namespace is looked at when each test cell starts (`serve`), class statements as they run.
+        self.finalizers = False
         _watch_classes(self)
         super().__init__(connection)
 
