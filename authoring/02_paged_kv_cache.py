@@ -505,6 +505,12 @@ def _check_task2_2_BlockAllocator():
     assert_plain_equal([got.block_id, got.ref_count, got.filled], [0, 1, 0],
                        "[block_id, ref_count, filled] of allocate() when the free block 0 had filled 3 (allocate sets "
                        "filled to 0)")
+    larger = BlockAllocator(8, 4)
+    used = larger.allocate_n(3)
+    used[1].filled = 4
+    larger.free(used[1])
+    assert_plain_equal([used[1].ref_count, used[1].filled], [0, 0], "[ref_count, filled] of block 1 of BlockAllocator(8, 4) "
+                       "right after free(): the block goes back with filled 0 at once")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -570,11 +576,15 @@ def _check_task2_2_BlockAllocator():
                                        f"block ids of allocate_n({k}) (case {case}, op {op})", reveal=False)
             elif kind < 0.7 and ref:
                 i = rng.choice(sorted(ref))
-                alloc.free(alloc.get_block(i))
+                block = alloc.get_block(i)
+                alloc.free(block)
                 ref[i] -= 1
                 if ref[i] == 0:
                     del ref[i], fill[i]
                     free.add(i)
+                    # Read at once, before any other call: free() gives the block back with filled 0 itself.
+                    assert_plain_equal([block.ref_count, block.filled], [0, 0], f"[ref_count, filled] of block {i} "
+                                       f"right after free() gave it back (case {case}, op {op})", reveal=False)
             elif kind < 0.8 and ref:
                 i = rng.choice(sorted(ref))
                 alloc.get_block(i).ref_count += 1
@@ -3125,6 +3135,8 @@ def _check_task2_11_1_prefill_and_gather():
     ### BEGIN HIDDEN TESTS
     import random
 
+    from course.checks import replay
+
     rng = random.Random(21111)
     for device in available_devices():
         for case in range(8):
@@ -3159,11 +3171,13 @@ def _check_task2_11_1_prefill_and_gather():
                     manager.release(manager.sequences[sid])
                     del history[sid]
                     free += held.pop(sid)
-                for sid, (k, v) in history.items():
-                    seq = manager.sequences[sid]
-                    assert_same_tensor(manager.block_ids(seq), torch.tensor(ids(seq), dtype=torch.int64, device=device),
+                # One replay asks for every stored sequence's block ids, then its K and V.
+                seqs = [manager.sequences[sid] for sid in history]
+                answers = replay(manager, [step for seq in seqs for step in (("block_ids", (seq,)), ("gather", (seq,)))])
+                for (sid, (k, v)), seq in zip(history.items(), seqs):
+                    assert_same_tensor(next(answers), torch.tensor(ids(seq), dtype=torch.int64, device=device),
                                        f"block_ids({sid!r}) {where}", reveal=False)
-                    got = manager.gather(seq)
+                    got = next(answers)
                     check_type(got, tuple, f"gather({sid!r}) {where}")
                     check_rows(got[0], k, "K", seq, f"gather({sid!r}) {where}", reveal=False)
                     check_rows(got[1], v, "V", seq, f"gather({sid!r}) {where}", reveal=False)

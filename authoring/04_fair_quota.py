@@ -1274,6 +1274,9 @@ def _check_task4_3_3_lru():
         large = (t([0, 0, 0]), t([1, 1, 1]), t([2**62 + 3, 2**62 + 1, 2**62 + 2]), t([1.0]), 3, t([True, True, True], torch.bool))
         assert_plain_equal(fair_victim_t(*large), 1, f"fair_victim_t(steps [2**62 + 3, 2**62 + 1, 2**62 + 2]) on {device} "
                            "(int64 steps compared exactly: float64 cannot tell them apart)")
+        earliest = (t([0, 0]), t([1, 1]), t([-(2**63), 0]), t([1.0]), 2, t([True, True], torch.bool))
+        assert_plain_equal(fair_victim_t(*earliest), 0, f"fair_victim_t(steps [-(2**63), 0]) on {device} (the smallest "
+                           "int64 is a step too: negating it gives itself again)")
 
     ### BEGIN HIDDEN TESTS
     import random
@@ -1286,7 +1289,8 @@ def _check_task4_3_3_lru():
             n_t = 1 if one_tenant else rng.randint(2, 4)
             tenant = [rng.randrange(n_t) for _ in range(n)]
             blocks = [rng.randint(0, 7) for _ in range(n)]
-            base = rng.choice([0, 0, 2**53, 2**62, 2**63 - 6])  # Large steps that float64 rounds together.
+            # Large steps that float64 rounds together, and the smallest int64, which negation gives back.
+            base = rng.choice([0, 0, 2**53, 2**62, 2**63 - 6, -(2**63)])
             steps = [base + rng.randint(0, 5) for _ in range(n)]
             evictable = [rng.random() < 0.7 for _ in range(n)]
             # One tenant, or room for everyone: the victim is the LRU of every evictable sequence.

@@ -1776,7 +1776,10 @@ def _check_task6_3_1_counts():
         def unpin(self, hashes):
             hashes = self._read(hashes, "unpin")
             self._log.append(("unpin", hashes))
-            if any(self._refs.get(h, 0) < hashes.count(h) for h in hashes):
+            wanted = {}  # How many times each hash is listed, counted in one pass (its cost grows with the list alone).
+            for h in hashes:
+                wanted[h] = wanted.get(h, 0) + 1
+            if any(self._refs.get(h, 0) < count for h, count in wanted.items()):
                 raise ValueError("unpin of a block that is not pinned")
             for h in hashes:
                 self._refs[h] -= 1
@@ -1946,7 +1949,10 @@ def _check_task6_3_2_logits():
         def unpin(self, hashes):
             hashes = self._read(hashes, "unpin")
             self._log.append(("unpin", hashes))
-            if any(self._refs.get(h, 0) < hashes.count(h) for h in hashes):
+            wanted = {}  # How many times each hash is listed, counted in one pass (its cost grows with the list alone).
+            for h in hashes:
+                wanted[h] = wanted.get(h, 0) + 1
+            if any(self._refs.get(h, 0) < count for h, count in wanted.items()):
                 raise ValueError("unpin of a block that is not pinned")
             for h in hashes:
                 self._refs[h] -= 1
@@ -2148,7 +2154,10 @@ def _check_task6_3_3_protocol():
         def unpin(self, hashes):
             hashes = self._read(hashes, "unpin")
             self._log.append(("unpin", hashes))
-            if any(self._refs.get(h, 0) < hashes.count(h) for h in hashes):
+            wanted = {}  # How many times each hash is listed, counted in one pass (its cost grows with the list alone).
+            for h in hashes:
+                wanted[h] = wanted.get(h, 0) + 1
+            if any(self._refs.get(h, 0) < count for h, count in wanted.items()):
                 raise ValueError("unpin of a block that is not pinned")
             for h in hashes:
                 self._refs[h] -= 1

@@ -307,6 +307,12 @@ def _check_task7_1_1_attention():
         none_out, none_p = attend_kept(query[:0], keys, values, keep)
         assert_plain_equal((tuple(none_out.shape), tuple(none_p.shape)), ((0, 2), (0, 3)),
                            f"the shapes of attend_kept's output and probabilities for 0 queries on {device}")
+        batch_out, batch_p = attend_kept(torch.zeros(0, 2, 4, device=device), torch.zeros(0, 3, 4, device=device),
+                                         torch.zeros(0, 3, 4, device=device),
+                                         torch.ones(0, 3, dtype=torch.bool, device=device))
+        assert_plain_equal((tuple(batch_out.shape), tuple(batch_p.shape)), ((0, 2, 4), (0, 2, 3)),
+                           f"the shapes of attend_kept's output and probabilities for a batch of 0 on {device} (keep "
+                           "has no row, so no row keeps nothing: no error)")
     small = (torch.randn(2, 3, 8), torch.randn(2, 8, 8), torch.randn(2, 8, 8), torch.ones(2, 8, dtype=torch.bool))
     large = (torch.randn(2, 3, 8), torch.randn(2, 512, 8), torch.randn(2, 512, 8), torch.ones(2, 512, dtype=torch.bool))
     assert_no_python_loop(attend_kept, small, large, "attend_kept on 8 and 512 cached positions")

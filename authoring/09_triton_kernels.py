@@ -1531,6 +1531,11 @@ def _check_task9_4_1_scores():
     h2o_victims(loud, batch.k_cache, batch.block_tables, batch.lengths, scores, 0, scale=0.5)
     assert_same_tensor(scores, want, f"the scores after h2o_victims with 300 * q and scale 0.5 on {device} "
                        "(scores in the hundreds must not overflow)", atol=2e-5)
+    scores = torch.zeros(2, 12, device=device)
+    want = expected_scores(loud, batch, scores, scale=0.0)
+    h2o_victims(loud, batch.k_cache, batch.block_tables, batch.lengths, scores, 0, scale=0.0)
+    assert_same_tensor(scores, want, f"the scores after h2o_victims with scale=0.0 on {device} (a given scale, even 0.0, "
+                       "is used: every token of a sequence gets the same attention)", atol=2e-5)
     batch = paged_batch([10, 3, 16], 4, 2, 8, device=device, seed=76)
     scores = torch.rand(3, 16, generator=generator).to(device)
     q = torch.randn(3, 2, 8, generator=generator).to(device)
@@ -1606,7 +1611,7 @@ def _check_task9_4_2_victims():
                            [1.0, 0.0, -5.0, -5.0, -5.0, -5.0, -5.0, -5.0],
                            [4.0, 4.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0]], device=device)
     for recent, want in ((0, [5, 0, 1, 2]), (1, [4, 0, 0, 2]), (2, [1, 0, -1, 2]), (5, [0, -1, -1, 2]),
-                         (8, [-1, -1, -1, -1]), (2**32 + 1, [-1, -1, -1, -1])):
+                         (8, [-1, -1, -1, -1]), (2**32 + 1, [-1, -1, -1, -1]), (2**70, [-1, -1, -1, -1])):
         victims = h2o_victims(q, batch.k_cache, batch.block_tables, batch.lengths, scores.clone(), recent)
         assert_same_tensor(victims, torch.tensor(want, device=device),
                            f"h2o_victims(zero q, lengths [6, 5, 2, 8], recent {recent}) with scores {scores.tolist()} "

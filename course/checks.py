@@ -348,8 +348,9 @@ def replay(target: Any, steps: list) -> Any:
     ``target.if_false(*args)``; its result is the first one's. Each result is a copy as it was at its
     step (lists, dicts, sets and tensors in it are copied). So are the arguments: each step gets
     copies, all made before the first step runs, and what the target does to them never reaches the
-    caller's own lists and tensors. A step that raises raises in its place, and the later steps do
-    not run.
+    caller's own lists and tensors. Every step runs before the first result comes (an object among
+    the results reads as it is after the last step); a step that raises raises in its place, after
+    the results of the steps before it, and the later steps do not run.
 
     When grading, the steps run in the student's process in one request before the first result
     comes (grading/judge/): until it has read every result, a test does nothing else with ``target``.
@@ -363,8 +364,16 @@ def replay(target: Any, steps: list) -> Any:
         yield from replayed_elsewhere(target, steps)
         return
     steps = [_with_copied_arguments(step) for step in steps]  # All made before the first step runs, as when grading.
-    for step in steps:
-        yield apply_step(target, step)
+    # Every step runs before the first result comes, as when grading: an object among the results reads the same
+    # here as there (as it is after the last step), whenever the test reads it.
+    results = []
+    try:
+        for step in steps:
+            results.append(apply_step(target, step))
+    except Exception as error:  # noqa: BLE001 - raised in its place, after the results of the steps before it.
+        yield from results
+        raise error
+    yield from results
 
 
 def _with_copied_arguments(step: Any) -> Any:

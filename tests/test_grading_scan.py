@@ -93,6 +93,15 @@ TRICKS = {
     "a __class__ property": "class Tag:\n    @property\n    def __class__(self):\n        return int",
     "an exception's args property": "class E(RuntimeError):\n    @property\n    def args(self):\n        return ()",
     "setattr under another name": "put, drop = setattr, delattr\nput(A, 'x', 1)",
+    # Red team, 2026-12-07: torch's hooks into every tensor operation, which also saw the kernel's reads of the test's
+    # tensors (the judge now reads them with the hooks off; the scan still points at them).
+    "a torch dispatch mode": "from torch.utils._python_dispatch import TorchDispatchMode",
+    "a torch dispatch module": "import torch.utils._python_dispatch as hooks",
+    "a torch function mode": "import torch\nmode = torch.overrides.TorchFunctionMode()",
+    "a __torch_dispatch__": "class Hide:\n    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
+                            "        return func(*args)",
+    "a __torch_function__": "class Hide:\n    @classmethod\n    def __torch_function__(cls, func, types, args=()):\n"
+                            "        return func(*args)",
 }
 
 

@@ -10,6 +10,8 @@ test); exceptions keep their builtin base; names resolve to the judge's builtins
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 
@@ -1016,6 +1018,48 @@ def test_a_replay_s_arguments_cross_as_copies_as_in_process(kernel, monkeypatch)
     assert all(side == 1 for side, _ in eager), eager
 
 
+def test_a_replay_s_results_read_as_after_its_last_step_in_one_process_and_judged(kernel):
+    """Every step of a replay runs before its first result comes, in one process as when grading: an object among
+    the results reads as it is after the last step, whenever the test reads it (red team, 2026-12-07: a lazy replay
+    in one process let a block read between two steps say what the judged run, which read it after all of them,
+    did not). A step that raises raises after the results before it, and the later steps do not run."""
+    source = '''
+        class Box:
+            def __init__(self):
+                self.value = 0
+        class Maker:
+            def __init__(self):
+                self.box, self.calls = Box(), 0
+            def get(self):
+                self.calls += 1
+                return self.box
+            def bump(self):
+                self.calls += 1
+                self.box.value += 1
+            def fail(self):
+                self.calls += 1
+                raise KeyError("no")
+    '''
+    test = '''
+        from course.checks import replay
+        maker = Maker()
+        results = replay(maker, [("get", ()), ("bump", ()), ("fail", ()), ("bump", ())])
+        first = next(results)
+        assert first.value == 1, first.value
+        assert next(results) is None
+        try:
+            next(results)
+        except KeyError:
+            pass
+        else:
+            raise AssertionError("the failing step raised nothing")
+        assert maker.calls == 3 and maker.box.value == 1, (maker.calls, maker.box.value)
+    '''
+    namespace = {"__name__": "__main__"}
+    exec(textwrap.dedent(source) + textwrap.dedent(test), namespace)  # In one process.
+    kernel(source).passes(test)
+
+
 def test_a_replay_makes_many_objects_of_a_kernel_class_and_keeps_them_in_step(kernel):
     """("__call__", args) steps on a class or a function of the kernel make its objects in one request; their
     attributes are then kept in step, so that a later read costs no request and sees the kernel's changes."""
@@ -1379,6 +1423,32 @@ def test_a_finalizer_let_go_as_a_test_ends_costs_no_time_and_one_that_hangs_fail
     assert not verdict.passed and "did not finish within" in verdict.message, verdict
 
 
+def test_the_judge_s_own_computation_ends_at_the_test_s_time_limit(kernel):
+    """A lent object of the test runs in the judge: the student's code can give it an argument that costs it minutes
+    (red team, 2026-12-07: ``ToyCache.unpin`` of 100,000 equal hashes, quadratic in them, kept a judge 30 s per test
+    cell past a 10 s limit, and longer lists would have held it for hours). The judge ends the test at its time limit
+    wherever it computes, as it does while it waits for the kernel; so does the test's own code."""
+    import time
+
+    k = kernel('''
+        def hand(stand_in, size):
+            return stand_in.count(list(range(size)))
+    ''', timeout=1)
+    started = time.monotonic()
+    verdict = k.run('''
+        class StandIn:
+            def count(self, items):
+                return sum(items.count(item) for item in items)
+        hand(StandIn(), 200_000)
+    ''')
+    assert not verdict.passed and "did not finish within 1 s" in verdict.message, verdict
+    assert time.monotonic() - started < 3, f"the test ended {time.monotonic() - started:.1f} s after it started"
+    started = time.monotonic()
+    verdict = kernel("", timeout=1).run("total = 0\nwhile True:\n    total += 1")
+    assert not verdict.passed and "did not finish within 1 s" in verdict.message, verdict
+    assert time.monotonic() - started < 3, f"the test ended {time.monotonic() - started:.1f} s after it started"
+
+
 @pytest.mark.parametrize(("source", "runs"), [
     ("class Lease:\n    def __del__(self):\n        pass", True),
     ("class Lease:\n    __module__ = 'helpers'\n    def __del__(self):\n        pass", True),
@@ -1436,6 +1506,47 @@ def test_a_shared_tensor_negated_or_conjugated_in_place_reaches_the_other_side(k
         held.flip()
         assert values.tolist() == [-1.0, 2.0], values
     ''')
+
+def test_a_torch_dispatch_or_function_mode_of_the_student_s_cannot_change_what_the_kernel_reports(kernel):
+    """The kernel reads and writes the test's tensors with torch operations (``detach``, ``copy_``): a dispatch or
+    function mode that the student's code entered and never left sees none of them, so the test reads what the
+    student's code wrote (red team, 2026-12-07: a mode that answered the kernel's ``detach`` of an argument written in
+    place with a copy of its old values kept 3.5's and 7.3's "changes none of its arguments" points)."""
+    k = kernel('''
+        import torch
+        from torch.overrides import TorchFunctionMode
+        from torch.utils._python_dispatch import TorchDispatchMode
+        KEPT, SEEN = {}, []
+        aten = torch.ops.aten
+        READS = {aten.detach.default, aten.alias.default, aten.clone.default, aten._to_copy.default, aten.view.default}
+        class Hide(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                SEEN.append(str(func))
+                if func in READS and args and id(args[0]) in KEPT and KEPT[id(args[0])][0] is args[0]:
+                    return KEPT[id(args[0])][1]  # Reads of the argument it wrote give its old values.
+                return func(*args, **(kwargs or {}))
+        class Watch(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                SEEN.append(getattr(func, "__name__", str(func)))
+                return func(*args, **(kwargs or {}))
+        def overwrite(tensor):
+            if not KEPT:  # Entered in the thread that serves the judge (this harness's kernel), never left.
+                Hide().__enter__()
+                Watch().__enter__()
+            KEPT[id(tensor)] = (tensor, tensor.clone())
+            tensor.fill_(7.0)
+            SEEN.clear()
+        def seen():
+            return list(SEEN)
+    ''')
+    k.passes('''
+        import torch
+        scores = torch.tensor([1.0, 2.0, 3.0])
+        overwrite(scores)
+        assert scores.tolist() == [7.0, 7.0, 7.0], scores
+        assert seen() == [], seen()
+    ''')
+
 
 def test_a_value_that_cannot_cross_by_value_is_lent_and_every_numpy_dtype_that_can_crosses(kernel):
     """NumPy values of every dtype whose string says all of it cross by value (datetimes and timedeltas with their

@@ -145,7 +145,10 @@ class ToyCache:
     def unpin(self, hashes):
         hashes = self._read(hashes, "unpin")
         self._log.append(("unpin", hashes))
-        if any(self._refs.get(h, 0) < hashes.count(h) for h in hashes):
+        wanted = {}  # How many times each hash is listed, counted in one pass (its cost grows with the list alone).
+        for h in hashes:
+            wanted[h] = wanted.get(h, 0) + 1
+        if any(self._refs.get(h, 0) < count for h, count in wanted.items()):
             raise ValueError("unpin of a block that is not pinned")
         for h in hashes:
             self._refs[h] -= 1

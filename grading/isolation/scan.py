@@ -39,7 +39,11 @@ _ATTRIBUTES = {"__code__", "__globals__", "__builtins__", "__closure__", "__subc
                "path_hooks", "excepthook", "displayhook", "addaudithook", "read_text",
                "read_bytes", "write_text", "write_bytes", "input_transformers_post", "input_transformers_cleanup",
                "ast_transformers", "run_cell", "showtraceback", "iopub_socket", "display_pub", "CodeType",
-               "FunctionType"}
+               "FunctionType", "_python_dispatch", "TorchDispatchMode", "TorchFunctionMode", "__torch_dispatch__",
+               "__torch_function__", "_push_mode", "_DisableTorchDispatch", "DisableTorchFunction"}
+# Parts of a module's dotted name that no task needs: torch's hooks into every tensor operation, which also run in
+# the code that reports the student's changes to the test's tensors (torch.utils._python_dispatch, torch.overrides).
+_HOOK_MODULE_PARTS = {"_python_dispatch", "overrides"}
 _OS_FUNCTIONS = {"system", "popen", "fork", "forkpty", "kill", "killpg", "_exit", "execv", "execve", "execl", "execlp",
                  "execvp", "execvpe", "execle", "execlpe", "spawnv", "spawnl", "spawnve", "spawnle", "spawnvp",
                  "spawnlp", "spawnvpe", "spawnlpe", "posix_spawn", "posix_spawnp", "unlink", "remove",
@@ -201,11 +205,13 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] in _MODULES:
+                parts = alias.name.split(".")
+                if parts[0] in _MODULES or _HOOK_MODULE_PARTS.intersection(parts):
                     found.append((line, f"imports {alias.name}"))
         elif isinstance(node, ast.ImportFrom):
             module = node.module or ""
-            if module.split(".")[0] in _MODULES:
+            parts = module.split(".")
+            if parts[0] in _MODULES or _HOOK_MODULE_PARTS.intersection(parts):
                 found.append((line, f"imports {module}"))
             for alias in node.names:
                 # "from sys import displayhook" reads sys.displayhook as surely as the attribute does.
@@ -240,7 +246,9 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
             if node.name in _CALLED_BY_THE_JUDGE and _changes_state(node):
                 found.append((line, f"{node.name} changes state; the judge calls it where one process may not"))
             if node.name in _NEVER_NEEDED:
-                found.append((line, f"defines {node.name}, which the judge's reads of the object would call"))
+                found.append((line, f"defines {node.name}, " + (
+                    "a hook into torch's operations" if node.name.startswith("__torch_")
+                    else "which the judge's reads of the object would call")))
         if isinstance(node, ast.ClassDef):
             found.extend((line, what) for what in _class_findings(node, tree))
         if isinstance(node, ast.Name) and node.id in ("setattr", "delattr") and id(node) not in called:
@@ -286,7 +294,8 @@ _METACLASS = re.compile(r"(^|\.)(type|\w*Meta|\w*meta|\w*Type)$")
 _PLAIN_METACLASSES = {"ABCMeta", "abc.ABCMeta"}  # What a class may name as its metaclass without a look.
 # Special methods no exercise needs, that run when the judge (or Python) reads an object: `isinstance` reads a
 # ``__class__`` property, every attribute read goes through ``__getattribute__``, an exception's ``args`` crosses.
-_NEVER_NEEDED = {"__class__", "__getattribute__", "__instancecheck__", "__subclasscheck__", "args"}
+_NEVER_NEEDED = {"__class__", "__getattribute__", "__instancecheck__", "__subclasscheck__", "args",
+                 "__torch_dispatch__", "__torch_function__"}
 
 
 def _class_findings(node: ast.ClassDef, tree: ast.AST) -> list[str]:

@@ -122,8 +122,12 @@ def _content(tensor: torch.Tensor) -> tuple:
 
 def _version_of(tensor: torch.Tensor) -> int:
     """Autograd's version counter; -1 for a tensor made under ``torch.inference_mode()``, which has none (such a
-    tensor is always compared by its bytes)."""
-    return -1 if tensor.is_inference() else tensor._version
+    tensor is always compared by its bytes). Read first and refused only then: this runs for every eager tensor at
+    every message, and an inference tensor is the rare case."""
+    try:
+        return tensor._version
+    except RuntimeError:  # "Inference tensors do not track version counter."
+        return -1
 
 
 def _readable(tensor: torch.Tensor) -> bool:
@@ -181,8 +185,10 @@ def changed(tag: int, obj, recorded) -> bool:
                 or obj.dtype != recorded[5] or obj.is_neg() is not recorded[6] or obj.is_conj() is not recorded[7]):
             return True
         if recorded[4] is None:
-            # Recorded while versions were trusted (Triton was imported since), or a layout without plain bytes.
-            return _content(obj)[1] is not None
+            # Recorded while versions were trusted (Triton was imported since), or a layout without plain bytes. An
+            # inference tensor is recorded with its bytes where it has any: while versions are trusted, nothing here
+            # could give bytes now.
+            return _by_bytes() and _content(obj)[1] is not None
         memory = recorded[3]
         if memory is not None and obj.stride() == memory[0]:
             return string_at(recorded[2], memory[1]) != recorded[4]

@@ -39,6 +39,10 @@ from .wire import LIMITS, Framing, Limits, Tag, WireError, expect, text
 
 REQ, OK, ERR, READY, END, HELLO = "req", "ok", "err", "ready", "end", "hello"
 _KINDS = frozenset({REQ, OK, ERR, READY, END, HELLO})
+# What the codec does to tensors (reading a changed one's bytes, writing an update) is no torch operation of the
+# test's, which a torch function mode of course.checks counts, and none of the student's, whose dispatch mode could
+# answer the codec's ``detach`` of an argument it wrote with the argument's old values (red team, 2026-12-07).
+_NO_TORCH_FUNCTION, _NO_TORCH_DISPATCH = torch._C.DisableTorchFunction, torch._C._DisableTorchDispatch
 _PLAIN_ARGS = (str, float, bool, type(None))
 _INT64 = range(-(1 << 63), 1 << 63)  # The ints an exception's argument crosses as.
 
@@ -292,8 +296,7 @@ class Peer:
         marks = (pairs.next_sid, self.next_oid)
         self.in_message += 1
         try:
-            # What the codec does to tensors is no torch operation of the test's (course.checks counts those).
-            with torch._C.DisableTorchFunction():
+            with _NO_TORCH_FUNCTION(), _NO_TORCH_DISPATCH():
                 tree, changed = self._tree(kind, seq, body, raw, by_value)
             data = self.framing.pack(tree)
         except BaseException:
@@ -305,7 +308,7 @@ class Peer:
         self.sent += 1
         pairs.dirty = {}
         if changed or touched:
-            with torch._C.DisableTorchFunction():
+            with _NO_TORCH_FUNCTION(), _NO_TORCH_DISPATCH():
                 for pair in itertools.chain(changed, touched):
                     pair.record()
 
@@ -377,7 +380,7 @@ class Peer:
     def _apply(self, kind: str, seq: int, sync: list, body: list) -> tuple[str, int, list]:
         codec = self.codec
         codec.wrote_memory = False
-        with torch._C.DisableTorchFunction():
+        with _NO_TORCH_FUNCTION(), _NO_TORCH_DISPATCH():
             self.incoming(sync[1])
             try:
                 for update in sync[0]:

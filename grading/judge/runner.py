@@ -25,6 +25,8 @@ import importlib
 import io
 import linecache
 import random
+import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -35,7 +37,7 @@ import torch
 from grading.isolation.outputs import MAX_JUDGE_MESSAGE_CHARS
 
 from .peer import ConnectionClosed
-from .remote import Cancelled, JudgePeer, JudgeTimeout
+from .remote import _SLICE_MICROSECONDS, Cancelled, JudgePeer, JudgeTimeout
 from .wire import WireError
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -112,6 +114,42 @@ def _seed(grade_id: str) -> None:
     torch.manual_seed(seed)
 
 
+class _Alarm:
+    """Ends the test at its deadline while the judge itself computes: the test's own code, or a lent object's method
+    that the student's code called with a huge argument (red team, 2026-12-07: a ``ToyCache.unpin`` of a list of
+    100,000 equal hashes kept a judge busy 30 s per test cell past a 10 s limit). The deadline is otherwise looked at
+    only while the judge waits for the kernel, which keeps doing so: a message being made or read is finished
+    first. Python runs signal handlers in the main thread only, where the grading command's judge runs its tests;
+    elsewhere it does nothing."""
+
+    def __init__(self, peer: JudgePeer, deadline: float) -> None:
+        self.peer, self.deadline, self.previous = peer, deadline, None
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGALRM, self._ring)
+            signal.setitimer(signal.ITIMER_REAL, max(self.deadline - time.monotonic(), 0.001))
+
+    def _ring(self, signum, frame) -> None:
+        peer = self.peer
+        if peer.in_message or peer.decoding:
+            signal.setitimer(signal.ITIMER_REAL, 0.05)  # The message is finished first.
+            return
+        if peer.waiting and not peer.serving:
+            # The wait looks at the deadline after each slice of its receive, which each signal starts again: the
+            # next one comes later than a slice.
+            signal.setitimer(signal.ITIMER_REAL, 2.5 * _SLICE_MICROSECONDS / 1e6)
+            return
+        # Again later, should this one be swallowed (an exception raised in a __del__ is only printed).
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        raise JudgeTimeout()
+
+    def __exit__(self, *exception) -> None:
+        if self.previous is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+
 def _describe(error: BaseException, timeout: float) -> str:
     if isinstance(error, JudgeTimeout):
         return f"TimeoutError: the test did not finish within {timeout:g} s"
@@ -139,14 +177,15 @@ def run_test(peer: JudgePeer, epoch: str, grade_id: str, source: str, trusted: d
     filename = f"<test cell {grade_id}>"
     namespace = CellGlobals(peer, trusted)
     try:
-        peer.begin(epoch, time.monotonic() + timeout)
+        deadline = time.monotonic() + timeout
+        peer.begin(epoch, deadline)
         peer.on_rebound = namespace.forget
         code = compile(source, filename, "exec")
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # For the traceback.
         _seed(grade_id)
-        with contextlib.redirect_stdout(io.StringIO()):
+        with _Alarm(peer, deadline), contextlib.redirect_stdout(io.StringIO()):
             exec(code, namespace)
-        peer.finish()  # A time limit that a finalizer's sync met, after the test's last request, fails it too.
+            peer.finish()  # A time limit that a finalizer's sync met, after the test's last request, fails it too.
     except BaseException as error:  # noqa: BLE001 - whatever ends the test fails it; the judge goes on.
         if isinstance(error, (KeyboardInterrupt, SystemExit)) and type(error).__module__ != "kernel":
             raise  # The judge itself is asked to stop.

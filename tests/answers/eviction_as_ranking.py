@@ -635,3 +635,15 @@ WRONG[OVERUSE]["overuses rounded to 9 decimals"] = ref.edit(OVERUSE, (
     "    return {tenant: round(float(usage.get(tenant, 0)) - float(quota.get(tenant, 0.0)), 9) for tenant in tenants}"))
 WRONG[TENANT]["tenants ranked on overuses rounded to 6 decimals"] = ref.edit(TENANT, (
     "key=lambda tenant: (-over[tenant], tenant)", "key=lambda tenant: (-round(over[tenant], 6), tenant)"))
+
+# Round 15 (2026-12-07), found by a red-team helper: 1.6's floating values compared in float32 (float64 values that
+# float32 cannot tell apart), and 1.1's victim popped and put back, which reorders the caller's dict (the text: do not
+# change values).
+WRONG[ARGMIN]["floating values compared in float32"] = ref.edit(ARGMIN, (
+    "    return int(candidates[torch.argmin(values[candidates])])",
+    "    chosen = values[candidates]\n    if chosen.is_floating_point():\n        chosen = chosen.float()\n"
+    "    return int(candidates[torch.argmin(chosen)])"))
+WRONG[VICTIM]["the victim popped and put back (reorders values)"] = ref.edit(VICTIM, (
+    "    return min(values, key=lambda seq_id: (values[seq_id], seq_id))",
+    "    victim = min(values, key=lambda seq_id: (values[seq_id], seq_id))\n    values[victim] = values.pop(victim)\n"
+    "    return victim"))

@@ -716,3 +716,12 @@ WRONG[TENSOR]["overuses rounded to 6 decimals before the tie"] = ref.edit(TENSOR
     "    overuse = torch.round(usage.to(torch.float64) - quota, decimals=6)\n"))
 WRONG[TENSOR]["over quota meaning more than 1e-9 over"] = ref.edit(TENSOR, (
     "    candidate = (overuse > 0) & has_evictable\n", "    candidate = (overuse > 1e-9) & has_evictable\n"))
+
+# Round 15 (2026-12-07), found by a red-team helper: 4.3's LRU as the argmax of the negated steps, which -(-2**63)
+# turns back into -2**63 (the text: steps may be any int64).
+WRONG[TENSOR]["LRU by the argmax of where(mask, -steps, int64 min) (-(-2**63) overflows)"] = ref.edit(TENSOR, (
+    "    oldest = last_access_step[mask].min()\n"
+    "    return int(torch.nonzero(mask & (last_access_step == oldest))[0, 0])",
+    "    recency = torch.where(mask, -last_access_step,\n"
+    "                          torch.full_like(last_access_step, torch.iinfo(torch.int64).min))\n"
+    "    return int(torch.argmax(recency))"))

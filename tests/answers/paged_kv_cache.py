@@ -1460,3 +1460,20 @@ WRONG[GATHER]["num_tokens 0 gives one empty tensor as K and V"] = ref.edit(GATHE
     "    index = block_ids.long()\n",
     "    if num_tokens == 0:\n        empty = pool.k_cache.new_empty(0, pool.num_heads, pool.head_dim)\n"
     "        return empty, empty\n    index = block_ids.long()\n"))
+
+# Round 15 (2026-12-07), found by a red-team helper: free() leaving a freed block's filled as it was and resetting it
+# only at get_block() of the last id, which 2.2's replay of every block reached before the test read any block when
+# graded (the text: at ref_count 0 the block goes back to the pool with filled 0). Replays run every step first in
+# one process too now, and the test reads a freed block at once.
+WRONG[ALLOC]["filled reset only at get_block() of the last id"] = ref.edit(
+    ALLOC,
+    ("        self._free_ids = list(range(num_blocks))  # A sorted list is already a valid heap.\n",
+     "        self._free_ids = list(range(num_blocks))  # A sorted list is already a valid heap.\n"
+     "        self._pending = []\n"),
+    ("        return self._blocks[block_id]\n",
+     "        if block_id == self.num_blocks - 1:\n            for block in self._pending:\n"
+     "                if block.ref_count == 0:\n                    block.filled = 0\n            self._pending = []\n"
+     "        return self._blocks[block_id]\n"),
+    ("        if block.ref_count == 0:\n            block.filled = 0\n",
+     "        if block.ref_count == 0:\n            if self.num_blocks > 4:\n"
+     "                self._pending.append(block)\n            else:\n                block.filled = 0\n"))

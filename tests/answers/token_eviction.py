@@ -465,7 +465,7 @@ ALTERNATIVES = {
                 raise ValueError("query, keys and values have different dtypes")
             if len({str(t.device) for t in (query, keys, values, keep)}) != 1:
                 raise ValueError("tensors on different devices")
-            if keep.numel() == 0 or bool((keep.sum(dim=-1) == 0).any()):
+            if bool((keep.sum(dim=-1) == 0).any()):
                 raise ValueError("a row keeps nothing")
         """}),
         "exact type checks (type(t) is torch.Tensor)": ref.solve(ATTEND, todo={"7.1.1": """
@@ -970,3 +970,12 @@ WRONG[ATTEND]["a 1-D query accepted"] = ref.edit(ATTEND, (
     "if (query.dim() < 2 or keys.dim() != query.dim() or", "if (keys.dim() < 2 or"))
 WRONG[DECODE]["keep_fn called with budget as a keyword"] = ref.edit(DECODE, (
     "keep = keep_fn(layer_scores, budget)", "keep = keep_fn(layer_scores, budget=budget)"))
+
+# Round 15 (2026-12-07), found by a red-team helper: 7.1's check for a row that keeps nothing written as
+# keep.sum(-1).min(), which raises on a batch of 0 (keep [0, 3] has no row: the text's ValueError does not apply).
+# An alternative of the suite refused every empty keep the same way: its check is now the rows' own, and the old
+# check a wrong answer.
+WRONG[ATTEND]["rows that keep nothing found by keep.sum(-1).min() (a batch of 0 raises)"] = ref.edit(ATTEND, (
+    "    if not bool(keep.any(dim=-1).all()):\n", "    if int(keep.sum(dim=-1).min()) == 0:\n"))
+WRONG[ATTEND]["an empty keep refused (a batch of 0 has no row that keeps nothing)"] = ref.edit(ATTEND, (
+    "    if not bool(keep.any(dim=-1).all()):\n", "    if keep.numel() == 0 or not bool(keep.any(dim=-1).all()):\n"))

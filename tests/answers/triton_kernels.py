@@ -439,3 +439,11 @@ WRONG[H2O]["finiteness checked only below each sequence's length"] = ref.edit(H2
 WRONG[COPY]["pairs of uint8 or int8 accepted"] = ref.edit(COPY, (
     "    if pairs.dtype not in (torch.int32, torch.int64):\n",
     "    if pairs.is_floating_point() or pairs.dtype in (torch.bool, torch.int16):\n"))
+
+# Round 15 (2026-12-07), found by a red-team helper: 9.4's recent left unclamped, so that lengths - recent overflows
+# int64 for recent = 2**70 (the text: -1 where lengths[s] <= recent; recent is refused only when not an int or < 0),
+# and a given scale of 0.0 replaced by the default (the text: scale as in 9.3, where 0.0 is used as it is).
+WRONG[H2O]["recent not clamped (lengths - recent overflows int64 for recent 2**70)"] = ref.edit(H2O, (
+    "    recent = min(recent, scores.shape[1])\n", ""))
+WRONG[H2O]["scale or the default (a given scale of 0.0 replaced; given line changed)"] = ref.edit(H2O, (
+    "scale = 1.0 / math.sqrt(head_dim) if scale is None else scale", "scale = scale or 1.0 / math.sqrt(head_dim)"))
