@@ -679,6 +679,14 @@ def _check_task4_1_5_victim_tenant():
     assert_plain_equal(FairPolicy({"a": 1.0, "b": 1 - 1e-9, "c": 2.0}, 40).select_victim(near), "b::1",
                        "FairPolicy({'a': 1, 'b': 1 - 1e-9, 'c': 2}, 40).select_victim(a: 15 blocks, b: 15) (b's quota is "
                        "smaller by 5e-9: its overuse is larger, not a tie)")
+    assert_plain_equal(FairPolicy({"a": 1.0, "b": 1 - 1e-11, "c": 2.0}, 40).select_victim(near), "b::1",
+                       "FairPolicy({'a': 1, 'b': 1 - 1e-11, 'c': 2}, 40).select_victim(a: 15 blocks, b: 15) (overuses "
+                       "5e-11 apart are not a tie either: compare them exactly)")
+    # A tenant passed over for being all protected does not win the tie it is in.
+    tie = cache_of(make_sequence("a::1", 4, 0), make_sequence("b::1", 4, 1))
+    assert_plain_equal(FairPolicy(None, 4).select_victim(tie, frozenset({"a::1"})), "b::1",
+                       "FairPolicy(None, 4).select_victim(a: 4 blocks, b: 4, protected={'a::1'}) (a and b tie; a has "
+                       "nothing to evict, so b's LRU goes)")
     # Ids in protected that are not cached are ignored: they protect nothing, nor do they fill the cache.
     one = cache_of(make_sequence("a::1", 4, 0))
     assert_plain_equal(FairPolicy(None, 4).select_victim(one, frozenset({"x::ghost"})), "a::1",

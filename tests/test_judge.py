@@ -1548,6 +1548,38 @@ def test_a_torch_dispatch_or_function_mode_of_the_student_s_cannot_change_what_t
     ''')
 
 
+def test_a_finalizer_that_a_collection_runs_cannot_undo_a_change_before_the_judge_sees_it(kernel):
+    """An object in a reference cycle is freed, and its ``__del__`` run, by the collector, at an allocation that the
+    student's code can count: the kernel holds the collector off from the moment that code returns until its reply
+    is sent, so a finalizer that puts back a test's tensor runs after the change crossed, as the test's next line in
+    one process reads the change (red team, 2026-12-07: 3.5's in-place write put back that way had kept its points)."""
+    import gc
+
+    k = kernel('''
+        import gc
+        class Undo:
+            def __init__(self, tensor, saved):
+                self.tensor, self.saved, self.me = tensor, saved, self
+            def __del__(self):
+                self.tensor.copy_(self.saved)
+        def overwrite(tensor):
+            saved = tensor.clone()
+            tensor.fill_(7.0)
+            Undo(tensor, saved)
+            gc.set_threshold(1)  # The next allocation collects: the __del__ puts the tensor back.
+    ''')
+    threshold = gc.get_threshold()
+    try:
+        k.passes('''
+            import torch
+            scores = torch.tensor([1.0, 2.0])
+            overwrite(scores)
+            assert scores.tolist() == [7.0, 7.0], scores
+        ''')
+    finally:
+        gc.set_threshold(*threshold)
+
+
 def test_a_value_that_cannot_cross_by_value_is_lent_and_every_numpy_dtype_that_can_crosses(kernel):
     """NumPy values of every dtype whose string says all of it cross by value (datetimes and timedeltas with their
     unit, strings of any length); a record array, a sparse, nested or quantized tensor is lent as an object, as a

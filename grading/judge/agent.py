@@ -19,6 +19,7 @@ import builtins
 import contextlib
 import copy
 import dis
+import gc
 import inspect
 import keyword
 import operator
@@ -265,12 +266,24 @@ class AgentPeer(Peer):
         # every object it lets go of freed at once (remote.JudgePeer.free_now), since any may hold one of those. The
         # namespace is looked at when each test cell starts (`serve`), class statements as they run.
         self.finalizers = False
+        # The collector is held off from the moment the student's code returns to the judge's request until the
+        # reply is sent (`_serving`, `send`): a finalizer that only a collection runs (an object in a reference cycle)
+        # would otherwise run at an allocation the student can count, between the return and the look for what the
+        # code changed, and undo a change to the test's values before the judge saw it (red team, 2026-12-07:
+        # 3.5's in-place write put back that way kept its "changes none of its arguments" points). Held off, it runs
+        # after the reply, and what it changes crosses with the next message.
+        self.holding_collector = False
         _watch_classes(self)
         super().__init__(connection)
 
     def send(self, kind: str, seq: int, body: list, raw: bool = False) -> None:
         with self.lock:
-            super().send(kind, seq, body, raw)
+            try:
+                super().send(kind, seq, body, raw)
+            finally:
+                if self.holding_collector:
+                    self.holding_collector = False
+                    gc.enable()
 
     def receive(self) -> tuple[str, int, list]:
         with self.lock:
@@ -440,16 +453,25 @@ class AgentPeer(Peer):
 
     def handle(self, op: str, args: list):
         if not self.counting:
-            return self._handle(op, args)
+            return self._serving(op, args)
         # The judge counts what a function of its own that calls the student's code does here.
         calls = _counting_mode() if self.counting & COUNT_TORCH_CALLS and op != "count" else None
         launches = _LaunchCounter() if self.counting & COUNT_LAUNCHES and op != "launches" else None
         with calls or contextlib.nullcontext(), launches or contextlib.nullcontext():
             try:
-                return self._handle(op, args)
+                return self._serving(op, args)
             finally:
                 self.counted += calls.calls if calls else 0
                 self.launched += launches.calls if launches else 0
+
+    def _serving(self, op: str, args: list):
+        """`_handle`, with the collector held off from the moment the student's code returns (see ``__init__``)."""
+        try:
+            return self._handle(op, args)
+        finally:
+            if gc.isenabled():
+                gc.disable()
+                self.holding_collector = True
 
     def _handle(self, op: str, args: list):
         if op == "op":

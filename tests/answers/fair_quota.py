@@ -725,3 +725,22 @@ WRONG[TENSOR]["LRU by the argmax of where(mask, -steps, int64 min) (-(-2**63) ov
     "    recency = torch.where(mask, -last_access_step,\n"
     "                          torch.full_like(last_access_step, torch.iinfo(torch.int64).min))\n"
     "    return int(torch.argmax(recency))"))
+
+# Round 15 (2026-12-07), found by a red-team helper: 4.1.5's tenant ties found with math.isclose (overuses 5e-11
+# apart taken for a tie), and the tie broken over every over-quota tenant, a fully protected one too (the text: the
+# largest overuse first, ties to the smaller name; pass over a tenant whose sequences are all protected).
+_FAIR_LOOP = ("        for tenant in sorted(over, key=lambda t: (-overuse[t], t)):\n"
+              "            if evictable[tenant]:\n"
+              "                return lru(evictable[tenant])\n")
+WRONG[FAIR]["tenant ties found with math.isclose"] = ref.edit(FAIR, (
+    _FAIR_LOOP,
+    "        able = [t for t in over if evictable[t]]\n        if able:\n"
+    "            best = max(overuse[t] for t in able)\n"
+    "            tenant = min(t for t in able if math.isclose(overuse[t], best))\n"
+    "            return lru(evictable[tenant])\n"))
+WRONG[FAIR]["the tie broken over every over-quota tenant, a fully protected one too"] = ref.edit(FAIR, (
+    _FAIR_LOOP,
+    "        able = [t for t in over if evictable[t]]\n        if able:\n"
+    "            best = max(overuse[t] for t in able)\n"
+    "            tenant = min(t for t in over if overuse[t] == best)\n"
+    "            return lru(evictable[tenant])\n"))
