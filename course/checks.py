@@ -366,14 +366,26 @@ def replay(target: Any, steps: list) -> Any:
     steps = [_with_copied_arguments(step) for step in steps]  # All made before the first step runs, as when grading.
     # Every step runs before the first result comes, as when grading: an object among the results reads the same
     # here as there (as it is after the last step), whenever the test reads it.
-    results = []
-    try:
-        for step in steps:
-            results.append(apply_step(target, step))
-    except Exception as error:  # noqa: BLE001 - raised in its place, after the results of the steps before it.
-        yield from results
-        raise error
+    results, failure = apply_steps(target, steps, Exception)
     yield from results
+    if failure is not None:
+        try:
+            raise failure  # In its place, after the results of the steps before it.
+        finally:  # Its traceback holds this frame (through apply_steps's): no cycle keeps the steps' frames alive.
+            failure = None
+
+
+def apply_steps(target: Any, steps: list, caught: type | tuple) -> tuple[list, BaseException | None]:
+    """Do ``steps`` on ``target`` in order (`apply_step`) until one raises one of ``caught``: the results of the steps
+    before it, and what it raised (None when none did). `replay` runs them so, and so does the student's process
+    when grading (grading/judge/agent.py)."""
+    results = []
+    for step in steps:
+        try:
+            results.append(apply_step(target, step))
+        except caught as error:
+            return results, error
+    return results, None
 
 
 def _with_copied_arguments(step: Any) -> Any:

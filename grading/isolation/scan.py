@@ -198,6 +198,12 @@ def findings(source: str, imported) -> list[tuple[int, str]]:
     return unfollowed + parsed.findings[key]
 
 
+def _flagged_module(dotted: str) -> bool:
+    """Whether importing ``dotted`` is flagged: its package is in `_MODULES`, or a part is in `_HOOK_MODULE_PARTS`."""
+    parts = dotted.split(".")
+    return parts[0] in _MODULES or not _HOOK_MODULE_PARTS.isdisjoint(parts)
+
+
 def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
     found = []
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
@@ -205,13 +211,11 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import):
             for alias in node.names:
-                parts = alias.name.split(".")
-                if parts[0] in _MODULES or _HOOK_MODULE_PARTS.intersection(parts):
+                if _flagged_module(alias.name):
                     found.append((line, f"imports {alias.name}"))
         elif isinstance(node, ast.ImportFrom):
             module = node.module or ""
-            parts = module.split(".")
-            if parts[0] in _MODULES or _HOOK_MODULE_PARTS.intersection(parts):
+            if _flagged_module(module):
                 found.append((line, f"imports {module}"))
             for alias in node.names:
                 # "from sys import displayhook" reads sys.displayhook as surely as the attribute does.

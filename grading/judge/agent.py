@@ -518,19 +518,15 @@ class AgentPeer(Peer):
     def replay(self, target, steps) -> list:
         """course.checks.replay's steps on ``target``, here: ``[whether one raised, result...]`` (what it raised waits
         for the judge's ``replay_error``); results sit one level down, objects with few attributes bring them."""
-        from course.checks import apply_step
+        from course.checks import apply_steps
 
         expect(type(steps) is tuple, "replay's steps are not a tuple")  # A tuple: no pair need hold them.
-        reply = [False]
-        for step in steps:
-            try:
-                reply.append(apply_step(target, step))
-            except self.answered as error:  # It reaches the judge in the failing step's place.
-                self.replay_failure = error
-                reply[0] = True
-                break
+        # What a step raised reaches the judge in its place (`replay_error`). No local name holds it: its traceback
+        # holds apply_steps's frame, and that frame this one, whose names would keep the error and its frames alive
+        # past the reply (Peer.answer).
+        results, self.replay_failure = apply_steps(target, steps, self.answered)
         self.send_by_value = True  # The results are copies (course.checks._copied): no pair need hold them.
-        return reply
+        return [self.replay_failure is not None, *results]
 
     def lookup(self, name: str):
         value = self.namespace.get(name, _MISSING)

@@ -122,13 +122,13 @@ class _Alarm:
     first. Python runs signal handlers in the main thread only, where the grading command's judge runs its tests;
     elsewhere it does nothing."""
 
-    def __init__(self, peer: JudgePeer, deadline: float) -> None:
-        self.peer, self.deadline, self.previous = peer, deadline, None
+    def __init__(self, peer: JudgePeer) -> None:
+        self.peer, self.previous = peer, None
 
     def __enter__(self) -> None:
         if threading.current_thread() is threading.main_thread():
             self.previous = signal.signal(signal.SIGALRM, self._ring)
-            signal.setitimer(signal.ITIMER_REAL, max(self.deadline - time.monotonic(), 0.001))
+            signal.setitimer(signal.ITIMER_REAL, max(self.peer.deadline - time.monotonic(), 0.001))
 
     def _ring(self, signum, frame) -> None:
         peer = self.peer
@@ -177,13 +177,12 @@ def run_test(peer: JudgePeer, epoch: str, grade_id: str, source: str, trusted: d
     filename = f"<test cell {grade_id}>"
     namespace = CellGlobals(peer, trusted)
     try:
-        deadline = time.monotonic() + timeout
-        peer.begin(epoch, deadline)
+        peer.begin(epoch, time.monotonic() + timeout)
         peer.on_rebound = namespace.forget
         code = compile(source, filename, "exec")
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # For the traceback.
         _seed(grade_id)
-        with _Alarm(peer, deadline), contextlib.redirect_stdout(io.StringIO()):
+        with _Alarm(peer), contextlib.redirect_stdout(io.StringIO()):
             exec(code, namespace)
             peer.finish()  # A time limit that a finalizer's sync met, after the test's last request, fails it too.
     except BaseException as error:  # noqa: BLE001 - whatever ends the test fails it; the judge goes on.
