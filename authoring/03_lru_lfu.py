@@ -1731,8 +1731,9 @@ _check_task3_5_lru_victim_t()
 # ## Task 3.6: lfu_victim_t (4 points)
 #
 # Write `lfu_victim_t(use_count, last_access_step, evictable) -> int`: the evictable index with the smallest
-# `(use_count[i], last_access_step[i], i)`, compared lexicographically; `-1` when none is evictable; `ValueError`
-# when the three tensors are not 1-D of the same length (checked first, even when none is evictable). The tensors
+# `(use_count[i], last_access_step[i], i)`, compared lexicographically; `-1` when none is evictable (three empty
+# tensors included); `ValueError` when the three tensors are not 1-D of the same length (checked first, even when
+# none is evictable). The tensors
 # may be on any device. Do not change them: an in-place `use_count.masked_fill_(~evictable, ...)` would overwrite
 # the engine's use counts, so mask out of place (`torch.where`). Fill in TODO 3.6.1 to TODO 3.6.3.
 #
@@ -1745,7 +1746,7 @@ _check_task3_5_lru_victim_t()
 #
 # ## 任务 3.6：lfu_victim_t（4 分）
 #
-# 编写 `lfu_victim_t(use_count, last_access_step, evictable) -> int`：在可驱逐的下标中返回 `(use_count[i], last_access_step[i], i)` 按字典序最小者；没有可驱逐项时返回 `-1`；三个张量不是等长的一维张量时抛出 `ValueError`（最先检查，即使没有可驱逐项也要检查）。张量可以在任意设备上。不要修改这三个张量：原地的 `use_count.masked_fill_(~evictable, ...)` 会改写引擎记录的使用次数，所以请用非原地的 `torch.where` 做掩码。
+# 编写 `lfu_victim_t(use_count, last_access_step, evictable) -> int`：在可驱逐的下标中返回 `(use_count[i], last_access_step[i], i)` 按字典序最小者；没有可驱逐项时（包括三个空张量）返回 `-1`；三个张量不是等长的一维张量时抛出 `ValueError`（最先检查，即使没有可驱逐项也要检查）。张量可以在任意设备上。不要修改这三个张量：原地的 `use_count.masked_fill_(~evictable, ...)` 会改写引擎记录的使用次数，所以请用非原地的 `torch.where` 做掩码。
 # 请完成 TODO 3.6.1 到 TODO 3.6.3。
 #
 # **陷阱：把两个键合成一个数。** 例如 `use_count * 10**6 + last_access_step`。逻辑时钟在一百万次访问后就会超过 $10^6$，这时使用次数多的序列可能排在使用次数少的序列前面（使用次数 1、步数 1,500,000 得 2,500,000；使用次数 2、步数 20 得 2,000,020）。
@@ -1830,6 +1831,9 @@ def _check_task3_6_lfu_victim_t():
                            f"lfu_victim_t(use_count [1, 1], step [2**62 + 1, 2**62]) on {device} (equal as float64, not as int64)")
         assert_plain_equal(lfu_victim_t(count, step, torch.zeros(4, dtype=torch.bool, device=device)), -1,
                            f"lfu_victim_t(..., nothing evictable) on {device}")
+        no_entries = torch.zeros(0, dtype=torch.int64, device=device)
+        assert_plain_equal(lfu_victim_t(no_entries, no_entries.clone(), torch.zeros(0, dtype=torch.bool, device=device)), -1,
+                           f"lfu_victim_t(three empty tensors) on {device} (none is evictable)")
         flags = torch.tensor([True, False, True, True], device=device)
         lfu_victim_t(count, step, flags)
         assert_plain_equal([count.tolist(), step.tolist(), flags.tolist()], [[1, 1, 4, 1], [9, 4, 1, 4], [True, False, True, True]],

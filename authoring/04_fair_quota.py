@@ -670,6 +670,9 @@ def _check_task4_1_5_victim_tenant():
     assert_plain_equal(FairPolicy({"a": 1.0, "b": 1e-10}, 1).select_victim(hair), "a::1",
                        "FairPolicy({'a': 1.0, 'b': 1e-10}, 1).select_victim(a: 1 block, quota 1 / (1 + 1e-10)) "
                        "(over by 1e-10 is over: any overuse above 0 counts)")
+    assert_plain_equal(FairPolicy({"a": 1.0, "b": 1e-15}, 1).select_victim(hair), "a::1",
+                       "FairPolicy({'a': 1.0, 'b': 1e-15}, 1).select_victim(a: 1 block, quota 1 / (1 + 1e-15)) "
+                       "(over by about 1e-15 is over too: no threshold, however small)")
 
     # Tiny weights are weights (only a sum of exactly 0 is refused); overuses 5e-9 apart are not a tie.
     tiny = cache_of(make_sequence("a::1", 4, 0), make_sequence("b::1", 1, 3))
@@ -682,6 +685,9 @@ def _check_task4_1_5_victim_tenant():
     assert_plain_equal(FairPolicy({"a": 1.0, "b": 1 - 1e-11, "c": 2.0}, 40).select_victim(near), "b::1",
                        "FairPolicy({'a': 1, 'b': 1 - 1e-11, 'c': 2}, 40).select_victim(a: 15 blocks, b: 15) (overuses "
                        "5e-11 apart are not a tie either: compare them exactly)")
+    assert_plain_equal(FairPolicy({"a": 1.0, "b": 1 - 1e-15, "c": 2.0}, 40).select_victim(near), "b::1",
+                       "FairPolicy({'a': 1, 'b': 1 - 1e-15, 'c': 2}, 40).select_victim(a: 15 blocks, b: 15) (overuses "
+                       "9e-15 apart are not a tie: no rounding, however fine)")
     # A tenant passed over for being all protected does not win the tie it is in.
     tie = cache_of(make_sequence("a::1", 4, 0), make_sequence("b::1", 4, 1))
     assert_plain_equal(FairPolicy(None, 4).select_victim(tie, frozenset({"a::1"})), "b::1",
@@ -1181,6 +1187,13 @@ def _check_task4_3_2_victim_tenant():
                   torch.ones(2, dtype=torch.bool, device=device))
         assert_plain_equal(fair_victim_t(*slight), 0, f"fair_victim_t(tenant 0: 1 block at step 5, tenant 1: none at step "
                            f"1, weights [1, 1e-10], 1) on {device} (tenant 0 is 1e-10 over its quota: over is over)")
+        faint = (*slight[:3], t([1.0, 1e-15], torch.float64), 1, slight[5])
+        assert_plain_equal(fair_victim_t(*faint), 0, f"fair_victim_t(tenant 0: 1 block at step 5, tenant 1: none at step "
+                           f"1, weights [1, 1e-15], 1) on {device} (tenant 0 is about 1e-15 over: no threshold, however "
+                           "small)")
+        nearer = (*near[:3], t([1.0, 1 - 1e-15, 2.0], torch.float64), 40, near[5])
+        assert_plain_equal(fair_victim_t(*nearer), 1, f"fair_victim_t(tenants 0 and 1: 15 blocks each, weights [1, "
+                           f"1 - 1e-15, 2], 40) on {device} (overuses 9e-15 apart are not a tie: no rounding, however fine)")
 
     ### BEGIN HIDDEN TESTS
     import random

@@ -1570,7 +1570,7 @@ _check_task7_6_1_full_budget()
 def _check_task7_6_2_eviction():
     import torch
 
-    from course.checks import assert_plain_equal, assert_same_tensor
+    from course.checks import assert_no_python_loop, assert_plain_equal, assert_same_tensor
     from course.env import available_devices
     from course.model import TinyDecoder, prune_cache
 
@@ -1598,6 +1598,16 @@ def _check_task7_6_2_eviction():
         assert_plain_equal([tuple(k.shape) for k, _ in final], [(3, 4, 2, 4)] * 2,
                            f"the final cache's shapes with budget 4 on {device}")
         assert_plain_equal(tuple(logits.shape), (3, 10, 23), f"the logits' shape with budget 4 on {device}")
+
+    # Inside a step, no Python loop over sequences or heads: as many torch operations for 1 sequence with 1 head as
+    # for 6 sequences with 4 heads (the same 6 steps, budget and evictions).
+    small_model, large_model = (TinyDecoder(vocab_size=23, num_layers=2, num_heads=heads, head_dim=4, seed=9,
+                                            positions="rotary") for heads in (1, 4))
+    small_tokens, large_tokens = (torch.randint(0, 23, (batch, 6), generator=torch.Generator().manual_seed(77))
+                                  for batch in (1, 6))
+    assert_no_python_loop(decode_with_eviction, (small_model, small_tokens, 3, window),
+                          (large_model, large_tokens, 3, window),
+                          "decode_with_eviction on 1 sequence with 1 head and on 6 sequences with 4 heads")
 
     ### BEGIN HIDDEN TESTS
     import random as _random

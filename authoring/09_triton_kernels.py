@@ -1232,7 +1232,8 @@ def _check_task9_3_3_float16_large_scores():
 _check_task9_3_3_float16_large_scores()
 
 # %% nbgrader={"grade": true, "grade_id": "test_task9_3_4_launch_and_bad_input", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-"""Check that paged_decode launches one kernel for the batch and refuses bad input before any launch."""
+"""Check that paged_decode launches one kernel for the batch, reads no slot past a length, and refuses bad input before
+any launch."""
 
 
 def _check_task9_3_4_launch_and_bad_input():
@@ -1240,7 +1241,7 @@ def _check_task9_3_4_launch_and_bad_input():
 
     from course.checks import assert_plain_equal, assert_raises
     from course.env import pick_device
-    from course.kernels import count_launches, paged_batch
+    from course.kernels import count_launches, paged_batch, watch_memory
 
     device = pick_device()
     batch = paged_batch([5, 9, 2], 4, 2, 8, device=device, seed=61)
@@ -1248,6 +1249,39 @@ def _check_task9_3_4_launch_and_bad_input():
     args = (batch.k_cache, batch.v_cache, batch.block_tables, batch.lengths)
     _, launches = count_launches(paged_decode, q, *args)
     assert_plain_equal(launches, 1, f"the number of kernel launches of paged_decode for 3 sequences on {device}")
+    # BEGIN SHARED check_memory (authoring/shared/09_triton_kernels.py)
+    def check_memory(use, batch, caller, pools, may_write=None):
+        """Fail when a kernel, as `course.kernels.watch_memory` saw it (``use``), read a pool slot past a sequence's
+        length, read outside its arguments, or wrote anywhere but its result and the arguments ``may_write`` (positions:
+        ``{position: bool mask of the elements it may write}``). ``pools``: ``{position: name}`` of the K/V pools among
+        the arguments. Nothing is checked where nothing could be watched (a compiled kernel on a GPU)."""
+        if not use["watched"]:
+            return
+        block_size = batch.k_cache.shape[1]
+        in_use = torch.zeros(batch.k_cache.shape[:2], dtype=torch.bool)
+        for s, length in enumerate(batch.lengths.tolist()):
+            for t in range(length):
+                in_use[int(batch.block_tables[s, t // block_size]), t % block_size] = True
+        for position, name in pools.items():
+            past = use["read"][position].flatten(2).any(-1) & ~in_use
+            assert not bool(past.any()), (
+                f"{caller} read {name} at (block, slot) {past.nonzero().tolist()[:4]}: slots past the sequences' lengths "
+                "(the kernel never reads them: load under the mask)")
+        assert use["read elsewhere"] == 0, (
+            f"{caller} read {use['read elsewhere']} bytes outside its arguments (past a pool's end, or memory of its own)")
+        for position, written in enumerate(use["written"]):
+            allowed = (may_write or {}).get(position)
+            wrong = written if allowed is None or written is None else written & ~allowed
+            assert wrong is None or not bool(wrong.any()), (
+                f"{caller} wrote into its argument {position} at {wrong.nonzero().tolist()[:4]}: it may not write there")
+        assert use["written elsewhere"] == 0, (
+            f"{caller} wrote {use['written elsewhere']} bytes outside its result and arguments (a tensor of its own, such "
+            "as the attention matrix)")
+    # END SHARED
+    # Under Triton's interpreter every load and store is seen: no slot past a length is read, nothing but the result
+    # is written.
+    _, use = watch_memory(paged_decode, q, *args)
+    check_memory(use, batch, f"paged_decode for 3 sequences on {device}", {1: "k_cache", 2: "v_cache"})
     for bad_q, error, what in [(torch.zeros(3, 3, 8, device=device), ValueError, "3 query heads for 2 KV heads"),
                                (torch.zeros(2, 4, 8, device=device), ValueError, "q for 2 of 3 sequences"),
                                (torch.zeros(3, 4, 4, device=device), ValueError, "q of head_dim 4 (the pool's is 8)"),
@@ -1688,7 +1722,8 @@ def _check_task9_4_2_victims():
 _check_task9_4_2_victims()
 
 # %% nbgrader={"grade": true, "grade_id": "test_task9_4_3_launch_and_bad_input", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-"""Check that h2o_victims launches one kernel and refuses bad scores or recent before any launch."""
+"""Check that h2o_victims launches one kernel, reads no slot past a length, writes only the scores and the victims, and
+refuses bad scores or recent before any launch."""
 
 
 def _check_task9_4_3_launch_and_bad_input():
@@ -1697,7 +1732,7 @@ def _check_task9_4_3_launch_and_bad_input():
 
     from course.checks import assert_plain_equal, assert_raises, assert_same_tensor
     from course.env import pick_device
-    from course.kernels import count_launches, paged_batch
+    from course.kernels import count_launches, paged_batch, watch_memory
 
     device = pick_device()
     batch = paged_batch([5, 9, 2], 4, 2, 8, device=device, seed=91)
@@ -1706,6 +1741,41 @@ def _check_task9_4_3_launch_and_bad_input():
     head = (q, batch.k_cache, batch.block_tables, batch.lengths)
     _, launches = count_launches(h2o_victims, *head, scores, 2)
     assert_plain_equal(launches, 1, f"the number of kernel launches of h2o_victims for 3 sequences on {device}")
+    # BEGIN SHARED check_memory (authoring/shared/09_triton_kernels.py)
+    def check_memory(use, batch, caller, pools, may_write=None):
+        """Fail when a kernel, as `course.kernels.watch_memory` saw it (``use``), read a pool slot past a sequence's
+        length, read outside its arguments, or wrote anywhere but its result and the arguments ``may_write`` (positions:
+        ``{position: bool mask of the elements it may write}``). ``pools``: ``{position: name}`` of the K/V pools among
+        the arguments. Nothing is checked where nothing could be watched (a compiled kernel on a GPU)."""
+        if not use["watched"]:
+            return
+        block_size = batch.k_cache.shape[1]
+        in_use = torch.zeros(batch.k_cache.shape[:2], dtype=torch.bool)
+        for s, length in enumerate(batch.lengths.tolist()):
+            for t in range(length):
+                in_use[int(batch.block_tables[s, t // block_size]), t % block_size] = True
+        for position, name in pools.items():
+            past = use["read"][position].flatten(2).any(-1) & ~in_use
+            assert not bool(past.any()), (
+                f"{caller} read {name} at (block, slot) {past.nonzero().tolist()[:4]}: slots past the sequences' lengths "
+                "(the kernel never reads them: load under the mask)")
+        assert use["read elsewhere"] == 0, (
+            f"{caller} read {use['read elsewhere']} bytes outside its arguments (past a pool's end, or memory of its own)")
+        for position, written in enumerate(use["written"]):
+            allowed = (may_write or {}).get(position)
+            wrong = written if allowed is None or written is None else written & ~allowed
+            assert wrong is None or not bool(wrong.any()), (
+                f"{caller} wrote into its argument {position} at {wrong.nonzero().tolist()[:4]}: it may not write there")
+        assert use["written elsewhere"] == 0, (
+            f"{caller} wrote {use['written elsewhere']} bytes outside its result and arguments (a tensor of its own, such "
+            "as the attention matrix)")
+    # END SHARED
+    # Under Triton's interpreter every load and store is seen: no slot past a length is read, and only the scores
+    # within the lengths and the victims are written (never the attention matrix).
+    watched = scores.clone()
+    _, use = watch_memory(h2o_victims, *head, watched, 2)
+    within = torch.arange(12, device=device) < batch.lengths[:, None].to(device)
+    check_memory(use, batch, f"h2o_victims for 3 sequences on {device}", {1: "k_cache"}, {4: within.cpu()})
     before = scores.clone()
     for bad_scores, recent, error, what in [(scores.double(), 0, TypeError, "float64 scores"),
                                             (scores[:, :8], 0, ValueError, "scores of 8 positions (12 needed)"),

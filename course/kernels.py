@@ -6,6 +6,8 @@
   block tables have free blocks, a shared block and -1 past each sequence's blocks.
 - `check_paged_batch` raises a clear error for inputs that a kernel would read out of bounds.
 - `count_launches` counts the Triton kernel launches of a call, compiled or interpreted.
+- `watch_memory` says which elements of a call's tensors its Triton kernels read and wrote, under the
+  interpreter (``TRITON_INTERPRET=1``).
 - `speed_up_interpreter` makes Triton's interpreter skip work it repeats (notebook 09's setup calls it).
 
 Nothing here imports triton until `count_launches` or `speed_up_interpreter` runs, so the rest of the
@@ -21,7 +23,7 @@ from typing import Any
 import torch
 
 __all__ = ["GUARD_BLOCKS", "LaunchCounter", "PagedBatch", "check_paged_batch", "count_launches", "paged_batch",
-           "paged_pool", "speed_up_interpreter"]
+           "paged_pool", "speed_up_interpreter", "watch_memory"]
 
 GUARD_BLOCKS = 2  # NaN blocks before and after the pool.
 
@@ -208,6 +210,121 @@ def count_launches(function: Callable[..., Any], *args: Any, **kwargs: Any) -> t
         finally:
             COUNTING.remove(counter)
     return result, counter.launches
+
+
+class _MemoryWatch:
+    """Stands in for the interpreter's memory functions (``triton.runtime.interpreter._interpreter``) while
+    `watch_memory` runs: each load, store and atomic operation is done, and the bytes it touched recorded."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.read, self.written = inner, [], []
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    @staticmethod
+    def _bytes(pointers, mask, itemsize: int):
+        import numpy
+
+        starts = numpy.asarray(pointers, dtype=numpy.uint64).reshape(-1)
+        if mask is not None:
+            starts = starts[numpy.asarray(mask, dtype=bool).reshape(-1)]
+        return (starts[:, None] + numpy.arange(itemsize, dtype=numpy.uint64)).reshape(-1)
+
+    def load(self, pointers, mask, other, dtype):
+        import numpy
+
+        self.read.append(self._bytes(pointers, mask, numpy.dtype(dtype).itemsize))
+        return self.inner.load(pointers, mask, other, dtype)
+
+    def store(self, pointers, value, mask):
+        self.written.append(self._bytes(pointers, mask, value.dtype.itemsize))
+        return self.inner.store(pointers, value, mask)
+
+    def atomic_rmw(self, op, pointers, value, mask, sem):
+        touched = self._bytes(pointers, mask, value.dtype.itemsize)
+        self.read.append(touched)
+        self.written.append(touched)
+        return self.inner.atomic_rmw(op, pointers, value, mask, sem)
+
+    def atomic_cas(self, pointers, compare, value, sem):
+        touched = self._bytes(pointers, None, value.dtype.itemsize)
+        self.read.append(touched)
+        self.written.append(touched)
+        return self.inner.atomic_cas(pointers, compare, value, sem)
+
+
+def _element_bytes(tensor: torch.Tensor):
+    """The byte addresses of each element of a CPU tensor, ``[*tensor.shape, itemsize]`` (uint64)."""
+    import numpy
+
+    offsets = torch.zeros(tensor.shape, dtype=torch.int64)
+    for dim, (size, stride) in enumerate(zip(tensor.shape, tensor.stride())):
+        shape = [1] * tensor.dim()
+        shape[dim] = size
+        offsets = offsets + torch.arange(size, dtype=torch.int64).view(shape) * stride
+    itemsize = tensor.element_size()
+    starts = numpy.uint64(tensor.data_ptr()) + offsets.numpy().astype(numpy.uint64) * numpy.uint64(itemsize)
+    return starts[..., None] + numpy.arange(itemsize, dtype=numpy.uint64)
+
+
+def _touched(tensor: Any, addresses) -> torch.Tensor | None:
+    """Which elements of ``tensor`` (a CPU tensor) any of the byte ``addresses`` fall in; None for another value."""
+    import numpy
+
+    if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu":
+        return None
+    if tensor.numel() == 0:
+        return torch.zeros(tensor.shape, dtype=torch.bool)
+    return torch.from_numpy(numpy.isin(_element_bytes(tensor), addresses).any(axis=-1))
+
+
+def watch_memory(function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, dict]:
+    """Call ``function(*args, **kwargs)``; return its result and which memory its Triton kernels touched.
+
+    Under Triton's interpreter (``TRITON_INTERPRET=1``, on CPU tensors) every load, store and atomic
+    operation of a kernel is recorded, and the second value says, as ``bool`` tensors of each tensor's shape,
+    which elements of the arguments the kernels read and wrote (``"read"``, ``"written"``: one entry per
+    positional argument, None for one that is not a CPU tensor), which elements of the result they wrote
+    (``"result written"``: one entry for the result, or for each item of a tuple or list result), and how many
+    bytes they read and wrote that lie in none of these tensors (``"read elsewhere"``, ``"written elsewhere"``: a
+    scratch tensor the function made, a guard block). ``"watched"`` is False, and the rest empty, where nothing
+    could be recorded (a compiled kernel on a GPU, or a tensor on another device). What PyTorch itself reads or
+    writes is not recorded: only what the kernels do.
+
+    Used in notebook 09's tests (a kernel never reads a slot past a sequence's length).
+    """
+    watched_elsewhere = getattr(type(function), "judge_watch_memory", None)
+    if watched_elsewhere is not None:  # A function of the student's kernel, while grading: the kernel watches.
+        return watched_elsewhere(function, *args, **kwargs)
+    import os
+
+    tensors = [value for value in (*args, *kwargs.values()) if isinstance(value, torch.Tensor)]
+    if os.environ.get("TRITON_INTERPRET") != "1" or any(tensor.device.type != "cpu" for tensor in tensors):
+        return function(*args, **kwargs), {"watched": False, "read": [], "written": [], "result written": [],
+                                           "read elsewhere": 0, "written elsewhere": 0}
+    import numpy
+    from triton.runtime import interpreter
+
+    watch = _MemoryWatch(interpreter._interpreter)
+    interpreter._interpreter = watch
+    try:
+        result = function(*args, **kwargs)
+    finally:
+        interpreter._interpreter = watch.inner
+    empty = numpy.zeros(0, dtype=numpy.uint64)
+    read = numpy.unique(numpy.concatenate(watch.read)) if watch.read else empty
+    written = numpy.unique(numpy.concatenate(watch.written)) if watch.written else empty
+    results = list(result) if type(result) in (tuple, list) else [result]
+    use = {"watched": True, "read": [_touched(value, read) for value in args],
+           "written": [_touched(value, written) for value in args],
+           "result written": [_touched(value, written) for value in results]}
+    known = [_element_bytes(value).reshape(-1) for value in (*args, *kwargs.values(), *results)
+             if isinstance(value, torch.Tensor) and value.numel()]
+    known = numpy.concatenate(known) if known else empty
+    use["read elsewhere"] = int((~numpy.isin(read, known)).sum())
+    use["written elsewhere"] = int((~numpy.isin(written, known)).sum())
+    return result, use
 
 
 class _DevicePatchesOncePerLaunch:

@@ -2327,3 +2327,103 @@ def test_a_tensor_whose_values_negate_or_conjugate_its_memory_crosses_with_its_v
         assert plain.tolist() == [5.0, 6.0] and flipped.tolist() == [-5.0, -6.0]
         assert read(torch.tensor([7.0, 8.0])._neg_view()) == [-7.0, -8.0]
     ''')
+
+
+def test_the_student_s_code_that_makes_an_error_s_message_runs_only_when_the_test_reads_it(kernel):
+    """An error whose message the student's code makes (a ``__str__`` of the student's class, or an argument that is
+    not plain data) crosses with its message unread, and the judge asks for it when the test reads it: that code
+    cannot undo what the failing call left before the judge looks (red team, 2026-12-07: an ``allocate_n`` that kept
+    the blocks it took had its error's ``__str__`` give them back, and earned 2.2's points judged, none in process)."""
+    k = kernel('''
+        class Taken(RuntimeError):
+            def __init__(self, box):
+                super().__init__("taken")
+                self.box = box
+            def __str__(self):
+                self.box.clear()  # Undoes what the failing call left.
+                return f"took {len(self.box)}"
+        class Undo:
+            def __init__(self, box):
+                self.box = box
+            def __repr__(self):
+                self.box.clear()
+                return "Undo()"
+        def take(box):
+            box.append(1)
+            raise Taken(box)
+        def take_plainly(box):
+            box.append(1)
+            raise RuntimeError("took one", Undo(box))
+        HASHED, NOTE = [], {"done": False}
+        class Guard:
+            def __del__(self):
+                NOTE["done"] = True
+        class Late(RuntimeError):
+            def __hash__(self):
+                HASHED.append(1)  # Nothing hashes the error in one process.
+                return 1
+            def __str__(self):
+                return "the frame is gone" if NOTE["done"] else "the frame lives"
+        def fail_late():
+            guard = Guard()  # Its frame, held by the error's traceback, keeps it while the test holds the error.
+            raise Late()
+        def hashed():
+            return len(HASHED)
+    ''')
+    k.passes('''
+        for call in (take, take_plainly):
+            box = []
+            try:
+                call(box)
+            except RuntimeError:
+                pass
+            assert box == [1], (call, box)  # In one process nothing read the message: the block stays taken.
+            try:
+                call(box)
+            except RuntimeError as error:
+                message, kind = str(error), type(error).__name__
+            assert box == [], (call, box)  # The test read it: the student's code ran then, as in one process.
+            assert (kind, message) in (("Taken", "took 0"), ("RuntimeError", "('took one', Undo())")), (kind, message)
+        try:
+            fail_late()
+        except RuntimeError as error:
+            assert str(error) == "the frame lives", str(error)  # As in one process: the traceback holds the frame.
+        assert hashed() == 0, hashed()
+    ''')
+    verdict = k.run('''
+        take([])
+    ''')
+    assert not verdict.passed and verdict.message == "Taken: took 0", verdict.message
+
+
+def test_the_judge_reads_a_class_of_the_student_s_without_running_its_code(kernel):
+    """When a class first crosses, the kernel reads what it needs of it (its hooks, methods, data descriptors, name)
+    from the classes' own dicts, through Python's own descriptors: a descriptor bound to a special name, or a value
+    whose class has a ``__class__`` property, sees no lookup, as in one process where nothing reads them (red team,
+    2026-12-07: a descriptor bound to ``__delattr__`` told the answer that it was judged)."""
+    k = kernel('''
+        SEEN = []
+        class Hook:
+            def __get__(self, obj, cls=None):
+                SEEN.append("__get__")
+                return object.__delattr__.__get__(obj, cls) if obj is not None else object.__delattr__
+        class Shy:
+            @property
+            def __class__(self):
+                SEEN.append("__class__")
+                return Shy
+        class Watched:
+            __delattr__ = Hook()
+            shy = Shy()
+            def __init__(self):
+                self.size = 3
+        def make():
+            return Watched()
+        def seen():
+            return list(SEEN)
+    ''')
+    k.passes('''
+        made = make()
+        assert made.size == 3
+        assert seen() == [], seen()
+    ''')

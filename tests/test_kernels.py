@@ -14,7 +14,7 @@ import nbformat
 import pytest
 import torch
 
-from course.kernels import GUARD_BLOCKS, check_paged_batch, count_launches, paged_batch, paged_pool
+from course.kernels import GUARD_BLOCKS, check_paged_batch, count_launches, paged_batch, paged_pool, watch_memory
 from grading.authoring.given import catalogue
 from grading.config import ASSIGNMENTS, ROOT
 
@@ -92,6 +92,48 @@ def test_count_launches_counts_interpreted_launches(monkeypatch):
     with pytest.raises(ZeroDivisionError):
         count_launches(lambda: 1 / 0)
     assert (jit.JITFunction.run, interpreter.GridExecutor.__call__) == before, "the launch methods are put back"
+
+
+def test_watch_memory_says_which_elements_a_kernel_read_and_wrote(monkeypatch):
+    """watch_memory records the interpreter's loads, stores and atomics, maps them to the elements of the call's
+    tensors (views, other strides, results), counts what lies in none of them, and puts the interpreter back."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    import triton
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    def copy_some(src_ptr, dst_ptr, scratch_ptr, stride, COUNT: tl.constexpr):
+        offsets = tl.arange(0, COUNT)
+        values = tl.load(src_ptr + offsets * stride, mask=offsets < 3, other=0.0)  # Elements 0, 1, 2 of the view.
+        tl.store(dst_ptr + offsets, values)
+        tl.atomic_add(scratch_ptr + 1, 1.0)  # Reads and writes one element of a tensor of its own.
+
+    kernel = triton.jit(copy_some)
+    base = torch.arange(12.0)
+    src = base[1::2]  # Elements 1, 3, 5, ... of base: a view with a stride of 2.
+
+    def run(view):
+        out, scratch = torch.zeros(4), torch.zeros(2)
+        kernel[(1,)](view, out, scratch, view.stride(0), COUNT=4)
+        return out
+
+    inner = interpreter._interpreter
+    out, use = watch_memory(run, src)
+    assert out.tolist() == [1.0, 3.0, 5.0, 0.0] and use["watched"]
+    assert use["read"][0].tolist() == [True, True, True, False, False, False]
+    assert use["written"][0].tolist() == [False] * 6
+    assert use["result written"][0].tolist() == [True] * 4
+    assert use["read elsewhere"] == use["written elsewhere"] == 4  # The scratch element's four bytes.
+    assert interpreter._interpreter is inner, "the interpreter's memory functions are put back"
+    assert watch_memory(lambda text: text * 2, "ab") == ("abab", {
+        "watched": True, "read": [None], "written": [None], "result written": [None], "read elsewhere": 0,
+        "written elsewhere": 0})
+    with pytest.raises(ZeroDivisionError):
+        watch_memory(lambda: 1 / 0)
+    assert interpreter._interpreter is inner
+    monkeypatch.setenv("TRITON_INTERPRET", "0")  # Compiled kernels: nothing can be watched.
+    assert watch_memory(lambda: 5) == (5, {"watched": False, "read": [], "written": [], "result written": [],
+                                           "read elsewhere": 0, "written elsewhere": 0})
 
 
 # Run in a process of its own: triton.language's device functions (tl.sum...) are interpreted only when

@@ -17,3 +17,32 @@ def expected_scores(q, batch, scores, scale=None):
         x = torch.einsum("hd,thd->ht", q[s].float(), keys) * (q.shape[2] ** -0.5 if scale is None else scale)
         want[s, :length] += torch.softmax(x, dim=-1).sum(dim=0)
     return want
+
+
+def check_memory(use, batch, caller, pools, may_write=None):
+    """Fail when a kernel, as `course.kernels.watch_memory` saw it (``use``), read a pool slot past a sequence's
+    length, read outside its arguments, or wrote anywhere but its result and the arguments ``may_write`` (positions:
+    ``{position: bool mask of the elements it may write}``). ``pools``: ``{position: name}`` of the K/V pools among
+    the arguments. Nothing is checked where nothing could be watched (a compiled kernel on a GPU)."""
+    if not use["watched"]:
+        return
+    block_size = batch.k_cache.shape[1]
+    in_use = torch.zeros(batch.k_cache.shape[:2], dtype=torch.bool)
+    for s, length in enumerate(batch.lengths.tolist()):
+        for t in range(length):
+            in_use[int(batch.block_tables[s, t // block_size]), t % block_size] = True
+    for position, name in pools.items():
+        past = use["read"][position].flatten(2).any(-1) & ~in_use
+        assert not bool(past.any()), (
+            f"{caller} read {name} at (block, slot) {past.nonzero().tolist()[:4]}: slots past the sequences' lengths "
+            "(the kernel never reads them: load under the mask)")
+    assert use["read elsewhere"] == 0, (
+        f"{caller} read {use['read elsewhere']} bytes outside its arguments (past a pool's end, or memory of its own)")
+    for position, written in enumerate(use["written"]):
+        allowed = (may_write or {}).get(position)
+        wrong = written if allowed is None or written is None else written & ~allowed
+        assert wrong is None or not bool(wrong.any()), (
+            f"{caller} wrote into its argument {position} at {wrong.nonzero().tolist()[:4]}: it may not write there")
+    assert use["written elsewhere"] == 0, (
+        f"{caller} wrote {use['written elsewhere']} bytes outside its result and arguments (a tensor of its own, such "
+        "as the attention matrix)")

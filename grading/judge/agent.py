@@ -67,27 +67,43 @@ OPS = {
 }
 
 
+class KernelError:
+    """What the judge's mirror of an error whose message it asks for later calls the error's class."""
+
+
+_MRO, _CLASS_DICT = type.__dict__["__mro__"], type.__dict__["__dict__"]
+_NAME, _QUALNAME = type.__dict__["__name__"], type.__dict__["__qualname__"]
+_HOOKS = {"__getattribute__": object.__getattribute__, "__setattr__": object.__setattr__,
+          "__delattr__": object.__delattr__}
+
+
 def class_info(cls: type) -> list:
-    """``[name, qualname, module, flags, data descriptors, plain functions]`` of a class (see `CUSTOM_GET`)."""
-    data, methods, own_dict, finalizer = set(), set(), False, False
-    for klass in reversed(cls.__mro__):
-        for name, value in vars(klass).items():
+    """``[name, qualname, module, flags, data descriptors, plain functions]`` of a class (see `CUSTOM_GET`).
+
+    Everything is read from the classes' own dicts, through Python's own descriptors: a metaclass's or a descriptor's
+    code sees no lookup (red team, 2026-12-07: a descriptor bound to ``__delattr__`` in a class body saw the judge read
+    it, and the answer behaved only when judged)."""
+    data, methods, own_dict, finalizer, hooks = set(), set(), False, False, dict(_HOOKS)
+    for klass in reversed(_MRO.__get__(cls)):
+        for name, value in _CLASS_DICT.__get__(klass).items():
             data.discard(name)
             methods.discard(name)
-            if name == "__del__":  # Read from the classes' own dicts: a metaclass's __getattr__ sees no lookup.
+            if name == "__del__":
                 finalizer = value is not None
+            if name in hooks:
+                hooks[name] = value
             if name == "__dict__":  # Python's own, not a property of that name (agent.JudgeObject's).
                 own_dict = type(value) is types.GetSetDescriptorType
-            if isinstance(value, types.FunctionType):
+            if type(value) is types.FunctionType:  # Not isinstance, which would read a __class__ of the student's.
                 methods.add(name)
             elif hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"):
                 data.add(name)
-    flags = (CUSTOM_GET * (cls.__getattribute__ is not object.__getattribute__)
-             | CUSTOM_SET * (cls.__setattr__ is not object.__setattr__)
-             | CUSTOM_DEL * (cls.__delattr__ is not object.__delattr__) | HAS_DICT * ("__dict__" in data and own_dict)
-             | FINALIZER * finalizer)
-    names = [str(getattr(cls, "__name__", "?")), str(getattr(cls, "__qualname__", "?")),
-             str(getattr(cls, "__module__", "?"))]
+    flags = (CUSTOM_GET * (hooks["__getattribute__"] is not object.__getattribute__)
+             | CUSTOM_SET * (hooks["__setattr__"] is not object.__setattr__)
+             | CUSTOM_DEL * (hooks["__delattr__"] is not object.__delattr__)
+             | HAS_DICT * ("__dict__" in data and own_dict) | FINALIZER * finalizer)
+    module = _CLASS_DICT.__get__(cls).get("__module__", "?")
+    names = [str(_NAME.__get__(cls)), str(_QUALNAME.__get__(cls)), module if type(module) is str else "?"]
     return [*names, flags, sorted(n for n in data if type(n) is str), sorted(n for n in methods if type(n) is str)]
 
 
@@ -155,9 +171,11 @@ def _frees_with_code(cls: type) -> bool:
     dicts (read there, so that no hook of a metaclass sees it). The student's: made in ``__main__``, or a class that
     the module it names does not hold (``__module__`` set in its body, ``dataclasses.make_dataclass``)."""
     try:
-        module = sys.modules.get(cls.__module__) if cls.__module__ != "__main__" else None
-        students = module is None or getattr(module, cls.__qualname__, None) is not cls
-        return students and any("__del__" in vars(klass) for klass in cls.__mro__ if klass is not object)
+        name = _CLASS_DICT.__get__(cls).get("__module__")
+        module = sys.modules.get(name) if type(name) is str and name != "__main__" else None
+        students = module is None or getattr(module, _QUALNAME.__get__(cls), None) is not cls
+        return students and any("__del__" in _CLASS_DICT.__get__(klass) for klass in _MRO.__get__(cls)
+                                if klass is not object)
     except Exception:  # noqa: BLE001 - a class whose attributes cannot be read: count it.
         return True
 
@@ -168,21 +186,28 @@ _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYN
 _DELEGATES = bytes([dis.opmap["SEND"]]) if "SEND" in dis.opmap else b"\xff\xff"
 
 
+_WRAPPED_FUNCTIONS = (classmethod, staticmethod, types.MethodType)
+
+
 def _runs_code_when_freed(namespace: dict) -> bool:
     """Whether the notebook's names hold a class of the student's whose objects run code when freed, or a function
     that is or defines a generator function that runs code when the generator is freed (`_makes_generators`), also
     among the classes' own attributes and in containers (one level down). Classes that class statements make later
     are watched (`_watch_classes`)."""
+    # Read with type() and the classes' own dicts: an object's __class__ or __getattr__ of the student's sees no
+    # lookup (they run at the start of every test cell, and only when judged).
     values = list(namespace.values())
-    values += [inner for value in values if isinstance(value, type) for inner in list(vars(value).values())]
+    values += [inner for value in values if issubclass(type(value), type)
+               for inner in list(_CLASS_DICT.__get__(value).values())]
     values += [inner for value in values if type(value) in (dict, list, tuple)  # A function kept in a container.
                for inner in list(value.values() if type(value) is dict else value)[:1000]]
     for value in values:
-        if isinstance(value, type):
+        if issubclass(type(value), type):
             if _frees_with_code(value):
                 return True
         else:
-            function = getattr(value, "__func__", value)  # A class or static method's function.
+            # A class or static method's function, or a bound method's.
+            function = value.__func__ if type(value) in _WRAPPED_FUNCTIONS else value
             if (type(function) is types.FunctionType and function.__module__ == "__main__"
                     and _makes_generators(function.__code__)):
                 return True
@@ -212,7 +237,7 @@ def _watch_classes(peer: AgentPeer) -> None:
 
     def building(*args, **kwargs):
         cls = build(*args, **kwargs)
-        if isinstance(cls, type) and _frees_with_code(cls):
+        if issubclass(type(cls), type) and _frees_with_code(cls):
             for watcher in list(_WATCHERS):
                 watcher.finalizers = True
         return cls
@@ -245,6 +270,7 @@ class AgentPeer(Peer):
     """The kernel's side: does what the judge asks, with the student's namespace."""
 
     parity = 1
+    asks_for_messages = True
     # sys.exit() in the student's code fails the test that called it; an interrupt stops serving.
     answered = (Exception, SystemExit, GeneratorExit)
 
@@ -350,6 +376,14 @@ class AgentPeer(Peer):
         if found is not None:
             node.append(self.codec.encode_root(found, depth + 1))  # Saves the judge asking for it.
         return node
+
+    def error_object_node(self, error: BaseException) -> list:
+        """An error whose message the judge asks for later (peer.Peer.exception_node), as an object of a class of the
+        agent's own: crossing runs none of the student's code (no hash, no look at its class or its ``__dict__``)."""
+        oid, new = self.export(error)
+        if not new:  # The judge has it already, with its class and hash, from an earlier message.
+            return self.codec.encode(error)
+        return [Tag.OBJECT, oid, self.class_node(KernelError), None, 0]
 
     def plain_dict(self, value, any_size: bool = False) -> dict | None:
         """The ``__dict__`` of an object whose class reads attributes plainly, when it is small (or ``any_size``)."""
@@ -504,6 +538,11 @@ class AgentPeer(Peer):
             return count_torch_calls(args[0], args[1], keywords(args[2]))
         if op == "launches":
             return count_launches(args[0], args[1], keywords(args[2]))
+        if op == "memory":
+            from course.kernels import watch_memory
+
+            result, use = watch_memory(args[0], *args[1], **keywords(args[2]))
+            return result, use
         if op == "replay":
             return self.replay(args[0], args[1])
         if op == "replay_error":

@@ -304,6 +304,12 @@ class Handle:
         owner = function._judge_owner if type(function) is RemoteMethod else function
         return _request(owner, "launches", function, args, tuple(kwargs.items()))
 
+    @staticmethod
+    def judge_watch_memory(function, *args, **kwargs):
+        """course.kernels.watch_memory of a function of the kernel: the kernel watches (and can lie)."""
+        owner = function._judge_owner if type(function) is RemoteMethod else function
+        return _request(owner, "memory", function, args, tuple(kwargs.items()))
+
 
 def _unary(op: str):
     def method(self):
@@ -364,6 +370,7 @@ class RemoteMethod:
 
     judge_count_torch_calls = Handle.judge_count_torch_calls
     judge_count_launches = Handle.judge_count_launches
+    judge_watch_memory = Handle.judge_watch_memory
 
 
 class HandleMeta(type):

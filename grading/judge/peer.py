@@ -45,6 +45,9 @@ _KINDS = frozenset({REQ, OK, ERR, READY, END, HELLO})
 _NO_TORCH_FUNCTION, _NO_TORCH_DISPATCH = torch._C.DisableTorchFunction, torch._C._DisableTorchDispatch
 _PLAIN_ARGS = (str, float, bool, type(None))
 _INT64 = range(-(1 << 63), 1 << 63)  # The ints an exception's argument crosses as.
+# An exception's own arguments, and a class's own dict, read through Python's descriptors: never a property of the
+# student's class or metaclass.
+_ARGS, _CLASS_DICT = BaseException.args, type.__dict__["__dict__"]
 
 
 def _message_of(error: BaseException) -> str:
@@ -62,6 +65,37 @@ class _Verbatim(str):
 
 def _told_message(error: BaseException) -> str:
     return error.__dict__.get("message_of_the_other_side", "")
+
+
+def _asked_message(error: BaseException) -> str:
+    """The message of the kernel's error, asked for now: its ``str()``, which may run the student's code."""
+    found = error.__dict__.get("object_of_the_other_side")
+    return "" if found is None else str(found)
+
+
+class _AskedText:
+    """The argument of an error of Python's own class whose message the judge asks the kernel for: its ``str`` and
+    ``repr`` (which a KeyError's message is) are that message."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error) -> None:
+        self.error = error
+
+    def __str__(self) -> str:
+        return str(self.error)
+
+    __repr__ = __str__
+
+
+def _python_s_message(mro: list[type]) -> bool:
+    """Whether the message of an error of these classes is Python's own (no ``__str__`` of the student's)."""
+    for klass in mro:
+        if "__str__" in _CLASS_DICT.__get__(klass):
+            return _python_s_own(klass)
+    return True
+
+
 
 
 _EXCEPTION_GROUPS = getattr(builtins, "BaseExceptionGroup", ())  # Python 3.11 and later.
@@ -330,6 +364,10 @@ class Peer:
             encoded = body if raw else [codec.encode(value) for value in body]
         finally:
             codec.by_value = False
+        if raw and body and type(body[0]) is list and len(body[0]) == 6 and body[0][0] == Tag.EXCEPTION:
+            # An error whose message the student's code makes: the error itself crosses, for the judge to ask when
+            # the test reads the message (`exception_node`).
+            body[0][5] = self.error_object_node(body[0][5])
         return [kind, self.epoch, seq, [updates, extra], encoded], changed
 
     def _roll_back(self, marks: tuple[int, int]) -> None:
@@ -437,8 +475,11 @@ class Peer:
         # The error, and what its traceback kept alive (the local variables of the code that raised), is let go
         # before the reply, as the requester's ``except`` lets it go in one process: a ``__del__`` or a generator's
         # ``finally`` there runs now (``cache.unpin`` of a lease that the code held), and what it changes crosses
-        # with the reply.
-        self.send(ERR, seq, [failure], raw=True)
+        # with the reply. (An error whose message the judge asks for later crosses without its traceback.)
+        try:
+            self.send(ERR, seq, [failure], raw=True)
+        except self.answered:  # noqa: BLE001 - the error itself could not cross: its message is not known then.
+            self.send(ERR, seq, [[*failure[:3], "(its message could not be read)", failure[4]]], raw=True)
 
     def decode_shared(self, node: list, depth: int = 0):
         """The object nodes both sides read alike (their own object, a global, a module, an exception);
@@ -460,19 +501,42 @@ class Peer:
 
     # Exceptions cross as the class names of their MRO and their plain arguments.
 
+    # Whether an error whose message needs the student's code crosses with that message unread (the kernel's side),
+    # and the class of the objects of the kernel that such an error then is (the judge's side).
+    asks_for_messages = False
+    kernel_objects: tuple[type, ...] = ()
+
+    def error_object_node(self, error: BaseException) -> list:
+        """The node of an error that crosses as an object of this side's (the kernel's: `agent.AgentPeer`)."""
+        raise WireError("an error crosses as an object only from the kernel")
+
     def exception_node(self, error: BaseException) -> list:
-        try:
-            message = str(error)[:self.limits.text]
-        except Exception:  # noqa: BLE001 - a broken __str__ of the student's exception.
-            message = "(its message could not be read)"
+        """An error as data: its classes' names, its plain arguments and its message.
+
+        On the kernel's side, a message that the student's code makes (a ``__str__`` of the student's class, or an
+        argument that is not plain data, whose own ``__str__`` or ``__repr__`` Python's message would call) is not
+        read here: that code would run before the reply's changes are looked for, where in one process it runs only
+        if the test reads the message, and could undo what the failing call left (red team, 2026-12-07: an
+        ``allocate_n`` that kept the blocks it took had its error's ``__str__`` give them back, and earned 2.2's
+        points judged). The node then carries the error itself, and the judge asks for its message when the test
+        reads it (`decode_exception`)."""
         # The first 32 classes of its MRO, and Python's own exception classes past them (a hierarchy that deep).
         mro = [klass for klass in type(error).__mro__ if type(klass.__name__) is str]
         classes = [*mro[:32], *filter(_python_s_own, mro[32:])][:64]
         names = [klass.__name__[:200] for klass in classes]
         # Which of them are Python's own (a student's class may be named MemoryError and derive from RuntimeError).
         builtin = [_python_s_own(klass) for klass in classes]
-        args = list(getattr(error, "args", ()))
+        args = list(_ARGS.__get__(error))
         plain = len(args) <= 8 and all(map(self._plain_argument, args))
+        if self.asks_for_messages and not (plain and _python_s_message(mro)):
+            # It lives, with its traceback, until the judge lets go of it: the frames that read the message in one
+            # process are those it would read there.
+            args = [list(a) if type(a) is tuple else a for a in args] if plain else []
+            return [Tag.EXCEPTION, names, args, None, builtin, error]
+        try:
+            message = str(error)[:self.limits.text]
+        except Exception:  # noqa: BLE001 - a broken __str__ of the student's exception.
+            message = "(its message could not be read)"
         # A tuple argument (``KeyError((seq_id, block))``) crosses as a list: the only list an exception's node holds.
         args = [list(a) if type(a) is tuple else a for a in args] if plain else [message]
         return [Tag.EXCEPTION, names, args, message, builtin]
@@ -490,12 +554,14 @@ class Peer:
         return kind in _PLAIN_ARGS
 
     def decode_exception(self, node: list) -> BaseException:
-        expect(len(node) == 5 and type(node[1]) is list and 0 < len(node[1]) <= 64 and type(node[2]) is list
+        expect(len(node) in (5, 6) and type(node[1]) is list and 0 < len(node[1]) <= 64 and type(node[2]) is list
                and len(node[2]) <= 8 and type(node[4]) is list and len(node[4]) == len(node[1])
                and all(type(flag) is bool for flag in node[4]), "a malformed exception")
         names = [text(name, self.limits) for name in node[1]]
         args = [self._decode_argument(a) for a in node[2]]
         bases = _builtin_bases(names, node[4])
+        if len(node) == 6:
+            return self._asked_exception(names, bases, args, node)
         # The judge's own class only for a builtin Exception; KeyboardInterrupt or SystemExit from the kernel
         # becomes a class of the kernel's (module "kernel"), never the judge's own signal.
         own = node[4][0] and bases == (getattr(builtins, names[0], None),) and issubclass(bases[0], Exception)
@@ -529,16 +595,38 @@ class Peer:
         expect(kind in _PLAIN_ARGS or kind is int and value in _INT64, "a malformed exception")
         return value
 
-    def _exception_class(self, name: str, bases: tuple[type, ...], plain: bool = False, told: bool = False) -> type:
+    def _asked_exception(self, names: list[str], bases: tuple[type, ...], args: list, node: list) -> BaseException:
+        """An error of the kernel's whose message the judge asks for each time the test reads it (`exception_node`):
+        the student's code that makes it runs then, as in one process."""
+        expect(self.parity == 0 and node[3] is None, "a malformed exception")
+        found = self.codec.decode(node[5], 1)
+        expect(isinstance(found, self.kernel_objects), "an exception that is not the kernel's object")
+        if node[4][0] and bases == (getattr(builtins, names[0], None),) and issubclass(bases[0], Exception):
+            # Python's own class (``KeyError(block)``): its one argument says the kernel's message.
+            try:
+                return bases[0](_AskedText(found))
+            except Exception:  # noqa: BLE001 - a builtin whose constructor wants other arguments.
+                pass
+        try:
+            error = self._exception_class(names[0], bases, asked=True)(*args)
+        except Exception:  # noqa: BLE001 - a builtin base whose constructor wants other arguments.
+            error = self._exception_class(names[0], bases, asked=True)()
+        error.object_of_the_other_side = found
+        return error
+
+    def _exception_class(self, name: str, bases: tuple[type, ...], plain: bool = False, told: bool = False,
+                         asked: bool = False) -> type:
         """A class named ``name`` derived from the builtin ``bases``, made from data only; with ``told``, its message is
-        the one the other side read (`decode_exception`)."""
-        key = (name + ("/plain" if plain else "/told" if told else ""), bases)
+        the one the other side read (`decode_exception`); with ``asked``, the one the other side says when asked."""
+        key = (name + ("/plain" if plain else "/told" if told else "/asked" if asked else ""), bases)
         if key not in self._exception_classes:
             namespace = {"__module__": "kernel"}
             if plain:
                 namespace.update(__init__=BaseException.__init__, __str__=BaseException.__str__)
             if told:
                 namespace.update(__init__=BaseException.__init__, __str__=_told_message)
+            if asked:
+                namespace.update(__init__=BaseException.__init__, __str__=_asked_message)
             name = name if name.isidentifier() else "KernelError"
             try:
                 made = type(name, bases, namespace)

@@ -128,6 +128,7 @@ def _method_names(value) -> list[str]:
 
 class JudgePeer(Peer):
     parity = 0
+    kernel_objects = (Handle,)
     resolve_global = staticmethod(from_kernel)  # Only classes that hold data (peer.kernel_may_name).
     takes_modules = False
 

@@ -161,7 +161,7 @@ def _describe(error: BaseException, timeout: float) -> str:
         return f"KernelError: the kernel broke the judge's protocol: {error}"
     try:
         text = str(error)
-    except Exception:  # noqa: BLE001 - an exception whose message needs the kernel, which is gone.
+    except (Exception, JudgeTimeout, Cancelled):  # noqa: BLE001 - a message that the kernel no longer gives.
         text = ""
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 

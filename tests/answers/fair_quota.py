@@ -744,3 +744,16 @@ WRONG[FAIR]["the tie broken over every over-quota tenant, a fully protected one 
     "            best = max(overuse[t] for t in able)\n"
     "            tenant = min(t for t in over if overuse[t] == best)\n"
     "            return lru(evictable[tenant])\n"))
+# Round 16 (2026-12-07, a helper): a threshold or a rounding finer than the visible cases' (1e-10 over, overuses 5e-11
+# apart) still passed: "over" as more than 1e-11 over, overuses rounded to 12 decimals. The visible cases now go to
+# about 1e-15 over and overuses 9e-15 apart (weights [1, 1 - 1e-15, 2]), which every float64 order of the formula keeps.
+WRONG[FAIR]["over quota meaning more than 1e-11 over"] = ref.edit(FAIR, (
+    "over = [tenant for tenant in quotas if overuse[tenant] > 0]",
+    "over = [tenant for tenant in quotas if overuse[tenant] > 1e-11]"))
+WRONG[FAIR]["tenants ranked on overuses rounded to 12 decimals"] = ref.edit(FAIR, (
+    "key=lambda t: (-overuse[t], t)", "key=lambda t: (-round(overuse[t], 12), t)"))
+WRONG[TENSOR]["over quota meaning more than 1e-11 over"] = ref.edit(TENSOR, (
+    "    candidate = (overuse > 0) & has_evictable\n", "    candidate = (overuse > 1e-11) & has_evictable\n"))
+WRONG[TENSOR]["overuses rounded to 12 decimals before the tie"] = ref.edit(TENSOR, (
+    "    overuse = usage.to(torch.float64) - quota\n",
+    "    overuse = torch.round(usage.to(torch.float64) - quota, decimals=12)\n"))

@@ -768,3 +768,7 @@ for _task in (LRU, LFU):
     WRONG[_task]["protected narrowed in place to the cached ids"] = ref.edit(_task, (
         "        candidates = self.candidates(sequences, protected)\n",
         "        protected &= set(sequences)\n        candidates = self.candidates(sequences, protected)\n"))
+# Round 16 (2026-12-07, a helper): "nothing evictable" found with `evictable.max()`, which raises on three empty tensors
+# (the text: "-1 when none is evictable (three empty tensors included)"); 3.6 had no empty case. Visible now.
+WRONG[LFU_T]["nothing evictable found with evictable.max() (raises on empty tensors)"] = ref.edit(LFU_T, (
+    "    if not bool(evictable.any()):\n        return -1", "    if not bool(evictable.max()):\n        return -1"))

@@ -447,3 +447,32 @@ WRONG[H2O]["recent not clamped (lengths - recent overflows int64 for recent 2**7
     "    recent = min(recent, scores.shape[1])\n", ""))
 WRONG[H2O]["scale or the default (a given scale of 0.0 replaced; given line changed)"] = ref.edit(H2O, (
     "scale = 1.0 / math.sqrt(head_dim) if scale is None else scale", "scale = scale or 1.0 / math.sqrt(head_dim)"))
+
+# Round 16 (2026-12-07, a helper): the texts say that the kernels never read a slot past the length (9.3) and never
+# write the attention matrix (9.4), which no test could see: K loaded without its mask (the scores masked after), and
+# the attention written to a tensor of the answer's own that torch then sums. course.kernels.watch_memory now records
+# the interpreter's loads and stores, and 9.3.4 and 9.4.3 check them (the kernel's word, as for its launches).
+WRONG[DECODE]["K of the last block read past the length (unmasked load; scores masked after)"] = ref.edit(DECODE, (
+    "        k = tl.load(k_ptr + offsets, mask=valid[:, None], other=0.0).to(tl.float32)",
+    "        k = tl.load(k_ptr + offsets).to(tl.float32)"))
+WRONG[H2O]["K read past the length in both passes (unmasked loads; x masked after)"] = ref[H2O].replace(
+    "            k = tl.load(k_ptr + physical * stride_block + slots[:, None] * stride_slot + head_offset,\n"
+    "                        mask=valid[:, None], other=0.0).to(tl.float32)",
+    "            k = tl.load(k_ptr + physical * stride_block + slots[:, None] * stride_slot"
+    " + head_offset).to(tl.float32)")
+assert WRONG[H2O]["K read past the length in both passes (unmasked loads; x masked after)"].count(
+    "head_offset).to(tl.float32)") == 2
+WRONG[H2O]["the attention matrix written to a tensor of its own, which torch sums into the scores"] = ref.edit(H2O, (
+    "            target = scores_ptr + seq * stride_scores + tokens\n"
+    "            tl.store(target, tl.load(target, mask=valid) + probabilities, mask=valid)",
+    "            target = scores_ptr + (seq * num_q_heads + head) * stride_scores + tokens\n"
+    "            tl.store(target, probabilities, mask=valid)"), (
+    "    _h2o_scores_kernel[(num_seqs,)](\n"
+    "        q, k_cache, block_tables, lengths, work, float(scale), q.stride(0), q.stride(1), *k_cache.stride(),\n"
+    "        block_tables.stride(0), work.stride(0),",
+    "    attention = torch.zeros(num_seqs, q.shape[1], work.shape[1], dtype=torch.float32, device=work.device)\n"
+    "    _h2o_scores_kernel[(num_seqs,)](\n"
+    "        q, k_cache, block_tables, lengths, attention, float(scale), q.stride(0), q.stride(1), *k_cache.stride(),\n"
+    "        block_tables.stride(0), attention.stride(1),"), (
+    "    if work is not scores:\n        scores.copy_(work)",
+    "    work += attention.sum(dim=1)\n    if work is not scores:\n        scores.copy_(work)"))
