@@ -102,6 +102,18 @@ TRICKS = {
                             "        return func(*args)",
     "a __torch_function__": "class Hide:\n    @classmethod\n    def __torch_function__(cls, func, types, args=()):\n"
                             "        return func(*args)",
+    # Red team, round 16: a kernel of the student's in place of torch's own (the judge now reads tensors' memory), a
+    # hash that runs another object's code through len(), and special methods bound to lambdas.
+    "torch.library": "import torch.library\nlib = torch.library.Library('aten', 'IMPL')",
+    "torch's dispatcher by hand": "import torch\ntorch._C._dispatch_library('IMPL', 'aten', '')",
+    "a negative bit set by hand": "import torch\ntorch._C._set_neg(t, True)",
+    "a __hash__ that calls len() of another object": "class A:\n    def __hash__(self):\n"
+                                                     "        return hash((len(self.probe), 0))",
+    "a __str__ bound to a lambda that changes state": "class E(RuntimeError):\n"
+                                                      "    __str__ = lambda self: self.box.clear() or 'x'",
+    "a class made by type() with a namespace": "Base = type('Base', (), {Key(): None})",
+    "a class that names another module": "class Marker:\n    __module__ = 'numpy'",
+    "a class that names another qualified name": "class Marker:\n    __qualname__ = 'str'",
 }
 
 

@@ -2427,3 +2427,193 @@ def test_the_judge_reads_a_class_of_the_student_s_without_running_its_code(kerne
         assert made.size == 3
         assert seen() == [], seen()
     ''')
+
+
+def test_a_metaclass_of_the_student_s_sees_no_lookup_of_the_kernel_s(kernel):
+    """The kernel reads the classes of what crosses (objects, errors, the notebook's globals at each cell's start)
+    by identity and through Python's own descriptors: a metaclass's ``__getattribute__``, ``__eq__`` or ``__hash__``
+    never runs for it, as nothing reads them in one process (red team, 2026-12-07: a metaclass whose ``__name__``
+    property gave back the blocks a failed ``allocate_n`` kept, and one whose ``__eq__`` told the answer it was
+    judged, each earned 2.2's points judged)."""
+    k = kernel('''
+        SEEN, ARMED = [], []
+        class Loud(type):
+            def __getattribute__(cls, name):
+                if ARMED:
+                    SEEN.append(name)
+                return type.__getattribute__(cls, name)
+            def __eq__(cls, other):
+                if ARMED:
+                    SEEN.append("__eq__")
+                return cls is other
+            def __hash__(cls):
+                if ARMED:
+                    SEEN.append("__hash__")
+                return id(cls)
+        Kept = Loud("Kept", (), {"__init__": lambda self, size: setattr(self, "size", size)})
+        Refused = Loud("Refused", (RuntimeError,), {})
+        def make(size):
+            ARMED.append(True)
+            return [Kept(size), {"size": Kept(size + 1)}]
+        def refuse():
+            ARMED.append(True)
+            raise Refused("no room", 3)
+        def seen():
+            ARMED.clear()
+            return list(SEEN)
+    ''')
+    k.passes('''
+        made = make(4)
+        assert made[0].size == 4 and made[1]["size"].size == 5
+        try:
+            refuse()
+        except RuntimeError as error:
+            assert str(error) == "('no room', 3)" and type(error).__name__ == "Refused", (error, type(error))
+        assert seen() == [], seen()
+    ''')
+
+
+def test_an_object_s_hash_of_the_student_s_runs_when_the_test_hashes_it(kernel):
+    """An object whose class hashes with code of its own crosses without its hash, which the judge asks for when the
+    test hashes it, as in one process; as a dict's key or a set's item, which the judge hashes as it reads them, it
+    crosses with it (red team, 2026-12-07: a ``__hash__`` that noted its first call told the answer it was judged)."""
+    k = kernel('''
+        CALLS = []
+        class Key:
+            def __init__(self, name):
+                self.name = name
+            def __hash__(self):
+                CALLS.append(self.name)
+                return len(self.name)
+            def __eq__(self, other):
+                return self is other
+        def make():
+            return Key("alone")
+        class Pair(tuple):
+            pass  # Hashed as a tuple: its items' hashes, one of which is the student's.
+        def keyed():
+            key = Key("key")
+            return key, {key: 1}, {key}
+        def paired():
+            return Pair((Key("paired"), 1))
+        def calls():
+            return list(CALLS)
+    ''')
+    k.passes('''
+        alone = make()
+        assert alone.name == "alone" and calls() == [], calls()
+        assert hash(alone) == 5 and calls() == ["alone"], calls()
+        key, table, members = keyed()
+        assert table[key] == 1 and key in members and hash(key) == 3
+        before = len(calls())
+        pair = paired()
+        assert len(calls()) == before, calls()
+    ''')
+
+
+def test_a_kernel_of_the_student_s_in_place_of_torch_s_own_cannot_change_what_the_kernel_reports():
+    """The kernel reads a CPU tensor's values from its memory, at its strides, with no operation of torch's: a kernel
+    the student's code registered for one (``torch.library``) never runs for it (red team, 2026-12-07: a ``detach``
+    that gave back an argument's old values hid an in-place write from the judge)."""
+    import torch
+
+    from grading.judge.wire import flat_bytes
+
+    written = torch.arange(12.0).reshape(3, 4)
+    old = written.clone()
+    written[0, 0] = 99.0
+    library = torch.library.Library("aten", "IMPL")
+    try:
+        library.impl("detach", lambda tensor: old.clone() if tensor is written else tensor.view_as(tensor), "CPU")
+        negated = written._neg_view()  # Its values are worked out from its memory too.
+        for tensor, values in ((written, written.tolist()), (written.t(), written.t().tolist()),
+                               (written[:, 1::2], written[:, 1::2].tolist()), (negated, (-written).tolist())):
+            assert flat_bytes(tensor) == torch.tensor(values).reshape(-1).numpy().tobytes()
+    finally:
+        library._destroy()
+
+
+def test_values_of_the_student_s_subclasses_cross_without_their_code_running(kernel):
+    """What crosses as data is read through Python's own descriptors and only for Python's own types: a NumPy scalar
+    type's subclass that says it is NumPy's, a read-only view of a dict subclass, a property subclass with parts of
+    its own cross as the kernel's objects or by their own values, and none of their code runs (red team, 2026-12-07:
+    each let an answer tell that it was judged)."""
+    k = kernel('''
+        import numpy, types
+        SEEN = []
+        class Scalar(numpy.int64):
+            __module__ = "numpy"
+            def tobytes(self, *args):
+                SEEN.append("tobytes")
+                return numpy.int64.tobytes(self, *args)
+        class Table(dict):
+            def items(self):
+                SEEN.append("items")
+                return dict.items(self)
+        class Hook:
+            def __get__(self, obj, cls=None):
+                SEEN.append("fdel")
+                return None
+        class Prop(property):
+            fdel = Hook()
+        class Holder:
+            size = Prop(lambda self: 3)
+        def make():
+            return [Scalar(7), types.MappingProxyType(Table(a=1)), types.MappingProxyType({"b": 2}), Holder]
+        def seen():
+            return list(SEEN)
+    ''')
+    k.passes('''
+        scalar, wrapped, plain, holder = make()
+        assert plain["b"] == 2 and holder().size == 3
+        assert seen() == [], seen()
+    ''')
+
+
+def test_a_class_s_odd_dict_or_module_name_runs_no_code_when_the_kernel_reads_it(kernel):
+    """The kernel reads class dicts key by key where a key is not a string (a lookup would compare it by its own
+    ``__eq__``), a function's module only when it is a string, and what a module holds from its dict, never through
+    its ``__getattr__`` (red team, 2026-12-07: each ran the student's code at the start of every judged cell)."""
+    import sys
+    import types
+
+    module = types.ModuleType("course_test_lazy_module")
+    seen = []
+    module.__getattr__ = lambda name: seen.append(name)
+    sys.modules[module.__name__] = module
+    try:
+        k = kernel('''
+            import functools
+            SEEN = []
+            class Key:
+                def __hash__(self):
+                    return hash("__del__")
+                def __eq__(self, other):
+                    SEEN.append("__eq__")
+                    return False
+            Base = type("Base", (), {Key(): None})
+            class Held(Base):
+                def __init__(self):
+                    self.size = 2
+            class Origin:
+                __module__ = Key()
+            @functools.wraps(Origin())
+            def helper():
+                return 1
+            class Elsewhere:
+                __module__ = "course_test_lazy_module"
+                __qualname__ = "Missing"
+            def make():
+                return Held(), Elsewhere()
+            def seen():
+                return list(SEEN)
+            SEEN.clear()  # Making the classes compared the key, in one process too.
+        ''')
+        k.passes('''
+            held, elsewhere = make()
+            assert held.size == 2
+            assert seen() == [], seen()
+        ''')
+        assert seen == [], seen
+    finally:
+        del sys.modules[module.__name__]

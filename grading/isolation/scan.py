@@ -40,10 +40,12 @@ _ATTRIBUTES = {"__code__", "__globals__", "__builtins__", "__closure__", "__subc
                "read_bytes", "write_text", "write_bytes", "input_transformers_post", "input_transformers_cleanup",
                "ast_transformers", "run_cell", "showtraceback", "iopub_socket", "display_pub", "CodeType",
                "FunctionType", "_python_dispatch", "TorchDispatchMode", "TorchFunctionMode", "__torch_dispatch__",
-               "__torch_function__", "_push_mode", "_DisableTorchDispatch", "DisableTorchFunction"}
+               "__torch_function__", "_push_mode", "_DisableTorchDispatch", "DisableTorchFunction", "library",
+               "Library", "custom_op", "register_kernel", "_C", "_dispatch_library", "_set_neg", "_set_conj"}
 # Parts of a module's dotted name that no task needs: torch's hooks into every tensor operation, which also run in
-# the code that reports the student's changes to the test's tensors (torch.utils._python_dispatch, torch.overrides).
-_HOOK_MODULE_PARTS = {"_python_dispatch", "overrides"}
+# the code that reports the student's changes to the test's tensors (torch.utils._python_dispatch, torch.overrides,
+# torch.library, whose kernels replace torch's own).
+_HOOK_MODULE_PARTS = {"_python_dispatch", "overrides", "library"}
 _OS_FUNCTIONS = {"system", "popen", "fork", "forkpty", "kill", "killpg", "_exit", "execv", "execve", "execl", "execlp",
                  "execvp", "execvpe", "execle", "execlpe", "spawnv", "spawnl", "spawnve", "spawnle", "spawnvp",
                  "spawnlp", "spawnvpe", "spawnlpe", "posix_spawn", "posix_spawnp", "unlink", "remove",
@@ -245,9 +247,12 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
                    else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None)
         if spelled is not None and _JUDGE_AGENT in spelled:
             found.append((line, f"names the judge's agent in the kernel ({spelled[:60]})"))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+                and len(node.args) == 3):
+            found.append((line, "makes a class with type(name, bases, namespace), whose namespace the judge reads"))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.extend((line, what) for what in _class_change(node))
-            if node.name in _CALLED_BY_THE_JUDGE and _changes_state(node):
+            if node.name in _CALLED_BY_THE_JUDGE and _changes_state(node, _reading_calls(node.name)):
                 found.append((line, f"{node.name} changes state; the judge calls it where one process may not"))
             if node.name in _NEVER_NEEDED:
                 found.append((line, f"defines {node.name}, " + (
@@ -300,6 +305,7 @@ _PLAIN_METACLASSES = {"ABCMeta", "abc.ABCMeta"}  # What a class may name as its 
 # ``__class__`` property, every attribute read goes through ``__getattribute__``, an exception's ``args`` crosses.
 _NEVER_NEEDED = {"__class__", "__getattribute__", "__instancecheck__", "__subclasscheck__", "args",
                  "__torch_dispatch__", "__torch_function__"}
+_NAMES_ITS_PLACE = {"__module__", "__qualname__"}  # A class that says it is another module's (red team, 2026-12-07).
 
 
 def _class_findings(node: ast.ClassDef, tree: ast.AST) -> list[str]:
@@ -313,6 +319,10 @@ def _class_findings(node: ast.ClassDef, tree: ast.AST) -> list[str]:
         found.append(f"defines or uses a metaclass ({node.name}), whose hooks see the judge read the class")
     functions = None  # The cell's functions by name, found when a class body first binds a special method.
     for statement in node.body:
+        if isinstance(statement, ast.Assign) and any(isinstance(target, ast.Name) and target.id in _NAMES_ITS_PLACE
+                                                     for target in statement.targets):
+            found.append(f"says in {node.name}'s body which module or name it has, which the judge looks up")
+            continue
         # ``__hash__ = None`` makes a class unhashable, as a dataclass does: no code of the student's.
         if not isinstance(statement, ast.Assign) or isinstance(statement.value, ast.Constant):
             continue
@@ -321,14 +331,18 @@ def _class_findings(node: ast.ClassDef, tree: ast.AST) -> list[str]:
                 continue
             named = isinstance(statement.value, ast.Name)
             if target.id in _CALLED_BY_THE_JUDGE:
-                if not named:  # Another class's method (``float.__hash__``) is not the student's code.
+                if isinstance(statement.value, ast.Lambda):  # ``__str__ = lambda self: ...``: the student's code.
+                    if not _changes_state(statement.value, _reading_calls(target.id)):
+                        continue
+                elif not named:  # Another class's method (``float.__hash__``) is not the student's code.
                     continue
-                if functions is None:
-                    functions = {each.name: each for each in ast.walk(tree)
-                                 if isinstance(each, (ast.FunctionDef, ast.AsyncFunctionDef))}
-                bound = functions.get(statement.value.id)
-                if bound is not None and not _changes_state(bound):
-                    continue
+                else:
+                    if functions is None:
+                        functions = {each.name: each for each in ast.walk(tree)
+                                     if isinstance(each, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                    bound = functions.get(statement.value.id)
+                    if bound is not None and not _changes_state(bound, _reading_calls(target.id)):
+                        continue
             found.append(f"binds {target.id} to {ast.unparse(statement.value)[:60]}, which the judge may call")
     return found
 
@@ -339,9 +353,18 @@ _READING_CALLS = {"hash", "str", "repr", "format", "len", "tuple", "int", "float
                   "values", "join", "get", "tolist", "item", "size", "dim", "numel", "__str__", "__repr__", "__hash__"}
 
 
-def _changes_state(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+# What a __hash__ may call without a look: a hash that calls len(), str() or sorted(key=...) on another object runs
+# that object's code, which the judge may call where one process does not (when the object crosses in a dict's key).
+_HASH_CALLS = {"hash", "id", "type", "super", "isinstance", "tuple", "frozenset", "__hash__"}
+
+
+def _reading_calls(name: str) -> set[str]:
+    return _HASH_CALLS if name == "__hash__" else _READING_CALLS
+
+
+def _changes_state(function: ast.AST, reading: set[str] = _READING_CALLS) -> bool:
     """Whether a function assigns to an attribute or an item, declares a global or nonlocal name, or calls anything
-    but what only reads (`_READING_CALLS`): a helper it calls could change state for it."""
+    but what only reads (``reading``): a helper it calls could change state for it."""
     for node in ast.walk(function):
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             return True
@@ -350,7 +373,7 @@ def _changes_state(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
                 node.func.attr if isinstance(node.func, ast.Attribute) else None)
             own = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and (
                 node.func.value.id in ("self", "cls"))  # The object's own methods may change it.
-            if name not in _READING_CALLS or own and not name.startswith("__"):
+            if name not in reading or own and not name.startswith("__"):
                 return True
         if isinstance(node, _ASSIGNMENTS) and any(isinstance(part, (ast.Attribute, ast.Subscript))
                                                   for target in _targets(node) for part in ast.walk(target)):

@@ -30,7 +30,7 @@ import types
 import weakref
 
 from .pairs import compare_bytes
-from .peer import END, HELLO, NOT_SHARED, READY, REQ, Peer, global_node, kernel_may_name, keywords
+from .peer import END, HELLO, NOT_SHARED, READY, REQ, Peer, global_node, kernel_may_name, keywords, own_attribute
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 FUNCTION, CALLABLE = 1, 2  # Flags of an object node: a plain function (bound as a method), callable.
@@ -72,9 +72,16 @@ class KernelError:
 
 
 _MRO, _CLASS_DICT = type.__dict__["__mro__"], type.__dict__["__dict__"]
+_MODULE_DICT = types.ModuleType.__dict__["__dict__"]
 _NAME, _QUALNAME = type.__dict__["__name__"], type.__dict__["__qualname__"]
 _HOOKS = {"__getattribute__": object.__getattribute__, "__setattr__": object.__setattr__,
           "__delattr__": object.__delattr__}
+
+
+def _defines(cls: type, *names: str) -> bool:
+    """Whether ``cls`` or a base defines one of ``names``, read in the classes' own dicts (no descriptor's
+    ``__get__`` runs: red team, 2026-12-07)."""
+    return any(own_attribute(klass, name, _MISSING) is not _MISSING for klass in _MRO.__get__(cls) for name in names)
 
 
 def class_info(cls: type) -> list:
@@ -86,6 +93,8 @@ def class_info(cls: type) -> list:
     data, methods, own_dict, finalizer, hooks = set(), set(), False, False, dict(_HOOKS)
     for klass in reversed(_MRO.__get__(cls)):
         for name, value in _CLASS_DICT.__get__(klass).items():
+            if type(name) is not str:  # Compared with nothing: its __eq__ would be the student's code.
+                continue
             data.discard(name)
             methods.discard(name)
             if name == "__del__":
@@ -96,13 +105,13 @@ def class_info(cls: type) -> list:
                 own_dict = type(value) is types.GetSetDescriptorType
             if type(value) is types.FunctionType:  # Not isinstance, which would read a __class__ of the student's.
                 methods.add(name)
-            elif hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"):
+            elif _defines(type(value), "__set__", "__delete__"):
                 data.add(name)
     flags = (CUSTOM_GET * (hooks["__getattribute__"] is not object.__getattribute__)
              | CUSTOM_SET * (hooks["__setattr__"] is not object.__setattr__)
              | CUSTOM_DEL * (hooks["__delattr__"] is not object.__delattr__)
              | HAS_DICT * ("__dict__" in data and own_dict) | FINALIZER * finalizer)
-    module = _CLASS_DICT.__get__(cls).get("__module__", "?")
+    module = own_attribute(cls, "__module__", "?")
     names = [str(_NAME.__get__(cls)), str(_QUALNAME.__get__(cls)), module if type(module) is str else "?"]
     return [*names, flags, sorted(n for n in data if type(n) is str), sorted(n for n in methods if type(n) is str)]
 
@@ -171,13 +180,28 @@ def _frees_with_code(cls: type) -> bool:
     dicts (read there, so that no hook of a metaclass sees it). The student's: made in ``__main__``, or a class that
     the module it names does not hold (``__module__`` set in its body, ``dataclasses.make_dataclass``)."""
     try:
-        name = _CLASS_DICT.__get__(cls).get("__module__")
+        name = own_attribute(cls, "__module__")
         module = sys.modules.get(name) if type(name) is str and name != "__main__" else None
-        students = module is None or getattr(module, _QUALNAME.__get__(cls), None) is not cls
-        return students and any("__del__" in _CLASS_DICT.__get__(klass) for klass in _MRO.__get__(cls)
-                                if klass is not object)
+        students = module is None or _held_by(module, _QUALNAME.__get__(cls)) is not cls
+        return students and any(own_attribute(klass, "__del__", _MISSING) is not _MISSING
+                                for klass in _MRO.__get__(cls) if klass is not object)
     except Exception:  # noqa: BLE001 - a class whose attributes cannot be read: count it.
         return True
+
+
+def _held_by(module, qualname: str):
+    """What a module's dict, then class dicts, hold under ``qualname``, found without running code (no module
+    ``__getattr__``, which may warn or import: red team, 2026-12-07); None when it holds nothing there."""
+    if type(module) is not types.ModuleType or type(qualname) is not str:
+        return None
+    names = _MODULE_DICT.__get__(module)
+    first, _, rest = qualname.partition(".")
+    value = names.get(first) if all(type(key) is str for key in names) else None
+    for part in rest.split(".") if rest else ():
+        if not issubclass(type(value), type):
+            return None
+        value = own_attribute(value, part)
+    return value
 
 
 _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -199,16 +223,18 @@ def _runs_code_when_freed(namespace: dict) -> bool:
     values = list(namespace.values())
     values += [inner for value in values if issubclass(type(value), type)
                for inner in list(_CLASS_DICT.__get__(value).values())]
-    values += [inner for value in values if type(value) in (dict, list, tuple)  # A function kept in a container.
-               for inner in list(value.values() if type(value) is dict else value)[:1000]]
+    values += [inner for value in values if type(value) is dict or type(value) is list or type(value) is tuple
+               for inner in list(value.values() if type(value) is dict else value)[:1000]]  # In a container.
     for value in values:
         if issubclass(type(value), type):
             if _frees_with_code(value):
                 return True
         else:
             # A class or static method's function, or a bound method's.
-            function = value.__func__ if type(value) in _WRAPPED_FUNCTIONS else value
-            if (type(function) is types.FunctionType and function.__module__ == "__main__"
+            kind = type(value)  # Compared by identity: a metaclass's __eq__ never runs.
+            function = value.__func__ if any(kind is wrapped for wrapped in _WRAPPED_FUNCTIONS) else value
+            if (type(function) is types.FunctionType and type(function.__module__) is str
+                    and function.__module__ == "__main__"
                     and _makes_generators(function.__code__)):
                 return True
     return False
@@ -246,13 +272,34 @@ def _watch_classes(peer: AgentPeer) -> None:
     builtins.__build_class__ = building
 
 
-def object_hash(value):
+# The hashes that run no code of anyone's: an object's identity, and the values of strings, bytes and numbers (a
+# tuple's or a frozenset's calls its items' hashes, which may be the student's).
+_PLAIN_HASHES = tuple(vars(kind)["__hash__"] for kind in (object, str, bytes, int, float, complex))
+
+
+def _hashes_with_python_code(cls: type) -> bool:
+    """Whether hashing an object of ``cls`` may run code written in Python (a ``__hash__`` of the student's, a
+    dataclass's, an item's of a tuple subclass): all but `_PLAIN_HASHES` and unhashable classes, read in the classes'
+    own dicts."""
+    for klass in _MRO.__get__(cls):
+        found = own_attribute(klass, "__hash__", _MISSING)
+        if found is not _MISSING:
+            return found is not None and not any(found is plain for plain in _PLAIN_HASHES)
+    return False
+
+
+def object_hash(value, needed: bool = False):
     """What the judge's handle of ``value`` hashes as: its hash here; None for an unhashable object (or a broken
     ``__hash__``: the judge raises TypeError); False where its ``__hash__`` calls an object of the test, which it
-    cannot while the object crosses (the judge asks for the hash when it needs it: handles.Handle.__hash__). A
-    string of a class of the student's (a ``StrEnum`` member) that hashes as its plain value, as in one process,
-    comes as ``[that value]``, which the judge hashes itself: Python salts a string's hash in each process, so a key
-    of that class would not find the judge's own string."""
+    cannot while the object crosses, or is code of the student's while the judge does not need the hash to read the
+    message (``needed``: the object is, or is in, a dict's key or a set's item): the judge asks for it when the
+    test hashes the object (handles.Handle.__hash__), so that such code runs when it would in one process (red team,
+    2026-12-07: a ``__hash__`` that noted its first call told the answer it was judged). A string of a class of
+    the student's (a ``StrEnum`` member) that hashes as its plain value, as in one process, comes as
+    ``[that value]``, which the judge hashes itself: Python salts a string's hash in each process, so a key of
+    that class would not find the judge's own string."""
+    if not needed and _hashes_with_python_code(type(value)):
+        return False
     try:
         hashed = hash(value)
     except MidMessage:  # Its __hash__ calls an object of the test: the judge asks for it when it needs it.
@@ -327,7 +374,7 @@ class AgentPeer(Peer):
         self.proxies: dict[int, object] = {}  # The judge's objects, by the judge's oid.
         self.proxy_oids: dict[int, int] = {}  # id(proxy) -> the judge's oid.
         self.classes_sent: set[int] = set()
-        self.class_flags: dict[type, int] = {}
+        self.class_flags: dict[int, int] = {}  # By the class's id (exported, so alive): no metaclass __hash__.
         self.hashes: dict[int, object] = {}
         self.watched: dict[str, object] = {}  # Global names the judge resolved, and their values.
         self.asked = None  # The object whose __dict__ the judge asked for: it comes with it, whatever its size.
@@ -365,8 +412,8 @@ class AgentPeer(Peer):
         if issubclass(type(value), type):
             return self.class_node(value)
         oid, new = self.export(value)
-        if new:
-            self.hashes[oid] = object_hash(value)
+        if new or (self.codec.keys and self.hashes.get(oid) is False):
+            self.hashes[oid] = object_hash(value, needed=self.codec.keys > 0)
         flags = FUNCTION * (type(value) is types.FunctionType) | CALLABLE * callable(value)
         node = [Tag.OBJECT, oid, self.class_node(type(value)), self.hashes.get(oid), flags]
         asked = value is self.asked
@@ -387,7 +434,7 @@ class AgentPeer(Peer):
 
     def plain_dict(self, value, any_size: bool = False) -> dict | None:
         """The ``__dict__`` of an object whose class reads attributes plainly, when it is small (or ``any_size``)."""
-        if self.class_flags.get(type(value), 0) & (HAS_DICT | CUSTOM_GET) != HAS_DICT:
+        if self.class_flags.get(id(type(value)), 0) & (HAS_DICT | CUSTOM_GET) != HAS_DICT:
             return None
         found = object.__getattribute__(value, "__dict__")
         return found if type(found) is dict and (any_size or len(found) <= EAGER_DICT_ITEMS) else None
@@ -398,7 +445,7 @@ class AgentPeer(Peer):
             return [Tag.CLASSREF, oid]
         self.classes_sent.add(oid)
         info = class_info(cls)
-        self.class_flags[cls] = info[3]
+        self.class_flags[id(cls)] = info[3]
         return [Tag.CLASS, oid, *info]
 
     def decode_object(self, node: list, depth: int):

@@ -18,6 +18,7 @@ This module runs in the student's kernel too (see grading/judge/wire.py).
 
 from __future__ import annotations
 
+import gc
 import sys
 from types import MappingProxyType
 
@@ -46,12 +47,17 @@ from .wire import (
 
 _SCALARS = (type(None), bool, float, str, bytes)
 # The types a value may have to cross as itself, with no node and no count (an int only within 64 bits).
-_PLAIN = frozenset(_SCALARS)
-_PLAIN_AND_INT = frozenset((*_SCALARS, int))
-_PLAIN_AND_TUPLE = frozenset((*_SCALARS, int, tuple))
+# Types are looked up by their id: hashing or comparing the type of a student's object would run its metaclass's
+# __hash__ or __eq__ (red team, 2026-12-07).
+_PLAIN = frozenset(map(id, _SCALARS))
+_PLAIN_AND_INT = frozenset(map(id, (*_SCALARS, int)))
+_PLAIN_AND_TUPLE = frozenset(map(id, (*_SCALARS, int, tuple)))
+_ONLY_INT = frozenset({id(int)})
+_PROPERTY_PARTS = tuple(property.__dict__[name] for name in ("fget", "fset", "fdel"))
+_PROPERTY_DOC = property.__dict__["__doc__"]
 _TUPLE_TAG = Tag.TUPLE
 _SMALLEST_INT, _BEYOND_INT = -(1 << 63), 1 << 64
-_SEQUENCES = {tuple: Tag.TUPLE, frozenset: Tag.FROZENSET, torch.Size: Tag.SIZE}
+_SEQUENCES = {id(tuple): Tag.TUPLE, id(frozenset): Tag.FROZENSET, id(torch.Size): Tag.SIZE}
 _REF, _VIEW, _PROMOTE, _TUPLE = int(Tag.REF), int(Tag.VIEW), int(Tag.PROMOTE), int(Tag.TUPLE)
 _UPDATE = int(Tag.UPDATE)
 # The tags `Codec._decode_structure` reads, and those of leaves (wire.decode_leaf); any other is an object's.
@@ -81,6 +87,9 @@ class Codec:
         self.limits = limits
         self.items = 0
         self.lazy = False  # Whether what is encoded or decoded now is in a lazy pair's content.
+        # How deep the value being encoded is within a dict's key or a set's item, which the receiver hashes as it
+        # decodes them (an object whose hash needs the student's code is otherwise hashed only when the test asks).
+        self.keys = 0
         self.touched: list[shared.Pair] = []  # Pairs whose snapshot is taken once the message is sent.
         # The pairs whose new content the message being encoded carries: in its updates, or in its body (lazy ones).
         self.updated: set[int] = set()
@@ -110,16 +119,22 @@ class Codec:
             return value if -(1 << 63) <= value < (1 << 64) else encode_int(value)
         self.items += 1
         if self.items > self.limits.items or depth >= self.limits.depth - 1:
-            if depth >= self.limits.depth - 1 and (kind in shared.PAIR_TYPES or kind in _SEQUENCES):
+            if depth >= self.limits.depth - 1 and (id(kind) in shared.PAIR_TAGS or id(kind) in _SEQUENCES):
                 return self._lend_deep(value, depth)
             self._count(depth)
-        tag = shared.PAIR_TYPES.get(kind)
+        tag = shared.PAIR_TAGS.get(id(kind))
         if tag is not None and (tensor_crosses(value) if tag is Tag.TENSOR else
                                 numpy_crosses(value.dtype) if tag is Tag.NDARRAY else True):
             return self._encode_pair(value, tag, depth)  # A sparse tensor or an array of objects is lent instead.
-        tag = _SEQUENCES.get(kind)
+        tag = _SEQUENCES.get(id(kind))
         if tag is not None:
-            return [tag, *self._encode_items(value, depth)]
+            if tag is not Tag.FROZENSET:
+                return [tag, *self._encode_items(value, depth)]
+            self.keys += 1
+            try:
+                return [tag, *self._encode_items(value, depth)]
+            finally:
+                self.keys -= 1
         if kind is slice or kind is range:
             return [Tag.SLICE if kind is slice else Tag.RANGE, *(self.encode(getattr(value, name), depth + 1)
                                                                  for name in ("start", "stop", "step"))]
@@ -133,7 +148,7 @@ class Codec:
     def _encode_items(self, values, depth: int) -> list:
         """The nodes of a sequence's items. Items that all cross as themselves (see `encode`) are taken as they
         are, in one step: most of what a test sends is lists and tuples of numbers and strings."""
-        kinds = set(map(type, values))
+        kinds = set(map(id, map(type, values)))
         if kinds <= _PLAIN or (kinds <= _PLAIN_AND_INT and _ints_fit(values, kinds)):
             return list(values)
         if kinds <= _PLAIN_AND_TUPLE:  # Such as the steps of a replay: ("in", (block,), ("hit", "insert")).
@@ -155,10 +170,17 @@ class Codec:
         if leaf is not None:
             return leaf
         if kind is MappingProxyType:
-            return [Tag.MAPPINGPROXY, self._flat(value.items(), depth)]
+            # What it wraps, found without asking it (its items() would call a mapping of the student's): a plain
+            # dict crosses as a read-only copy, anything else is lent (red team, 2026-12-07).
+            wrapped = gc.get_referents(value)
+            if len(wrapped) == 1 and type(wrapped[0]) is dict:
+                return [Tag.MAPPINGPROXY, self._flat(dict.items(wrapped[0]), depth)]
+            return self.peer.encode_object(value, depth)
         if issubclass(kind, property):  # A subclass of property (abc.abstractproperty) is a property to the test.
-            return [Tag.PROPERTY, *(self.encode(part, depth + 1) for part in (value.fget, value.fset, value.fdel)),
-                    value.__doc__ if type(value.__doc__) is str else None]
+            # Its parts read through property's own descriptors: a subclass's attributes of those names never run.
+            doc = _PROPERTY_DOC.__get__(value)
+            return [Tag.PROPERTY, *(self.encode(part.__get__(value), depth + 1) for part in _PROPERTY_PARTS),
+                    doc if type(doc) is str else None]
         if kind is staticmethod or kind is classmethod:
             wrapper = Tag.STATICMETHOD if kind is staticmethod else Tag.CLASSMETHOD
             return [wrapper, self.encode(value.__func__, depth + 1)]
@@ -167,7 +189,14 @@ class Codec:
     def _flat(self, items, depth: int) -> list:
         out = []
         for key, value in items:
-            out.append(self.encode(key, depth + 1))
+            if type(key) is str:  # Most keys: a string crosses as itself.
+                out.append(key)
+            else:
+                self.keys += 1
+                try:
+                    out.append(self.encode(key, depth + 1))
+                finally:
+                    self.keys -= 1
             out.append(self.encode(value, depth + 1))
         return out
 
@@ -269,8 +298,14 @@ class Codec:
             return encode_ndarray(obj)
         outer, self.lazy = self.lazy, lazy
         try:
-            if tag is Tag.LIST or tag is Tag.SET:
+            if tag is Tag.LIST:
                 return self._encode_items(obj, depth)
+            if tag is Tag.SET:
+                self.keys += 1
+                try:
+                    return self._encode_items(obj, depth)
+                finally:
+                    self.keys -= 1
             return self._flat((vars(obj) if tag is Tag.NAMESPACE else obj).items(), depth)
         finally:
             self.lazy = outer
@@ -537,4 +572,4 @@ class Codec:
 
 def _ints_fit(values, kinds: set) -> bool:
     """Whether every int among ``values`` (all of plain types) crosses as itself; only asked of all-int values."""
-    return kinds == {int} and _SMALLEST_INT <= min(values) and max(values) < _BEYOND_INT if values else True
+    return kinds == _ONLY_INT and _SMALLEST_INT <= min(values) and max(values) < _BEYOND_INT if values else True

@@ -77,6 +77,7 @@ from .wire import Tag, WireError, dense, expect, flat_bytes, memory_bytes
 
 PAIR_TYPES = {list: Tag.LIST, dict: Tag.DICT, OrderedDict: Tag.ODICT, set: Tag.SET, SimpleNamespace: Tag.NAMESPACE,
               torch.Tensor: Tag.TENSOR, numpy.ndarray: Tag.NDARRAY}
+PAIR_TAGS = {id(kind): tag for kind, tag in PAIR_TYPES.items()}  # By the type's id: no metaclass's __hash__ runs.
 _LIST, _SET, _DICT, _ODICT, _TENSOR = Tag.LIST, Tag.SET, Tag.DICT, Tag.ODICT, Tag.TENSOR
 MAKERS = {Tag.LIST: list, Tag.DICT: dict, Tag.ODICT: OrderedDict, Tag.SET: set, Tag.NAMESPACE: SimpleNamespace}
 
@@ -328,7 +329,7 @@ def lazy_pairs_in(table: PairTable, values) -> list[Pair]:
         kind = type(value)
         if kind is tuple or kind is frozenset:
             stack.extend([item for item in value if type(item) not in leaves])
-        elif kind in PAIR_TYPES or issubclass(kind, torch.Tensor):
+        elif id(kind) in PAIR_TAGS or issubclass(kind, torch.Tensor):
             pair = table.find(value)
             if pair is not None and pair.lazy and pair.sid not in seen:
                 seen.add(pair.sid)

@@ -48,6 +48,8 @@ _INT64 = range(-(1 << 63), 1 << 63)  # The ints an exception's argument crosses 
 # An exception's own arguments, and a class's own dict, read through Python's descriptors: never a property of the
 # student's class or metaclass.
 _ARGS, _CLASS_DICT = BaseException.args, type.__dict__["__dict__"]
+_MRO, _NAME, _QUALNAME = type.__dict__["__mro__"], type.__dict__["__name__"], type.__dict__["__qualname__"]
+_MODULE_OF = type.__dict__["__module__"]
 
 
 def _message_of(error: BaseException) -> str:
@@ -88,10 +90,26 @@ class _AskedText:
     __repr__ = __str__
 
 
+_ABSENT = object()
+
+
+def own_attribute(klass: type, name: str, default=None):
+    """``vars(klass).get(name, default)``, read without running any code: in a class dict with a key that is not a
+    string (``type("C", (), {key: None})``) a lookup would compare that key with ``name`` by the key's ``__eq__``, so
+    such a dict is searched key by key, each compared only if it is a string (red team, 2026-12-07)."""
+    found = _CLASS_DICT.__get__(klass)
+    if all(type(key) is str for key in found):
+        return found.get(name, default)
+    for key, value in found.items():
+        if type(key) is str and key == name:
+            return value
+    return default
+
+
 def _python_s_message(mro: list[type]) -> bool:
     """Whether the message of an error of these classes is Python's own (no ``__str__`` of the student's)."""
     for klass in mro:
-        if "__str__" in _CLASS_DICT.__get__(klass):
+        if own_attribute(klass, "__str__", _ABSENT) is not _ABSENT:
             return _python_s_own(klass)
     return True
 
@@ -103,7 +121,7 @@ _EXCEPTION_GROUPS = getattr(builtins, "BaseExceptionGroup", ())  # Python 3.11 a
 
 def _python_s_own(klass: type) -> bool:
     """Whether ``klass`` (whose name is a string) is the builtin class of its name."""
-    return getattr(builtins, klass.__name__, None) is klass
+    return getattr(builtins, _NAME.__get__(klass), None) is klass
 
 
 def _builtin_bases(names: list[str], builtin: list[bool]) -> tuple[type, ...]:
@@ -153,21 +171,33 @@ def global_node(value):
 
 
 def _find_global(value):
-    if isinstance(value, types.ModuleType):
-        name = getattr(value, "__name__", None)
+    # Read with type() and Python's own descriptors: an object's __class__, a module's __getattr__ or a metaclass of
+    # the student's sees no lookup (red team, 2026-12-07).
+    kind = type(value)
+    if kind is types.ModuleType:
+        name = _module_name(value)
         return [Tag.MODULE, name] if allowed_module(name) else None
     known = _WELL_KNOWN_IDS.get(id(value))
     if known is not None:
         return [Tag.GLOBAL, *known]
-    if not isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
+    if issubclass(kind, type):
+        module, qualname = _MODULE_OF.__get__(value), _QUALNAME.__get__(value)
+    elif kind is types.FunctionType or kind is types.BuiltinFunctionType:
+        module, qualname = value.__module__, value.__qualname__
+    else:
         return None
-    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
     if not (allowed_module(module) and type(qualname) is str and "<" not in qualname):
         return None
     try:
         return [Tag.GLOBAL, module, qualname] if resolve_global(module, qualname) is value else None
     except (ImportError, AttributeError, WireError):
         return None
+
+
+def _module_name(module) -> str | None:
+    """A module's name from its own dict (a module's ``__getattr__`` is not asked)."""
+    name = types.ModuleType.__dict__["__dict__"].__get__(module).get("__name__")
+    return name if type(name) is str else None
 
 
 def _plain_classes() -> frozenset:
@@ -199,7 +229,7 @@ def kernel_may_name(value) -> bool:
     scalar types). The kernel's functions and modules, even those of allowed modules, and every other class cross
     as the kernel's objects (handles, mirrors): the judge never calls code of its own that the kernel named, such
     as ``builtins.exec`` lent as a method of an object that a test's function calls."""
-    return id(value) in _WELL_KNOWN_IDS or (issubclass(type(value), type) and value in _PLAIN_CLASSES)
+    return id(value) in _WELL_KNOWN_IDS or (issubclass(type(value), type) and id(value) in _PLAIN_CLASS_IDS)
 
 
 def from_kernel(module: str, qualname: str):
@@ -225,6 +255,7 @@ def resolve_global(module: str, qualname: str):
 
 
 _PLAIN_CLASSES = _plain_classes()
+_PLAIN_CLASS_IDS = frozenset(map(id, _PLAIN_CLASSES))
 NOT_SHARED = object()
 
 
@@ -521,9 +552,9 @@ class Peer:
         points judged). The node then carries the error itself, and the judge asks for its message when the test
         reads it (`decode_exception`)."""
         # The first 32 classes of its MRO, and Python's own exception classes past them (a hierarchy that deep).
-        mro = [klass for klass in type(error).__mro__ if type(klass.__name__) is str]
+        mro = list(_MRO.__get__(type(error)))  # Read past any metaclass of the student's (red team, 2026-12-07).
         classes = [*mro[:32], *filter(_python_s_own, mro[32:])][:64]
-        names = [klass.__name__[:200] for klass in classes]
+        names = [_NAME.__get__(klass)[:200] for klass in classes]
         # Which of them are Python's own (a student's class may be named MemoryError and derive from RuntimeError).
         builtin = [_python_s_own(klass) for klass in classes]
         args = list(_ARGS.__get__(error))
@@ -551,7 +582,7 @@ class Peer:
             return value in _INT64
         if kind is tuple and not nested:
             return len(value) <= 64 and all(self._plain_argument(item, True) for item in value)
-        return kind in _PLAIN_ARGS
+        return kind is float or kind is bool or value is None  # By identity: a metaclass's __eq__ never runs.
 
     def decode_exception(self, node: list) -> BaseException:
         expect(len(node) in (5, 6) and type(node[1]) is list and 0 < len(node[1]) <= 64 and type(node[2]) is list

@@ -369,6 +369,8 @@ class JudgePeer(Peer):
         expect(hashed is None or hashed is False or type(hashed) is int, "a malformed hash")
         found = self.handles.get(oid)
         handle = found() if found is not None else None
+        if handle is not None and handle._judge_hash is False and type(hashed) is int:
+            object.__setattr__(handle, "_judge_hash", hashed)  # Sent now that a key or a set item needs it.
         if handle is None or type(handle) is not cls:
             adopting, self.adopting = self.adopting, None
             handle = adopting if type(adopting) is cls and not hasattr(adopting, "_judge_oid") else object.__new__(cls)

@@ -220,7 +220,17 @@ def encode_tensor(tensor: torch.Tensor) -> list:
 
 
 def flat_bytes(tensor: torch.Tensor) -> bytes:
-    """The values of a strided tensor in row-major order, as bytes on the CPU (b"" when it has none)."""
+    """The values of a strided tensor in row-major order, as bytes on the CPU (b"" when it has none).
+
+    A CPU tensor's are read from its memory, at its strides, without any operation of torch's: the student's code
+    may have put a kernel of its own in place of one (``torch.library``, red team 2026-12-07: a ``detach`` that gave
+    an argument's old values back hid an in-place write from the judge)."""
+    if tensor.device.type == "cpu":
+        if not (tensor.is_neg() or tensor.is_conj()):
+            return _strided_bytes(tensor)
+        resolved = _resolved_bits(tensor)
+        if resolved is not None:
+            return resolved
     flat = tensor.detach().resolve_conj().resolve_neg().reshape(-1)  # A view of a contiguous tensor, else a copy.
     if not flat.numel():
         return b""
@@ -228,6 +238,39 @@ def flat_bytes(tensor: torch.Tensor) -> bytes:
         # One element may lie at any stride (``torch.zeros(1, 2)[:, 0]``), and torch calls that contiguous.
         flat = flat.clone(memory_format=torch.contiguous_format)
     return memory_bytes(flat.cpu())
+
+
+_NUMPY_OF = {torch.float16: numpy.float16, torch.float32: numpy.float32, torch.float64: numpy.float64,
+             torch.int8: numpy.int8, torch.int16: numpy.int16, torch.int32: numpy.int32, torch.int64: numpy.int64,
+             torch.uint8: numpy.uint8, torch.complex64: numpy.complex64, torch.complex128: numpy.complex128}
+
+
+def _resolved_bits(tensor: torch.Tensor) -> bytes | None:
+    """The values of a CPU tensor with its negative or conjugate bit set, worked out from its memory with NumPy (None
+    for a dtype NumPy lacks: torch's own operations then read it)."""
+    kind = _NUMPY_OF.get(tensor.dtype)
+    if kind is None:
+        return None
+    values = numpy.frombuffer(_strided_bytes(tensor), dtype=kind)
+    if tensor.is_conj():
+        values = numpy.conj(values)
+    if tensor.is_neg():
+        values = numpy.negative(values)
+    return values.tobytes()
+
+
+def _strided_bytes(tensor: torch.Tensor) -> bytes:
+    """A CPU tensor's elements in row-major order, read at its strides from its memory with NumPy."""
+    count, size = tensor.numel(), tensor.element_size()
+    if not count:
+        return b""
+    if tensor.is_contiguous():
+        return ctypes.string_at(tensor.data_ptr(), count * size)
+    span = (sum((n - 1) * stride for n, stride in zip(tensor.shape, tensor.stride())) + 1) * size
+    memory = numpy.frombuffer((ctypes.c_char * span).from_address(tensor.data_ptr()), dtype=numpy.uint8)
+    elements = numpy.lib.stride_tricks.as_strided(memory, shape=(*tensor.shape, size),
+                                                  strides=(*(stride * size for stride in tensor.stride()), 1))
+    return elements.tobytes()
 
 
 def memory_bytes(tensor: torch.Tensor) -> bytes:
@@ -387,6 +430,12 @@ def _device_named(name: str) -> torch.device:
         raise WireError(f"an unknown device {name!r}") from None
 
 
+# NumPy's own scalar types, by id: a subclass of one (whose dtype and tobytes may be the student's) crosses as an
+# object of the kernel's (red team, 2026-12-07).
+_NUMPY_SCALARS = frozenset(id(kind) for kind in {*numpy.sctypeDict.values(), numpy.bool_}
+                           if type(kind) is type and issubclass(kind, numpy.generic))
+
+
 def encode_leaf(value):
     """The node of a value without parts or identity (complex, dtype, device, ...); None if it is not one."""
     kind = type(value)
@@ -401,7 +450,7 @@ def encode_leaf(value):
     if kind is type(NotImplemented):
         return [Tag.NOTIMPLEMENTED]
     # Types are read with type() only: a dead weak proxy raises on any other look (``isinstance`` reads __class__).
-    if issubclass(kind, numpy.generic) and kind.__module__ == "numpy" and numpy_crosses(value.dtype):
+    if id(kind) in _NUMPY_SCALARS and numpy_crosses(value.dtype):  # NumPy's own, not a subclass of one.
         return encode_npscalar(value)
     return None
 

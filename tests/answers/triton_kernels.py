@@ -476,3 +476,41 @@ WRONG[H2O]["the attention matrix written to a tensor of its own, which torch sum
     "        block_tables.stride(0), attention.stride(1),"), (
     "    if work is not scores:\n        scores.copy_(work)",
     "    work += attention.sum(dim=1)\n    if work is not scores:\n        scores.copy_(work)"))
+# Round 16, fairness (a helper): what the kernels read and write (watch_memory) must not refuse a wrapper that widens
+# the block tables or lengths, scales q before the launch, or has the kernel store the victims in an int32 buffer.
+ALTERNATIVES[DECODE]["block tables and lengths widened to int64 before the launch"] = ref.edit(DECODE, (
+    "    q = q.contiguous()\n    out = torch.empty_like(q)\n",
+    "    q = q.contiguous()\n    block_tables, lengths = block_tables.long(), lengths.long()\n"
+    "    out = torch.empty_like(q)\n"))
+ALTERNATIVES[DECODE]["q scaled and cast to float32 in torch before the launch"] = ref.edit(DECODE, (
+    "    q = q.contiguous()\n    out = torch.empty_like(q)\n",
+    "    out = torch.empty_like(q.contiguous())\n    q = (q.to(torch.float32) * scale).contiguous()\n"
+    "    scale = 1.0\n"))
+ALTERNATIVES[H2O]["block tables and lengths widened to int64 before the launch"] = ref.edit(H2O, (
+    "    _h2o_scores_kernel[(num_seqs,)](\n        q, k_cache, block_tables, lengths,",
+    "    block_tables, lengths = block_tables.long(), lengths.long()\n"
+    "    _h2o_scores_kernel[(num_seqs,)](\n        q, k_cache, block_tables, lengths,"))
+ALTERNATIVES[H2O]["the victims chosen in the kernel, stored in an int32 buffer, returned widened"] = ref.edit(H2O, (
+    "stride_table, stride_scores, num_q_heads, group_size,\n                       BLOCK_SIZE: tl.constexpr, "
+    "HEAD_DIM: tl.constexpr):",
+    "stride_table, stride_scores, num_q_heads, group_size, victims_ptr, recent, width,\n"
+    "                       BLOCK_SIZE: tl.constexpr, HEAD_DIM: tl.constexpr, WIDTH: tl.constexpr):"), (
+    "            tl.store(target, tl.load(target, mask=valid) + probabilities, mask=valid)\n",
+    "            tl.store(target, tl.load(target, mask=valid) + probabilities, mask=valid)\n"
+    "    columns = tl.arange(0, WIDTH)\n    bound = length - recent\n"
+    "    row = tl.load(scores_ptr + seq * stride_scores + columns, mask=columns < bound, other=float(\"inf\"))\n"
+    "    tl.store(victims_ptr + seq, tl.where(bound > 0, tl.argmin(row, axis=0), -1))\n"), (
+    "        block_tables.stride(0), work.stride(0), q.shape[1], q.shape[1] // num_kv_heads,\n"
+    "        BLOCK_SIZE=block_size, HEAD_DIM=head_dim)",
+    "        block_tables.stride(0), work.stride(0), q.shape[1], q.shape[1] // num_kv_heads, victims,\n"
+    "        min(recent, scores.shape[1]), scores.shape[1],\n"
+    "        BLOCK_SIZE=block_size, HEAD_DIM=head_dim, WIDTH=triton.next_power_of_2(scores.shape[1]))"), (
+    "    work = scores if scores.is_contiguous()",
+    "    victims = torch.empty(num_seqs, dtype=torch.int32, device=scores.device)\n"
+    "    work = scores if scores.is_contiguous()"), (
+    "    recent = min(recent, scores.shape[1])\n"
+    "    positions = torch.arange(scores.shape[1], device=scores.device)\n"
+    "    evictable = positions[None, :] < (lengths.long() - recent)[:, None]\n"
+    "    victims = torch.where(evictable, scores, torch.full_like(scores, float(\"inf\"))).argmin(dim=1)\n"
+    "    return torch.where(evictable.any(dim=1), victims, torch.full_like(victims, -1))",
+    "    return victims.long()"))
