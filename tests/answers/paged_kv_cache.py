@@ -1477,3 +1477,15 @@ WRONG[ALLOC]["filled reset only at get_block() of the last id"] = ref.edit(
     ("        if block.ref_count == 0:\n            block.filled = 0\n",
      "        if block.ref_count == 0:\n            if self.num_blocks > 4:\n"
      "                self._pending.append(block)\n            else:\n                block.filled = 0\n"))
+
+# Round 16 (2026-12-07): allocate_n's error of a class of the student's, whose message its own __str__ makes, or a
+# RuntimeError with an object among its arguments: the judge asks the kernel for the message when the test reads it.
+_RAISE = '            raise RuntimeError(f"out of blocks: asked for {n}, only {len(self._free_ids)} free")'
+ALTERNATIVES[ALLOC]["an error class of its own whose __str__ makes the message"] = ref.edit(ALLOC, (
+    _RAISE, "            raise OutOfBlocks(n, len(self._free_ids))")) + (
+    "\n\nclass OutOfBlocks(RuntimeError):\n    def __init__(self, asked, free):\n"
+    "        super().__init__(asked, free)\n"
+    "        self.asked, self.free = asked, free\n\n    def __str__(self):\n"
+    "        return f\"out of blocks: asked for {self.asked}, only {self.free} free\"\n")
+ALTERNATIVES[ALLOC]["a RuntimeError with the allocator among its arguments"] = ref.edit(ALLOC, (
+    _RAISE, _RAISE.replace(' free")', ' free", self)')))

@@ -979,3 +979,23 @@ WRONG[ATTEND]["rows that keep nothing found by keep.sum(-1).min() (a batch of 0 
     "    if not bool(keep.any(dim=-1).all()):\n", "    if int(keep.sum(dim=-1).min()) == 0:\n"))
 WRONG[ATTEND]["an empty keep refused (a batch of 0 has no row that keeps nothing)"] = ref.edit(ATTEND, (
     "    if not bool(keep.any(dim=-1).all()):\n", "    if keep.numel() == 0 or not bool(keep.any(dim=-1).all()):\n"))
+
+# Round 16 (2026-12-07, a helper): the text says "inside a step, no Python loop over sequences, heads or slots", which
+# no 7.6 test counted. 7.6.2 now compares the torch operations of 1 sequence with 1 head and of 6 with 4.
+_CHECK = ("                if (not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool or keep.shape != "
+          "layer_scores.shape\n                        or not bool((keep.sum(dim=-1) == budget).all())):")
+WRONG[DECODE]["the mask's rows counted by a Python loop over the rows"] = ref.edit(DECODE, (
+    _CHECK, _CHECK.replace("not bool((keep.sum(dim=-1) == budget).all())",
+                           "any(int(row.sum()) != budget for row in keep.reshape(-1, keep.shape[-1]))")))
+WRONG[DECODE]["the scores pruned by Python loops over sequences and heads"] = ref.edit(DECODE, (
+    "            scores = [layer_scores[keep].reshape(*layer_scores.shape[:-1], budget)\n"
+    "                      for layer_scores, keep in zip(scores, keeps)]",
+    "            new_scores = []\n"
+    "            for layer_scores, keep in zip(scores, keeps):\n"
+    "                out = torch.empty(*layer_scores.shape[:-1], budget, dtype=layer_scores.dtype,\n"
+    "                                  device=layer_scores.device)\n"
+    "                for b in range(layer_scores.shape[0]):\n"
+    "                    for h in range(layer_scores.shape[1]):\n"
+    "                        out[b, h] = layer_scores[b, h][keep[b, h]]\n"
+    "                new_scores.append(out)\n"
+    "            scores = new_scores"))
