@@ -30,7 +30,25 @@ import types
 import weakref
 
 from .pairs import compare_bytes
-from .peer import END, HELLO, NOT_SHARED, READY, REQ, Peer, global_node, kernel_may_name, keywords, own_attribute
+from .peer import (
+    ABSENT,
+    CLASS_DICT,
+    CLASS_MRO,
+    CLASS_NAME,
+    CLASS_QUALNAME,
+    END,
+    HELLO,
+    MODULE_DICT,
+    NOT_SHARED,
+    READY,
+    REQ,
+    Peer,
+    global_node,
+    kernel_may_name,
+    keywords,
+    own_attribute,
+    string_key_get,
+)
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 FUNCTION, CALLABLE = 1, 2  # Flags of an object node: a plain function (bound as a method), callable.
@@ -42,6 +60,7 @@ PROTOCOL_FLAGS = {name: 4 << index for index, name in enumerate(
 # Flags of a class node: which attribute hooks it overrides, whether its instances have a __dict__, and whether they
 # run code when they are freed (a ``__del__``, a generator's ``finally``).
 CUSTOM_GET, CUSTOM_SET, CUSTOM_DEL, HAS_DICT, FINALIZER = 1, 2, 4, 8, 16
+PYTHON_HASH = 32  # Hashing its objects may run Python code (`object_hash`); the judge does not read this flag.
 _MISSING = object()
 EAGER_DICT_ITEMS = 16  # An object's __dict__ of at most this many items crosses with the object itself.
 
@@ -71,17 +90,17 @@ class KernelError:
     """What the judge's mirror of an error whose message it asks for later calls the error's class."""
 
 
-_MRO, _CLASS_DICT = type.__dict__["__mro__"], type.__dict__["__dict__"]
-_MODULE_DICT = types.ModuleType.__dict__["__dict__"]
-_NAME, _QUALNAME = type.__dict__["__name__"], type.__dict__["__qualname__"]
 _HOOKS = {"__getattribute__": object.__getattribute__, "__setattr__": object.__setattr__,
-          "__delattr__": object.__delattr__}
+          "__delattr__": object.__delattr__, "__hash__": object.__hash__}
+# The hashes that run no code of anyone's: an object's identity, and the values of strings, bytes and numbers (a
+# tuple's or a frozenset's calls its items' hashes, which may be the student's).
+_PLAIN_HASHES = tuple(vars(kind)["__hash__"] for kind in (object, str, bytes, int, float, complex))
 
 
 def _defines(cls: type, *names: str) -> bool:
     """Whether ``cls`` or a base defines one of ``names``, read in the classes' own dicts (no descriptor's
     ``__get__`` runs: red team, 2026-12-07)."""
-    return any(own_attribute(klass, name, _MISSING) is not _MISSING for klass in _MRO.__get__(cls) for name in names)
+    return any(own_attribute(klass, name, ABSENT) is not ABSENT for klass in CLASS_MRO.__get__(cls) for name in names)
 
 
 def class_info(cls: type) -> list:
@@ -91,8 +110,8 @@ def class_info(cls: type) -> list:
     code sees no lookup (red team, 2026-12-07: a descriptor bound to ``__delattr__`` in a class body saw the judge read
     it, and the answer behaved only when judged)."""
     data, methods, own_dict, finalizer, hooks = set(), set(), False, False, dict(_HOOKS)
-    for klass in reversed(_MRO.__get__(cls)):
-        for name, value in _CLASS_DICT.__get__(klass).items():
+    for klass in reversed(CLASS_MRO.__get__(cls)):
+        for name, value in CLASS_DICT.__get__(klass).items():
             if type(name) is not str:  # Compared with nothing: its __eq__ would be the student's code.
                 continue
             data.discard(name)
@@ -110,9 +129,11 @@ def class_info(cls: type) -> list:
     flags = (CUSTOM_GET * (hooks["__getattribute__"] is not object.__getattribute__)
              | CUSTOM_SET * (hooks["__setattr__"] is not object.__setattr__)
              | CUSTOM_DEL * (hooks["__delattr__"] is not object.__delattr__)
-             | HAS_DICT * ("__dict__" in data and own_dict) | FINALIZER * finalizer)
+             | HAS_DICT * ("__dict__" in data and own_dict) | FINALIZER * finalizer
+             | PYTHON_HASH * (hooks["__hash__"] is not None and not any(hooks["__hash__"] is plain
+                                                                         for plain in _PLAIN_HASHES)))
     module = own_attribute(cls, "__module__", "?")
-    names = [str(_NAME.__get__(cls)), str(_QUALNAME.__get__(cls)), module if type(module) is str else "?"]
+    names = [str(CLASS_NAME.__get__(cls)), str(CLASS_QUALNAME.__get__(cls)), module if type(module) is str else "?"]
     return [*names, flags, sorted(n for n in data if type(n) is str), sorted(n for n in methods if type(n) is str)]
 
 
@@ -182,9 +203,9 @@ def _frees_with_code(cls: type) -> bool:
     try:
         name = own_attribute(cls, "__module__")
         module = sys.modules.get(name) if type(name) is str and name != "__main__" else None
-        students = module is None or _held_by(module, _QUALNAME.__get__(cls)) is not cls
-        return students and any(own_attribute(klass, "__del__", _MISSING) is not _MISSING
-                                for klass in _MRO.__get__(cls) if klass is not object)
+        students = module is None or _held_by(module, CLASS_QUALNAME.__get__(cls)) is not cls
+        return students and any(own_attribute(klass, "__del__", ABSENT) is not ABSENT
+                                for klass in CLASS_MRO.__get__(cls) if klass is not object)
     except Exception:  # noqa: BLE001 - a class whose attributes cannot be read: count it.
         return True
 
@@ -194,9 +215,8 @@ def _held_by(module, qualname: str):
     ``__getattr__``, which may warn or import: red team, 2026-12-07); None when it holds nothing there."""
     if type(module) is not types.ModuleType or type(qualname) is not str:
         return None
-    names = _MODULE_DICT.__get__(module)
     first, _, rest = qualname.partition(".")
-    value = names.get(first) if all(type(key) is str for key in names) else None
+    value = string_key_get(MODULE_DICT.__get__(module), first)
     for part in rest.split(".") if rest else ():
         if not issubclass(type(value), type):
             return None
@@ -222,7 +242,7 @@ def _runs_code_when_freed(namespace: dict) -> bool:
     # lookup (they run at the start of every test cell, and only when judged).
     values = list(namespace.values())
     values += [inner for value in values if issubclass(type(value), type)
-               for inner in list(_CLASS_DICT.__get__(value).values())]
+               for inner in list(CLASS_DICT.__get__(value).values())]
     values += [inner for value in values if type(value) is dict or type(value) is list or type(value) is tuple
                for inner in list(value.values() if type(value) is dict else value)[:1000]]  # In a container.
     for value in values:
@@ -272,33 +292,18 @@ def _watch_classes(peer: AgentPeer) -> None:
     builtins.__build_class__ = building
 
 
-# The hashes that run no code of anyone's: an object's identity, and the values of strings, bytes and numbers (a
-# tuple's or a frozenset's calls its items' hashes, which may be the student's).
-_PLAIN_HASHES = tuple(vars(kind)["__hash__"] for kind in (object, str, bytes, int, float, complex))
-
-
-def _hashes_with_python_code(cls: type) -> bool:
-    """Whether hashing an object of ``cls`` may run code written in Python (a ``__hash__`` of the student's, a
-    dataclass's, an item's of a tuple subclass): all but `_PLAIN_HASHES` and unhashable classes, read in the classes'
-    own dicts."""
-    for klass in _MRO.__get__(cls):
-        found = own_attribute(klass, "__hash__", _MISSING)
-        if found is not _MISSING:
-            return found is not None and not any(found is plain for plain in _PLAIN_HASHES)
-    return False
-
-
-def object_hash(value, needed: bool = False):
+def object_hash(value, python_hash: bool = False, needed: bool = False):
     """What the judge's handle of ``value`` hashes as: its hash here; None for an unhashable object (or a broken
     ``__hash__``: the judge raises TypeError); False where its ``__hash__`` calls an object of the test, which it
-    cannot while the object crosses, or is code of the student's while the judge does not need the hash to read the
-    message (``needed``: the object is, or is in, a dict's key or a set's item): the judge asks for it when the
-    test hashes the object (handles.Handle.__hash__), so that such code runs when it would in one process (red team,
-    2026-12-07: a ``__hash__`` that noted its first call told the answer it was judged). A string of a class of
-    the student's (a ``StrEnum`` member) that hashes as its plain value, as in one process, comes as
-    ``[that value]``, which the judge hashes itself: Python salts a string's hash in each process, so a key of
-    that class would not find the judge's own string."""
-    if not needed and _hashes_with_python_code(type(value)):
+    cannot while the object crosses, or may run Python code (``python_hash``: a ``__hash__`` of the student's, a
+    dataclass's, an item's of a tuple subclass; `class_info`'s `PYTHON_HASH`) while the judge does not need the hash
+    to read the message (``needed``: the object is, or is in, a dict's key or a set's item): the judge asks for it
+    when the test hashes the object (handles.Handle.__hash__), so that such code runs when it would in one process
+    (red team, 2026-12-07: a ``__hash__`` that noted its first call told the answer it was judged). A string of a
+    class of the student's (a ``StrEnum`` member) that hashes as its plain value, as in one process, comes as
+    ``[that value]``, which the judge hashes itself: Python salts a string's hash in each process, so a key of that
+    class would not find the judge's own string."""
+    if python_hash and not needed:
         return False
     try:
         hashed = hash(value)
@@ -412,10 +417,12 @@ class AgentPeer(Peer):
         if issubclass(type(value), type):
             return self.class_node(value)
         oid, new = self.export(value)
+        class_node = self.class_node(type(value))
         if new or (self.codec.keys and self.hashes.get(oid) is False):
-            self.hashes[oid] = object_hash(value, needed=self.codec.keys > 0)
+            python_hash = bool(self.class_flags[id(type(value))] & PYTHON_HASH)
+            self.hashes[oid] = object_hash(value, python_hash, needed=self.codec.keys > 0)
         flags = FUNCTION * (type(value) is types.FunctionType) | CALLABLE * callable(value)
-        node = [Tag.OBJECT, oid, self.class_node(type(value)), self.hashes.get(oid), flags]
+        node = [Tag.OBJECT, oid, class_node, self.hashes.get(oid), flags]
         asked = value is self.asked
         if asked:
             self.asked = None

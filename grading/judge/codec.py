@@ -128,13 +128,9 @@ class Codec:
             return self._encode_pair(value, tag, depth)  # A sparse tensor or an array of objects is lent instead.
         tag = _SEQUENCES.get(id(kind))
         if tag is not None:
-            if tag is not Tag.FROZENSET:
-                return [tag, *self._encode_items(value, depth)]
-            self.keys += 1
-            try:
-                return [tag, *self._encode_items(value, depth)]
-            finally:
-                self.keys -= 1
+            items = self._as_keys(self._encode_items, value, depth) if tag is Tag.FROZENSET else \
+                self._encode_items(value, depth)
+            return [tag, *items]
         if kind is slice or kind is range:
             return [Tag.SLICE if kind is slice else Tag.RANGE, *(self.encode(getattr(value, name), depth + 1)
                                                                  for name in ("start", "stop", "step"))]
@@ -186,17 +182,19 @@ class Codec:
             return [wrapper, self.encode(value.__func__, depth + 1)]
         return self.peer.encode_object(value, depth)
 
+    def _as_keys(self, encode, value, depth: int):
+        """``encode(value, depth)`` of a dict's key or a set's items (see `keys`)."""
+        self.keys += 1
+        try:
+            return encode(value, depth)
+        finally:
+            self.keys -= 1
+
     def _flat(self, items, depth: int) -> list:
         out = []
         for key, value in items:
-            if type(key) is str:  # Most keys: a string crosses as itself.
-                out.append(key)
-            else:
-                self.keys += 1
-                try:
-                    out.append(self.encode(key, depth + 1))
-                finally:
-                    self.keys -= 1
+            # Most keys are strings, which cross as themselves.
+            out.append(key if type(key) is str else self._as_keys(self.encode, key, depth + 1))
             out.append(self.encode(value, depth + 1))
         return out
 
@@ -301,11 +299,7 @@ class Codec:
             if tag is Tag.LIST:
                 return self._encode_items(obj, depth)
             if tag is Tag.SET:
-                self.keys += 1
-                try:
-                    return self._encode_items(obj, depth)
-                finally:
-                    self.keys -= 1
+                return self._as_keys(self._encode_items, obj, depth)
             return self._flat((vars(obj) if tag is Tag.NAMESPACE else obj).items(), depth)
         finally:
             self.lazy = outer

@@ -94,6 +94,12 @@ def _request(handle, op: str, *args):
     return info_of(type(handle)).peer.request(op, *args)
 
 
+def _kernel_runs(op: str, function, args: tuple, kwargs: dict):
+    """Have the kernel call its ``function`` under one of its watches (``op``: count, launches, memory)."""
+    owner = function._judge_owner if type(function) is RemoteMethod else function
+    return _request(owner, op, function, args, tuple(kwargs.items()))
+
+
 def _instance_dict(handle: Handle, info: MirrorInfo):
     """The object's ``__dict__`` as the kernel has it now (a shared pair); None when it has none."""
     try:
@@ -279,8 +285,7 @@ class Handle:
     @staticmethod
     def judge_count_torch_calls(function, *args, **kwargs):
         """course.checks.count_torch_calls of a function of the kernel: the kernel counts (and can lie)."""
-        owner = function._judge_owner if type(function) is RemoteMethod else function
-        return _request(owner, "count", function, args, tuple(kwargs.items()))
+        return _kernel_runs("count", function, args, kwargs)
 
     @staticmethod
     def judge_replay(target, steps: list):
@@ -301,14 +306,12 @@ class Handle:
     @staticmethod
     def judge_count_launches(function, *args, **kwargs):
         """course.kernels.count_launches of a function of the kernel: the kernel counts (and can lie)."""
-        owner = function._judge_owner if type(function) is RemoteMethod else function
-        return _request(owner, "launches", function, args, tuple(kwargs.items()))
+        return _kernel_runs("launches", function, args, kwargs)
 
     @staticmethod
     def judge_watch_memory(function, *args, **kwargs):
         """course.kernels.watch_memory of a function of the kernel: the kernel watches (and can lie)."""
-        owner = function._judge_owner if type(function) is RemoteMethod else function
-        return _request(owner, "memory", function, args, tuple(kwargs.items()))
+        return _kernel_runs("memory", function, args, kwargs)
 
 
 def _unary(op: str):

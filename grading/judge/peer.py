@@ -45,11 +45,13 @@ _KINDS = frozenset({REQ, OK, ERR, READY, END, HELLO})
 _NO_TORCH_FUNCTION, _NO_TORCH_DISPATCH = torch._C.DisableTorchFunction, torch._C._DisableTorchDispatch
 _PLAIN_ARGS = (str, float, bool, type(None))
 _INT64 = range(-(1 << 63), 1 << 63)  # The ints an exception's argument crosses as.
-# An exception's own arguments, and a class's own dict, read through Python's descriptors: never a property of the
-# student's class or metaclass.
-_ARGS, _CLASS_DICT = BaseException.args, type.__dict__["__dict__"]
-_MRO, _NAME, _QUALNAME = type.__dict__["__mro__"], type.__dict__["__name__"], type.__dict__["__qualname__"]
-_MODULE_OF = type.__dict__["__module__"]
+# An exception's own arguments, a class's MRO, dict, names and module, and a module's dict, read through Python's own
+# descriptors: never a property of the student's class or metaclass, or a module's __getattr__ (the agent reads
+# classes this way too).
+_ARGS = BaseException.args
+CLASS_MRO, CLASS_DICT, CLASS_NAME = type.__dict__["__mro__"], type.__dict__["__dict__"], type.__dict__["__name__"]
+CLASS_QUALNAME, CLASS_MODULE = type.__dict__["__qualname__"], type.__dict__["__module__"]
+MODULE_DICT = types.ModuleType.__dict__["__dict__"]
 
 
 def _message_of(error: BaseException) -> str:
@@ -90,30 +92,32 @@ class _AskedText:
     __repr__ = __str__
 
 
-_ABSENT = object()
+ABSENT = object()  # What `string_key_get` gives for a name that is not there, where None may be a value.
 
 
-def own_attribute(klass: type, name: str, default=None):
-    """``vars(klass).get(name, default)``, read without running any code: in a class dict with a key that is not a
-    string (``type("C", (), {key: None})``) a lookup would compare that key with ``name`` by the key's ``__eq__``, so
-    such a dict is searched key by key, each compared only if it is a string (red team, 2026-12-07)."""
-    found = _CLASS_DICT.__get__(klass)
-    if all(type(key) is str for key in found):
-        return found.get(name, default)
-    for key, value in found.items():
+def string_key_get(names, name: str, default=None):
+    """``names.get(name, default)`` for a class's or a module's dict, read without running any code: in a dict with a
+    key that is not a string (``type("C", (), {key: None})``) a lookup would compare that key with ``name`` by the key's
+    ``__eq__``, so such a dict is searched key by key, each compared only if it is a string (red team, 2026-12-07)."""
+    if all(type(key) is str for key in names):
+        return names.get(name, default)
+    for key, value in names.items():
         if type(key) is str and key == name:
             return value
     return default
 
 
+def own_attribute(klass: type, name: str, default=None):
+    """``vars(klass).get(name, default)``, read without running any code (`string_key_get`)."""
+    return string_key_get(CLASS_DICT.__get__(klass), name, default)
+
+
 def _python_s_message(mro: list[type]) -> bool:
     """Whether the message of an error of these classes is Python's own (no ``__str__`` of the student's)."""
     for klass in mro:
-        if own_attribute(klass, "__str__", _ABSENT) is not _ABSENT:
+        if own_attribute(klass, "__str__", ABSENT) is not ABSENT:
             return _python_s_own(klass)
     return True
-
-
 
 
 _EXCEPTION_GROUPS = getattr(builtins, "BaseExceptionGroup", ())  # Python 3.11 and later.
@@ -121,7 +125,7 @@ _EXCEPTION_GROUPS = getattr(builtins, "BaseExceptionGroup", ())  # Python 3.11 a
 
 def _python_s_own(klass: type) -> bool:
     """Whether ``klass`` (whose name is a string) is the builtin class of its name."""
-    return getattr(builtins, _NAME.__get__(klass), None) is klass
+    return getattr(builtins, CLASS_NAME.__get__(klass), None) is klass
 
 
 def _builtin_bases(names: list[str], builtin: list[bool]) -> tuple[type, ...]:
@@ -181,7 +185,7 @@ def _find_global(value):
     if known is not None:
         return [Tag.GLOBAL, *known]
     if issubclass(kind, type):
-        module, qualname = _MODULE_OF.__get__(value), _QUALNAME.__get__(value)
+        module, qualname = CLASS_MODULE.__get__(value), CLASS_QUALNAME.__get__(value)
     elif kind is types.FunctionType or kind is types.BuiltinFunctionType:
         module, qualname = value.__module__, value.__qualname__
     else:
@@ -196,7 +200,7 @@ def _find_global(value):
 
 def _module_name(module) -> str | None:
     """A module's name from its own dict (a module's ``__getattr__`` is not asked)."""
-    name = types.ModuleType.__dict__["__dict__"].__get__(module).get("__name__")
+    name = string_key_get(MODULE_DICT.__get__(module), "__name__")
     return name if type(name) is str else None
 
 
@@ -552,25 +556,24 @@ class Peer:
         points judged). The node then carries the error itself, and the judge asks for its message when the test
         reads it (`decode_exception`)."""
         # The first 32 classes of its MRO, and Python's own exception classes past them (a hierarchy that deep).
-        mro = list(_MRO.__get__(type(error)))  # Read past any metaclass of the student's (red team, 2026-12-07).
+        mro = list(CLASS_MRO.__get__(type(error)))  # Past any metaclass of the student's (red team, 2026-12-07).
         classes = [*mro[:32], *filter(_python_s_own, mro[32:])][:64]
-        names = [_NAME.__get__(klass)[:200] for klass in classes]
+        names = [CLASS_NAME.__get__(klass)[:200] for klass in classes]
         # Which of them are Python's own (a student's class may be named MemoryError and derive from RuntimeError).
         builtin = [_python_s_own(klass) for klass in classes]
         args = list(_ARGS.__get__(error))
         plain = len(args) <= 8 and all(map(self._plain_argument, args))
+        # A tuple argument (``KeyError((seq_id, block))``) crosses as a list: the only list an exception's node holds.
+        crossing = [list(a) if type(a) is tuple else a for a in args] if plain else None
         if self.asks_for_messages and not (plain and _python_s_message(mro)):
             # It lives, with its traceback, until the judge lets go of it: the frames that read the message in one
             # process are those it would read there.
-            args = [list(a) if type(a) is tuple else a for a in args] if plain else []
-            return [Tag.EXCEPTION, names, args, None, builtin, error]
+            return [Tag.EXCEPTION, names, crossing or [], None, builtin, error]
         try:
             message = str(error)[:self.limits.text]
         except Exception:  # noqa: BLE001 - a broken __str__ of the student's exception.
             message = "(its message could not be read)"
-        # A tuple argument (``KeyError((seq_id, block))``) crosses as a list: the only list an exception's node holds.
-        args = [list(a) if type(a) is tuple else a for a in args] if plain else [message]
-        return [Tag.EXCEPTION, names, args, message, builtin]
+        return [Tag.EXCEPTION, names, crossing if plain else [message], message, builtin]
 
     def _plain_argument(self, value, nested: bool = False) -> bool:
         """Whether an exception's argument crosses as it is: None, a bool, an int of 64 bits, a float, a short
@@ -591,11 +594,11 @@ class Peer:
         names = [text(name, self.limits) for name in node[1]]
         args = [self._decode_argument(a) for a in node[2]]
         bases = _builtin_bases(names, node[4])
-        if len(node) == 6:
-            return self._asked_exception(names, bases, args, node)
         # The judge's own class only for a builtin Exception; KeyboardInterrupt or SystemExit from the kernel
         # becomes a class of the kernel's (module "kernel"), never the judge's own signal.
         own = node[4][0] and bases == (getattr(builtins, names[0], None),) and issubclass(bases[0], Exception)
+        if len(node) == 6:
+            return self._asked_exception(names, bases, args, node, own)
         message = text(node[3], self.limits)
         cls = bases[0] if own else self._exception_class(names[0], bases)
         try:
@@ -626,13 +629,14 @@ class Peer:
         expect(kind in _PLAIN_ARGS or kind is int and value in _INT64, "a malformed exception")
         return value
 
-    def _asked_exception(self, names: list[str], bases: tuple[type, ...], args: list, node: list) -> BaseException:
+    def _asked_exception(self, names: list[str], bases: tuple[type, ...], args: list, node: list,
+                         own: bool) -> BaseException:
         """An error of the kernel's whose message the judge asks for each time the test reads it (`exception_node`):
-        the student's code that makes it runs then, as in one process."""
+        the student's code that makes it runs then, as in one process. ``own``: its class is Python's own."""
         expect(self.parity == 0 and node[3] is None, "a malformed exception")
         found = self.codec.decode(node[5], 1)
         expect(isinstance(found, self.kernel_objects), "an exception that is not the kernel's object")
-        if node[4][0] and bases == (getattr(builtins, names[0], None),) and issubclass(bases[0], Exception):
+        if own:
             # Python's own class (``KeyError(block)``): its one argument says the kernel's message.
             try:
                 return bases[0](_AskedText(found))
