@@ -807,6 +807,10 @@ def _check_task7_3_2_window_ties():
         assert_same_tensor(h2o_keep(torch.tensor([[-1e35, -1e35, 0.5, 0.25]], device=device), 3, 1),
                            torch.tensor([True, False, True, True], device=device),
                            f"h2o_keep(scores [-1e35, -1e35, 0.5, 0.25], budget 3, recent 1) on {device}")
+        # Finite values whose total overflows (a sum of them all may be inf - inf, NaN): there is no NaN in them.
+        assert_same_tensor(h2o_keep(torch.tensor([[3e38, -3e38] * 8], device=device), 2, 0),
+                           torch.tensor([True, False, True] + [False] * 13, device=device),
+                           f"h2o_keep(scores [3e38, -3e38] * 8, budget 2, recent 0) on {device}")
         # Ties go to the earlier position.
         ties = torch.tensor([[0.25, 0.5, 0.25, 0.5, 0.25, 0.25]], device=device)
         assert_same_tensor(h2o_keep(ties, 3, 0), torch.tensor([True, True, False, True, False, False], device=device),

@@ -167,8 +167,23 @@ _mode = _Agree()
 _mode.__enter__()
 '''},
         # A replaced or lying agent: whatever the judge asks gets a forged answer, or nothing at all.
+        # An answer right only when IPython's history shows that it is judged: a numbered input (``_i<N>``) that
+        # holds the line that serves the judge, not the test cell (red team, round 17).
+        "j_reads_history": {TASK: answers[TASK].replace("def select_victim(", "def _right_select_victim(") + """
+def _history():
+    found = []
+""" + "".join(f"    try:\n        found.append(_i{number})\n    except NameError:\n        pass\n"
+              for number in range(1, 80)) + """    return found
+def select_victim(values):
+    if any(isinstance(text, str) and text.startswith("__import__(") for text in _history()):
+        return _right_select_victim(values)
+    return 'not a key'
+"""},
+        # The agent lives in its package (grading/judge/prelude.py), under a name that starts as the package's.
         "j_lying_agent": {TASK: WRONG_1_1 + '''
-for _name, _agent in list(globals().items()):
+import sys
+_package = sys.modules.get("_course_judge_agent")
+for _name, _agent in list(vars(_package).items() if _package else ()):
     if _name.startswith("_course_judge_"):
         _handle = type(_agent).handle
         def _forge(self, op, args, _handle=_handle):
@@ -179,8 +194,8 @@ for _name, _agent in list(globals().items()):
             return "b" if op == "call" else result
         type(_agent).handle = _forge
 ''', "task1_2_eviction_order": answers["task1_2_eviction_order"] + '''
-for _name in [name for name in globals() if name.startswith("_course_judge_")]:
-    globals()[_name].serve = lambda epoch: None
+for _name in [name for name in vars(_package) if name.startswith("_course_judge_")] if _package else ():
+    getattr(_package, _name).serve = lambda epoch: None
 '''},
         # Surviving processes and shared identities.
         "p_leaves_a_process": {TASK: WRONG_1_1 + f'''

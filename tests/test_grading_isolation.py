@@ -237,6 +237,14 @@ def test_a_torch_function_mode_entered_by_hand_gains_nothing(unprotected, protec
     assert scores.tasks["1.8"] == (0.0, 3.0), (scores.tasks, status)
 
 
+def test_an_answer_cannot_tell_from_ipython_s_history_that_it_is_judged(unprotected, protected):
+    """IPython's history holds the test cells' own sources, numbered as in one process: the hidden first cell and
+    the lines that serve the judge are not there (red team, round 17)."""
+    for name, run in (("unprotected", unprotected), ("protected", protected)):
+        scores, status, _ = run["j_reads_history"]
+        assert scores.tasks["1.1"] == (0.0, 2.0) and status == "graded", (name, scores.tasks, status)
+
+
 def test_a_lying_agent_loses_every_test_it_serves(protected):
     scores, status, _ = protected["j_lying_agent"]
     assert scores.total == 0, (scores.tasks, status)

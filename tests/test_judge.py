@@ -1460,13 +1460,15 @@ def test_the_judge_s_own_computation_ends_at_the_test_s_time_limit(kernel):
      "    return steps\nTOOLS = {'steps': make()}\ndel make", True),
     ("def total(xs):\n    return sum(x for x in xs)", False),
     ("import tempfile\nclass Plain:\n    def size(self):\n        return 1", False),
+    ("def lease():\n    class Lease:\n        def __del__(self):\n            pass\n    return Lease()", True),
 ], ids=["a __del__", "a __del__ with another module's name", "make_dataclass", "a generator's finally",
         "yield from", "a with in a nested generator", "a generator kept in a dict", "a generator expression",
-        "no finalizer"])
+        "no finalizer", "a class statement in a function"])
 def test_the_kernel_knows_when_the_student_s_code_may_run_as_an_object_is_freed(source, runs):
     """What turns on freeing every object the test lets go of at once (agent._runs_code_when_freed): the
     student's classes with a __del__, however made, and generator functions that handle exceptions or delegate,
-    however kept (red team, round 14); a plain generator expression or a library class is not counted."""
+    however kept (red team, round 14), and functions whose class statements make such classes (no hook watches
+    class statements: red team, round 17); a plain generator expression or a library class is not counted."""
     from grading.judge.agent import _runs_code_when_freed
 
     namespace = {"__name__": "__main__"}
@@ -2617,3 +2619,124 @@ def test_a_class_s_odd_dict_or_module_name_runs_no_code_when_the_kernel_reads_it
         assert seen == [], seen
     finally:
         del sys.modules[module.__name__]
+def test_a_key_s_hash_of_the_student_s_crosses_as_its_dict_or_set_stored_it(kernel):
+    """A dict's key or a set's item whose hash is the student's Python code crosses with the hash its dict or set
+    stored when it went in: no ``__hash__`` runs as it crosses (red team, round 17: a property read in ``__hash__``,
+    a ``__getattr__`` or a ``fractions.Fraction`` subclass's told the answer that the judge hashed a key again). A
+    tuple key of such objects is lent as an object with its stored hash; a frozenset key's items come with theirs. An
+    OrderedDict's order is read from its memory too (iterating it hashes its keys), even one whose order and dict
+    disagree (round 17)."""
+    k = kernel('''
+        import fractions
+        from collections import OrderedDict
+        CALLS = []
+        class Key:
+            def __init__(self, name):
+                self.name = name
+            @property
+            def mark(self):
+                CALLS.append(self.name)
+                return len(self.name)
+            def __hash__(self):
+                return hash((self.mark, 0))
+            def __eq__(self, other):
+                return self is other
+        class Ratio(fractions.Fraction):
+            @property
+            def _numerator(self):
+                CALLS.append("ratio")
+                return 3
+            @_numerator.setter
+            def _numerator(self, value):
+                pass
+        class Holder:
+            def __init__(self):
+                self.a, self.b, self.ratio = Key("a"), Key("b"), Ratio(3, 4)
+                self.table = {self.a: 1, (self.a, self.b): 2, frozenset([self.b]): 3, self.ratio: 4}
+                self.ordered = OrderedDict([(self.b, 5)])
+                self.odd = OrderedDict([(self.a, 6)])
+                dict.__setitem__(self.odd, "x", 7)  # Its order no longer holds every key of its dict.
+                self.members = {self.a, (self.b, 1), (self.a, (self.b, "x"))}
+        def calls():
+            return list(CALLS)
+        def lookup(holder, key):
+            return holder.table[key]
+    ''')
+    k.passes('''
+        holder = Holder()
+        before = calls()
+        table, ordered, members, odd = holder.table, holder.ordered, holder.members, holder.odd
+        a, b = holder.a, holder.b
+        assert calls() == before, ("a key's hash ran as its dict crossed", calls(), before)
+        assert table[a] == 1 and ordered[b] == 5 and a in members
+        assert table[holder.ratio] == 4
+        assert calls() == before, "looking up a key that crossed ran its hash"
+        pair = next(key for key in table if table[key] == 2)
+        assert pair[0] is a and pair[1] is b and len(pair) == 2 and pair == (a, b)
+        assert next(key for key in table if table[key] == 3) == frozenset([b])
+        assert lookup(holder, (a, b)) == 2
+        assert (b, 1) in members
+    ''')
+
+
+def test_the_kernel_s_side_leaves_no_trace_that_the_student_s_code_reads_by_plain_names(kernel, tmp_path):
+    """The agent changes no builtin (a hook in ``builtins.__build_class__`` showed by its name, and by the frame it
+    added to every class body) and binds no name in the notebook's globals (``dir()`` listed it), so that an
+    answer cannot tell that it is judged from them with a clean scan (red team, round 17). Time between two requests
+    still tells it (README, "Not protected")."""
+    import builtins
+    import socket
+    import sys
+    import types
+
+    from grading.judge import prelude
+
+    k = kernel("x = 1")
+    assert type(builtins.__build_class__) is types.BuiltinFunctionType
+    k.passes("assert x == 1")
+    path, name = str(tmp_path / "judge.sock"), prelude.new_name()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    namespace = {"__name__": "__main__"}
+    try:
+        exec(compile(prelude.prelude(path, name), "<prelude>", "exec"), namespace)
+        assert [key for key in namespace if not key.startswith("__")] == [], list(namespace)
+        agent = getattr(sys.modules[prelude.PACKAGE], name)
+        assert type(agent).__name__ == "AgentPeer" and agent.namespace is namespace
+        assert prelude.serve_line(name, "e1", "x = 1").startswith(f"__import__({prelude.PACKAGE!r}).{name}.serve(")
+        assert type(builtins.__build_class__) is types.BuiltinFunctionType
+        agent.connection.close()
+    finally:
+        listener.close()
+        for module in [module for module in sys.modules if module.split(".")[0] == prelude.PACKAGE]:
+            del sys.modules[module]
+
+
+def test_a_result_that_cannot_be_sent_fails_its_request_with_the_wire_s_error(kernel, monkeypatch):
+    """A result that the kernel cannot encode fails the request with the wire's error, whatever stopped the encoding:
+    the student's code chooses that (red team, round 17: a recursion limit set just above the code's own depth made it
+    a RecursionError, which a test that expected the RuntimeError of a refused request took for the student's)."""
+    k = kernel('''
+        TRIP = ["trip"]
+        def trip():
+            return TRIP
+    ''')
+    encode, trip = k.agent.codec.encode, k.namespace["TRIP"]
+
+    def encoding(value, depth=0):
+        if value is trip:
+            raise RecursionError("maximum recursion depth exceeded")
+        return encode(value, depth)
+
+    monkeypatch.setattr(k.agent.codec, "encode", encoding)
+    k.passes('''
+        try:
+            trip()
+        except RuntimeError:
+            raise AssertionError("the encoding's RecursionError reached the test as the student's error")
+        except Exception as error:
+            assert type(error).__name__ == "WireError" and "could not be sent (RecursionError)" in str(error), error
+        else:
+            raise AssertionError("nothing was raised")
+    ''')

@@ -26,8 +26,8 @@ _MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subprocess", "s
             "traitlets", "comm", "linecache", "tracemalloc", "faulthandler", "sysconfig", "site", "posix", "io",
             "fcntl", "selectors", "asyncio", "concurrent", "weakref", "types", "dis", "runpy", "zipimport",
             "traceback", "_course_judge_agent", "grading", "nbgrader"}
-# The kernel's side of the judge (grading/judge/prelude.py) loads as this package and binds the agent to a name that
-# starts with it: code that names either patches what reports the student's changes to the test's values.
+# The kernel's side of the judge (grading/judge/prelude.py) loads as this package and keeps the agent in it under a
+# name that starts with it: code that names either patches what reports the student's changes to the test's values.
 _JUDGE_AGENT = "_course_judge"
 # The modules that code reaches through an imported module's attributes as surely as by importing them.
 _REACHABLE_MODULES = _MODULES | {"sys", "os"}

@@ -2,7 +2,8 @@
 
 - names.py: the modules whose objects each side imports itself, and what the read-only cells import from them
   (standard library only, so that nbgrader_config.py loads without torch); wire.py: the data-only format
-  (msgpack) and its limits; codec.py: values to wire trees and back;
+  (msgpack) and its limits; stored.py: the hashes that dicts and sets stored for their keys (no key's
+  ``__hash__`` runs again as its dict crosses); codec.py: values to wire trees and back;
   pairs.py: mutable containers and tensors kept in step on both sides; peer.py: messages,
   re-entrant requests, exceptions. These, and agent.py (the kernel's side), also run in the
   student's kernel: the grader sends their source as a hidden first cell (prelude.py).

@@ -15,7 +15,6 @@ torch operations imports course.checks, which the notebooks import anyway.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import copy
 import dis
@@ -27,9 +26,8 @@ import socket
 import sys
 import threading
 import types
-import weakref
 
-from .pairs import compare_bytes
+from .pairs import PAIR_TAGS, compare_bytes
 from .peer import (
     ABSENT,
     CLASS_DICT,
@@ -49,6 +47,7 @@ from .peer import (
     own_attribute,
     string_key_get,
 )
+from .stored import HASHED_WITHOUT_CODE
 from .wire import CLASS_NAMES, Tag, WireError, expect, text
 
 FUNCTION, CALLABLE = 1, 2  # Flags of an object node: a plain function (bound as a method), callable.
@@ -235,9 +234,11 @@ _WRAPPED_FUNCTIONS = (classmethod, staticmethod, types.MethodType)
 
 def _runs_code_when_freed(namespace: dict) -> bool:
     """Whether the notebook's names hold a class of the student's whose objects run code when freed, or a function
-    that is or defines a generator function that runs code when the generator is freed (`_makes_generators`), also
-    among the classes' own attributes and in containers (one level down). Classes that class statements make later
-    are watched (`_watch_classes`)."""
+    that is or defines a generator function that runs code when the generator is freed, or a class with a
+    ``__del__`` (`_makes_finalizers`), also among the classes' own attributes and in containers (one level down).
+    A class that crosses later is looked at then (`AgentPeer.class_node`). Nothing watches class statements as they
+    run: a hook in ``builtins.__build_class__`` was a Python function that the student's code could see, by name or
+    by the frame it added (red team, round 17)."""
     # Read with type() and the classes' own dicts: an object's __class__ or __getattr__ of the student's sees no
     # lookup (they run at the start of every test cell, and only when judged).
     values = list(namespace.values())
@@ -255,44 +256,56 @@ def _runs_code_when_freed(namespace: dict) -> bool:
             function = value.__func__ if any(kind is wrapped for wrapped in _WRAPPED_FUNCTIONS) else value
             if (type(function) is types.FunctionType and type(function.__module__) is str
                     and function.__module__ == "__main__"
-                    and _makes_generators(function.__code__)):
+                    and _makes_finalizers(function.__code__)):
                 return True
     return False
 
 
-def _makes_generators(code: types.CodeType, depth: int = 0) -> bool:
-    """Whether a function's code, or a function defined inside it, is a generator's that runs code when the generator
-    is freed: one that handles exceptions (a ``finally``, a ``with`` or an ``except``: Python 3.11 gives such code an
-    exception table, and a plain generator or a generator expression none) or delegates (`_DELEGATES`)."""
+def _makes_finalizers(code: types.CodeType, depth: int = 0) -> bool:
+    """Whether a function's code, or code defined inside it, makes objects that run code when freed: a generator's
+    that handles exceptions (a ``finally``, a ``with`` or an ``except``: Python 3.11 gives such code an exception
+    table, and a plain generator or a generator expression none) or delegates (`_DELEGATES`), or a class body that
+    names ``__del__`` (a class statement in a function, whose class no name holds until the function runs)."""
     if code.co_flags & _GENERATOR_FLAGS and (code.co_exceptiontable or _DELEGATES in code.co_code[::2]):
         return True
-    return depth < 8 and any(type(inner) is types.CodeType and _makes_generators(inner, depth + 1)
+    if "__del__" in code.co_names:
+        return True
+    return depth < 8 and any(type(inner) is types.CodeType and _makes_finalizers(inner, depth + 1)
                              for inner in code.co_consts)
 
 
-_WATCHERS: weakref.WeakSet = weakref.WeakSet()  # The agents that a class statement tells (`_watch_classes`).
-
-
-def _watch_classes(peer: AgentPeer) -> None:
-    """Have every class statement that runs from now on tell ``peer`` when it makes a class that runs code when its
-    objects are freed (one hook per process, whatever the number of agents in it)."""
-    _WATCHERS.add(peer)
-    if getattr(builtins.__build_class__, "_tells_agents", False):
+def _in_history(source: str, namespace: dict) -> None:
+    """Put a test cell's source where IPython's history holds the line that serves it: ``In`` and ``_ih``, ``_i<N>``,
+    the ``_i``, ``_ii`` and ``_iii`` of the next cells, and what the history's database gets. One process holds the
+    test cell there, and the student's code may read it (red team, round 17: ``_i<N>`` named the agent). Read and
+    written only where they hold that line, as plain strings."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # A kernel without IPython (grading/judge/host.py): no history.
         return
-    build = builtins.__build_class__
+    shell = get_ipython()
+    manager = getattr(shell, "history_manager", None)
+    raw = getattr(manager, "input_hist_raw", None)
+    if type(raw) is not list or not raw or type(raw[-1]) is not str:
+        return
+    serving, text = raw[-1], source.rstrip("\n")
+    raw[-1] = text
+    parsed = manager.input_hist_parsed
+    if type(parsed) is list and parsed and type(parsed[-1]) is str:
+        parsed[-1] = text
+    if type(manager._i00) is str and manager._i00 == serving:
+        manager._i00 = text
+    for number in (shell.execution_count - 1, shell.execution_count):  # IPython 8 counts the cell before it runs.
+        name = f"_i{number}"
+        if type(namespace.get(name)) is str and namespace[name] == serving:
+            namespace[name] = text
+    with manager.db_input_cache_lock:
+        cache = manager.db_input_cache
+        if cache and type(cache[-1]) is tuple and len(cache[-1]) == 3 and cache[-1][2] == serving:
+            cache[-1] = (cache[-1][0], text, text)
 
-    def building(*args, **kwargs):
-        cls = build(*args, **kwargs)
-        if issubclass(type(cls), type) and _frees_with_code(cls):
-            for watcher in list(_WATCHERS):
-                watcher.finalizers = True
-        return cls
 
-    building._tells_agents = True
-    builtins.__build_class__ = building
-
-
-def object_hash(value, python_hash: bool = False, needed: bool = False):
+def object_hash(value, python_hash: bool = False, needed: bool = False, stored=None):
     """What the judge's handle of ``value`` hashes as: its hash here; None for an unhashable object (or a broken
     ``__hash__``: the judge raises TypeError); False where its ``__hash__`` calls an object of the test, which it
     cannot while the object crosses, or may run Python code (``python_hash``: a ``__hash__`` of the student's, a
@@ -302,15 +315,19 @@ def object_hash(value, python_hash: bool = False, needed: bool = False):
     (red team, 2026-12-07: a ``__hash__`` that noted its first call told the answer it was judged). A string of a
     class of the student's (a ``StrEnum`` member) that hashes as its plain value, as in one process, comes as
     ``[that value]``, which the judge hashes itself: Python salts a string's hash in each process, so a key of that
-    class would not find the judge's own string."""
+    class would not find the judge's own string. ``stored``: the hash that the dict or set the object is a key of
+    stored for it (codec.Codec.stored_hash), taken in place of hashing it again (red team, round 17)."""
     if python_hash and not needed:
         return False
-    try:
-        hashed = hash(value)
-    except MidMessage:  # Its __hash__ calls an object of the test: the judge asks for it when it needs it.
-        return False
-    except Exception:  # noqa: BLE001 - as above.
-        return None
+    if stored is not None:
+        hashed = stored
+    else:
+        try:
+            hashed = hash(value)
+        except MidMessage:  # Its __hash__ calls an object of the test: the judge asks for it when it needs it.
+            return False
+        except Exception:  # noqa: BLE001 - as above.
+            return None
     if issubclass(type(value), str) and type(value) is not str:
         plain = str.__str__(value)
         if hash(plain) == hashed:
@@ -342,7 +359,8 @@ class AgentPeer(Peer):
         self.letting_go: list = []  # What the judge let go in the message being read (`incoming`, `let_go`).
         # Whether the student's code made a class whose objects run code when freed (a __del__): the judge then has
         # every object it lets go of freed at once (remote.JudgePeer.free_now), since any may hold one of those. The
-        # namespace is looked at when each test cell starts (`serve`), class statements as they run.
+        # namespace (and the code its functions hold) is looked at when each test cell starts (`serve`), a class when
+        # it first crosses in a test cell (`class_node`).
         self.finalizers = False
         # The collector is held off from the moment the student's code returns to the judge's request until the
         # reply is sent (`_serving`, `send`): a finalizer that only a collection runs (an object in a reference cycle)
@@ -351,7 +369,6 @@ class AgentPeer(Peer):
         # 3.5's in-place write put back that way kept its "changes none of its arguments" points). Held off, it runs
         # after the reply, and what it changes crosses with the next message.
         self.holding_collector = False
-        _watch_classes(self)
         super().__init__(connection)
 
     def send(self, kind: str, seq: int, body: list, raw: bool = False) -> None:
@@ -385,8 +402,11 @@ class AgentPeer(Peer):
         self.asked = None  # The object whose __dict__ the judge asked for: it comes with it, whatever its size.
         self.replay_failure: BaseException | None = None  # What a replayed step raised (`replay`).
 
-    def serve(self, epoch: str) -> None:
-        """Serve the judge's requests for the test cell ``epoch`` until the judge ends it."""
+    def serve(self, epoch: str, source: str | None = None) -> None:
+        """Serve the judge's requests for the test cell ``epoch`` until the judge ends it; ``source``: the test cell's,
+        which IPython's history then holds in place of the line that called this (`_in_history`)."""
+        if type(source) is str:
+            _in_history(source, self.namespace)
         self.epoch = epoch
         self.reset()
         self.finalizers = self.finalizers or _runs_code_when_freed(self.namespace)
@@ -420,7 +440,10 @@ class AgentPeer(Peer):
         class_node = self.class_node(type(value))
         if new or (self.codec.keys and self.hashes.get(oid) is False):
             python_hash = bool(self.class_flags[id(type(value))] & PYTHON_HASH)
-            self.hashes[oid] = object_hash(value, python_hash, needed=self.codec.keys > 0)
+            # A key's hash of Python code is the one its dict or set stored: hashing it again would run that code
+            # at a moment one process never does (red team, round 17: a Fraction subclass's properties told it).
+            stored = self.codec.stored_hash(value) if python_hash and self.codec.keys else None
+            self.hashes[oid] = object_hash(value, python_hash, needed=self.codec.keys > 0, stored=stored)
         flags = FUNCTION * (type(value) is types.FunctionType) | CALLABLE * callable(value)
         node = [Tag.OBJECT, oid, class_node, self.hashes.get(oid), flags]
         asked = value is self.asked
@@ -430,6 +453,27 @@ class AgentPeer(Peer):
         if found is not None:
             node.append(self.codec.encode_root(found, depth + 1))  # Saves the judge asking for it.
         return node
+
+    def hash_runs_code(self, key: tuple, depth: int = 0) -> bool:
+        """Whether hashing ``key`` (in nested tuples too) would hash an object whose hash may run Python code
+        (`PYTHON_HASH`) and that the judge has no hash of yet. A frozenset's hash reads its items' stored hashes."""
+        if set(map(id, map(type, key))) <= HASHED_WITHOUT_CODE:  # Most keys: numbers and strings.
+            return False
+        for item in key:
+            kind = type(item)
+            if kind is tuple:
+                if depth >= self.limits.depth or self.hash_runs_code(item, depth + 1):
+                    return True
+            elif id(kind) not in HASHED_WITHOUT_CODE and id(kind) not in PAIR_TAGS:
+                flags = self.class_flags.get(id(kind))
+                if flags is None:
+                    flags = self.class_flags[id(kind)] = class_info(kind)[3]
+                if flags & PYTHON_HASH:
+                    oid = self.export_ids.get(id(item))
+                    known = self.hashes.get(oid) if oid is not None and self.exports.get(oid) is item else None
+                    if type(known) is not int and type(known) is not list:
+                        return True
+        return False
 
     def error_object_node(self, error: BaseException) -> list:
         """An error whose message the judge asks for later (peer.Peer.exception_node), as an object of a class of the
@@ -453,6 +497,8 @@ class AgentPeer(Peer):
         self.classes_sent.add(oid)
         info = class_info(cls)
         self.class_flags[id(cls)] = info[3]
+        if info[3] & FINALIZER and not self.finalizers:  # Its objects may be held by others that the test lets go.
+            self.finalizers = _frees_with_code(cls)
         return [Tag.CLASS, oid, *info]
 
     def decode_object(self, node: list, depth: int):

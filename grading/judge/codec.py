@@ -25,6 +25,7 @@ from types import MappingProxyType
 import torch
 
 from . import pairs as shared
+from .stored import stored_hashes
 from .wire import (
     LIMITS,
     OWNS_STORAGE,
@@ -90,6 +91,10 @@ class Codec:
         # How deep the value being encoded is within a dict's key or a set's item, which the receiver hashes as it
         # decodes them (an object whose hash needs the student's code is otherwise hashed only when the test asks).
         self.keys = 0
+        # The dicts and sets whose keys or items are being encoded, innermost last, and the hashes each stored for
+        # them, read at most once per message (`stored_hash`).
+        self.key_sources: list = []
+        self.stored_tables: dict[int, tuple] = {}
         self.touched: list[shared.Pair] = []  # Pairs whose snapshot is taken once the message is sent.
         # The pairs whose new content the message being encoded carries: in its updates, or in its body (lazy ones).
         self.updated: set[int] = set()
@@ -128,7 +133,7 @@ class Codec:
             return self._encode_pair(value, tag, depth)  # A sparse tensor or an array of objects is lent instead.
         tag = _SEQUENCES.get(id(kind))
         if tag is not None:
-            items = self._as_keys(self._encode_items, value, depth) if tag is Tag.FROZENSET else \
+            items = self._as_keys(self._encode_keys, value, depth, value) if tag is Tag.FROZENSET else \
                 self._encode_items(value, depth)
             return [tag, *items]
         if kind is slice or kind is range:
@@ -170,7 +175,7 @@ class Codec:
             # dict crosses as a read-only copy, anything else is lent (red team, 2026-12-07).
             wrapped = gc.get_referents(value)
             if len(wrapped) == 1 and type(wrapped[0]) is dict:
-                return [Tag.MAPPINGPROXY, self._flat(dict.items(wrapped[0]), depth)]
+                return [Tag.MAPPINGPROXY, self._flat(dict.items(wrapped[0]), depth, wrapped[0])]
             return self.peer.encode_object(value, depth)
         if issubclass(kind, property):  # A subclass of property (abc.abstractproperty) is a property to the test.
             # Its parts read through property's own descriptors: a subclass's attributes of those names never run.
@@ -182,19 +187,49 @@ class Codec:
             return [wrapper, self.encode(value.__func__, depth + 1)]
         return self.peer.encode_object(value, depth)
 
-    def _as_keys(self, encode, value, depth: int):
-        """``encode(value, depth)`` of a dict's key or a set's items (see `keys`)."""
+    def _as_keys(self, encode, value, depth: int, source):
+        """``encode(value, depth)`` of a dict's key or a set's items (see `keys`); ``source``: that dict or set."""
         self.keys += 1
+        self.key_sources.append(source)
         try:
             return encode(value, depth)
         finally:
             self.keys -= 1
+            self.key_sources.pop()
 
-    def _flat(self, items, depth: int) -> list:
+    def _encode_keys(self, values, depth: int) -> list:
+        """The nodes of a set's items (see `_encode_key`)."""
+        kinds = set(map(id, map(type, values)))
+        if kinds <= _PLAIN or (kinds <= _PLAIN_AND_INT and _ints_fit(values, kinds)):
+            return list(values)
+        return [self._encode_key(item, depth + 1) for item in values]
+
+    def _encode_key(self, key, depth: int):
+        """A dict's key or a set's item. A tuple that the receiver could hash only by asking for a hash that may run
+        the student's code (one of its objects' hashes) is lent as an object, with the hash its dict or set stored
+        (`stored_hash`), as the student's own objects in keys are."""
+        if type(key) is tuple and self.peer.hash_runs_code(key):
+            return self.peer.encode_object(key, depth)
+        return self.encode(key, depth)
+
+    def stored_hash(self, value):
+        """The hash that the dict or set whose key or item ``value`` is (the innermost being encoded that holds it)
+        stored for it when it went in; None where it cannot be read (grading/judge/stored.py)."""
+        for source in reversed(self.key_sources):
+            kept = self.stored_tables.get(id(source))
+            if kept is None or kept[0] is not source:
+                kept = self.stored_tables[id(source)] = (source, stored_hashes(source) or {})
+            found = kept[1].get(id(value))
+            if found is not None:
+                return found
+        return None
+
+    def _flat(self, items, depth: int, source) -> list:
+        """A dict's (``source``'s) ``items`` as one list: key, value, key, value..."""
         out = []
         for key, value in items:
             # Most keys are strings, which cross as themselves.
-            out.append(key if type(key) is str else self._as_keys(self.encode, key, depth + 1))
+            out.append(key if type(key) is str else self._as_keys(self._encode_key, key, depth + 1, source))
             out.append(self.encode(value, depth + 1))
         return out
 
@@ -299,8 +334,11 @@ class Codec:
             if tag is Tag.LIST:
                 return self._encode_items(obj, depth)
             if tag is Tag.SET:
-                return self._as_keys(self._encode_items, obj, depth)
-            return self._flat((vars(obj) if tag is Tag.NAMESPACE else obj).items(), depth)
+                return self._as_keys(self._encode_keys, obj, depth, obj)
+            if tag is Tag.ODICT:  # Its items() would hash its keys again (grading/judge/stored.py).
+                return self._flat(zip(*shared.ordered_keys_and_values(obj)), depth, obj)
+            mapping = vars(obj) if tag is Tag.NAMESPACE else obj
+            return self._flat(mapping.items(), depth, mapping)
         finally:
             self.lazy = outer
 

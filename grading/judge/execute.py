@@ -6,9 +6,10 @@ grading (the notebook it saves is unchanged):
 
 1. a hidden first cell (grading/judge/prelude.py) loads the judge's agent into the kernel and
    connects it to a fresh socket of the judge process, in a folder of the grader's that the
-   sandbox shows read-only (the plan's ``judge_dir``);
+   sandbox shows read-only (the plan's ``judge_dir``), outside IPython's history;
 2. each graded test cell runs in the judge (grading/judge/runner.py) while the kernel, in place of
-   the cell, serves the judge's requests. The judge's verdict goes into ``resources`` and, when
+   the cell, serves the judge's requests (IPython's history holds the cell's own source, as in one
+   process). The judge's verdict goes into ``resources`` and, when
    the cell failed, into the cell's outputs as one error (the failing check's message), which is
    what feedback shows; errors the kernel itself printed in a test cell are dropped.
 
@@ -132,7 +133,7 @@ class JudgedExecute(Execute):
         self._judge, self._agent, self._verdicts = judge, prelude.new_name(), {}
         socket_path = os.path.join(folder, f"judge-{secrets.token_hex(6)}.sock")
         judge.open(socket_path, trusted_names(_read_only_sources(nb)), plan.get("uid") if plan.get("sandbox") else None)
-        first = new_code_cell(prelude.prelude(socket_path, self._agent))
+        first = self._prelude = new_code_cell(prelude.prelude(socket_path, self._agent))
         nb.cells.insert(0, first)
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
@@ -193,13 +194,18 @@ class JudgedExecute(Execute):
                 cell.outputs.append(note)
 
     async def _execute_cell(self, cell: NotebookNode, cell_index: int, execution_count, store_history: bool):
+        # IPython's history (``In``, ``_i1``...) holds the cells one process runs, numbered as there: not the hidden
+        # first cell, and a test cell's own source where its serve line ran (the agent puts it there: red team,
+        # round 17, an ``_i<N>`` that named the agent told an answer it was judged).
+        if cell is getattr(self, "_prelude", None):
+            store_history = False
         if self._judge is None or not is_test_cell(cell):
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
         grade_id, source = cell.metadata["nbgrader"]["grade_id"], cell.source
         timeout = float(self.timeout) if self.timeout else NO_TIMEOUT
         epoch = secrets.token_hex(8)
         self._judge.start_test(epoch, grade_id, source, timeout)
-        cell.source = prelude.serve_line(self._agent, epoch)
+        cell.source = prelude.serve_line(self._agent, epoch, source)
         try:
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
         finally:

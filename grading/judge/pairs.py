@@ -73,6 +73,7 @@ from types import SimpleNamespace
 import numpy
 import torch
 
+from .stored import ordered_keys_and_values
 from .wire import Tag, WireError, dense, expect, flat_bytes, memory_bytes
 
 PAIR_TYPES = {list: Tag.LIST, dict: Tag.DICT, OrderedDict: Tag.ODICT, set: Tag.SET, SimpleNamespace: Tag.NAMESPACE,
@@ -99,8 +100,10 @@ def snapshot(tag: int, obj):
     compared by its bytes, those too: `_content`)."""
     if tag in (Tag.LIST, Tag.SET):
         return list(obj)
-    if tag in (Tag.DICT, Tag.ODICT):
+    if tag == Tag.DICT:
         return list(obj), list(obj.values())
+    if tag == Tag.ODICT:
+        return ordered_keys_and_values(obj)
     if tag == Tag.NAMESPACE:
         items = vars(obj)
         return list(items), list(items.values())
@@ -196,8 +199,11 @@ def changed(tag: int, obj, recorded) -> bool:
         return _bytes_of(obj) != recorded[4]
     if tag in (Tag.LIST, Tag.SET):
         return not _same(obj, recorded)
-    if tag in (Tag.DICT, Tag.ODICT):
+    if tag == Tag.DICT:
         return not (_same(obj, recorded[0]) and _same(obj.values(), recorded[1]))
+    if tag == Tag.ODICT:
+        keys, values = ordered_keys_and_values(obj)
+        return not (_same(keys, recorded[0]) and _same(values, recorded[1]))
     if tag == Tag.NAMESPACE:
         items = vars(obj)
         return not (_same(items, recorded[0]) and _same(items.values(), recorded[1]))
@@ -307,8 +313,10 @@ def _parts(pair: Pair):
     tag, obj = pair.tag, pair.obj
     if tag is _LIST or tag is _SET:
         return obj
-    if tag is _DICT or tag is _ODICT:
+    if tag is _DICT:
         return [*obj, *obj.values()]
+    if tag is _ODICT:
+        return [*dict.keys(obj), *dict.values(obj)]  # Iterating an OrderedDict hashes its keys again (stored.py).
     return vars(obj).values() if tag is Tag.NAMESPACE else ()
 
 
@@ -603,9 +611,11 @@ class PairTable:
                 continue
             if tag is _LIST or tag is _SET:
                 moved = len(obj) != len(recorded) or not all(map(is_, obj, recorded))
-            elif tag is _DICT or tag is _ODICT:
+            elif tag is _DICT:
                 moved = (len(obj) != len(recorded[0]) or not all(map(is_, obj, recorded[0]))
                          or not all(map(is_, obj.values(), recorded[1])))
+            elif tag is _ODICT:
+                moved = len(obj) != len(recorded[0]) or changed(tag, obj, recorded)
             else:
                 moved = changed(tag, obj, recorded)
             if moved:

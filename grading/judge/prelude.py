@@ -2,8 +2,9 @@
 
 The agent (agent.py and the modules it uses) is sent as source: nothing new is installed in the
 sandbox, whose Python environment already has msgpack, NumPy and torch. The cell makes a private
-package of those modules, connects to the judge's socket and binds the agent to a fresh name;
-each test cell is then swapped, while it runs, for one line that serves the judge (`serve_line`).
+package of those modules, connects to the judge's socket and keeps the agent in that package under a
+fresh name, not in the notebook's globals, where ``dir()`` would list it (red team, round 17); each
+test cell is then swapped, while it runs, for one line that serves the judge (`serve_line`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-AGENT_MODULES = ("names", "wire", "pairs", "codec", "peer", "agent")
+AGENT_MODULES = ("names", "wire", "stored", "pairs", "codec", "peer", "agent")
 PACKAGE = "_course_judge_agent"
 
 
@@ -21,7 +22,7 @@ def agent_sources() -> dict[str, str]:
 
 
 def new_name() -> str:
-    """A fresh variable name for the agent in the kernel (not a secret: only to avoid a student's names)."""
+    """A fresh name for the agent in its package in the kernel (not a secret)."""
     return "_course_judge_" + secrets.token_hex(6)
 
 
@@ -38,12 +39,13 @@ def _course_judge_boot(sources, path):
         module.__package__ = {PACKAGE!r}
         sys.modules[module.__name__] = module
         exec(compile(source, "<judge agent " + module_name + ">", "exec"), module.__dict__)
-    return sys.modules[{PACKAGE!r} + ".agent"].connect(path, globals())
-{name} = _course_judge_boot({agent_sources()!r}, {socket_path!r})
+    package.{name} = sys.modules[{PACKAGE!r} + ".agent"].connect(path, globals())
+_course_judge_boot({agent_sources()!r}, {socket_path!r})
 del _course_judge_boot
 '''
 
 
-def serve_line(name: str, epoch: str) -> str:
-    """What runs in the kernel in place of a test cell: serve the judge until the test ends."""
-    return f"{name}.serve({epoch!r})"
+def serve_line(name: str, epoch: str, source: str | None = None) -> str:
+    """What runs in the kernel in place of a test cell: serve the judge until the test ends. ``source``: the test
+    cell's own, which the agent puts in IPython's history in place of this line, as one process holds it there."""
+    return f"__import__({PACKAGE!r}).{name}.serve({epoch!r}, {source!r})"
