@@ -1530,6 +1530,9 @@ def _check_task5_3_3_victim():
         s = bare([("x", 2**40, 1, 1, 2.0**40 + 5.5), ("y", 2**40, 1, 3, 2.0**40 + 1.5)], device)
         assert_plain_equal(s._victim(), 1, f"_victim() with x {2**40 + 5.5}@1 and y {2**40 + 1.5}@3 on {device} (y's "
                            "priority is smaller: equal means exactly equal, no tolerance)")
+        # A state set by hand may hold a last_used after the clock: the smallest priority still wins.
+        s = bare([("a", 1, 10, 0, 2.0), ("b", 1, 10, 5, 1.0)], device, time=0)
+        assert_plain_equal(s._victim(), 1, f"_victim() with a 2.0@0 and b 1.0@5 at time 0 on {device}")
 
 
     # BEGIN SHARED victim_of (authoring/shared/05_scheduler_sim.py)

@@ -300,6 +300,10 @@ def _check_task6_1_1_checks():
                   block_hashes, [TokenId(3), 4], 2)
     assert_raises(TypeError, "block_hashes([1, 2], 2.0)", block_hashes, [1, 2], 2.0)
     assert_raises(TypeError, "block_hashes([1, 2], 2, salt=0.5)", block_hashes, [1, 2], 2, salt=0.5)
+    # block_size and salt, too, exactly an int: not a numpy integer, not a subclass of int.
+    assert_raises(TypeError, "block_hashes([1, 2], numpy.int64(2))", block_hashes, [1, 2], np.int64(2))
+    assert_raises(TypeError, "block_hashes([1, 2], 2, salt=numpy.int64(0))", block_hashes, [1, 2], 2, salt=np.int64(0))
+    assert_raises(TypeError, "block_hashes([1, 2], TokenId(2))", block_hashes, [1, 2], TokenId(2))
     check_type(block_hashes([1, 2, 3], 2, salt=-5), list, "block_hashes([1, 2, 3], 2, salt=-5) (valid arguments)")
 
     ### BEGIN HIDDEN TESTS

@@ -114,6 +114,18 @@ TRICKS = {
     "a class made by type() with a namespace": "Base = type('Base', (), {Key(): None})",
     "a class that names another module": "class Marker:\n    __module__ = 'numpy'",
     "a class that names another qualified name": "class Marker:\n    __qualname__ = 'str'",
+    # Red team, round 17: objects found by a name in a string (the agent's package, sys's frame functions), the
+    # agent's name spelled in parts, the recursion room that tells the judge's frames, the environment.
+    "pkgutil's resolver": "import pkgutil\nagent = pkgutil.resolve_name('_cour' + 'se_judge_agent')",
+    "pydoc's locate": "from pydoc import locate\ncount = locate('sys.getrefcount')",
+    "a resolver reached by name": "count = resolver.resolve_name('sys:getrefcount')",
+    "typing's evaluation of a string": "import typing\nhints = typing.get_type_hints(probe)",
+    "the agent's name in parts": "name = '_cour' + 'se_judge_agent'",
+    "the agent's name in an f-string": "name = f'_course_{\"judge\"}_agent'",
+    "a recursion probe": ("def room(n=0):\n    try:\n        return room(n + 1)\n"
+                          "    except RecursionError:\n        return n"),
+    "the recursion limit": "import sys\nlimit = sys.getrecursionlimit()",
+    "the environment": "import os\nparent = os.getenv('JPY_PARENT_PID')",
 }
 
 

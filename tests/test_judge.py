@@ -2722,14 +2722,16 @@ def test_a_result_that_cannot_be_sent_fails_its_request_with_the_wire_s_error(ke
         def trip():
             return TRIP
     ''')
-    encode, trip = k.agent.codec.encode, k.namespace["TRIP"]
+    from grading.judge.codec import Codec
 
-    def encoding(value, depth=0):
+    encode, trip = Codec.encode, k.namespace["TRIP"]
+
+    def encoding(self, value, depth=0):
         if value is trip:
             raise RecursionError("maximum recursion depth exceeded")
-        return encode(value, depth)
+        return encode(self, value, depth)
 
-    monkeypatch.setattr(k.agent.codec, "encode", encoding)
+    monkeypatch.setattr(Codec, "encode", encoding)  # The class's: each test cell has a new codec.
     k.passes('''
         try:
             trip()
@@ -2739,4 +2741,28 @@ def test_a_result_that_cannot_be_sent_fails_its_request_with_the_wire_s_error(ke
             assert type(error).__name__ == "WireError" and "could not be sent (RecursionError)" in str(error), error
         else:
             raise AssertionError("nothing was raised")
+    ''')
+
+
+def test_a_student_s_set_of_the_test_s_objects_crosses_back_and_forth(kernel):
+    """The test's objects lent to the student's code come with their hash where it is their identity's: the kernel
+    hashes them as it reads a message that holds a frozenset of them, when it cannot ask the judge (fairness helper,
+    round 17: a cache that kept its two tiers in a frozenset scored 0 judged, its kernel ended)."""
+    k = kernel('''
+        class Cache:
+            def __init__(self, first, second):
+                self.tiers = frozenset({first, second})
+                self.pairs = {(first, 1): "device", (second, 2): "host"}
+                self.hits = 0
+            def tier_count(self):
+                return len(self.tiers) + len(self.pairs)
+    ''')
+    k.passes('''
+        class Tier:
+            pass
+        first, second = Tier(), Tier()
+        cache = Cache(first, second)
+        cache.hits = 3  # The object's __dict__, frozenset and dict included, crosses back to the kernel.
+        assert cache.tier_count() == 4 and cache.tiers == frozenset({first, second}) and cache.hits == 3
+        assert cache.pairs[(first, 1)] == "device"
     ''')

@@ -25,13 +25,17 @@ _MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subprocess", "s
             "mmap", "atexit", "pathlib", "tempfile", "_thread", "IPython", "ipykernel", "jupyter_client", "zmq",
             "traitlets", "comm", "linecache", "tracemalloc", "faulthandler", "sysconfig", "site", "posix", "io",
             "fcntl", "selectors", "asyncio", "concurrent", "weakref", "types", "dis", "runpy", "zipimport",
-            "traceback", "_course_judge_agent", "grading", "nbgrader"}
+            "traceback", "_course_judge_agent", "grading", "nbgrader", "pkgutil", "pydoc", "unittest"}
 # The kernel's side of the judge (grading/judge/prelude.py) loads as this package and keeps the agent in it under a
 # name that starts with it: code that names either patches what reports the student's changes to the test's values.
 _JUDGE_AGENT = "_course_judge"
 # The modules that code reaches through an imported module's attributes as surely as by importing them.
 _REACHABLE_MODULES = _MODULES | {"sys", "os"}
-_ALLOWED_SYS = {"maxsize", "float_info", "version_info", "getrecursionlimit", "setrecursionlimit", "stderr"}
+_ALLOWED_SYS = {"maxsize", "float_info", "version_info", "stderr"}
+# Functions that turn a string into the object it names ("sys:_getframe", "_course_judge_agent"), past every rule on
+# names: pkgutil's and pydoc's resolvers (their modules are flagged too), typing's evaluation of string annotations
+# (red team, round 17).
+_RESOLVERS = {"resolve_name", "locate", "import_module", "get_type_hints", "get_annotations", "ForwardRef"}
 _ATTRIBUTES = {"__code__", "__globals__", "__builtins__", "__closure__", "__subclasses__", "__dict__", "__import__",
                "__getattribute__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__",
                "settrace", "setprofile", "_getframe", "f_back", "f_globals", "f_locals", "f_builtins", "f_lineno",
@@ -52,7 +56,7 @@ _OS_FUNCTIONS = {"system", "popen", "fork", "forkpty", "kill", "killpg", "_exit"
                  "rmdir", "rename", "replace", "walk", "listdir", "scandir", "chmod", "chown", "makedirs", "mkdir",
                  "open", "fdopen", "write", "setsid", "setpgid", "dup2", "pipe", "environ", "putenv", "getpid",
                  "getppid", "chdir", "symlink", "link", "truncate", "memfd_create", "sched_setaffinity",
-                 "sched_setscheduler", "sched_setparam", "nice", "setpriority"}
+                 "sched_setscheduler", "sched_setparam", "nice", "setpriority", "getenv", "getenvb"}
 # Rich display that can carry script: IPython's HTML, JavaScript, Markdown and SVG objects, widgets
 # that show HTML, and the display hooks an object can define.
 _ACTIVE_DISPLAY = {"HTML", "Javascript", "Markdown", "SVG", "IFrame", "HTMLMath", "display_html",
@@ -61,7 +65,7 @@ _RICH_REPR = {"_repr_html_", "_repr_javascript_", "_repr_markdown_", "_repr_svg_
               "_ipython_display_"}
 _NAMES = {"get_ipython", "In", "Out", "_ih", "_oh", "_i", "_ii", "_iii", "__builtins__", "__import__", "exec", "eval",
           "compile", "globals", "locals", "vars", "open", "breakpoint", "exit", "quit", "display", "__loader__",
-          "__spec__"}
+          "__spec__", "RecursionError"}
 _ATTRIBUTE_FUNCTIONS = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 
 
@@ -244,7 +248,8 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _RICH_REPR:
             found.append((line, f"displays HTML, JavaScript or Markdown (defines {node.name})"))
         spelled = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
-                   else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None)
+                   else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                   else _constant_string(node) if isinstance(node, (ast.BinOp, ast.JoinedStr)) else None)
         if spelled is not None and _JUDGE_AGENT in spelled:
             found.append((line, f"names the judge's agent in the kernel ({spelled[:60]})"))
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
@@ -269,6 +274,8 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
                 node.func.attr if isinstance(node.func, ast.Attribute) else None)
             if name in _ATTRIBUTE_FUNCTIONS:
                 found.extend((line, what) for what in _attribute_call(name, node, modules))
+            if name in _RESOLVERS:
+                found.append((line, f"calls {name}, which finds an object by a name in a string"))
         if isinstance(node, _ASSIGNMENTS):
             for target in _targets(node):
                 for part in ast.walk(target):

@@ -319,7 +319,10 @@ class JudgePeer(Peer):
             described = [_plain_text(cls.__module__), _plain_text(cls.__doc__),
                          _method_notes(self.codec, cls, methods, depth), _plain_text(cls.__name__) or "JudgeObject",
                          lent_qualname(_plain_text(cls.__qualname__)) or "JudgeObject"] if lent else None
-        return [Tag.OBJECT, oid, methods, described, flags, _known_class(type(value)) if lent else None]
+        # Its hash where it is its identity's (which never changes), so that the kernel can hash it while it reads a
+        # message, when it cannot ask (a frozenset of the test's tiers that a student's object keeps crosses back).
+        identity = hash(value) if lent and type(value).__hash__ is object.__hash__ else None
+        return [Tag.OBJECT, oid, methods, described, flags, _known_class(type(value)) if lent else None, identity]
 
     def _function_node(self, function, depth: int) -> list | None:
         """``[name, qualname, [[parameter, kind, has a default, default]...], module, docstring]`` of a test's function

@@ -1081,3 +1081,11 @@ WRONG[CACHE]["get_kv gives a hash listed twice once"] = ref.edit(CACHE, (
     '        blocks = [self._blocks[h]["kv"] for h in dict.fromkeys(hashes)]\n'))
 WRONG[CACHE]["insert's kv check counts distinct hashes"] = ref.edit(CACHE, (
     "        needed = len(hashes) * self.block_size\n", "        needed = len(set(hashes)) * self.block_size\n"))
+
+# Round 17 (2026-12-07, a helper): "block_size, salt or any token is not exactly an int" was tried on the tokens
+# only; block_size and salt checked as numbers.Integral passed. 6.1.1 now tries numpy integers and an int subclass.
+WRONG[HASHES]["block_size and salt checked as numbers.Integral (a numpy integer or an int subclass taken)"] = ref.edit(
+    HASHES, ("    if type(block_size) is not int or type(salt) is not int:\n",
+             "    import numbers\n"
+             "    if not all(isinstance(x, numbers.Integral) and not isinstance(x, bool)\n"
+             "               for x in (block_size, salt)):\n"))

@@ -691,3 +691,9 @@ WRONG[TENSOR]["snapshot rounds with torch.round(priority, decimals=4)"] = ref.ed
     "        priority, size = self.priority.tolist(), self.bytes.tolist()\n"
     "        rounded = torch.round(self.priority, decimals=4).tolist()\n"),
     ("round(priority[slot], 4)", "rounded[slot]"))
+
+# Round 17 (2026-12-07, a helper): the slots outside the smallest priority filled with time + 1 instead of the largest
+# int64 lose to a tied slot only while no last_used lies after the clock; 5.3.3 now sets one by hand.
+WRONG[TENSOR]["slots outside the smallest priority given last_used time + 1 (a later one loses to them)"] = ref.edit(
+    TENSOR, ("        latest = torch.full_like(self.last_used, torch.iinfo(torch.int64).max)",
+             "        latest = torch.full_like(self.last_used, self.time + 1)"))

@@ -1123,3 +1123,9 @@ WRONG[TWO]["serve_request releases the pins only on RuntimeError"] = ref.edit(TW
     "        for block in pinned:\n            self.release(block)\n"))
 WRONG[TWO]["an admission that is false but not None accepted"] = ref.edit(TWO, (
     "if admission is not None and not (callable(", "if admission and not (callable("))
+
+# Round 17 (2026-12-07, a fairness helper): a cache that also keeps its two tiers, the test's objects, in a frozenset
+# scored 0 judged: the kernel hashed the tiers as it read the frozenset back, when it could not ask the judge. The
+# judge now sends a lent object's hash where it is the object's identity.
+ALTERNATIVES[TWO]["the tiers also kept in a frozenset"] = ref.edit(TWO, (
+    "        self.ref_count = {}\n", "        self.ref_count = {}\n        self._tiers = frozenset({tier1, tier2})\n"))
