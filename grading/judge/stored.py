@@ -18,11 +18,11 @@ This module runs in the student's kernel (see grading/judge/wire.py).
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from collections import OrderedDict
+from ctypes import c_ssize_t, sizeof, string_at  # Bound as the agent loads: no later change to ctypes reaches here.
 
-_WORD = ctypes.sizeof(ctypes.c_ssize_t)
+_WORD = sizeof(c_ssize_t)
 _GENERAL_KEYS = 0  # dk_kind: keys of any type, each entry with its hash (the others hold only strings).
 # Types whose hash runs no Python code: Python's numbers, strings and bytes, and a frozenset (whose hash reads the
 # hashes it stored for its items).
@@ -31,7 +31,7 @@ HASHED_WITHOUT_CODE = frozenset(map(id, (str, bytes, int, float, complex, bool, 
 
 def _words(address: int, count: int) -> memoryview:
     """``count`` machine words at ``address``, copied in one step (no Python code runs between two of them)."""
-    return memoryview(ctypes.string_at(address, count * _WORD)).cast("n")
+    return memoryview(string_at(address, count * _WORD)).cast("n")
 
 
 def _dict_hashes(mapping: dict) -> dict[int, int]:
@@ -42,7 +42,7 @@ def _dict_hashes(mapping: dict) -> dict[int, int]:
         return {}
     # PyDictKeysObject: refcount; log2 size, log2 index bytes, kind (a byte each) and a 32-bit version; usable;
     # number of entries; then the index table and the entries.
-    fields = ctypes.string_at(keys + _WORD, 3)
+    fields = string_at(keys + _WORD, 3)
     if fields[2] != _GENERAL_KEYS:
         return {}
     count = _words(keys + 3 * _WORD, 1)[0]
