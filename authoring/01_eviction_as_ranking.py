@@ -433,6 +433,8 @@ def _check_task1_3_quotas():
                   {"a": -1e-13, "b": 1}, 10)
     assert_plain_equal(quotas({"a": 1, "b": 1e-12}, 1), {"a": 1.0, "b": 1e-12},
                        "quotas({'a': 1, 'b': 1e-12}, 1) (a quota of 1e-12 is not 0)", abs_tol=0.0)
+    assert_plain_equal(quotas({"a": -0.0, "b": 1.0}, 10), {"a": 0.0, "b": 10.0},
+                       "quotas({'a': -0.0, 'b': 1.0}, 10) (-0.0 is not negative: -0.0 < 0 is False)")
 
     ### BEGIN HIDDEN TESTS
     import math

@@ -440,6 +440,7 @@ def _check_task4_1_1_init():
 
     assert_raises(ValueError, "FairPolicy({'a': -1e-13, 'b': 1.0}) (a weight just below 0 is negative)", FairPolicy,
                   {"a": -1e-13, "b": 1.0})
+    FairPolicy({"a": -0.0, "b": 1.0}, 8)  # -0.0 is not negative (-0.0 < 0 is False): a weight of 0, which is allowed.
 
     ### BEGIN HIDDEN TESTS
     for bad in ({"a": -0.5}, {"a": float("inf"), "b": 1.0}, {"a": 1.0, "b": float("-inf")}, {"b": 1, "a": float("nan")},
@@ -1260,6 +1261,11 @@ def _check_task4_3_2_victim_tenant():
                       torch.tensor([0, 2], device=device), torch.tensor([1, 1], device=device),
                       torch.tensor([0, 1], device=device), torch.zeros(3, dtype=torch.int64, device=device), 4,
                       torch.ones(2, dtype=torch.bool, device=device))
+        # int64 weights whose int64 sum overflows (3 * 2**62 > 2**63 - 1): quotas 2, 2 and 2, nobody over, global LRU.
+        huge = (torch.tensor([0, 1], device=device), torch.tensor([1, 0], device=device), torch.tensor([5, 0], device=device),
+                torch.full((3,), 2**62, dtype=torch.int64, device=device), 6, torch.ones(2, dtype=torch.bool, device=device))
+        assert_plain_equal(fair_victim_t(*huge), 1, f"fair_victim_t(..., int64 weights [2**62, 2**62, 2**62], 6) on "
+                           f"{device} (their int64 sum overflows: sum them in float64)", reveal=False)
     ### END HIDDEN TESTS
 
 

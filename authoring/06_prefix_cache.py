@@ -801,6 +801,34 @@ def _check_task6_2_2_insert():
                        "get_kv([1])[0][0] after the request's K was overwritten (store a copy: tensor[a:b].clone())")
     assert_same_tensor(cache.get_kv([1])[0][1], toy_kv([1], 2)[0][1],
                        "get_kv([1])[0][1] after the request's V was overwritten (store a copy)")
+    # Each block holds a copy of its own rows, not a copy of the whole request's K/V: copy.deepcopy(k_cache[a:b]) or
+    # k_cache.clone()[a:b] is a view of a copy of every row, so each block would keep the whole request in memory.
+    def held_bytes(value, tensors, seen):
+        """Add every tensor reachable from value (dicts, lists, tuples, sets, objects' attributes) to tensors."""
+        if id(value) in seen or value is None or isinstance(value, (int, float, str)):
+            return
+        seen.add(id(value))
+        if isinstance(value, torch.Tensor):
+            tensors[value.untyped_storage().data_ptr(), str(value.device)] = value.untyped_storage().nbytes()
+        elif isinstance(value, dict):
+            for item in value.values():
+                held_bytes(item, tensors, seen)
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            for item in value:
+                held_bytes(item, tensors, seen)
+        elif hasattr(value, "__dict__"):
+            for item in vars(value).values():
+                held_bytes(item, tensors, seen)
+
+    lean = PrefixCache(capacity_blocks=8, block_size=2)
+    lean.insert([1, 2, 3, 4], [toy_kv([1, 2, 3, 4], 2, extra_tokens=1)[0]] * 2)
+    held = {}
+    held_bytes(lean._blocks, held, set())
+    assert sum(held.values()) <= 4 * 2 * 2 * (2 * 1 * 2 * 4), (
+        f"after insert([1, 2, 3, 4], 2 layers of K/V of 9 tokens) with block_size 2, the cache's blocks hold "
+        f"{sum(held.values())} bytes of tensors; 4 blocks of 2 layers of K and V, each [2, 1, 2] float32, are "
+        f"{4 * 2 * 2 * (2 * 1 * 2 * 4)} bytes: store a copy of each block's own rows (tensor[a:b].clone()), not a view "
+        "of a copy of the whole request's K/V (copy.deepcopy(tensor[a:b]) or tensor.clone()[a:b])")
     other = toy_kv([7, 8, 3], 2)
     assert_plain_equal(cache.insert([1, 2, 3], other), 1, "insert([1, 2, 3], ...) with 1 and 2 cached (stores only 3)")
     assert_same_tensor(cache.get_kv([3])[0][0], other[0][0][4:6],

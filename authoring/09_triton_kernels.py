@@ -1606,6 +1606,15 @@ def _check_task9_4_1_scores():
     h2o_victims(_q, _batch.k_cache, _wide[..., 0], _batch.lengths, _scores, 0)
     assert_same_tensor(_scores, _want, "the scores after h2o_victims with block_tables a strided view (every other "
                        "int32 of a wider tensor)", atol=2e-5, reveal=False)
+    # A query that is a view whose head_dim is not contiguous (as in Task 9.3): q is read through its strides, or made
+    # contiguous first.
+    _batch = paged_batch([7, 3], 4, 2, 8, device=device, seed=9412, interleaved=True)
+    _scores = torch.zeros(2, _batch.block_tables.shape[1] * 4, device=device)
+    _q = torch.randn(2, 8, 4, generator=torch.Generator().manual_seed(9412)).to(device).transpose(1, 2)
+    _want = expected_scores(_q, _batch, _scores)
+    h2o_victims(_q, _batch.k_cache, _batch.block_tables, _batch.lengths, _scores, 0)
+    assert_same_tensor(_scores, _want, "the scores after h2o_victims with a query that is a transposed view (its "
+                       "head_dim not contiguous)", atol=2e-5, reveal=False)
     ### END HIDDEN TESTS
 
 

@@ -16,8 +16,9 @@ say what it does not): shared tensors inside lists, dicts, tuples and the studen
 reshape and view); in-place writes from either side; in-place changes of shape that keep the storage
 (``transpose_``, ``t_``, ``unsqueeze_``, ``squeeze_``); ``resize_``, ``resize_as_`` and ``out=`` arguments that resize
 a tensor that owns its storage; copies; returned tensors and tensors kept in the student's globals. They leave out,
-as documented limitations: tensors that cover only part of their storage without a ``_base`` (``set_`` at an offset,
-``.data`` or ``detach()`` of a slice), views of another dtype (``Tensor.view(dtype)``), a ``resize_`` that grows a
+as documented limitations: tensors that cover only part of their storage without a ``_base`` made by ``set_`` at an
+offset or ``.data`` (``detach()`` of a slice, views of another dtype of the same size and negated views are among the
+steps: they cross as views since round 18), a ``resize_`` that grows a
 view past its owner's elements, ``as_strided`` past a tensor's elements, and writes through ``.data`` (which no
 version counter sees, so the judge, which compares versions and not bytes, misses them).
 
@@ -93,6 +94,8 @@ def _o(value):
 CHECK_END = 'assert _seen[0] == len(_expected), f"{_seen[0]} observations, in one process {len(_expected)}"\n'
 
 DTYPES = ["torch.float32", "torch.float64", "torch.int64", "torch.int32"]
+_SAME_SIZE = {torch.float32: "torch.int32", torch.int32: "torch.float32", torch.float64: "torch.int64",
+              torch.int64: "torch.float64"}
 SHAPES = [(6,), (8,), (12,), (3, 4), (4, 3), (2, 6), (4, 4), (2, 3, 2)]
 BOX_ATTRIBUTES = ("t", "u", "v", "w")
 
@@ -280,9 +283,14 @@ class Generator:
             options += [f"{expr}[{start}:{stop}]", f"{expr}[{start}]", f"{expr}[{start}::2]", f"{expr}[::2]",
                         f"{expr}.narrow(0, {start}, {stop - start})", f"{expr}.select(0, {start})",
                         f"{expr}.split({choose.randint(1, size)})[0]", f"{expr}.chunk(2)[-1]",
-                        f"{expr}[{start}:{stop}].clone()", f"{expr}[[{start}, {choose.randint(0, size - 1)}]]"]
+                        f"{expr}[{start}:{stop}].clone()", f"{expr}[[{start}, {choose.randint(0, size - 1)}]]",
+                        f"{expr}[{start}:{stop}].detach()", f"{expr}[{start}::2].detach()"]
             if size >= 2:
                 options.append(f"{expr}.unfold(0, 2, 1)")
+        if tensor.dtype in _SAME_SIZE:
+            # A view of another dtype of the same size (sliced: ``view(dtype)`` has no ``_base``, and a later
+            # ``resize_`` of it would grow a storage that another tensor owns), and a negated view.
+            options += [f"{expr}.view({_SAME_SIZE[tensor.dtype]})[:]", f"torch._neg_view({expr})"]
         if dims >= 2:
             column = choose.randint(0, max(0, tensor.shape[1] - 1))
             options += [f"{expr}.transpose(0, 1)", f"{expr}[:, {column}:]", f"{expr}[:, {column}]", f"{expr}.mT",

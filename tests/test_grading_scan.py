@@ -164,6 +164,13 @@ def test_honest_code_is_not_flagged():
         "print('progress', file=sys.stderr)\nbest = min([3, 1], key=lambda v: v)\nlimit = sys.maxsize\n"
     )
     assert findings(honest, imported_names([honest])) == []
+    # A module's function read in an index or a call on the left of `=` is not written to (fairness round, round 18).
+    tensors = ("import torch\nkeep = torch.zeros(8, dtype=torch.bool)\nkeep[torch.arange(2)] = True\n"
+               "keep.view(torch.uint8)[0] = 1\ntorch.narrow(keep, 0, 1, 2)[0] = True\n"
+               "a, keep[torch.tensor(3)] = 1, 2\n")
+    assert findings(tensors, imported_names([tensors])) == []
+    written = "import torch\ntorch.nn.functional.__dict__['x'] = 1\n(a, torch.ones) = 1, 2\n"
+    assert {line for line, _ in findings(written, imported_names([written]))} == {2, 3}
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

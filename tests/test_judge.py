@@ -2679,6 +2679,234 @@ def test_a_key_s_hash_of_the_student_s_crosses_as_its_dict_or_set_stored_it(kern
     ''')
 
 
+def test_an_ordered_dict_that_the_test_holds_crosses_every_change_of_its_order_values_and_keys(kernel):
+    """An OrderedDict of plain keys is compared by its dict and then its order (iterating it hashes its keys, which
+    runs no code for numbers and strings): a change of order alone, of a value alone, a key put back as an equal key
+    of another type, or a key whose hash is the student's code, each crosses, on either side."""
+    k = kernel('''
+        from collections import OrderedDict
+        CALLS = []
+        class Key:
+            def __hash__(self):
+                CALLS.append("hash")
+                return 1
+        class Tiers:
+            def __init__(self):
+                self.order = OrderedDict.fromkeys([1, 2, 3])
+            def touch(self, key):
+                self.order.move_to_end(key)
+            def put(self, key, value):
+                self.order[key] = value
+            def swap_key(self):
+                del self.order[1]
+                self.order[1.0] = "float"
+            def swap_in_odd_key(self):
+                self.key = Key()
+                # Its length and its dict's values stay as they were: only a key is another.
+                self.order[self.key] = self.order.pop(3)
+                self.order.move_to_end(self.key, last=False)
+            def read(self, key):
+                return self.order[key]
+        def calls():
+            return len(CALLS)
+    ''')
+    k.passes('''
+        tiers = Tiers()
+        order = tiers.order
+        tiers.touch(1)
+        assert list(order) == [2, 3, 1]
+        tiers.touch(2)
+        assert list(order) == [3, 1, 2]
+        tiers.put(3, "three")
+        assert list(order.values()) == ["three", None, None] and list(order) == [3, 1, 2]
+        tiers.swap_key()
+        assert list(order) == [3, 2, 1.0] and type(list(order)[2]) is float and order[1] == "float"
+        order.move_to_end(3)
+        order[2] = "test"
+        assert tiers.read(2) == "test"
+        tiers.touch(2)
+        assert list(order) == [1.0, 3, 2]
+        other = Tiers()
+        held = other.order
+        hashed = calls()
+        other.swap_in_odd_key()
+        assert calls() == hashed + 2, "a key's hash of the student's ran as its OrderedDict crossed"
+        assert len(held) == 3 and 3 not in held and list(held)[1:] == [1, 2]
+        other.touch(1)
+        assert list(held)[1:] == [2, 1]
+        assert calls() == hashed + 2, "a key's hash of the student's ran as its OrderedDict crossed"
+    ''')
+
+
+def test_a_tensor_that_views_part_of_a_storage_with_no_base_that_can_own_it_keeps_its_layout_and_sharing(kernel):
+    """A tensor whose ``_base`` cannot own its storage (``detach()`` drops it, an ``nn.Parameter``'s cannot cross as
+    the owner) crosses as a view of a plain tensor over its whole storage, either way; one that crosses as a copy of
+    its values (a negative view) keeps its strides, gaps included (red team, round 18: a pool's K and V halves of one
+    tensor read as contiguous and unshared on the judge's side, and the test's writes into a cache block that the
+    student's code handed out as a detached view missed the cache)."""
+    k = kernel('''
+        import torch
+        class Pool:
+            def __init__(self, how):
+                both = torch.zeros(3, 2, 4)
+                if how == "parameter":
+                    both = torch.nn.Parameter(both, requires_grad=False)
+                    self.k, self.v = both[..., :2], both[..., 2:]
+                elif how == "negative":
+                    self.k, self.v = both[..., :2]._neg_view(), both[..., 2:]._neg_view()
+                elif how == "one view twice":
+                    self.k, self.v = both[0].detach(), both[0].detach()
+                else:
+                    self.k, self.v = both[..., :2].detach(), both[..., 2:].detach()
+                self.both = both
+            def block(self, index):
+                return self.k[index].detach()
+            def k_sum(self):
+                return float(self.k.sum())
+        def fill_column(column, value):
+            column.fill_(value)
+        def on_one_storage():
+            memory = torch.zeros(6, dtype=torch.int64).untyped_storage()
+            return [torch.empty(0, dtype=torch.int64).set_(memory, offset, (2,)) for offset in (0, 1, 4)]
+        def gapped():
+            return torch.empty_strided((3,), (2,)).fill_(1.0)
+    ''')
+    k.passes('''
+        import torch
+        for how in ("detached", "parameter", "negative"):
+            pool = Pool(how)
+            k, v = pool.k, pool.v
+            assert not k.is_contiguous() and k.stride() == (8, 4, 1) and k.shape == (3, 2, 2), (how, k.stride())
+        for how in ("detached", "parameter"):
+            pool = Pool(how)
+            k, v = pool.k, pool.v
+            k[1, 0, 1] = 5.0
+            assert pool.k_sum() == 5.0 and float(v.sum()) == 0.0, how
+            block = pool.block(2)
+            block.fill_(2.0)
+            assert pool.k_sum() == 13.0 and k[2].sum() == 8.0, how
+        pool = Pool("one view twice")
+        k, v = pool.k, pool.v
+        k[1, 1] = 3.0
+        assert v[1, 1] == 3.0, "two tensors over the same memory crossed as two copies"
+        both = torch.zeros(4, 2)
+        column = both[:, 1].detach()
+        fill_column(column, 7.0)
+        assert both[:, 1].tolist() == [7.0] * 4 and both[:, 0].tolist() == [0.0] * 4
+        first, second, third = on_one_storage()
+        first[1] = 5
+        assert second[0] == 5 and third.tolist() == [0, 0]
+        ones = gapped()
+        assert ones.stride() == (2,) and not ones.is_contiguous() and ones.tolist() == [1.0] * 3
+    ''')
+
+
+def test_views_of_another_dtype_or_with_negative_bits_cross_as_views_and_sharing_that_cannot_is_refused(kernel):
+    """A view of another dtype (``Tensor.view(dtype)``) and a view whose values negate its memory (``_neg_view``)
+    cross as views of their storage's owner, with their dtype and bits, so that writes on either side show in both
+    (red team, round 18: K and V as float views of one uint8 tensor, negated views of one tensor, or tensors on one
+    storage of an odd number of bytes had crossed as copies, and the test's write into one never showed in the
+    other). Memory that no tensor can own whole (slices that require grad of an ``nn.Parameter``) is not sent as two
+    copies that share it, nor are two storage objects over one memory (``torch.from_numpy``: red team, round 18): the
+    crossing fails with the wire's error. A tensor that the test let go of stays shared while a ``detach()``ed view
+    of it in the test holds its memory."""
+    k = kernel('''
+        import torch
+        KEPT = {}
+        class Pool:
+            def __init__(self, how):
+                if how == "uint8":
+                    self.raw = torch.zeros(32, dtype=torch.uint8)
+                    self.k = self.raw.view(torch.float32)
+                    self.v = self.raw[16:].view(torch.float32)
+                elif how == "negative":
+                    self.k = torch.zeros(4)
+                    self.v = torch._neg_view(self.k)
+                elif how == "odd storage":
+                    memory = torch.zeros(17, dtype=torch.uint8).untyped_storage()
+                    self.k = torch.empty(0).set_(memory, 0, (4,))
+                    self.v = torch.empty(0).set_(memory, 0, (4,))
+                elif how == "numpy":
+                    import numpy
+                    memory = numpy.zeros(8, dtype=numpy.float32)
+                    self.k, self.v = torch.from_numpy(memory[:4]), torch.from_numpy(memory[2:6])
+                else:
+                    weights = torch.nn.Parameter(torch.zeros(8))
+                    self.k, self.v = weights[:4], weights[2:6]
+            def total(self):
+                return float(self.k.sum()), float(self.v.sum())
+        def flipped_rows():
+            KEPT["x"] = torch.arange(8, dtype=torch.int32)
+            return torch._neg_view(KEPT["x"]).unsqueeze(0).expand(2, 8)
+        def read_x():
+            return KEPT["x"].tolist()
+        def alias_rows(pool):
+            import numpy
+            return torch.from_numpy(pool.numpy()[1:3])
+        def numpy_halves():
+            import numpy
+            memory = numpy.zeros(8, dtype=numpy.float32)
+            return torch.from_numpy(memory[:4]), torch.from_numpy(memory[4:])
+        def the_x():
+            return KEPT["x"]
+        def bump_x():
+            KEPT["x"][1:3] = 52
+    ''')
+    k.passes('''
+        import torch
+        pool = Pool("uint8")
+        k, v = pool.k, pool.v
+        assert k.dtype == torch.float32 and k.shape == (8,) and v.shape == (4,)
+        k[5] = 2.0
+        assert v[1] == 2.0 and pool.total() == (2.0, 2.0)
+        raw = pool.raw
+        assert raw.dtype == torch.uint8 and int(raw.sum()) > 0
+        pool = Pool("negative")
+        k, v = pool.k, pool.v
+        assert v.is_neg()
+        k[1] = 3.0
+        assert v[1] == -3.0 and pool.total() == (3.0, -3.0)
+        v[2] = 5.0
+        assert k[2] == -5.0 and pool.total() == (-2.0, 2.0)
+        rows = flipped_rows()
+        assert rows[1, 3] == -3 and rows.stride() == (0, 1)
+        the_x()[4:].add_(1)
+        assert rows[0, 4] == -5
+        assert read_x() == [0, 1, 2, 3, 5, 6, 7, 8], "the negated rows' update wrote their values into the memory"
+        kept = None
+        def keep_detached():
+            global kept
+            table = flipped_rows()
+            kept = table[0, 1:3].detach()
+        keep_detached()
+        bump_x()
+        assert kept.tolist() == [-52, -52], "the test's detached view lost the memory it shares"
+    ''')
+    k.passes('''
+        pool = Pool("odd storage")
+        k, v = pool.k, pool.v
+        k[1] = 4.0
+        assert v[1] == 4.0 and pool.total() == (4.0, 4.0)
+    ''')
+    k.passes('''
+        left, right = numpy_halves()
+        left[0] = 1.0
+        assert right.tolist() == [0.0] * 4, "two storages over memory that lies apart cross"
+    ''')
+    for refused in ('''
+        pool = Pool("overlapping slices of a parameter")
+        k, v = pool.k, pool.v
+    ''', '''
+        pool = Pool("numpy")
+        k, v = pool.k, pool.v
+    ''', '''
+        import torch
+        rows = alias_rows(torch.arange(6.0))
+    '''):
+        verdict = k.run(refused)
+        assert not verdict.passed and "share memory" in verdict.message, (refused, verdict.message)
+
+
 def test_the_kernel_s_side_leaves_no_trace_that_the_student_s_code_reads_by_plain_names(kernel, tmp_path):
     """The agent changes no builtin (a hook in ``builtins.__build_class__`` showed by its name, and by the frame it
     added to every class body) and binds no name in the notebook's globals (``dir()`` listed it), so that an

@@ -278,9 +278,7 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
                 found.append((line, f"calls {name}, which finds an object by a name in a string"))
         if isinstance(node, _ASSIGNMENTS):
             for target in _targets(node):
-                for part in ast.walk(target):
-                    if not isinstance(part, (ast.Attribute, ast.Subscript)):
-                        continue
+                for part in _written(target):
                     root = _root_name(part)
                     dunder = isinstance(part, ast.Attribute) and part.attr.startswith("__") and part.attr.endswith("__")
                     if root in modules or dunder:
@@ -291,6 +289,21 @@ def _findings(tree: ast.AST, modules: dict[str, str]) -> list[tuple[int, str]]:
 
 
 _ASSIGNMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)
+
+
+def _written(target: ast.expr) -> list[ast.expr]:
+    """The attributes and items that an assignment's target writes to, and what holds them: ``a.b[i].c`` gives
+    ``a.b[i].c``, ``a.b[i]`` and ``a.b``. An index, or a call's arguments, are only read (``keep[torch.arange(n)] =
+    True`` writes to ``keep``, not to ``torch``: fairness round, round 18), and a call's result is a new object."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [part for element in target.elts for part in _written(element)]
+    if isinstance(target, ast.Starred):
+        return _written(target.value)
+    parts = []
+    while isinstance(target, (ast.Attribute, ast.Subscript)):
+        parts.append(target)
+        target = target.value
+    return parts
 
 
 def _targets(node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete) -> list[ast.expr]:

@@ -60,6 +60,7 @@ _TUPLE_TAG = Tag.TUPLE
 _SMALLEST_INT, _BEYOND_INT = -(1 << 63), 1 << 64
 _SEQUENCES = {id(tuple): Tag.TUPLE, id(frozenset): Tag.FROZENSET, id(torch.Size): Tag.SIZE}
 _REF, _VIEW, _PROMOTE, _TUPLE = int(Tag.REF), int(Tag.VIEW), int(Tag.PROMOTE), int(Tag.TUPLE)
+NEGATIVE, CONJUGATE = 1, 2  # A view's bits (`Codec._encode_pair`): its values negate, or conjugate, its memory.
 _UPDATE = int(Tag.UPDATE)
 # The tags `Codec._decode_structure` reads, and those of leaves (wire.decode_leaf); any other is an object's.
 _STRUCTURES = frozenset(int(tag) for tag in (Tag.FROZENSET, Tag.SIZE, Tag.SLICE, Tag.RANGE, Tag.MAPPINGPROXY,
@@ -266,7 +267,7 @@ class Codec:
         pair = pairs.add(value, tag, lazy=self.lazy)
         self.touched.append(pair)
         if owner is not None:
-            pair.keep = owner.obj
+            pair.keep, pair.view_form = owner.obj, shared.view_form(value)
             if owner_node is None and owner.lazy and self.peer.parity == 1 and owner.changed():
                 # The kernel's lazy owner is the student's own tensor, which its code may have changed through
                 # another view since it crossed: it comes with its content, as the view is built on it.
@@ -275,7 +276,12 @@ class Codec:
                 owner_node = [Tag.PROMOTE, owner.sid, self.content(owner, depth + 1)]
             elif owner_node is None:
                 owner_node = self._encode_pair(owner.obj, Tag.TENSOR, depth + 1)
-            return [Tag.VIEW, pair.sid, owner_node, list(value.shape), list(value.stride()), value.storage_offset()]
+            node = [Tag.VIEW, pair.sid, owner_node, list(value.shape), list(value.stride()), value.storage_offset()]
+            bits = (NEGATIVE if value.is_neg() else 0) | (CONJUGATE if value.is_conj() else 0)
+            if value.dtype != owner.obj.dtype or bits:
+                # A view of another dtype (``Tensor.view(dtype)``), or whose values negate or conjugate its memory.
+                node += [encode_leaf(value.dtype) if value.dtype != owner.obj.dtype else None, bits]
+            return node
         return [tag, pair.sid, self.content(pair, depth)]
 
     def _owner_with(self, view: shared.Pair) -> None:
@@ -311,8 +317,11 @@ class Codec:
             # Only a new pair may become its storage's owner: the receiver's copy is then new, and owns all of its
             # storage. An update keeps an ownership both sides agreed on, or ends it, but never claims one: the
             # receiver's tensor may view part of its storage there, or share it with another owner.
-            if pairs.own(pair, shared.owns_storage(obj) and (pair.recorded is None or pair.owner_key is not None)):
+            owns = pairs.own(pair, shared.owns_storage(obj) and (pair.recorded is None or pair.owner_key is not None))
+            if owns:
                 leaf[5] |= OWNS_STORAGE
+            if pair.recorded is None:
+                pairs.check_shared_memory(pair, copy=not owns)
             # A tensor that was an owner and is still at the start of its storage object (``resize_`` keeps it,
             # ``set_`` does not) says so: the receiver keeps its own on its storage, with the views on it.
             if pair.home is not None and pair.recorded is not None:
@@ -466,6 +475,7 @@ class Codec:
         if tag == Tag.TENSOR:
             pair = pairs.add(decode_tensor(content, self.limits), tag, sid, self.lazy)
             self._own(pair, content)
+            pairs.note_memory(pair)
         elif tag == Tag.NDARRAY:
             pair = pairs.add(decode_ndarray(content, self.limits), tag, sid, self.lazy)
         else:
@@ -522,26 +532,52 @@ class Codec:
                             sent=False)
 
     def _decode_view(self, node: list, depth: int) -> torch.Tensor:
-        """A tensor that views the storage of a shared tensor, as it does on the other side."""
-        expect(len(node) == 6, "a malformed view")
-        _, sid, owner_node, shape, stride, offset = node
+        """A tensor that views the storage of a shared tensor, as it does on the other side: with the owner's dtype,
+        or (the node's seventh item) another, in whose elements its offset and strides count, and (its eighth) with
+        its negative and conjugate bits."""
+        expect(len(node) in (6, 8), "a malformed view")
+        _, sid, owner_node, shape, stride, offset = node[:6]
         owner = self.peer.pairs.find(self.decode(owner_node, depth + 1))
         expect(owner is not None and owner.tag is Tag.TENSOR and self.peer.pairs.is_owner(owner),
                "a view of a tensor that does not own its storage")
-        self._check_view(owner, shape, stride, offset)
-        view = owner.obj.as_strided(shape, stride, offset)
+        dtype, bits = (None, 0) if len(node) == 6 else (node[6], node[7])
+        expect(type(bits) is int and 0 <= bits <= NEGATIVE | CONJUGATE
+               and (len(node) == 6 or dtype is not None or bits), "a malformed view")
+        if dtype is None:
+            self._check_view(owner, shape, stride, offset)
+            view = owner.obj.as_strided(shape, stride, offset)
+        else:
+            dtype = self.decode(dtype, depth + 1)
+            expect(type(dtype) is torch.dtype and dtype != owner.obj.dtype, "a malformed view")
+            self._check_view(owner, shape, stride, offset, dtype)
+            view = torch.empty(0, dtype=dtype, device=owner.obj.device).set_(
+                owner.obj.untyped_storage(), offset, shape, stride)
+        try:
+            view = torch._neg_view(view) if bits & NEGATIVE else view
+        except RuntimeError:  # A dtype that has no negative (bool).
+            raise WireError("a malformed view") from None
+        if bits & CONJUGATE:
+            expect(view.dtype.is_complex, "a malformed view")
+            view = view.conj()
         pair = self.peer.pairs.add(view, Tag.TENSOR, sid, self.lazy)
-        pair.keep = owner.obj
+        pair.keep, pair.view_form = owner.obj, shared.view_form(view)
         pair.record()
         return view
 
-    def _check_view(self, owner: shared.Pair | None, shape, stride, offset) -> None:
-        """Refuse a view's shape, strides and offset unless they are well formed and lie within its owner."""
+    def _check_view(self, owner: shared.Pair | None, shape, stride, offset, dtype: torch.dtype | None = None) -> None:
+        """Refuse a view's shape, strides and offset unless they are well formed and lie within its owner (in the
+        elements of ``dtype``, where it is not the owner's)."""
         dims = (shape, stride)
         expect(all(type(d) is list and len(d) <= self.limits.depth and all(type(x) is int and x >= 0 for x in d)
                    for d in dims) and len(shape) == len(stride) and type(offset) is int and offset >= 0,
                "a malformed view")
-        expect(owner is None or shared.within(shape, stride, offset, owner.obj.numel()), "a view outside its tensor")
+        if owner is not None:
+            if dtype is None:
+                expect(shared.within(shape, stride, offset, owner.obj.numel()), "a view outside its tensor")
+            else:
+                size = torch.empty(0, dtype=dtype).element_size()
+                expect(shared.within(shape, stride, offset, owner.obj.numel() * owner.obj.element_size() // size),
+                       "a view outside its tensor")
 
     def _fill_view(self, pair: shared.Pair, node: list) -> None:
         """A view's place on its owner's storage and its values (`content`), written where it lies: a view with gaps

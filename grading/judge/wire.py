@@ -209,11 +209,23 @@ def encode_tensor(tensor: torch.Tensor) -> list:
     device = tensor.device
     data = flat_bytes(tensor) if device.type != "meta" else b""
     strides = tensor.stride()
-    # The strides cross where they are not the default ones and cover each element once: torch calls a tensor
-    # contiguous whatever the strides of its dimensions of one element, yet compares them (an ``out=`` that is
-    # its input, laid out alike, may be written in place; laid out otherwise, it is refused).
-    stride = list(strides) if (strides != _default_strides(tensor.shape) if tensor.is_contiguous()
-                               else dense(tensor)) else None
+    # The strides cross where they are not the default ones: torch calls a tensor contiguous whatever the strides of
+    # its dimensions of one element, yet compares them (an ``out=`` that is its input, laid out alike, may be written
+    # in place; laid out otherwise, it is refused). Strides with gaps or on which elements share a place (``expand``)
+    # cross too, where the memory they span is not much more than the elements' (`_spans`): a tensor that crosses as
+    # a copy of its values (a view of a storage too large to send whole, a view that requires grad of a parameter)
+    # keeps its layout, so that ``is_contiguous()``, and whether torch lets a test write it, are on the judge's side
+    # as in the kernel (red team, round 18).
+    if tensor.is_contiguous():
+        stride = list(strides) if strides != _default_strides(tensor.shape) else None
+    elif _spans(tensor.shape, strides) is not None:
+        stride = list(strides)
+    else:
+        # Strides that span too much memory to allocate on the other side: a layout of the same kind stands in for
+        # them, every other element apart (or none apart where they share a place), so that it is not contiguous
+        # there either.
+        stride = [0 if step == 0 and size > 1 else 2 * default
+                  for step, size, default in zip(strides, tensor.shape, _default_strides(tensor.shape))]
     flags = (REQUIRES_GRAD | (0 if tensor.is_leaf else NOT_A_LEAF) if tensor.requires_grad else 0) | (
         INFERENCE if tensor.is_inference() else 0)
     return [_dtype_name(tensor.dtype), list(tensor.shape), stride, str(device), data, flags]
@@ -289,6 +301,27 @@ def _default_strides(shape) -> tuple:
     return tuple(reversed(strides))
 
 
+def _spans(shape, stride) -> int | None:
+    """How many elements of memory a layout spans, from its first element to its last; None where that is more than
+    four times its elements (and 4,096 more): the receiver allocates what it spans."""
+    extent, count = 1, 1
+    for step, size in zip(stride, shape):
+        if size > 1:
+            extent += (size - 1) * step
+            count *= size
+    return extent if extent <= 4 * count + 4096 else None
+
+
+def _overlaps(shape, stride) -> bool:
+    """Whether two elements of a layout lie at one place (``expand`` gives such a layout)."""
+    extent = 1
+    for step, size in sorted((step, size) for step, size in zip(stride, shape) if size > 1):
+        if step < extent:
+            return True  # This dimension's steps land among the elements of the ones before it.
+        extent += (size - 1) * step
+    return False
+
+
 def dense(tensor: torch.Tensor) -> bool:
     """Whether the strides cover each element once (so that they can be rebuilt)."""
     if tensor.is_contiguous():
@@ -333,10 +366,23 @@ def _decoded_values(name, shape, stride, device, data, limits: Limits) -> torch.
         # A dimension of one element, or any of a tensor without elements, may have any stride (no element lies
         # there): ``t[:1]`` of a longer tensor, permuted.
         expect(type(stride) is list and len(stride) == len(shape)
-               and all(type(s) is int and 0 <= s <= (_ANY_STRIDE if n <= 1 or not count else count)
+               and all(type(s) is int and 0 <= s <= (_ANY_STRIDE if n <= 1 or not count else 4 * count + 4096)
                        for s, n in zip(stride, shape)), "a malformed stride")
-        strided = torch.empty_strided(shape, stride, dtype=dtype)
-        strided.copy_(values)
+        spans = _spans(shape, stride) if count else 0
+        expect(spans is not None, "a stride that spans too much memory")
+        overlaps = count and _overlaps(shape, stride)
+        if not overlaps and (spans == count or not count):
+            strided = torch.empty_strided(shape, stride, dtype=dtype)
+            strided.copy_(values)
+        elif not overlaps:  # Gaps between the elements: they read as zeros.
+            strided = torch.zeros(spans, dtype=dtype).as_strided(shape, stride)
+            strided.copy_(values)
+        else:
+            # Elements that share a place (``expand``), which torch refuses to write through: each is written where it
+            # lies (elements at one place have one value on the sender's side).
+            memory = torch.zeros(spans, dtype=dtype)
+            memory[torch.arange(spans).as_strided(shape, stride).reshape(-1)] = values.reshape(-1)
+            strided = memory.as_strided(shape, stride)
         values = strided
     return values.to(device) if device.type != "cpu" else values
 

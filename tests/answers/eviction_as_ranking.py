@@ -647,3 +647,8 @@ WRONG[VICTIM]["the victim popped and put back (reorders values)"] = ref.edit(VIC
     "    return min(values, key=lambda seq_id: (values[seq_id], seq_id))",
     "    victim = min(values, key=lambda seq_id: (values[seq_id], seq_id))\n    values[victim] = values.pop(victim)\n"
     "    return victim"))
+
+# Round 18 (2026-12-07): -0.0 refused as a negative weight by quotas (its sign bit), which no test of 1.3 gave, though
+# -0.0 < 0 is False and 1.8's visible test already accepts it; 1.3's visible part now has quotas({'a': -0.0, ...}).
+WRONG[QUOTAS]["math.copysign as the negative check (-0.0 refused)"] = ref.edit(QUOTAS, (
+    "if not math.isfinite(weight) or weight < 0:", "if not math.isfinite(weight) or math.copysign(1.0, weight) < 0:"))

@@ -757,3 +757,18 @@ WRONG[TENSOR]["over quota meaning more than 1e-11 over"] = ref.edit(TENSOR, (
 WRONG[TENSOR]["overuses rounded to 12 decimals before the tie"] = ref.edit(TENSOR, (
     "    overuse = usage.to(torch.float64) - quota\n",
     "    overuse = torch.round(usage.to(torch.float64) - quota, decimals=12)\n"))
+
+# Round 18 (2026-12-07): -0.0 refused as a negative weight by FairPolicy (its sign bit), which no test of 4.1.1 gave
+# (-0.0 < 0 is False: a weight of 0, allowed), now in the visible part; and 4.3's weights summed in int64 when they
+# are integers ("an int64 sum is exact"), which overflows for [2**62] * 3 (every weights tensor of the tests was
+# floating, and the float16 case only catches a sum in the weights' own floating dtype), now in the hidden part.
+WRONG[FAIR]["math.copysign as the negative check (-0.0 refused)"] = ref.edit(FAIR, (
+    "if not math.isfinite(weight) or weight < 0:", "if not math.isfinite(weight) or math.copysign(1.0, weight) < 0:"))
+WRONG[TENSOR]["integer weights summed in int64 (the sum of [2**62] * 3 overflows)"] = ref.edit(TENSOR, (
+    "    weights = weights.to(torch.float64)\n    total_weight = weights.sum()\n",
+    "    # An int64 sum is exact: only floating weights need float64 (float16 overflows).\n"
+    "    total_weight = (weights.to(torch.float64) if weights.is_floating_point() else weights)"
+    ".sum().to(torch.float64)\n"
+    "    weights = weights.to(torch.float64)\n"))
+HIDDEN_ONLY.setdefault(TENSOR, {})["integer weights summed in int64 (the sum of [2**62] * 3 overflows)"] = (
+    "every visible weights tensor is floating; the int64 overflow needs weights of 2**62, a hidden case")

@@ -1489,3 +1489,17 @@ ALTERNATIVES[ALLOC]["an error class of its own whose __str__ makes the message"]
     "        return f\"out of blocks: asked for {self.asked}, only {self.free} free\"\n")
 ALTERNATIVES[ALLOC]["a RuntimeError with the allocator among its arguments"] = ref.edit(ALLOC, (
     _RAISE, _RAISE.replace(' free")', ' free", self)')))
+
+# Round 18 (2026-12-07), found by a red-team helper: K and V made as the two halves of one tensor, `detach()`ed (no
+# `_base`), or as one half twice. Not contiguous, or one memory: each fails 2.5 in one process, and until round 18
+# each crossed to the judge as contiguous copies of their own (grading/judge/pairs.py: `unshared_base`) and passed.
+_POOL_TENSORS = ("        self.k_cache = torch.zeros(shape, dtype=dtype, device=device)\n"
+                 "        self.v_cache = torch.zeros(shape, dtype=dtype, device=device)")
+WRONG[POOL]["K and V the two halves of one tensor's last dimension, detached (not contiguous)"] = ref.edit(POOL, (
+    _POOL_TENSORS,
+    "        both = torch.zeros((num_blocks, block_size, num_heads, 2 * head_dim), dtype=dtype, device=device)\n"
+    "        self.k_cache = both[..., :head_dim].detach()\n        self.v_cache = both[..., head_dim:].detach()"))
+WRONG[POOL]["K and V one detached half of one tensor, twice (one memory)"] = ref.edit(POOL, (
+    _POOL_TENSORS,
+    "        both = torch.zeros((2,) + shape, dtype=dtype, device=device)\n"
+    "        self.k_cache = both[0].detach()\n        self.v_cache = both[0].detach()"))

@@ -1089,3 +1089,31 @@ WRONG[HASHES]["block_size and salt checked as numbers.Integral (a numpy integer 
              "    import numbers\n"
              "    if not all(isinstance(x, numbers.Integral) and not isinstance(x, bool)\n"
              "               for x in (block_size, salt)):\n"))
+
+# Round 18 (2026-12-07), found by a red-team helper: get_kv of one block hands out the cached tensors themselves
+# (`detach()`ed views: the caller's writes reach the cache), where the cache keeps its copies laid out with gaps and
+# with no `_base`. It fails 6.2.4 in one process; until round 18 those views crossed to the judge as copies of their
+# own, the test's writes went into the copies, and it kept 6.2.4's 2 points (grading/judge/pairs.py: `unshared_base`).
+WRONG[CACHE]["get_kv of one block hands out the cached tensors, kept as copies laid out with gaps"] = ref.edit(
+    CACHE,
+    ("\"kv\": [(k_cache[rows].clone(), v_cache[rows].clone()) for k_cache, v_cache in kv],",
+     "\"kv\": [(torch.stack([k_cache[rows], k_cache[rows]], -1)[..., 0].detach(),\n"
+     "                    torch.stack([v_cache[rows], v_cache[rows]], -1)[..., 0].detach())\n"
+     "                   for k_cache, v_cache in kv],"),
+    ("        blocks = [self._blocks[h][\"kv\"] for h in hashes]\n",
+     "        blocks = [self._blocks[h][\"kv\"] for h in hashes]\n"
+     "        if len(blocks) == 1 and blocks[0][0][0].numel() > 1:\n"
+     "            return [(k.detach(), v.detach()) for k, v in blocks[0]]\n"))
+
+# Round 18b (2026-12-07): each block must be a copy of its own rows. A view of a copy of the whole request's K/V
+# (`copy.deepcopy(k_cache[rows])` copies the slice's whole storage; `k_cache.clone()[rows]` slices a full copy)
+# passed every test, while each block kept every row of its request in memory. 6.2.2 now adds up the bytes of the
+# tensors reachable from `cache._blocks` after one insert.
+WRONG[CACHE]["each block a slice of a clone of the whole request's K/V"] = ref.edit(CACHE, (
+    "\"kv\": [(k_cache[rows].clone(), v_cache[rows].clone()) for k_cache, v_cache in kv],",
+    "\"kv\": [(k_cache.clone()[rows], v_cache.clone()[rows]) for k_cache, v_cache in kv],"))
+WRONG[CACHE]["copy.deepcopy of each block's slice (the whole storage of the request is copied)"] = ref.edit(
+    CACHE,
+    ("\"kv\": [(k_cache[rows].clone(), v_cache[rows].clone()) for k_cache, v_cache in kv],",
+     "\"kv\": [(copy.deepcopy(k_cache[rows]), copy.deepcopy(v_cache[rows])) for k_cache, v_cache in kv],"),
+    ("import torch\n", "import copy\n\nimport torch\n"))

@@ -514,3 +514,9 @@ ALTERNATIVES[H2O]["the victims chosen in the kernel, stored in an int32 buffer, 
     "    victims = torch.where(evictable, scores, torch.full_like(scores, float(\"inf\"))).argmin(dim=1)\n"
     "    return torch.where(evictable.any(dim=1), victims, torch.full_like(victims, -1))",
     "    return victims.long()"))
+
+# Round 18 (2026-12-07): every query of 9.4's tests was contiguous, so a launcher that left out q.contiguous() (the
+# kernel assumes q's head_dim contiguous) passed; 9.4.1's hidden part now has a transposed view, as 9.3.2's has.
+WRONG[H2O]["q not made contiguous (the kernel assumes q's layout)"] = ref.edit(H2O, (
+    "    q = q.contiguous()\n    work = scores", "    work = scores"))
+HIDDEN_ONLY[H2O]["q not made contiguous (the kernel assumes q's layout)"] = "every visible query is a contiguous tensor"
