@@ -636,11 +636,15 @@ class PairTable:
         start = storage.data_ptr()
         end = start + storage.nbytes()
         if end > start:
+            by_sid = self.by_sid
             for other_key, (other_start, other_end, other) in list(self.memory.items()):
+                if by_sid.get(other.sid) is not other:
+                    del self.memory[other_key]  # No pair holds that storage any more: its memory may be another's.
+                    continue
                 if other_key[0] != key[0] or not (other_start < end and start < other_end) or other_key == key:
                     continue
-                if self.by_sid.get(other.sid) is not other or storage_key(other.obj) != other_key:
-                    del self.memory[other_key]  # No pair holds that storage any more: its memory may be another's.
+                if storage_key(other.obj) != other_key:
+                    del self.memory[other_key]  # Its tensor moved to another storage (``set_``).
                     continue
                 memory = other.obj.untyped_storage()
                 if memory.data_ptr() < end and start < memory.data_ptr() + memory.nbytes():
