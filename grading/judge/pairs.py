@@ -770,10 +770,10 @@ class PairTable:
             # getrefcount sees the Pair's reference, the local name and its own argument. One that changed since it
             # last crossed is dropped at a later scan: its change crosses first (``obj.items.append(x)`` changes a
             # list that only this table holds once the statement ends, when the object keeps it in a slot). A tensor
-            # whose memory another tensor shares (a ``detach()``ed view of it holds no reference to it) is kept: the
-            # other side's writes into it must reach that memory.
+            # that is no view of a shared one and whose memory another tensor shares (a ``detach()``ed view of it
+            # holds no reference to it) is kept: the other side's writes into it must reach that memory.
             if (drop_unreferenced and getrefcount(obj) <= 3 and pair.sid not in self.dirty and not pair.changed()
-                    and (tag is not _TENSOR or _memory_alone(obj))):
+                    and (tag is not _TENSOR or pair.keep is not None or _memory_alone(obj))):
                 dropped.append(pair.sid)
                 continue
             if tag is _LIST or tag is _SET:
