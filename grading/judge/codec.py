@@ -572,12 +572,10 @@ class Codec:
                    for d in dims) and len(shape) == len(stride) and type(offset) is int and offset >= 0,
                "a malformed view")
         if owner is not None:
-            if dtype is None:
-                expect(shared.within(shape, stride, offset, owner.obj.numel()), "a view outside its tensor")
-            else:
-                size = torch.empty(0, dtype=dtype).element_size()
-                expect(shared.within(shape, stride, offset, owner.obj.numel() * owner.obj.element_size() // size),
-                       "a view outside its tensor")
+            count = owner.obj.numel()
+            if dtype is not None:  # In the view's elements.
+                count = count * owner.obj.element_size() // dtype.itemsize
+            expect(shared.within(shape, stride, offset, count), "a view outside its tensor")
 
     def _fill_view(self, pair: shared.Pair, node: list) -> None:
         """A view's place on its owner's storage and its values (`content`), written where it lies: a view with gaps
